@@ -1,0 +1,60 @@
+# The two commands a newcomer needs are `make demo` and `make test` (see README.md).
+# Every target installs what it needs first and is safe to run twice.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PROTO_SRC := $(wildcard protos/replog/v1/*.proto)
+PROTO_OUT := libs/common/src
+PROTO_STAMP := $(PROTO_OUT)/replog/v1/.generated
+DISTS := libs/common libs/client services/broker services/controller services/admin-gateway deploy/local
+PYPROJECTS := $(addsuffix /pyproject.toml,$(DISTS))
+
+.PHONY: setup system-deps demo test up down status proto lint clean
+
+setup: system-deps $(STAMP)
+
+system-deps:
+	@bash deploy/local/scripts/install-system-deps.sh
+
+$(VENV)/.dev: requirements-dev.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements-dev.txt
+	@touch $@
+
+# Generated code is produced here from protos/ and never committed or edited.
+$(PROTO_STAMP): $(PROTO_SRC) $(VENV)/.dev
+	@rm -rf $(PROTO_OUT)/replog/v1 && mkdir -p $(PROTO_OUT)/replog/v1
+	$(BIN)/python -m grpc_tools.protoc -Iprotos --python_out=$(PROTO_OUT) --pyi_out=$(PROTO_OUT) \
+		--grpc_python_out=$(PROTO_OUT) $(PROTO_SRC)
+	@touch $@
+
+proto: $(PROTO_STAMP)
+
+$(STAMP): $(PROTO_STAMP) $(PYPROJECTS)
+	$(BIN)/pip install -q $(addprefix -e ,$(DISTS))
+	@touch $@
+
+lint: setup
+	$(BIN)/buf lint
+	$(BIN)/buf format --exit-code > /dev/null
+
+up: setup
+	$(BIN)/replog-local up
+
+down:
+	@if [ -x $(BIN)/replog-local ]; then $(BIN)/replog-local down; else echo "nothing to stop (no .venv)"; fi
+
+status: setup
+	$(BIN)/replog-local status
+
+demo: setup
+	bash deploy/local/scripts/demo.sh
+
+test: setup lint
+	bash tests/run.sh
+
+clean: down
+	rm -rf .state $(VENV) $(PROTO_OUT)/replog/v1

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what the local cluster and the tests need from Debian's packages:
+# a Java runtime and ZooKeeper. Safe to run again: it does nothing when both are there.
+set -euo pipefail
+
+zk_jar=/usr/share/java/zookeeper.jar
+need=()
+command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
+[ -f "$zk_jar" ] || need+=(zookeeper)
+[ ${#need[@]} -eq 0 ] && exit 0
+
+echo "setup: installing ${need[*]} from Debian's packages"
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=""
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO="sudo"
+else
+  echo "setup: need ${need[*]} but this user is not root and has no sudo; install them with apt-get and run again" >&2
+  exit 1
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "setup: need ${need[*]} but this machine has no apt-get; install Java 17 and ZooKeeper 3.8 (jar at $zk_jar) by hand" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# Debian's package starts nothing by itself in a container, but stop its service
+# if an init system did start it: our clusters run their own ZooKeeper processes.
+command -v systemctl >/dev/null 2>&1 && $SUDO systemctl disable --now zookeeper >/dev/null 2>&1 || true
+echo "setup: installed ${need[*]}"
