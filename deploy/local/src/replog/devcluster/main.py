@@ -1,0 +1,76 @@
+"""replog-local: bring a local cluster up, down, or show it (`make up/down/status`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from replog.devcluster.cluster import ClusterError, LocalCluster
+from replog.devcluster.zookeeper import ZooKeeperMissing
+
+
+def _print_status(cluster: LocalCluster) -> None:
+    rows = cluster.status()
+    width = max(len(r["name"]) for r in rows)
+    print(f"{'process':<{width}}  {'state':<9}  {'pid':>7}  {'endpoint':<16}  {'metrics':>7}  rack")
+    for r in rows:
+        state = "healthy" if r["healthy"] else ("running" if r["running"] else "stopped")
+        print(f"{r['name']:<{width}}  {state:<9}  {r['pid'] or '-':>7}  {r['address']:<16}  "
+              f"{r['metrics_port'] or '-':>7}  {r['rack'] or '-'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="replog-local", description="local replog cluster")
+    parser.add_argument("--state-dir", default=os.environ.get("REPLOG_STATE_DIR", ".state"),
+                        help="where the cluster keeps its files (default .state)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("up", help="start every process and wait until healthy")
+    sub.add_parser("down", help="stop every process")
+    status = sub.add_parser("status", help="show the processes")
+    status.add_argument("--output", choices=["table", "json"], default="table")
+    for verb in ("kill", "stop", "start"):
+        p = sub.add_parser(verb, help=f"{verb} one process (e.g. broker-2)")
+        p.add_argument("name")
+    args = parser.parse_args(argv)
+    cluster = LocalCluster(Path(args.state_dir))
+    try:
+        if args.command == "up":
+            cluster.up()
+            _print_status(cluster)
+            print(f"\nZooKeeper {cluster.zookeeper_connect}; gateway {cluster.gateway_address} "
+                  f"(replog --gateway {cluster.gateway_address}); logs in {cluster.log_dir}")
+        elif args.command == "down":
+            if not cluster.processes:
+                print("no cluster state; nothing to stop")
+                return 0
+            cluster.down()
+            print("stopped")
+        elif args.command == "status":
+            if not cluster.processes:
+                print("no cluster has been started here (make up)")
+                return 0
+            if args.output == "json":
+                print(json.dumps(cluster.status(), indent=2))
+            else:
+                _print_status(cluster)
+        elif args.name not in cluster.processes:
+            print(f"replog-local: no process named {args.name!r}", file=sys.stderr)
+            return 2
+        elif args.command == "kill":
+            cluster.kill(args.name)
+        elif args.command == "stop":
+            cluster.stop(args.name)
+        elif args.command == "start":
+            cluster.start(args.name)
+            cluster.wait_healthy([args.name])
+    except (ClusterError, ZooKeeperMissing) as exc:
+        print(f"replog-local: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

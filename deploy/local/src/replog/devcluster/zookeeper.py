@@ -1,0 +1,58 @@
+"""Running Debian's ZooKeeper package as a plain java process (no service scripts)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+from pathlib import Path
+
+ZK_JAR = Path("/usr/share/java/zookeeper.jar")
+ZK_CONF_DIR = Path("/etc/zookeeper/conf")
+
+
+class ZooKeeperMissing(RuntimeError):
+    pass
+
+
+def zookeeper_command(config_path: Path) -> list[str]:
+    java = shutil.which("java")
+    if java is None or not ZK_JAR.exists():
+        raise ZooKeeperMissing(
+            "ZooKeeper needs java and Debian's zookeeper package "
+            f"({ZK_JAR}); run `make setup` (it installs them with apt-get)"
+        )
+    classpath = f"{ZK_CONF_DIR}:{ZK_JAR}"
+    return [
+        java, "-Xms64m", "-Xmx512m", "-Djute.maxbuffer=4194304",
+        "-Dzookeeper.admin.enableServer=false",
+        "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(config_path),
+    ]
+
+
+def write_config(directory: Path, port: int, tick_ms: int = 500) -> Path:
+    """A standalone server config; sessions may last 2..20 ticks (1 s to 10 s)."""
+    data = directory / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    path = directory / "zoo.cfg"
+    path.write_text(
+        f"tickTime={tick_ms}\n"
+        f"dataDir={data}\n"
+        f"clientPort={port}\n"
+        "clientPortAddress=127.0.0.1\n"
+        "maxClientCnxns=0\n"
+        "admin.enableServer=false\n"
+        "4lw.commands.whitelist=ruok,stat,mntr,srvr\n"
+        "autopurge.purgeInterval=1\n"
+        "forceSync=no\n"
+    )
+    return path
+
+
+def is_ok(port: int, timeout_s: float = 0.5) -> bool:
+    """True when the server on `port` answers 'imok' to 'ruok'."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
+            sock.sendall(b"ruok")
+            return sock.recv(16) == b"imok"
+    except OSError:
+        return False

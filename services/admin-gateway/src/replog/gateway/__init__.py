@@ -1,0 +1,1 @@
+"""replog admin gateway: the stateless front door for operators and gRPC clients."""

@@ -1,0 +1,20 @@
+"""The gateway's configuration keys (the one owner of each)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from replog.common.config import one_of, positive, setting, tcp_port, zookeeper_connect
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    gateway_id: str = setting("1", "instance name of this gateway (for logs and traces)")
+    zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
+    host: str = setting("127.0.0.1", "address to listen on")
+    port: int = setting(9090, "gRPC port", tcp_port)
+    metrics_port: int = setting(0, "Prometheus /metrics port (0 picks a free one)", tcp_port)
+    zookeeper_session_timeout_ms: int = setting(6000, "ZooKeeper session timeout", positive)
+    zookeeper_connect_timeout_ms: int = setting(10000, "how long to wait for ZooKeeper at start", positive)
+    trace_dir: str = setting("", "directory for JSON-lines span files when no OTLP endpoint is set")
+    log_level: str = setting("info", "log level", one_of("debug", "info", "warning", "error"))

@@ -1,0 +1,1 @@
+"""The broker's adapters: ZooKeeper registration, gRPC servicers, fetchers, files."""

@@ -1,0 +1,33 @@
+"""The broker's configuration keys (the one owner of each)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from replog.common.config import non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    broker_id: int = setting(1, "id of this broker, unique in the cluster", non_negative)
+    zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
+    host: str = setting("127.0.0.1", "address to listen on and to advertise")
+    port: int = setting(9290, "gRPC port", tcp_port)
+    rack: str = setting("", "rack (failure domain) label; empty when rack-unaware")
+    log_dir: str = setting("./data/broker", "directory holding this broker's partition logs and checkpoints")
+    metrics_port: int = setting(0, "Prometheus /metrics port (0 picks a free one)", tcp_port)
+    zookeeper_session_timeout_ms: int = setting(6000, "ZooKeeper session timeout", positive)
+    zookeeper_connect_timeout_ms: int = setting(10000, "how long to wait for ZooKeeper at start", positive)
+    trace_dir: str = setting("", "directory for JSON-lines span files when no OTLP endpoint is set")
+    log_level: str = setting("info", "log level", one_of("debug", "info", "warning", "error"))
+    replica_lag_time_max_ms: int = setting(10000, "a follower not caught up for this long leaves the ISR", positive)
+    replica_fetch_wait_max_ms: int = setting(500, "longest a follower's fetch waits at the leader", positive)
+    replica_fetch_max_bytes: int = setting(8 * 1024 * 1024, "bytes a follower fetches per request at most", positive)
+    min_insync_replicas: int = setting(1, "default min.insync.replicas for topics without their own", positive)
+    segment_bytes: int = setting(64 * 1024 * 1024, "log segment size before rolling", positive)
+    message_max_bytes: int = setting(1024 * 1024, "largest record batch accepted", positive)
+    flush_messages: int = setting(0, "fsync after this many records (0: not by count)", non_negative)
+    flush_interval_ms: int = setting(0, "fsync at least this often (0: not by time)", non_negative)
+    fsync_acks_all: bool = setting(False, "fsync every acks=all batch before it counts as replicated")
+    request_timeout_ms: int = setting(30000, "default produce timeout for acks=all", positive)
+    controlled_shutdown_enable: bool = setting(True, "on SIGTERM ask the controller to move leadership away first")

@@ -1,0 +1,32 @@
+"""replog-broker: the process entry point (config, logging, bootstrap, signals)."""
+
+from __future__ import annotations
+
+import sys
+
+from replog.broker.config import BrokerConfig
+from replog.common import service
+from replog.common.config import load_config
+
+PROG = "replog-broker"
+
+
+def main(argv: list[str] | None = None) -> int:
+    def body() -> int:
+        config = load_config(BrokerConfig, argv, prog=PROG, description="replog storage broker")
+        from replog.broker.bootstrap import BrokerProcess
+        from replog.common.logs import setup_logging
+
+        setup_logging("broker", str(config.broker_id), config.log_level)
+        process = BrokerProcess(config)
+        process.start()
+        stop = service.StopSignal()
+        stop.wait()
+        process.stop()
+        return 0
+
+    return service.run(PROG, body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

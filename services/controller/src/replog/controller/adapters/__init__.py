@@ -1,0 +1,1 @@
+"""The controller's adapters: ZooKeeper seat, executor, gRPC servicers."""

@@ -1,0 +1,24 @@
+"""The controller's configuration keys (the one owner of each)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from replog.common.config import non_negative, one_of, positive, tcp_port, setting, zookeeper_connect
+
+
+@dataclass(frozen=True)
+class ControllerConfig:
+    controller_id: int = setting(1, "id of this controller process, unique among controllers", non_negative)
+    zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
+    host: str = setting("127.0.0.1", "address to listen on and to advertise")
+    port: int = setting(9190, "gRPC port", tcp_port)
+    metrics_port: int = setting(0, "Prometheus /metrics port (0 picks a free one)", tcp_port)
+    zookeeper_session_timeout_ms: int = setting(6000, "ZooKeeper session timeout", positive)
+    zookeeper_connect_timeout_ms: int = setting(10000, "how long to wait for ZooKeeper at start", positive)
+    trace_dir: str = setting("", "directory for JSON-lines span files when no OTLP endpoint is set")
+    log_level: str = setting("info", "log level", one_of("debug", "info", "warning", "error"))
+    event_queue_size_max: int = setting(100000, "bound of the controller's event queue", positive)
+    leader_imbalance_per_broker_percentage: int = setting(10, "auto preferred election above this share of non-preferred leaders", non_negative)
+    leader_imbalance_check_interval_ms: int = setting(300000, "how often to check leader imbalance", positive)
+    auto_leader_rebalance_enable: bool = setting(True, "run preferred elections automatically")
