@@ -1,0 +1,1 @@
+"""The `replog` command line."""

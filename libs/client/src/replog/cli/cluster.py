@@ -1,0 +1,44 @@
+"""`replog cluster describe|status`."""
+
+from __future__ import annotations
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from replog.cli.output import emit
+from replog.v1 import admin_pb2, admin_pb2_grpc
+
+
+def add_parser(sub) -> None:
+    cluster = sub.add_parser("cluster", help="brokers, controller and their health")
+    verbs = cluster.add_subparsers(dest="verb", required=True)
+    verbs.add_parser("describe", help="brokers (id, endpoint, rack, alive) and the active controller")
+    verbs.add_parser("status", help="like describe, plus a health check of every broker")
+    cluster.set_defaults(run=run)
+
+
+def _health(address: str) -> str:
+    try:
+        with grpc.insecure_channel(address) as channel:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2.0)
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    except grpc.RpcError:
+        return "UNREACHABLE"
+
+
+def run(args, channel: grpc.Channel) -> int:
+    reply = admin_pb2_grpc.AdminServiceStub(channel).DescribeCluster(admin_pb2.DescribeClusterRequest(), timeout=10)
+    brokers = []
+    for b in reply.brokers:
+        row = {"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack or None, "alive": b.alive}
+        if args.verb == "status":
+            row["health"] = _health(f"{b.host}:{b.port}") if b.alive else "DEAD"
+        brokers.append(row)
+    data = {"controller_id": reply.controller_id, "controller_epoch": reply.controller_epoch, "brokers": brokers}
+    columns = ["BROKER", "ENDPOINT", "RACK", "ALIVE"] + (["HEALTH"] if args.verb == "status" else [])
+    rows = [[b["broker_id"], f"{b['host']}:{b['port']}", b["rack"], "yes" if b["alive"] else "no"]
+            + ([b["health"]] if args.verb == "status" else []) for b in brokers]
+    controller = f"controller {reply.controller_id} (epoch {reply.controller_epoch})" if reply.controller_id >= 0 \
+        else "no active controller"
+    emit(args.output, data, ("", columns, rows), lines=[f"Active {controller}; {len(brokers)} broker(s)"])
+    return 0

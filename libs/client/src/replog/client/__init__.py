@@ -1,0 +1,1 @@
+"""replog's Python client library: producer, consumer and admin helpers."""

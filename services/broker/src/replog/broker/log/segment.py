@@ -1,0 +1,399 @@
+"""One segment: the file `<base_offset>.log` of whole batches plus its offset index.
+
+Theory of operation
+-------------------
+A segment holds contiguous offsets [base_offset, next_offset) as whole
+batches appended back to back; its name is its base offset, 20 digits zero
+padded so that names sort like offsets. Only the last segment of a log (the
+active one) is appended to; the others are immutable until deleted by
+retention or truncation.
+
+Invariants (asserted around writes, checked by `recover` and `verify`):
+- the file holds exactly `size_bytes` bytes of whole, valid batches;
+- the first batch starts at `base_offset`, each next batch at the previous
+  batch's `next_offset`;
+- every index entry points at the start of a batch.
+
+I/O is positional (`os.pread` / `os.pwrite`) on one descriptor, so reads do
+not disturb the append position. Scans read the file in chunks
+(`_ChunkReader`) rather than a syscall per batch or the whole file at once.
+The newest timestamp of an immutable segment is computed on first use and
+cached; it is only needed by retention and timestamp lookups.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from replog.common.records import (
+    HEADER_SIZE,
+    MAGIC,
+    MIN_BATCH_LENGTH,
+    BatchHeader,
+    CorruptRecordError,
+    decode_records,
+    read_header,
+    validate_batch,
+)
+
+from .offset_index import OffsetIndex
+from .results import CorruptionReport
+
+logger = logging.getLogger(__name__)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+SCAN_CHUNK_BYTES = 1024 * 1024
+HEADER_SCAN_CHUNK_BYTES = 64 * 1024
+
+
+def segment_file_name(base_offset: int, suffix: str = LOG_SUFFIX) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+def parse_segment_file_name(name: str) -> int | None:
+    """The base offset of a `<20 digits>.log` name; None for any other file."""
+    stem, dot, suffix = name.partition(".")
+    if dot and "." + suffix == LOG_SUFFIX and len(stem) == 20 and stem.isdigit():
+        return int(stem)
+    return None
+
+
+@dataclass(frozen=True)
+class SegmentRecovery:
+    """What recovering one segment found: where the valid data ends, and why."""
+
+    batches_scanned: int
+    bytes_dropped: int
+    reason: str | None
+    # (leader_epoch, base_offset) wherever the batches' leader epoch went up
+    leader_epoch_starts: tuple[tuple[int, int], ...]
+
+
+class _ChunkReader:
+    """Reads [pos, pos + n) of a file out of a cached chunk, refilling as needed."""
+
+    def __init__(self, fd: int, end_position: int, chunk_bytes: int) -> None:
+        self._fd = fd
+        self._end_position = end_position
+        self._chunk_bytes = chunk_bytes
+        self._chunk = b""
+        self._chunk_start = 0
+
+    def get(self, position: int, length: int) -> tuple[bytes, int]:
+        """A buffer and the index of `position` in it, holding min(length, end - position) bytes."""
+        offset = position - self._chunk_start
+        if offset >= 0 and offset + length <= len(self._chunk):
+            return self._chunk, offset
+        read_bytes = min(max(length, self._chunk_bytes), self._end_position - position)
+        self._chunk = os.pread(self._fd, read_bytes, position)
+        self._chunk_start = position
+        return self._chunk, 0
+
+
+class LogSegment:
+    def __init__(
+        self, directory: Path, base_offset: int, fd: int, size_bytes: int, index_interval_bytes: int
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.name = segment_file_name(base_offset)
+        self.log_path = directory / self.name
+        self.index_path = directory / segment_file_name(base_offset, INDEX_SUFFIX)
+        self.size_bytes = size_bytes
+        self.next_offset = base_offset  # set by the log for immutable segments, kept by appends
+        self.index = OffsetIndex(self.index_path, base_offset)
+        self._fd = fd
+        self._index_interval_bytes = index_interval_bytes
+        self._bytes_since_index_entry = 0
+        self._max_timestamp_ms: int | None = -1 if size_bytes == 0 else None
+
+    # -- lifecycle -------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> LogSegment:
+        """A new empty segment (any old files of that name are replaced)."""
+        fd = os.open(directory / segment_file_name(base_offset), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        segment = cls(directory, base_offset, fd, 0, index_interval_bytes)
+        segment.index = OffsetIndex.rebuild(segment.index_path, base_offset, [])
+        return segment
+
+    @classmethod
+    def open_existing(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> LogSegment:
+        """The segment as found on disk; the caller recovers it or loads its index."""
+        fd = os.open(directory / segment_file_name(base_offset), os.O_RDWR)
+        size_bytes = os.fstat(fd).st_size
+        return cls(directory, base_offset, fd, size_bytes, index_interval_bytes)
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+        self.index.flush()
+
+    def close(self) -> None:
+        self.index.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def delete(self) -> None:
+        self.close()
+        self.index.delete()
+        self.log_path.unlink(missing_ok=True)
+
+    # -- writes ----------------------------------------------------------
+
+    def append(self, batch: bytes, header: BatchHeader) -> None:
+        """Write one whole, validated batch that starts at `next_offset`."""
+        assert header.base_offset == self.next_offset, (header.base_offset, self.next_offset)
+        assert len(batch) == header.size_bytes
+        position = self.size_bytes
+        if self._bytes_since_index_entry >= self._index_interval_bytes and position > 0:
+            self.index.append(header.base_offset, position)
+            self._bytes_since_index_entry = 0
+        try:
+            view = memoryview(batch)
+            written_bytes = 0
+            while written_bytes < len(batch):
+                written_bytes += os.pwrite(self._fd, view[written_bytes:], position + written_bytes)
+        except OSError:
+            # Leave no partial batch behind: the file must hold whole batches only.
+            os.ftruncate(self._fd, position)
+            raise
+        self.size_bytes = position + len(batch)
+        self._bytes_since_index_entry += len(batch)
+        self.next_offset = header.next_offset
+        if self._max_timestamp_ms is not None and header.max_timestamp_ms > self._max_timestamp_ms:
+            self._max_timestamp_ms = header.max_timestamp_ms
+
+    def truncate_to(self, position: int, next_offset: int) -> None:
+        """Cut the file at `position`, a batch boundary; `next_offset` is the offset that starts there."""
+        assert 0 <= position <= self.size_bytes
+        os.ftruncate(self._fd, position)
+        os.fsync(self._fd)
+        self.index.truncate_to_position(position)
+        self.index.flush()
+        self.size_bytes = position
+        self.next_offset = next_offset
+        last_entry = self.index.last_entry()
+        self._bytes_since_index_entry = position - (last_entry[1] if last_entry else 0)
+        self._max_timestamp_ms = -1 if position == 0 else None
+
+    # -- reads -----------------------------------------------------------
+
+    def read_bytes(self, position: int, length: int) -> bytes:
+        data = os.pread(self._fd, length, position)
+        assert len(data) == length, f"{self.name}: short read at {position}"
+        return data
+
+    def iter_headers(self, position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch from `position` (a batch boundary) to the end."""
+        reader = _ChunkReader(self._fd, self.size_bytes, HEADER_SCAN_CHUNK_BYTES)
+        while position < self.size_bytes:
+            buf, at = reader.get(position, HEADER_SIZE)
+            header = read_header(buf, at)
+            if header.magic != MAGIC or header.batch_length < MIN_BATCH_LENGTH:
+                raise CorruptRecordError(f"{self.name}: no batch at position {position}")
+            yield position, header
+            position += header.size_bytes
+
+    def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """(position, header) of the batch holding `offset`, or None if past the end."""
+        _, position = self.index.lookup(offset)
+        for position, header in self.iter_headers(position):
+            if header.last_offset >= offset:
+                return position, header
+        return None
+
+    def read_batches(
+        self, position: int, max_bytes: int, upper_offset: int, take_first: bool
+    ) -> tuple[bytes, bool]:
+        """Whole batches from `position` that fit in `max_bytes` and start below `upper_offset`.
+
+        With `take_first`, the first batch is returned even if larger than
+        `max_bytes`. The flag says whether the read stopped for a limit (True)
+        or ran off the end of the segment (False).
+        """
+        end_position = position
+        stopped = False
+        for batch_position, header in self.iter_headers(position):
+            if header.base_offset >= upper_offset:
+                stopped = True
+                break
+            fits = batch_position + header.size_bytes - position <= max_bytes
+            if not fits and not (take_first and batch_position == position):
+                stopped = True
+                break
+            end_position = batch_position + header.size_bytes
+        if end_position == position:
+            return b"", stopped
+        return self.read_bytes(position, end_position - position), stopped
+
+    def max_timestamp_ms(self) -> int:
+        """The newest record timestamp in the segment; -1 when empty."""
+        if self._max_timestamp_ms is None:
+            self._max_timestamp_ms = max(
+                (header.max_timestamp_ms for _, header in self.iter_headers()), default=-1
+            )
+        return self._max_timestamp_ms
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record stamped at or after `timestamp_ms`."""
+        for position, header in self.iter_headers():
+            if header.max_timestamp_ms >= timestamp_ms:
+                for record in decode_records(self.read_bytes(position, header.size_bytes)):
+                    if record.timestamp_ms >= timestamp_ms:
+                        return record.offset, record.timestamp_ms
+                raise CorruptRecordError(f"{self.name}: batch at {position} has no record at its max timestamp")
+        return None
+
+    # -- recovery and checks ---------------------------------------------
+
+    def recover(self) -> SegmentRecovery:
+        """Validate every batch, cut a torn or corrupt tail, rebuild the index.
+
+        Afterwards the file holds only valid, contiguous batches and
+        `next_offset` is the offset after the last of them.
+        """
+        reader = _ChunkReader(self._fd, self.size_bytes, SCAN_CHUNK_BYTES)
+        position, next_offset, batches_scanned = 0, self.base_offset, 0
+        index_entries: list[tuple[int, int]] = []
+        leader_epoch_starts: list[tuple[int, int]] = []
+        bytes_since_index_entry = 0
+        reason = None
+        while position < self.size_bytes:
+            header, reason = self._check_batch_at(reader, position, next_offset)
+            if header is None:
+                break
+            if bytes_since_index_entry >= self._index_interval_bytes and position > 0:
+                index_entries.append((header.base_offset, position))
+                bytes_since_index_entry = 0
+            if not leader_epoch_starts or header.partition_leader_epoch > leader_epoch_starts[-1][0]:
+                leader_epoch_starts.append((header.partition_leader_epoch, header.base_offset))
+            bytes_since_index_entry += header.size_bytes
+            position += header.size_bytes
+            next_offset = header.next_offset
+            batches_scanned += 1
+        bytes_dropped = self.size_bytes - position
+        if bytes_dropped:
+            os.ftruncate(self._fd, position)
+            os.fsync(self._fd)
+            self.size_bytes = position
+        self.next_offset = next_offset
+        self.index.close()
+        self.index = OffsetIndex.rebuild(self.index_path, self.base_offset, index_entries)
+        self._bytes_since_index_entry = bytes_since_index_entry
+        self._max_timestamp_ms = None if position else -1
+        return SegmentRecovery(
+            batches_scanned, bytes_dropped, reason, tuple(e for e in leader_epoch_starts if e[0] >= 0)
+        )
+
+    def _check_batch_at(
+        self, reader: _ChunkReader, position: int, expected_offset: int
+    ) -> tuple[BatchHeader | None, str | None]:
+        """The valid batch at `position`, or None and why there is none."""
+        remaining_bytes = self.size_bytes - position
+        if remaining_bytes < HEADER_SIZE:
+            return None, f"torn tail: {remaining_bytes} bytes at position {position}, less than a batch header"
+        buf, at = reader.get(position, HEADER_SIZE)
+        header = read_header(buf, at)
+        if header.magic == MAGIC and header.batch_length >= MIN_BATCH_LENGTH and header.size_bytes > remaining_bytes:
+            return None, (
+                f"torn tail: batch at position {position} needs {header.size_bytes} bytes, "
+                f"{remaining_bytes} remain"
+            )
+        buf, at = reader.get(position, max(header.size_bytes, HEADER_SIZE))
+        try:
+            validate_batch(buf, at, check_records=False)
+        except CorruptRecordError as exc:
+            return None, f"corrupt batch at position {position}: {exc}"
+        if header.base_offset != expected_offset:
+            return None, (
+                f"corrupt batch at position {position}: base offset {header.base_offset}, "
+                f"expected {expected_offset}"
+            )
+        return header, None
+
+    def load_index(self) -> bool:
+        """Load the index file if it is consistent with the segment; else rebuild it.
+
+        Returns True when the index had to be rebuilt.
+        """
+        index = OffsetIndex.load(self.index_path, self.base_offset)
+        if index is not None and self._index_matches(index):
+            self.index = index
+            last_entry = index.last_entry()
+            self._bytes_since_index_entry = self.size_bytes - (last_entry[1] if last_entry else 0)
+            return False
+        entries, bytes_since_index_entry = [], 0
+        for position, header in self.iter_headers():
+            if bytes_since_index_entry >= self._index_interval_bytes and position > 0:
+                entries.append((header.base_offset, position))
+                bytes_since_index_entry = 0
+            bytes_since_index_entry += header.size_bytes
+        self.index = OffsetIndex.rebuild(self.index_path, self.base_offset, entries)
+        self._bytes_since_index_entry = bytes_since_index_entry
+        logger.info("%s: rebuilt offset index (%d entries)", self.log_path, len(entries))
+        return True
+
+    def _index_matches(self, index: OffsetIndex) -> bool:
+        """Cheap check: the last entry must point at a batch starting at its offset."""
+        last_entry = index.last_entry()
+        if last_entry is None:
+            return True
+        offset, position = last_entry
+        if position + HEADER_SIZE > self.size_bytes:
+            return False
+        header = read_header(self.read_bytes(position, HEADER_SIZE))
+        return header.magic == MAGIC and header.base_offset == offset
+
+    def verify(self, expected_offset: int) -> list[CorruptionReport]:
+        """Deep-check every batch (CRC, records, offsets) without changing anything.
+
+        A batch with a bad body is skipped and the scan goes on from the next
+        one; a header that cannot be trusted ends the scan of this segment.
+        """
+        reports = []
+        reader = _ChunkReader(self._fd, self.size_bytes, SCAN_CHUNK_BYTES)
+        position = 0
+        while position < self.size_bytes:
+            remaining_bytes = self.size_bytes - position
+            if remaining_bytes < HEADER_SIZE:
+                reports.append(CorruptionReport(self.name, position, f"{remaining_bytes} trailing bytes"))
+                break
+            buf, at = reader.get(position, HEADER_SIZE)
+            header = read_header(buf, at)
+            header_readable = header.magic == MAGIC and header.batch_length >= MIN_BATCH_LENGTH
+            if header_readable and header.size_bytes > remaining_bytes:
+                reports.append(
+                    CorruptionReport(
+                        self.name, position, f"incomplete batch: {header.size_bytes} bytes, {remaining_bytes} remain"
+                    )
+                )
+                break
+            if not header_readable:
+                reports.append(
+                    CorruptionReport(
+                        self.name,
+                        position,
+                        f"unreadable batch header (magic {header.magic}, batch_length {header.batch_length})",
+                    )
+                )
+                break
+            buf, at = reader.get(position, header.size_bytes)
+            try:
+                validate_batch(buf, at)
+            except CorruptRecordError as exc:
+                reports.append(CorruptionReport(self.name, position, str(exc)))
+            if header.base_offset != expected_offset:
+                reports.append(
+                    CorruptionReport(
+                        self.name, position, f"base offset {header.base_offset}, expected {expected_offset}"
+                    )
+                )
+            expected_offset = header.next_offset
+            position += header.size_bytes
+        return reports

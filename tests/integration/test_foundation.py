@@ -1,0 +1,154 @@
+"""The foundation, end to end: a real cluster comes up healthy, a non-Python
+client discovers every service through reflection and health, the CLI reports
+the cluster, and bad configuration fails in one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+EXPECTED_SERVICES = {
+    "controller": {"replog.v1.ControllerService"},
+    "broker": {"replog.v1.BrokerControlService", "replog.v1.ReplicationService", "replog.v1.LogService"},
+    "gateway": {"replog.v1.AdminService"},
+}
+
+
+def grpcurl(*args: str) -> subprocess.CompletedProcess:
+    binary = Path(sys.executable).parent / "grpcurl"
+    assert binary.exists() or shutil.which("grpcurl"), "grpcurl is installed by requirements-dev.txt"
+    return subprocess.run([str(binary), "-plaintext", *args], capture_output=True, text=True, timeout=30)
+
+
+def test_grpcurl_lists_every_service_and_sees_serving(shared_cluster):
+    services = [p for p in shared_cluster.processes.values() if p.role != "zookeeper"]
+    assert sorted(p.role for p in services) == ["broker"] * 3 + ["controller"] * 2 + ["gateway"]
+    for process in services:
+        listed = grpcurl(process.address, "list")
+        assert listed.returncode == 0, listed.stderr
+        names = set(listed.stdout.split())
+        assert EXPECTED_SERVICES[process.role] | {"grpc.health.v1.Health"} <= names, (process.name, names)
+        for service in sorted(EXPECTED_SERVICES[process.role]) + [""]:
+            request = json.dumps({"service": service})
+            health = grpcurl("-d", request, process.address, "grpc.health.v1.Health/Check")
+            assert health.returncode == 0, health.stderr
+            assert json.loads(health.stdout)["status"] == "SERVING", (process.name, service)
+
+
+def test_grpcurl_can_describe_the_contract(shared_cluster):
+    described = grpcurl(shared_cluster.gateway_address, "describe", "replog.v1.AdminService")
+    assert described.returncode == 0, described.stderr
+    assert "rpc CreateTopic" in described.stdout and "rpc ExportTopology" in described.stdout
+
+
+def test_exactly_one_controller_holds_the_seat_and_brokers_carry_racks(shared_cluster, venv_bin):
+    result = subprocess.run(
+        [str(venv_bin / "replog"), "--gateway", shared_cluster.gateway_address, "--output", "json", "cluster", "status"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    status = json.loads(result.stdout)
+    assert status["controller_id"] in (1, 2)
+    assert status["controller_epoch"] >= 1
+    assert [(b["broker_id"], b["rack"], b["alive"], b["health"]) for b in status["brokers"]] == [
+        (1, "a", True, "SERVING"), (2, "b", True, "SERVING"), (3, "c", True, "SERVING"),
+    ]
+
+
+def test_cli_table_output_names_the_controller(shared_cluster, venv_bin):
+    result = subprocess.run(
+        [str(venv_bin / "replog"), "--gateway", shared_cluster.gateway_address, "cluster", "describe"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Active controller" in result.stdout
+    assert "127.0.0.1" in result.stdout
+
+
+def test_cli_reports_an_unreachable_gateway_in_one_line(venv_bin):
+    result = subprocess.run(
+        [str(venv_bin / "replog"), "--gateway", "127.0.0.1:1", "cluster", "status"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "cannot reach the gateway at 127.0.0.1:1" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_cli_usage_errors_exit_2(venv_bin):
+    result = subprocess.run([str(venv_bin / "replog"), "no-such-command"], capture_output=True, text=True)
+    assert result.returncode == 2
+
+
+@pytest.mark.parametrize("program", ["replog-controller", "replog-broker", "replog-gateway"])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--unknown-flag", "1"], "unrecognized arguments: --unknown-flag"),
+        (["--port", "65536"], "--port=65536 must be a TCP port"),
+        (["--zookeeper", "127.0.0.1:1", "--zookeeper-connect-timeout-ms", "1000"],
+         "cannot reach ZooKeeper at 127.0.0.1:1 within 1 s"),
+    ],
+)
+def test_bad_configuration_exits_nonzero_with_one_line(program, args, expected, venv_bin, tmp_path):
+    result = subprocess.run([str(venv_bin / program), *args], capture_output=True, text=True, timeout=30,
+                            cwd=tmp_path)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert expected in last and last.startswith(f"{program}:"), result.stderr
+
+
+def test_standby_controller_takes_over_when_the_active_one_dies(cluster_factory):
+    from replog.common.zk import schema
+    from replog.common.zk.client import ZkClient
+
+    cluster = cluster_factory()
+    zk = ZkClient(cluster.zookeeper_connect)
+    zk.start()
+    try:
+        first = schema.ControllerRecord.decode(zk.get(schema.CONTROLLER)[0]).controller_id
+        epoch = schema.decode_controller_epoch(zk.get(schema.CONTROLLER_EPOCH)[0])
+        cluster.kill(f"controller-{first}")
+        import time
+
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            found = zk.get(schema.CONTROLLER)
+            if found and schema.ControllerRecord.decode(found[0]).controller_id != first:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("no standby took the seat within 20 s")
+        assert schema.decode_controller_epoch(zk.get(schema.CONTROLLER_EPOCH)[0]) == epoch + 1
+    finally:
+        zk.stop()
+
+
+def test_up_twice_is_harmless_and_down_leaves_nothing_running(cluster_factory):
+    cluster = cluster_factory()
+    pids = {name: info.pid for name, info in cluster.processes.items()}
+    cluster.up()  # again
+    assert {name: info.pid for name, info in cluster.processes.items()} == pids
+    from replog.devcluster import LocalCluster
+
+    reopened = LocalCluster(cluster.state_dir)  # as a second `make up` would see it
+    assert all(row["healthy"] for row in reopened.status())
+    reopened.down()
+    assert not any(row["running"] for row in LocalCluster(cluster.state_dir).status())
+    import socket
+
+    for info in cluster.processes.values():
+        # Every port is free for a new server (SO_REUSEADDR as servers use it:
+        # closed connections may linger in TIME_WAIT, listeners may not).
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", info.port))
+            sock.listen()

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The whole suite, in tiers: pure unit tests, scenario tests of the cores, then
+# integration and fault tests with real ZooKeeper and real processes.
+# pytest exits 5 when a tier collects nothing; that is not a failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+status=0
+run_tier() {
+  local name=$1; shift
+  echo "=== tests: $name ==="
+  "$PY" -m pytest "$@"
+  local rc=$?
+  if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then status=1; fi
+}
+run_tier "unit and scenario" tests/unit tests/scenario -q -p no:cacheprovider
+run_tier "integration and fault" tests/integration tests/fault -q -p no:cacheprovider
+exit $status

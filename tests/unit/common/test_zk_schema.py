@@ -1,0 +1,81 @@
+"""The ZooKeeper schema: Kafka-compatible shapes that round-trip, strict decoding."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replog.common.zk import schema
+
+
+def test_paths_follow_the_documented_layout():
+    assert schema.broker_path(3) == "/brokers/ids/3"
+    assert schema.topic_path("orders") == "/brokers/topics/orders"
+    assert schema.partition_state_path("orders", 7) == "/brokers/topics/orders/partitions/7/state"
+    assert schema.delete_topic_path("orders") == "/admin/delete_topics/orders"
+    assert schema.topic_config_path("orders") == "/config/topics/orders"
+
+
+def test_partition_state_has_kafkas_shape():
+    record = schema.PartitionStateRecord(leader=2, leader_epoch=5, isr=(2, 3), controller_epoch=4)
+    assert json.loads(record.encode()) == {
+        "version": 1, "controller_epoch": 4, "leader": 2, "leader_epoch": 5, "isr": [2, 3]
+    }
+    assert schema.PartitionStateRecord.decode(record.encode()) == record
+
+
+replica_lists = st.lists(st.integers(0, 1000), min_size=1, max_size=5, unique=True).map(tuple)
+
+
+@given(st.dictionaries(st.integers(0, 500), replica_lists, min_size=1, max_size=20),
+       st.dictionaries(st.integers(0, 500), replica_lists, max_size=3))
+def test_topic_assignment_round_trips(partitions, adding):
+    assignment = schema.TopicAssignment(partitions=partitions, adding_replicas=adding)
+    assert schema.TopicAssignment.decode("t", assignment.encode()) == assignment
+
+
+def test_broker_registration_round_trips_with_and_without_rack():
+    for rack in ("rack-a", None):
+        registration = schema.BrokerRegistration(4, "10.0.0.4", 9092, rack, 9999, 123)
+        assert schema.BrokerRegistration.decode(4, registration.encode()) == registration
+
+
+def test_reassignment_request_uses_kafkas_file_format():
+    request = schema.ReassignmentRequest({("t", 0): (1, 2, 3), ("t", 1): (2, 3, 4)})
+    decoded = json.loads(request.encode())
+    assert decoded == {"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [1, 2, 3]},
+        {"topic": "t", "partition": 1, "replicas": [2, 3, 4]},
+    ]}
+    assert schema.ReassignmentRequest.decode(request.encode()) == request
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"not json", "not JSON"),
+        (b"[1,2]", "expected a JSON object"),
+        (b'{"leader":1}', "missing integer 'version'"),
+        (b'{"version":1,"leader":"x","leader_epoch":1,"isr":[1],"controller_epoch":1}', "'leader' must be an integer"),
+        (b'{"version":1,"leader":1,"leader_epoch":1,"isr":"1","controller_epoch":1}', "'isr' must be a list"),
+    ],
+)
+def test_malformed_partition_state_is_refused_with_the_reason(data, message):
+    with pytest.raises(schema.ZkDataError, match=message):
+        schema.PartitionStateRecord.decode(data, "/brokers/topics/t/partitions/0/state")
+
+
+def test_duplicate_partitions_in_a_reassignment_are_refused():
+    data = b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1]},{"topic":"t","partition":0,"replicas":[2]}]}'
+    with pytest.raises(schema.ZkDataError, match="listed twice"):
+        schema.ReassignmentRequest.decode(data)
+
+
+def test_controller_epoch_is_plain_decimal_text():
+    assert schema.encode_controller_epoch(12) == b"12"
+    assert schema.decode_controller_epoch(b"12") == 12
+    with pytest.raises(schema.ZkDataError):
+        schema.decode_controller_epoch(b"twelve")
