@@ -76,3 +76,51 @@ def venv_bin() -> Path:
     import sys
 
     return Path(sys.executable).parent
+
+
+@pytest.fixture(scope="session")
+def zookeeper_server(tmp_path_factory):
+    """A real standalone ZooKeeper server on a free port, for adapter tests."""
+    import subprocess
+    import time
+
+    from replog.devcluster import zookeeper
+    from replog.devcluster.cluster import free_port
+
+    port = free_port()
+    config = zookeeper.write_config(tmp_path_factory.mktemp("zookeeper"), port)
+    log = open(config.parent / "zookeeper.log", "wb")
+    process = subprocess.Popen(zookeeper.zookeeper_command(config), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while not zookeeper.is_ok(port):
+            assert process.poll() is None, "ZooKeeper exited during start-up"
+            assert time.monotonic() < deadline, "ZooKeeper did not answer ruok within 30 s"
+            time.sleep(0.1)
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.kill()
+        process.wait()
+        log.close()
+
+
+@pytest.fixture
+def zk_client(zookeeper_server):
+    """A connected ZkClient with the layout created; its test's znodes live under a fresh chroot."""
+    import uuid
+
+    from kazoo.client import KazooClient
+
+    from replog.common.zk.client import ZkClient
+
+    chroot = f"/test-{uuid.uuid4().hex[:8]}"
+    bootstrap = KazooClient(zookeeper_server)
+    bootstrap.start()
+    bootstrap.ensure_path(chroot)
+    bootstrap.stop()
+    bootstrap.close()
+    client = ZkClient(zookeeper_server + chroot)
+    client.start()
+    client.ensure_layout()
+    yield client
+    client.stop()
