@@ -18,6 +18,14 @@ Layout:
     /admin/unclean_leader_election                ElectionRequest (unclean)
     /config/topics/<topic>                        TopicConfigRecord
     /latest_producer_id_block                     ProducerIdBlock
+    /config/reassignment_throttle                 ReassignmentThrottle
+
+Who writes what: the gateway (admin requests) writes /brokers/topics/<topic>
+when creating a topic or adding partitions, /config/topics/<topic>, and the
+/admin/* requests; the active controller writes everything else it decides
+(partition states, assignments during reassignment) and deletes the /admin
+requests it has completed; brokers write only their own registration and
+producer id blocks.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ UNCLEAN_LEADER_ELECTION = "/admin/unclean_leader_election"
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+REASSIGNMENT_THROTTLE = "/config/reassignment_throttle"
 
 # Persistent parents every cluster needs; created idempotently at start-up.
 PERSISTENT_PATHS = (BROKERS, BROKER_IDS, TOPICS, ADMIN, DELETE_TOPICS, CONFIG, CONFIG_TOPICS)
@@ -358,3 +367,23 @@ class ProducerIdBlock:
             return ProducerIdBlock(_int(value, "broker", path), int(value["block_start"]), int(value["block_end"]))
         except (KeyError, ValueError):
             raise ZkDataError(f"{path}: needs numeric 'block_start' and 'block_end'") from None
+
+
+# --- /config/reassignment_throttle -------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReassignmentThrottle:
+    """Replication throttle for reassignment traffic; 0 means none."""
+
+    bytes_per_s: int
+
+    def encode(self) -> bytes:
+        return _dump({"version": 1, "bytes_per_s": self.bytes_per_s})
+
+    @staticmethod
+    def decode(data: bytes, path: str = REASSIGNMENT_THROTTLE) -> "ReassignmentThrottle":
+        value = _load(data, path)
+        rate = _int(value, "bytes_per_s", path)
+        if rate < 0:
+            raise ZkDataError(f"{path}: 'bytes_per_s' must be 0 or more")
+        return ReassignmentThrottle(rate)
