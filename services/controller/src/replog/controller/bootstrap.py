@@ -45,7 +45,7 @@ class ControllerProcess:
         metrics_port = telemetry.start_metrics_server(self.config.metrics_port, self.config.host)
         log.info("controller %d: grpc %s:%d, metrics %d", self.config.controller_id, self.config.host,
                  self.server.port, metrics_port)
-        self.elector = SeatElector(self.zk, self.config.controller_id, self._on_elected, self._on_resigned)
+        self.elector = SeatElector(self.zk, self.config.controller_id, (self.config.host, self.server.port), self._on_elected, self._on_resigned)
         self.elector.start()
 
     def _on_elected(self, seat: Seat) -> None:

@@ -135,16 +135,31 @@ def _partition_map(item: Any, what: str, path: str) -> dict[int, tuple[int, ...]
 
 @dataclass(frozen=True)
 class ControllerRecord:
+    """Who holds the controller seat, and where brokers reach its ControllerService."""
+
     controller_id: int
     timestamp_ms: int
+    host: str = ""
+    port: int = 0
 
     def encode(self) -> bytes:
-        return _dump({"version": 1, "controller_id": self.controller_id, "timestamp": str(self.timestamp_ms)})
+        return _dump({
+            "version": 1,
+            "controller_id": self.controller_id,
+            "timestamp": str(self.timestamp_ms),
+            "host": self.host,
+            "port": self.port,
+        })
 
     @staticmethod
     def decode(data: bytes, path: str = CONTROLLER) -> "ControllerRecord":
         value = _load(data, path)
-        return ControllerRecord(_int(value, "controller_id", path), int(value.get("timestamp", 0)))
+        return ControllerRecord(
+            _int(value, "controller_id", path),
+            int(value.get("timestamp", 0) or 0),
+            str(value.get("host", "") or ""),
+            int(value.get("port", 0) or 0),
+        )
 
 
 def encode_controller_epoch(controller_epoch: int) -> bytes:

@@ -40,11 +40,13 @@ class SeatElector:
         self,
         zk: ZkClient,
         controller_id: int,
+        address: tuple[str, int],
         on_elected: Callable[[Seat], None],
         on_resigned: Callable[[], None],
     ) -> None:
         self._zk = zk
         self._controller_id = controller_id
+        self._address = address
         self._on_elected = on_elected
         self._on_resigned = on_resigned
         self._wake = threading.Event()
@@ -109,7 +111,8 @@ class SeatElector:
 
     def _try_elect(self) -> None:
         kazoo = self._zk.kazoo
-        record = schema.ControllerRecord(self._controller_id, int(time.time() * 1000))
+        host, port = self._address
+        record = schema.ControllerRecord(self._controller_id, int(time.time() * 1000), host, port)
         try:
             kazoo.create(schema.CONTROLLER, record.encode(), ephemeral=True)
         except NodeExistsError:
