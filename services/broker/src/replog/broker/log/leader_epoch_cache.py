@@ -35,7 +35,7 @@ class LeaderEpochCache:
         for leader_epoch, start_offset in entries or ():
             assert not self._leader_epochs or (
                 leader_epoch > self._leader_epochs[-1] and start_offset > self._start_offsets[-1]
-            ), f"epoch entries out of order at ({leader_epoch}, {start_offset})"
+            ), f"leader epoch entries out of order at ({leader_epoch}, {start_offset})"
             self._leader_epochs.append(leader_epoch)
             self._start_offsets.append(start_offset)
 

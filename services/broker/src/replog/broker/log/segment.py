@@ -350,9 +350,10 @@ class LogSegment:
         header = read_header(self.read_bytes(position, HEADER_SIZE))
         return header.magic == MAGIC and header.base_offset == offset
 
-    def verify(self, expected_offset: int) -> list[CorruptionReport]:
+    def verify(self, expected_offset: int) -> tuple[list[CorruptionReport], int]:
         """Deep-check every batch (CRC, records, offsets) without changing anything.
 
+        Returns the problems found and the offset after the last batch read.
         A batch with a bad body is skipped and the scan goes on from the next
         one; a header that cannot be trusted ends the scan of this segment.
         """
@@ -396,4 +397,4 @@ class LogSegment:
                 )
             expected_offset = header.next_offset
             position += header.size_bytes
-        return reports
+        return reports, expected_offset

@@ -1,0 +1,49 @@
+"""The broker's storage: one segmented log per partition replica (DESIGN.md §4, Log and Checkpoints).
+
+Pure file I/O: no gRPC, no ZooKeeper, no threads. One job per module:
+
+- partition_log.py      `PartitionLog`: appends, reads, truncation, the epoch cache, flushing
+- segment.py            one `<base>.log` file of whole batches and its index
+- offset_index.py       the sparse offset -> position index (`<base>.index`)
+- recovery.py           start-up validation of the tail, cutting torn or corrupt writes
+- leader_epoch_cache.py leader_epoch -> start offset, KIP-101 end offsets (pure)
+- flush_policy.py       when to fsync (pure)
+- retention.py          which old segments to delete (pure)
+- checkpoints.py        atomic versioned text files (HW, recovery points, epochs)
+
+The batch format itself belongs to `replog.common.records`.
+"""
+
+from replog.common.records import CorruptRecordError, RecordTooLargeError
+
+from .checkpoints import (
+    HW_CHECKPOINT_FILE,
+    LEADER_EPOCH_CHECKPOINT_FILE,
+    RECOVERY_POINT_CHECKPOINT_FILE,
+    CheckpointError,
+    read_offsets_checkpoint,
+    write_offsets_checkpoint,
+)
+from .config import LogConfig
+from .errors import LogError, LogOffsetMismatchError, OffsetOutOfRangeError
+from .partition_log import PartitionLog
+from .results import AppendInfo, CorruptionReport, RecoveryReport
+
+__all__ = [
+    "HW_CHECKPOINT_FILE",
+    "LEADER_EPOCH_CHECKPOINT_FILE",
+    "RECOVERY_POINT_CHECKPOINT_FILE",
+    "AppendInfo",
+    "CheckpointError",
+    "CorruptRecordError",
+    "CorruptionReport",
+    "LogConfig",
+    "LogError",
+    "LogOffsetMismatchError",
+    "OffsetOutOfRangeError",
+    "PartitionLog",
+    "RecordTooLargeError",
+    "RecoveryReport",
+    "read_offsets_checkpoint",
+    "write_offsets_checkpoint",
+]

@@ -1,0 +1,181 @@
+"""The record batch format: round trips, CRC coverage, offset stamping, truncated tails."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from crc32c import crc32c
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replog.common.records import (
+    CRC_START,
+    HEADER_SIZE,
+    CorruptRecordError,
+    DecodedRecord,
+    RecordTooLargeError,
+    decode_records,
+    encode_batch,
+    iter_batches,
+    read_header,
+    validate_batch,
+    with_offset_and_epoch,
+)
+
+T0_MS = 1_700_000_000_000
+
+
+def records(n: int, value_bytes: int = 20) -> list[tuple[bytes | None, bytes, int]]:
+    return [(b"key-%d" % i, bytes([i % 256]) * value_bytes, T0_MS + i) for i in range(n)]
+
+
+def test_round_trip_keeps_keys_values_timestamps_and_offsets():
+    batch = encode_batch(records(5), base_offset=100)
+    decoded = decode_records(batch)
+    assert decoded == [DecodedRecord(100 + i, k, v, ts) for i, (k, v, ts) in enumerate(records(5))]
+
+
+def test_header_fields():
+    batch = encode_batch(
+        [(None, b"a", T0_MS + 5), (None, b"b", T0_MS), (None, b"c", T0_MS + 9)],
+        base_offset=7,
+        leader_epoch=3,
+        producer_id=42,
+        producer_epoch=2,
+        base_sequence=11,
+    )
+    header = validate_batch(batch)
+    assert header == read_header(batch)
+    assert (header.base_offset, header.partition_leader_epoch, header.magic) == (7, 3, 2)
+    assert (header.record_count, header.last_offset_delta, header.last_offset, header.next_offset) == (3, 2, 9, 10)
+    assert (header.base_timestamp_ms, header.max_timestamp_ms) == (T0_MS + 5, T0_MS + 9)
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (42, 2, 11)
+    assert header.size_bytes == len(batch)
+    assert HEADER_SIZE == 61
+
+
+def test_null_key_and_empty_key_are_different():
+    batch = encode_batch([(None, b"v", T0_MS), (b"", b"v", T0_MS), (b"k", b"", T0_MS)])
+    keys = [(r.key, r.value) for r in decode_records(batch)]
+    assert keys == [(None, b"v"), (b"", b"v"), (b"k", b"")]
+
+
+def test_empty_batch_is_refused():
+    with pytest.raises(ValueError):
+        encode_batch([])
+
+
+@pytest.mark.parametrize("position", [CRC_START, CRC_START + 5, HEADER_SIZE, HEADER_SIZE + 30, -1])
+def test_crc_detects_a_flipped_byte_anywhere_it_covers(position):
+    batch = bytearray(encode_batch(records(3)))
+    batch[position] ^= 0x01
+    with pytest.raises(CorruptRecordError, match="CRC mismatch"):
+        validate_batch(batch)
+
+
+def test_offset_and_epoch_patch_keeps_the_crc_valid():
+    batch = encode_batch(records(4))
+    stamped = with_offset_and_epoch(batch, 1234, 9)
+    header = validate_batch(stamped)
+    assert (header.base_offset, header.partition_leader_epoch) == (1234, 9)
+    assert header.crc == read_header(batch).crc
+    assert stamped[16:] == batch[16:]
+    assert [r.offset for r in decode_records(stamped)] == [1234, 1235, 1236, 1237]
+
+
+def test_bad_magic_is_reported():
+    batch = bytearray(encode_batch(records(1)))
+    batch[16] = 1
+    with pytest.raises(CorruptRecordError, match="magic 1"):
+        validate_batch(batch)
+
+
+def test_length_beyond_the_buffer_is_reported():
+    batch = encode_batch(records(2))
+    with pytest.raises(CorruptRecordError, match="available"):
+        validate_batch(batch[:-1])
+
+
+def test_inconsistent_record_count_is_reported():
+    batch = bytearray(encode_batch(records(2)))
+    struct.pack_into(">i", batch, 23, 5)  # last_offset_delta, inside the CRC: recompute it
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[CRC_START:])))
+    with pytest.raises(CorruptRecordError, match="inconsistent"):
+        validate_batch(batch)
+
+
+def test_records_that_do_not_fill_the_batch_are_reported():
+    # A producer bug with a valid CRC: record_count says 3, the body holds 2 records.
+    two = bytearray(encode_batch(records(2)))
+    struct.pack_into(">i", two, 23, 2)
+    struct.pack_into(">i", two, 57, 3)
+    struct.pack_into(">I", two, 17, crc32c(bytes(two[CRC_START:])))
+    with pytest.raises(CorruptRecordError, match="record 2 runs past"):
+        validate_batch(two)
+    validate_batch(two, check_records=False)  # the shallow check only sees the CRC and counts
+
+
+def test_max_bytes_raises_record_too_large():
+    batch = encode_batch(records(10, value_bytes=100))
+    validate_batch(batch, max_bytes=len(batch))
+    with pytest.raises(RecordTooLargeError, match=f"{len(batch)} bytes"):
+        validate_batch(batch, max_bytes=len(batch) - 1)
+
+
+def test_iter_batches_stops_at_a_truncated_tail_and_says_where():
+    batches = [encode_batch(records(i + 1), base_offset=i * 10) for i in range(3)]
+    joined = b"".join(batches)
+    for cut in (1, HEADER_SIZE - 1, HEADER_SIZE + 1, len(batches[2]) - 1):
+        scan = iter_batches(joined[: len(joined) - cut])
+        positions = [position for position, _ in scan]
+        assert positions == [0, len(batches[0])]
+        assert scan.stop_position == len(batches[0]) + len(batches[1])
+        assert scan.tail_bytes == len(batches[2]) - cut
+    scan = iter_batches(joined)
+    assert [h.base_offset for _, h in scan] == [0, 10, 20]
+    assert scan.tail_bytes == 0
+
+
+def test_iter_batches_refuses_garbage():
+    with pytest.raises(CorruptRecordError):
+        list(iter_batches(bytes(200)))
+
+
+def test_decode_across_batches_skips_records_below_start_offset():
+    joined = encode_batch(records(3), base_offset=0) + encode_batch(records(3), base_offset=3)
+    assert [r.offset for r in decode_records(joined, start_offset=2)] == [2, 3, 4, 5]
+    assert [r.offset for r in decode_records(joined, start_offset=4)] == [4, 5]
+    assert decode_records(joined[:-5], start_offset=0)[-1].offset == 2  # truncated tail ignored
+
+
+def test_decode_refuses_a_corrupt_batch():
+    batch = bytearray(encode_batch(records(2)))
+    batch[-1] ^= 0xFF
+    with pytest.raises(CorruptRecordError):
+        decode_records(batch)
+
+
+record_strategy = st.tuples(
+    st.one_of(st.none(), st.binary(max_size=40)),
+    st.binary(max_size=200),
+    st.integers(min_value=0, max_value=2**62),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(record_strategy, min_size=1, max_size=20), min_size=1, max_size=5),
+    st.integers(min_value=0, max_value=2**40),
+    st.integers(min_value=-1, max_value=2**31 - 1),
+)
+def test_property_encode_then_decode_is_identity(batches_of_records, base_offset, leader_epoch):
+    buf, offset, expected = [], base_offset, []
+    for batch_records in batches_of_records:
+        batch = encode_batch(batch_records, base_offset=offset, leader_epoch=leader_epoch)
+        header = validate_batch(batch)
+        assert header.max_timestamp_ms == max(ts for _, _, ts in batch_records)
+        buf.append(batch)
+        expected += [DecodedRecord(offset + i, k, v, ts) for i, (k, v, ts) in enumerate(batch_records)]
+        offset += len(batch_records)
+    assert decode_records(b"".join(buf)) == expected
