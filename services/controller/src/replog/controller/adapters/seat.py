@@ -76,6 +76,19 @@ class SeatElector:
                 pass
         self._thread.join(timeout=5)
 
+    def give_up(self, reason: str) -> None:
+        """Leave the seat (the loop found it lost, or failed) and stand for election again."""
+        if self._seat is None:
+            return
+        self._resign(reason)
+        try:
+            data, _ = self._zk.kazoo.get(schema.CONTROLLER)
+            if schema.ControllerRecord.decode(data).controller_id == self._controller_id:
+                self._zk.kazoo.delete(schema.CONTROLLER)
+        except Exception:  # noqa: BLE001 - the znode may be gone with the session
+            pass
+        self._wake.set()
+
     def _on_session(self, state: str) -> None:
         if state in ("lost", "suspended") and self._seat is not None:
             # Stop acting at once; on "suspended" the session may survive, but we

@@ -1,0 +1,173 @@
+"""Sends a plan's broker requests: one request of each kind per broker, all
+brokers in parallel, each carrying the controller's id and epoch.
+
+A broker that cannot be reached is not retried here: it gets the whole current
+state (LeaderAndIsr with init) when it registers again, so nothing is lost by
+giving up. The W3C trace context of the current span rides in the metadata so
+the brokers' handling joins the controller's trace.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import grpc
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from replog.common import telemetry
+from replog.common.channels import ChannelCache
+from replog.controller.core import plan as p
+from replog.controller.core.model import ControllerState, TopicPartition
+from replog.v1 import broker_control_pb2, broker_control_pb2_grpc, common_pb2
+
+log = logging.getLogger(__name__)
+tracer = trace.get_tracer("replog.controller")
+
+REQUEST_TIMEOUT_S = 30.0
+
+
+@dataclass
+class BrokerOutcome:
+    broker_id: int
+    ok: bool
+    seconds: float
+    error: str = ""
+    # StopReplica results: partitions stopped / failed (for topic deletion).
+    stopped: list[TopicPartition] = field(default_factory=list)
+    failed: list[TopicPartition] = field(default_factory=list)
+
+
+def _partition_state(decision: p.PartitionDecision) -> broker_control_pb2.PartitionState:
+    tp, state, assignment = decision.partition, decision.state, decision.assignment
+    return broker_control_pb2.PartitionState(
+        topic=tp.topic, partition=tp.partition, leader=state.leader, leader_epoch=state.leader_epoch,
+        isr=state.isr, partition_epoch=state.partition_epoch, replicas=assignment.replicas,
+        adding_replicas=assignment.adding, removing_replicas=assignment.removing, is_new=decision.is_new,
+    )
+
+
+class BrokerRequestSender:
+    def __init__(self, channels: ChannelCache, controller_id: int, controller_epoch: int) -> None:
+        self._channels = channels
+        self._controller_id = controller_id
+        self._controller_epoch = controller_epoch
+        self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="broker-rpc")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def send(self, state: ControllerState, plan: p.Plan) -> list[BrokerOutcome]:
+        """Send every request of `plan`; returns one outcome per broker contacted."""
+        per_broker: dict[int, list] = {}
+        for request in plan.leader_and_isr:
+            per_broker.setdefault(request.broker_id, []).append(request)
+        for update in plan.update_metadata:
+            for broker_id in update.broker_ids:
+                per_broker.setdefault(broker_id, []).append(update)
+        for request in plan.stop_replica:
+            per_broker.setdefault(request.broker_id, []).append(request)
+        if not per_broker:
+            return []
+        proto_cache: dict[int, broker_control_pb2.PartitionState] = {}
+        ctx = otel_context.get_current()
+        futures = [
+            self._pool.submit(self._send_to_broker, state, broker_id, requests, proto_cache, ctx)
+            for broker_id, requests in per_broker.items()
+        ]
+        return [f.result() for f in futures]
+
+    def _protos(self, decisions, cache) -> list:
+        out = []
+        for decision in decisions:
+            key = id(decision)
+            proto = cache.get(key)
+            if proto is None:
+                proto = cache[key] = _partition_state(decision)
+            out.append(proto)
+        return out
+
+    def _send_to_broker(self, state: ControllerState, broker_id: int, requests: list, cache, ctx) -> BrokerOutcome:
+        token = otel_context.attach(ctx)
+        started = time.monotonic()
+        outcome = BrokerOutcome(broker_id, True, 0.0)
+        try:
+            broker = state.live_brokers.get(broker_id)
+            if broker is None:
+                outcome.ok, outcome.error = False, "broker not alive"
+                for request in requests:
+                    if isinstance(request, p.StopReplicaRequest):
+                        outcome.failed.extend(x.partition for x in request.partitions if x.delete)
+                return outcome
+            stub = broker_control_pb2_grpc.BrokerControlServiceStub(self._channels.get(f"{broker.host}:{broker.port}"))
+            for request in requests:
+                self._send_one(state, stub, broker_id, request, cache, outcome)
+        finally:
+            outcome.seconds = time.monotonic() - started
+            otel_context.detach(token)
+        return outcome
+
+    def _send_one(self, state, stub, broker_id: int, request, cache, outcome: BrokerOutcome) -> None:
+        kind = type(request).__name__
+        partitions = len(request.partitions)
+        with tracer.start_as_current_span(
+            f"controller.send.{kind}",
+            attributes={"broker.id": broker_id, "partitions": partitions, "controller.epoch": self._controller_epoch},
+        ) as span:
+            try:
+                reply = self._call(state, stub, request, cache)
+            except grpc.RpcError as exc:
+                outcome.ok = False
+                outcome.error = f"{kind} to broker {broker_id} failed: {exc.code().name}"
+                span.set_attribute("error", outcome.error)
+                log.warning("%s", outcome.error)
+                if isinstance(request, p.StopReplicaRequest):
+                    outcome.failed.extend(x.partition for x in request.partitions if x.delete)
+                return
+            if reply.error_code != common_pb2.ERROR_CODE_NONE:
+                outcome.ok = False
+                outcome.error = f"{kind} refused by broker {broker_id}: {reply.error_message}"
+                log.warning("%s", outcome.error)
+            if isinstance(request, p.StopReplicaRequest):
+                bad = {(e.topic, e.partition) for e in reply.partitions if e.error_code != common_pb2.ERROR_CODE_NONE}
+                for item in request.partitions:
+                    if not item.delete:
+                        continue
+                    failed = reply.error_code != common_pb2.ERROR_CODE_NONE or tuple(item.partition) in bad
+                    (outcome.failed if failed else outcome.stopped).append(item.partition)
+
+    def _call(self, state, stub, request, cache):
+        metadata = telemetry.inject_metadata()
+        if isinstance(request, p.LeaderAndIsrRequest):
+            leaders = sorted({d.state.leader for d in request.partitions if d.state.leader >= 0})
+            endpoints = _endpoints(state, leaders)
+            message = broker_control_pb2.LeaderAndIsrRequest(
+                controller_id=self._controller_id, controller_epoch=self._controller_epoch, init=request.init,
+                partitions=self._protos(request.partitions, cache), leaders=endpoints,
+                broker_epoch=request.broker_epoch,
+            )
+            return stub.LeaderAndIsr(message, timeout=REQUEST_TIMEOUT_S, metadata=metadata)
+        if isinstance(request, p.UpdateMetadata):
+            message = broker_control_pb2.UpdateMetadataRequest(
+                controller_id=self._controller_id, controller_epoch=self._controller_epoch,
+                live_brokers=_endpoints(state, [b.broker_id for b in request.live_brokers], request.live_brokers),
+                partitions=self._protos(request.partitions, cache), deleted_topics=request.deleted_topics,
+                full=request.full,
+            )
+            return stub.UpdateMetadata(message, timeout=REQUEST_TIMEOUT_S, metadata=metadata)
+        message = broker_control_pb2.StopReplicaRequest(
+            controller_id=self._controller_id, controller_epoch=self._controller_epoch,
+            partitions=[broker_control_pb2.StopReplicaPartition(topic=x.partition.topic, partition=x.partition.partition,
+                                                                leader_epoch=x.leader_epoch, delete=x.delete)
+                        for x in request.partitions],
+            broker_epoch=request.broker_epoch,
+        )
+        return stub.StopReplica(message, timeout=REQUEST_TIMEOUT_S, metadata=metadata)
+
+
+def _endpoints(state, broker_ids, infos=None):
+    infos = infos if infos is not None else [state.live_brokers[i] for i in broker_ids if i in state.live_brokers]
+    return [common_pb2.BrokerEndpoint(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack or "") for b in infos]

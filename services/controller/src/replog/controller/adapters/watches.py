@@ -1,0 +1,180 @@
+"""ZooKeeper watches of the active controller: each reads what changed and
+enqueues one event; none decides anything.
+
+Watches are registered when the controller takes its seat and stop themselves
+(by returning False to kazoo) once `close()` is called, so a resigned
+controller's watches go quiet.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable
+
+from kazoo.exceptions import NoNodeError
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+
+from replog.common.zk import schema
+from replog.common.zk.client import ZkClient
+from replog.controller.adapters.loader import assignment_from_record, read_reassignment_request
+from replog.controller.core import events as ev
+from replog.controller.core.model import BrokerInfo, TopicPartition
+from replog.controller.core.topic_config import TopicConfig
+
+log = logging.getLogger(__name__)
+
+Enqueue = Callable[..., bool]
+
+
+class Watches:
+    def __init__(self, zk: ZkClient, enqueue: Enqueue) -> None:
+        self._zk = zk
+        self._enqueue = enqueue
+        self._closed = threading.Event()
+        self._topics: set[str] = set()
+        self._config_topics: set[str] = set()
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._closed.set()
+
+    def start(self) -> None:
+        kazoo = self._zk.kazoo
+        ChildrenWatch(kazoo, schema.BROKER_IDS, self._brokers_changed)
+        ChildrenWatch(kazoo, schema.TOPICS, self._topics_changed)
+        ChildrenWatch(kazoo, schema.DELETE_TOPICS, self._deletions_changed)
+        ChildrenWatch(kazoo, schema.CONFIG_TOPICS, self._configs_changed)
+        DataWatch(kazoo, schema.REASSIGN_PARTITIONS, self._reassignment_changed)
+        DataWatch(kazoo, schema.PREFERRED_REPLICA_ELECTION, self._election_changed(preferred=True))
+        DataWatch(kazoo, schema.UNCLEAN_LEADER_ELECTION, self._election_changed(preferred=False))
+
+    # Each callback returns False to remove its watch once closed.
+
+    def _brokers_changed(self, children: list[str]) -> bool:
+        if self._closed.is_set():
+            return False
+        notice_ms = int(time.time() * 1000)
+        live: dict[int, BrokerInfo] = {}
+        for child in children:
+            if not child.isdigit():
+                continue
+            try:
+                data, stat = self._zk.kazoo.get(schema.broker_path(int(child)))
+            except NoNodeError:
+                continue
+            registration = schema.BrokerRegistration.decode(int(child), data)
+            live[int(child)] = BrokerInfo(registration.broker_id, registration.host, registration.port,
+                                          registration.rack, stat.czxid)
+        self._enqueue(ev.BrokersChanged(live), notice_ms=notice_ms)
+        return True
+
+    def _topics_changed(self, children: list[str]) -> bool:
+        if self._closed.is_set():
+            return False
+        with self._lock:
+            new = sorted(set(children) - self._topics)
+            self._topics = set(children)
+        assignments, configs = {}, {}
+        for topic in new:
+            try:
+                data, _ = self._zk.kazoo.get(schema.topic_path(topic))
+            except NoNodeError:
+                continue
+            record = schema.TopicAssignment.decode(topic, data)
+            assignments[topic] = {p: tuple(r) for p, r in record.partitions.items()}
+            configs[topic] = self._read_config(topic)
+            DataWatch(self._zk.kazoo, schema.topic_path(topic), self._topic_data_changed(topic))
+        if assignments:
+            self._enqueue(ev.TopicsCreated(assignments, {t: c for t, c in configs.items() if c is not None}))
+        return True
+
+    def _topic_data_changed(self, topic: str):
+        def callback(data, stat, event=None) -> bool:
+            if self._closed.is_set() or data is None:
+                return False
+            record = schema.TopicAssignment.decode(topic, data)
+            self._enqueue(ev.PartitionsAdded(topic, {p: tuple(r) for p, r in record.partitions.items()}))
+            return True
+
+        return callback
+
+    def _deletions_changed(self, children: list[str]) -> bool:
+        if self._closed.is_set():
+            return False
+        if children:
+            self._enqueue(ev.TopicDeletionRequested(tuple(sorted(children))))
+        return True
+
+    def _read_config(self, topic: str) -> TopicConfig | None:
+        try:
+            data, _ = self._zk.kazoo.get(schema.topic_config_path(topic))
+        except NoNodeError:
+            return None
+        try:
+            return TopicConfig.from_map(schema.TopicConfigRecord.decode(topic, data).config)
+        except Exception as exc:  # noqa: BLE001 - keep the controller running on a bad config
+            log.error("ignoring invalid config of topic %s: %s", topic, exc)
+            return None
+
+    def _configs_changed(self, children: list[str]) -> bool:
+        if self._closed.is_set():
+            return False
+        with self._lock:
+            new = sorted(set(children) - self._config_topics)
+            self._config_topics = set(children)
+        for topic in new:
+            DataWatch(self._zk.kazoo, schema.topic_config_path(topic), self._config_data_changed(topic))
+        return True
+
+    def _config_data_changed(self, topic: str):
+        first = [True]
+
+        def callback(data, stat, event=None) -> bool:
+            if self._closed.is_set() or data is None:
+                return False
+            if first[0]:  # the initial firing: the config is already known from the snapshot / TopicsCreated
+                first[0] = False
+                return True
+            config = self._read_config(topic)
+            if config is not None:
+                self._enqueue(ev.TopicConfigChanged(topic, config))
+            return True
+
+        return callback
+
+    def _reassignment_changed(self, data, stat, event=None) -> bool:
+        if self._closed.is_set():
+            return False
+        if data:
+            try:
+                targets = read_reassignment_request(data)
+            except schema.ZkDataError as exc:
+                log.error("ignoring unreadable reassignment request: %s", exc)
+                return True
+            if targets:
+                self._enqueue(ev.ReassignmentRequested(targets))
+        return True
+
+    def _election_changed(self, preferred: bool):
+        name = (schema.PREFERRED_REPLICA_ELECTION if preferred else schema.UNCLEAN_LEADER_ELECTION).rsplit("/", 1)[1]
+
+        def callback(data, stat, event=None) -> bool:
+            if self._closed.is_set():
+                return False
+            if not data:
+                return True
+            try:
+                request = schema.ElectionRequest.decode(data)
+            except schema.ZkDataError as exc:
+                log.error("ignoring unreadable election request: %s", exc)
+                return True
+            partitions = tuple(TopicPartition(t, p) for t, p in request.partitions)
+            if preferred:
+                self._enqueue(ev.PreferredElectionRequested(partitions or None, admin_request=name))
+            else:
+                self._enqueue(ev.UncleanElectionRequested(partitions, admin_request=name))
+            return True
+
+        return callback
