@@ -1,0 +1,128 @@
+"""Consumer: reads committed records of partitions from chosen offsets.
+
+`poll()` sends one long-polling Fetch per leader broker and returns decoded
+records in offset order per partition. Leadership changes are followed through
+Metadata; an offset out of range is reported (or reset, when asked).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import grpc
+
+from replog.common import records as rec
+from replog.client.metadata import MetadataCache
+from replog.client.producer import ProduceError
+from replog.v1 import common_pb2, log_pb2
+
+EARLIEST = "earliest"
+LATEST = "latest"
+
+
+@dataclass(frozen=True)
+class ConsumerRecord:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+    timestamp_ms: int
+
+
+class Consumer:
+    def __init__(self, bootstrap: list[str], topic: str, *, partitions: list[int] | None = None,
+                 start: str | int = EARLIEST, fetch_max_bytes: int = 4 * 1024 * 1024,
+                 max_wait_ms: int = 500, reset_out_of_range: bool = False) -> None:
+        self.metadata = MetadataCache(bootstrap)
+        self.topic = topic
+        count = self.metadata.partition_count(topic)
+        self.partitions = list(range(count)) if partitions is None else list(partitions)
+        self.fetch_max_bytes = fetch_max_bytes
+        self.max_wait_ms = max_wait_ms
+        self.reset_out_of_range = reset_out_of_range
+        self.positions: dict[int, int] = {}
+        for p in self.partitions:
+            self.positions[p] = start if isinstance(start, int) else self._list_offset(p, start)
+
+    def _list_offset(self, partition: int, which: str) -> int:
+        spec = log_pb2.OFFSET_SPEC_EARLIEST if which == EARLIEST else log_pb2.OFFSET_SPEC_LATEST
+        deadline = time.monotonic() + 30
+        while True:
+            leader = self.metadata.leader_address(self.topic, partition)
+            if leader is not None:
+                try:
+                    reply = self.metadata.stub(leader[0]).ListOffsets(log_pb2.ListOffsetsRequest(partitions=[
+                        log_pb2.ListOffsetsPartition(topic=self.topic, partition=partition, spec=spec,
+                                                     current_leader_epoch=-1)]), timeout=10)
+                    result = reply.partitions[0]
+                    if result.error_code == common_pb2.ERROR_CODE_NONE:
+                        return result.offset
+                except grpc.RpcError:
+                    pass
+            if time.monotonic() > deadline:
+                raise ProduceError(common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE,
+                                   f"no leader answered ListOffsets for {self.topic}-{partition}")
+            time.sleep(0.2)
+            self.metadata.refresh([self.topic])
+
+    def poll(self, timeout_ms: int | None = None) -> list[ConsumerRecord]:
+        wait_ms = self.max_wait_ms if timeout_ms is None else timeout_ms
+        by_leader: dict[str, list[int]] = {}
+        for p in self.partitions:
+            leader = self.metadata.leader_address(self.topic, p)
+            if leader is None:
+                continue
+            by_leader.setdefault(leader[0], []).append(p)
+        if not by_leader:
+            self._refresh_quietly()
+            time.sleep(min(wait_ms, 200) / 1000)
+            return []
+        out: list[ConsumerRecord] = []
+        for address, partitions in by_leader.items():
+            request = log_pb2.FetchRequest(
+                max_wait_ms=wait_ms, min_bytes=1, max_bytes=self.fetch_max_bytes,
+                partitions=[log_pb2.FetchPartition(topic=self.topic, partition=p, fetch_offset=self.positions[p],
+                                                   current_leader_epoch=-1) for p in partitions],
+            )
+            try:
+                reply = self.metadata.stub(address).Fetch(request, timeout=wait_ms / 1000 + 10)
+            except grpc.RpcError:
+                self._refresh_quietly()
+                continue
+            for data in reply.partitions:
+                out.extend(self._accept(data))
+        return out
+
+    def _accept(self, data) -> list[ConsumerRecord]:
+        p = data.partition
+        if data.error_code == common_pb2.ERROR_CODE_OFFSET_OUT_OF_RANGE:
+            if not self.reset_out_of_range:
+                raise ProduceError(data.error_code, f"offset {self.positions[p]} of {self.topic}-{p}: "
+                                                    f"{data.error_message}")
+            self.positions[p] = self._list_offset(p, EARLIEST)
+            return []
+        if data.error_code != common_pb2.ERROR_CODE_NONE:
+            self._refresh_quietly()
+            return []
+        records = rec.decode_records(data.records, start_offset=self.positions[p]) if data.records else []
+        records = [r for r in records if r.offset < data.high_watermark]
+        if records:
+            self.positions[p] = records[-1].offset + 1
+        return [ConsumerRecord(self.topic, p, r.offset, r.key, r.value, r.timestamp_ms) for r in records]
+
+    def _refresh_quietly(self) -> None:
+        try:
+            self.metadata.refresh([self.topic])
+        except Exception:  # noqa: BLE001 - the next poll tries again
+            pass
+
+    def close(self) -> None:
+        self.metadata.close()
+
+    def __enter__(self) -> "Consumer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

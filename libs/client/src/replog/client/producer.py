@@ -1,0 +1,313 @@
+"""Producer: batching, leader discovery, retries and idempotence (KIP-98).
+
+`send()` appends a record to its partition's open batch and returns a Future.
+One sender thread closes batches when full or after `linger_ms`, encodes each
+once (replog.common.records) with its producer id, epoch and base sequence,
+and sends one ProduceRequest per leader broker. At most one batch per
+partition is in flight, so sequences reach the leader in order. A batch that
+fails with a retriable error (not leader, timeout, broker gone, not enough
+replicas) is retried with the same bytes and the same sequence after a
+metadata refresh; with idempotence the new leader recognises a batch it
+already has and answers with its original offset, so a retry never writes a
+record twice.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import queue
+import threading
+import time
+import zlib
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import grpc
+
+from replog.common import records as rec
+from replog.client.metadata import MetadataCache
+from replog.v1 import common_pb2, log_pb2
+
+log = logging.getLogger(__name__)
+
+RETRIABLE = {
+    common_pb2.ERROR_CODE_NOT_LEADER,
+    common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE,
+    common_pb2.ERROR_CODE_REQUEST_TIMED_OUT,
+    common_pb2.ERROR_CODE_NOT_ENOUGH_REPLICAS,
+    common_pb2.ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    common_pb2.ERROR_CODE_REPLICA_NOT_AVAILABLE,
+    common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,  # may be metadata lag right after creation
+    common_pb2.ERROR_CODE_FENCED_LEADER_EPOCH,
+    common_pb2.ERROR_CODE_UNKNOWN_LEADER_EPOCH,
+    common_pb2.ERROR_CODE_BROKER_SHUTTING_DOWN,
+    common_pb2.ERROR_CODE_STORAGE_ERROR,
+}
+
+
+class ProduceError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        name = common_pb2.ErrorCode.Name(code).removeprefix("ERROR_CODE_") if code in common_pb2.ErrorCode.values() \
+            else str(code)
+        super().__init__(f"{name}: {message}" if message else name)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class RecordMetadata:
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass
+class _Batch:
+    topic: str
+    partition: int
+    records: list = field(default_factory=list)       # (key, value, timestamp_ms)
+    futures: list = field(default_factory=list)
+    size_bytes: int = 0
+    created_s: float = field(default_factory=time.monotonic)
+    encoded: bytes | None = None
+    base_sequence: int = -1
+    attempts: int = 0
+    deadline_s: float = 0.0
+    retry_at_s: float = 0.0
+
+
+class Producer:
+    def __init__(
+        self,
+        bootstrap: list[str],
+        *,
+        acks: int = -1,
+        idempotent: bool = True,
+        linger_ms: int = 2,
+        batch_records_max: int = 2000,
+        batch_bytes_max: int = 1024 * 1024,
+        request_timeout_ms: int = 30_000,
+        delivery_timeout_ms: int = 120_000,
+        retry_backoff_ms: int = 100,
+        buffered_records_max: int = 1_000_000,
+    ) -> None:
+        if acks not in (0, 1, -1):
+            raise ValueError(f"acks must be 0, 1 or -1 (all), not {acks}")
+        if idempotent and acks != -1:
+            raise ValueError("an idempotent producer needs acks=-1 (all)")
+        self.metadata = MetadataCache(bootstrap)
+        self.acks = acks
+        self.idempotent = idempotent
+        self.linger_s = linger_ms / 1000
+        self.batch_records_max = batch_records_max
+        self.batch_bytes_max = batch_bytes_max
+        self.request_timeout_s = request_timeout_ms / 1000
+        self.delivery_timeout_s = delivery_timeout_ms / 1000
+        self.retry_backoff_s = retry_backoff_ms / 1000
+        self.producer_id, self.producer_epoch = -1, -1
+        self._lock = threading.Condition()
+        self._open: dict[tuple[str, int], _Batch] = {}
+        self._ready: collections.deque[_Batch] = collections.deque()
+        self._in_flight: set[tuple[str, int]] = set()
+        self._next_sequence: dict[tuple[str, int], int] = {}
+        self._completions: queue.Queue = queue.Queue()
+        self._buffered = 0
+        self._buffered_max = buffered_records_max
+        self._round_robin = 0
+        self._closed = False
+        if idempotent:
+            self._init_producer_id()
+        self._thread = threading.Thread(target=self._run, name="producer-sender", daemon=True)
+        self._thread.start()
+
+    # --- API -------------------------------------------------------------------------------
+
+    def send(self, topic: str, value: bytes, key: bytes | None = None, partition: int | None = None,
+             timestamp_ms: int | None = None) -> Future:
+        if partition is None:
+            count = self.metadata.partition_count(topic)
+            if key is not None:
+                partition = zlib.crc32(key) % count
+            else:
+                partition = self._round_robin % count
+                self._round_robin += 1
+        future: Future = Future()
+        record = (key, value, timestamp_ms if timestamp_ms is not None else int(time.time() * 1000))
+        size = len(value) + (len(key) if key else 0) + 24
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the producer is closed")
+            while self._buffered >= self._buffered_max:
+                self._lock.wait()
+            batch = self._open.get((topic, partition))
+            if batch is None:
+                batch = self._open[(topic, partition)] = _Batch(topic, partition)
+            batch.records.append(record)
+            batch.futures.append(future)
+            batch.size_bytes += size
+            self._buffered += 1
+            if len(batch.records) >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
+                self._ready.append(self._open.pop((topic, partition)))
+                self._lock.notify_all()
+        return future
+
+    def flush(self, timeout_s: float | None = None) -> None:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._lock:
+            self._ready.extend(self._open.values())
+            self._open.clear()
+            self._lock.notify_all()
+            while self._buffered > 0:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"{self._buffered} record(s) not delivered within {timeout_s} s")
+                self._lock.wait(remaining if remaining is not None else 0.5)
+
+    def close(self) -> None:
+        try:
+            self.flush(self.delivery_timeout_s)
+        finally:
+            with self._lock:
+                self._closed = True
+                self._lock.notify_all()
+            self._thread.join(timeout=5)
+            self.metadata.close()
+
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- sender thread ---------------------------------------------------------------------------
+
+    def _init_producer_id(self) -> None:
+        deadline = time.monotonic() + self.request_timeout_s
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                self.metadata.refresh()
+                stub = self.metadata.stub(self.metadata.any_broker())
+                reply = stub.InitProducerId(log_pb2.InitProducerIdRequest(producer_id=-1, producer_epoch=-1),
+                                            timeout=self.request_timeout_s)
+                if reply.error_code == common_pb2.ERROR_CODE_NONE:
+                    self.producer_id, self.producer_epoch = reply.producer_id, reply.producer_epoch
+                    return
+                last = reply.error_message
+            except Exception as exc:  # noqa: BLE001 - retried until the deadline
+                last = str(exc)
+            time.sleep(self.retry_backoff_s)
+        raise ProduceError(common_pb2.ERROR_CODE_REQUEST_TIMED_OUT, f"could not get a producer id: {last}")
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed and not self._ready and not self._open and not self._in_flight:
+                    return
+                now = time.monotonic()
+                for key, batch in list(self._open.items()):
+                    if now - batch.created_s >= self.linger_s:
+                        self._ready.append(self._open.pop(key))
+                sendable = []
+                waiting = collections.deque()
+                while self._ready:
+                    batch = self._ready.popleft()
+                    key = (batch.topic, batch.partition)
+                    if key in self._in_flight or batch.retry_at_s > now:
+                        waiting.append(batch)
+                    else:
+                        self._in_flight.add(key)
+                        sendable.append(batch)
+                self._ready = waiting
+            if sendable:
+                self._send(sendable)
+            try:
+                completion = self._completions.get(timeout=self.linger_s if (self._open or self._ready) else 0.05)
+            except queue.Empty:
+                continue
+            while completion is not None:
+                self._complete(*completion)
+                try:
+                    completion = self._completions.get_nowait()
+                except queue.Empty:
+                    completion = None
+
+    def _send(self, batches: list[_Batch]) -> None:
+        by_leader: dict[str, list[_Batch]] = {}
+        now = time.monotonic()
+        for batch in batches:
+            if batch.encoded is None:
+                key = (batch.topic, batch.partition)
+                if self.idempotent:
+                    batch.base_sequence = self._next_sequence.get(key, 0)
+                    self._next_sequence[key] = (batch.base_sequence + len(batch.records)) % (2**31)
+                batch.encoded = rec.encode_batch(batch.records, producer_id=self.producer_id,
+                                                 producer_epoch=self.producer_epoch,
+                                                 base_sequence=batch.base_sequence)
+                batch.deadline_s = now + self.delivery_timeout_s
+            leader = self.metadata.leader_address(batch.topic, batch.partition)
+            if leader is None:
+                try:
+                    self.metadata.refresh([batch.topic])
+                except Exception:  # noqa: BLE001 - retried below
+                    pass
+                leader = self.metadata.leader_address(batch.topic, batch.partition)
+            if leader is None:
+                self._completions.put((batch, common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE, "no leader known", -1))
+                continue
+            by_leader.setdefault(leader[0], []).append(batch)
+        for address, group in by_leader.items():
+            request = log_pb2.ProduceRequest(
+                acks=self.acks, timeout_ms=int(self.request_timeout_s * 1000),
+                partitions=[log_pb2.ProducePartitionData(topic=b.topic, partition=b.partition, record_batch=b.encoded)
+                            for b in group],
+            )
+            call = self.metadata.stub(address).Produce.future(request, timeout=self.request_timeout_s + 5)
+            call.add_done_callback(lambda f, group=group: self._on_reply(f, group))
+
+    def _on_reply(self, call, group: list[_Batch]) -> None:
+        try:
+            reply = call.result()
+        except grpc.RpcError as exc:
+            for batch in group:
+                self._completions.put((batch, common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE,
+                                       f"{exc.code().name}: {exc.details()}", -1))
+            return
+        if self.acks == 0:
+            for batch in group:
+                self._completions.put((batch, common_pb2.ERROR_CODE_NONE, "", -1))
+            return
+        answers = {(p.topic, p.partition): p for p in reply.partitions}
+        for batch in group:
+            answer = answers.get((batch.topic, batch.partition))
+            if answer is None:
+                self._completions.put((batch, common_pb2.ERROR_CODE_UNKNOWN_SERVER_ERROR, "no answer", -1))
+            else:
+                self._completions.put((batch, answer.error_code, answer.error_message, answer.base_offset))
+
+    def _complete(self, batch: _Batch, code: int, message: str, base_offset: int) -> None:
+        key = (batch.topic, batch.partition)
+        retry = code in RETRIABLE or code == common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE
+        if code in (common_pb2.ERROR_CODE_NONE, common_pb2.ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER):
+            for i, future in enumerate(batch.futures):
+                future.set_result(RecordMetadata(batch.topic, batch.partition, base_offset + i if base_offset >= 0 else -1))
+        elif retry and time.monotonic() < batch.deadline_s:
+            batch.attempts += 1
+            batch.retry_at_s = time.monotonic() + min(self.retry_backoff_s * batch.attempts, 1.0)
+            try:
+                self.metadata.refresh([batch.topic])
+            except Exception:  # noqa: BLE001 - the next attempt refreshes again
+                pass
+            with self._lock:
+                self._in_flight.discard(key)
+                self._ready.appendleft(batch)
+                self._lock.notify_all()
+            return
+        else:
+            error = ProduceError(code, message)
+            for future in batch.futures:
+                future.set_exception(error)
+        with self._lock:
+            self._in_flight.discard(key)
+            self._buffered -= len(batch.records)
+            self._lock.notify_all()

@@ -1,0 +1,24 @@
+"""The broker's pure replica core: decisions as values, no I/O, no clock, no threads.
+
+Map (one job per module; each opens with its theory of operation):
+- errors.py            ErrorCode (mirror of replog.v1.ErrorCode) and Refusal
+- topic_partition.py   TopicPartition
+- log_view.py          LogView protocol the core reads; EpochEndOffset
+- fencing.py           leader-epoch fencing of requests
+- partition.py         PartitionState, role transition table, LeaderAndIsr / StopReplica decisions and effects
+- replica.py           PartitionReplica: one replica's state, changed in one place
+- leader.py            LeaderReplica: follower progress, HW, ISR proposals
+- high_watermark.py    HW as pure functions (candidate + epoch rule)
+- follower_progress.py caught-up, out-of-sync and rejoin rules
+- isr_proposal.py      AlterPartition proposals, maximal ISR
+- divergence.py        leader-side divergent-follower detection
+- follower.py          follower fetch position and HW
+- truncation.py        follower truncation to the last common epoch
+- produce.py           produce admission, delayed produce completion
+- producer_state.py    idempotent producer sequences (KIP-98)
+- purgatory.py         delayed operations keyed by partition
+- fetch.py             consumer fetch bounds, long-poll completion
+
+Imports nothing from grpc, kazoo, pyspark, socket, subprocess, threading, os,
+time or random (a unit test checks). Time comes in as `now_ms` numbers.
+"""

@@ -1,0 +1,120 @@
+"""An in-memory log for broker-core tests: records (offset, leader epoch, payload, producer header).
+
+It satisfies `replog.broker.core.log_view.LogView` and keeps its own leader-epoch
+cache (epoch -> start offset) the way the real log does: an entry is added when
+a record of a newer epoch is appended or when a leader assigns its epoch start,
+and truncation drops entries starting at or past the truncation point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from replog.broker.core.producer_state import NO_PRODUCER_ID, BatchHeader
+
+
+@dataclass(frozen=True)
+class FakeRecord:
+    offset: int
+    leader_epoch: int
+    payload: str
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = -1
+    sequence: int = -1
+
+    def header(self) -> BatchHeader:
+        return BatchHeader(
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            base_sequence=self.sequence,
+            last_sequence=self.sequence,
+            base_offset=self.offset,
+            last_offset=self.offset,
+        )
+
+
+class FakeLog:
+    def __init__(self, log_start_offset: int = 0) -> None:
+        self.log_start_offset = log_start_offset
+        self._records: list[FakeRecord] = []
+        self._epoch_starts: list[tuple[int, int]] = []  # (leader_epoch, start_offset), ascending
+
+    @classmethod
+    def with_epochs(cls, *epochs: int) -> FakeLog:
+        """A log whose record at offset i has leader epoch epochs[i]; payloads name offset and epoch."""
+        log = cls()
+        for epoch in epochs:
+            log.append(epoch, f"r{log.log_end_offset}e{epoch}")
+        return log
+
+    # --- LogView ---------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log_start_offset + len(self._records)
+
+    def latest_epoch(self) -> int:
+        return self._epoch_starts[-1][0] if self._epoch_starts else -1
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        found = -1
+        end = -1
+        for index, (epoch, _start) in enumerate(self._epoch_starts):
+            if epoch > leader_epoch:
+                break
+            found = epoch
+            following = self._epoch_starts[index + 1 :]
+            end = following[0][1] if following else self.log_end_offset
+        return found, end
+
+    # --- writes (what the adapter does with the core's decisions) ----------------
+
+    def append(
+        self,
+        leader_epoch: int,
+        payload: str,
+        *,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = -1,
+        sequence: int = -1,
+    ) -> int:
+        offset = self.log_end_offset
+        self.append_copy(FakeRecord(offset, leader_epoch, payload, producer_id, producer_epoch, sequence))
+        return offset
+
+    def append_copy(self, record: FakeRecord) -> None:
+        """Append a record replicated from a leader (same offset, epoch and payload)."""
+        assert record.offset == self.log_end_offset, (record.offset, self.log_end_offset)
+        assert record.leader_epoch >= self.latest_epoch(), "epochs never go back within a log"
+        self.assign_epoch(record.leader_epoch)
+        self._records.append(record)
+
+    def assign_epoch(self, leader_epoch: int) -> None:
+        """Record that `leader_epoch` starts at the current log end (no-op if already latest)."""
+        if leader_epoch > self.latest_epoch():
+            self._epoch_starts.append((leader_epoch, self.log_end_offset))
+        else:
+            assert leader_epoch == self.latest_epoch(), (leader_epoch, self.latest_epoch())
+
+    def truncate_to(self, offset: int) -> None:
+        assert self.log_start_offset <= offset <= self.log_end_offset, (offset, self.log_start_offset)
+        del self._records[offset - self.log_start_offset :]
+        self._epoch_starts = [(e, s) for e, s in self._epoch_starts if s < offset]
+
+    # --- reads -------------------------------------------------------------------
+
+    def read(self, from_offset: int, upto_offset: int) -> list[FakeRecord]:
+        start = from_offset - self.log_start_offset
+        return self._records[start : upto_offset - self.log_start_offset]
+
+    def record_at(self, offset: int) -> FakeRecord:
+        return self._records[offset - self.log_start_offset]
+
+    def payloads(self) -> list[str]:
+        return [r.payload for r in self._records]
+
+    def epochs(self) -> list[int]:
+        return [r.leader_epoch for r in self._records]
+
+    def headers(self) -> list[BatchHeader]:
+        return [r.header() for r in self._records if r.producer_id != NO_PRODUCER_ID]
