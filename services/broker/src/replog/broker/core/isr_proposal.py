@@ -1,0 +1,84 @@
+"""ISR change proposals (AlterPartition) and the "maximal ISR" (KIP-497).
+
+Theory of operation (DESIGN.md §4 "ISR"; Kafka `PendingExpandIsr` /
+`PendingShrinkIsr`, KIP-497):
+
+The leader never changes the ISR itself: it proposes a new ISR to the
+controller, which is the single writer of partition state. A proposal carries
+the leader epoch and partition epoch it was based on, so the controller can
+refuse a stale one (FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION).
+
+At most one proposal per partition is in flight; it is pending until the
+controller answers (accept -> the answer's ISR and partition epoch become the
+committed state; refuse -> dropped, and a later check proposes again).
+
+Maximal ISR: while a proposal is pending the leader computes its HW over the
+union of the committed ISR and the proposed ISR:
+- pending shrink: the union is the old, larger ISR. The controller may not
+  have accepted the shrink; until it has, the removed follower could still be
+  elected, so the HW must not pass it.
+- pending expansion: the union includes the new member at once. If the
+  controller accepts, the member is in the ISR from that moment and may be
+  elected, so it must already hold everything below the HW.
+Either way the HW is computed over a superset of any ISR the controller may
+hold, which is what makes a clean election from the controller's ISR safe.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Iterable
+
+from replog.broker.core.errors import ErrorCode
+from replog.broker.core.topic_partition import TopicPartition
+
+
+class IsrChangeKind(enum.Enum):
+    EXPAND = "expand"
+    SHRINK = "shrink"
+
+
+@dataclass(frozen=True)
+class AlterPartitionProposal:
+    """One AlterPartitionItem for the adapter to send to the controller."""
+
+    topic_partition: TopicPartition
+    leader_epoch: int
+    new_isr: tuple[int, ...]
+    partition_epoch: int
+    kind: IsrChangeKind
+
+
+@dataclass(frozen=True)
+class AlterPartitionAnswer:
+    """The controller's AlterPartitionResult for the pending proposal.
+
+    When the RPC itself failed (controller unreachable, NOT_CONTROLLER), the
+    adapter passes `AlterPartitionAnswer.failed(code)` so the proposal is dropped.
+    """
+
+    error_code: ErrorCode
+    leader_id: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+
+    @classmethod
+    def failed(cls, error_code: ErrorCode) -> AlterPartitionAnswer:
+        assert error_code is not ErrorCode.NONE
+        return cls(error_code, leader_id=-1, leader_epoch=-1, isr=(), partition_epoch=-1)
+
+
+def in_assignment_order(members: Iterable[int], replicas: tuple[int, ...]) -> tuple[int, ...]:
+    """ISR members ordered as in the assignment (deterministic proposals and logs)."""
+    wanted = set(members)
+    ordered = tuple(r for r in replicas if r in wanted)
+    assert len(ordered) == len(wanted), (sorted(wanted), replicas)
+    return ordered
+
+
+def maximal_isr(committed_isr: tuple[int, ...], pending: AlterPartitionProposal | None) -> frozenset[int]:
+    if pending is None:
+        return frozenset(committed_isr)
+    return frozenset(committed_isr) | frozenset(pending.new_isr)

@@ -1,0 +1,395 @@
+"""Leader state of one partition: follower progress, HW, ISR proposals.
+
+Theory of operation (DESIGN.md §4 "High watermark", "ISR"; seed v2 "Writes";
+KIP-101, KIP-320, KIP-497; Kafka `Partition.updateFollowerFetchState`,
+`maybeExpandIsr`, `maybeShrinkIsr`, `maybeIncrementLeaderHW`):
+
+A `LeaderReplica` exists while this broker leads the partition in one leader
+epoch; a new epoch gets a new object (follower progress from an earlier epoch
+means nothing). It owns, and is the only code that changes:
+- the committed ISR and partition epoch as the leader knows them,
+- each assigned follower's `FollowerProgress` (follower_progress.py),
+- the high watermark (high_watermark.py),
+- at most one pending AlterPartition proposal (isr_proposal.py).
+
+Events and what they return (every result is a frozen value):
+- `on_follower_fetch(...)`: Refusal | DivergingEpoch | FollowerRead. A read
+  tells the adapter the range to send, the HW to put in the response, whether
+  the HW advanced (complete delayed produces/fetches) and an ISR expansion to
+  send to the controller, if any.
+- `on_local_append(log)`: HighWatermarkUpdate (an ISR of one commits at once).
+- `maybe_shrink_isr(...)`: an AlterPartitionProposal or None.
+- `on_alter_partition_answer(...)`: IsrCommitted | ProposalDropped | AnswerIgnored.
+- `apply_committed_state(...)`: a LeaderAndIsr ISR-only update (same leader epoch).
+- `offset_for_leader_epoch(...)`: answers a follower's OffsetForLeaderEpoch.
+
+Invariants (asserted): the leader is in its committed ISR; ISR within the
+assignment; HW never decreases and never passes the leader's LEO; a proposal
+is pending only while no answer has arrived.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from replog.broker.core.divergence import find_divergence
+from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.fencing import check_leader_epoch
+from replog.broker.core.follower_progress import (
+    FollowerProgress,
+    after_fetch,
+    is_out_of_sync,
+    may_rejoin_isr,
+)
+from replog.broker.core.high_watermark import high_watermark_candidate, next_high_watermark
+from replog.broker.core.isr_proposal import (
+    AlterPartitionAnswer,
+    AlterPartitionProposal,
+    IsrChangeKind,
+    in_assignment_order,
+    maximal_isr,
+)
+from replog.broker.core.log_view import EpochEndOffset, LogView, epoch_end_offset
+from replog.broker.core.topic_partition import TopicPartition
+
+
+@dataclass(frozen=True)
+class HighWatermarkUpdate:
+    previous: int
+    current: int
+
+    @property
+    def advanced(self) -> bool:
+        return self.current > self.previous
+
+
+@dataclass(frozen=True)
+class FollowerRead:
+    """A consistent follower fetch: send records in [fetch_offset, read_upto_offset)."""
+
+    fetch_offset: int
+    read_upto_offset: int
+    high_watermark: int
+    log_start_offset: int
+    leader_epoch: int
+    high_watermark_update: HighWatermarkUpdate
+    isr_proposal: AlterPartitionProposal | None
+
+
+@dataclass(frozen=True)
+class DivergingEpoch:
+    """The follower's log diverged: answer `diverging` and no records (KIP-320)."""
+
+    diverging: EpochEndOffset
+    high_watermark: int
+    log_start_offset: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True)
+class IsrCommitted:
+    isr: tuple[int, ...]
+    partition_epoch: int
+    kind: IsrChangeKind
+    high_watermark_update: HighWatermarkUpdate
+
+
+@dataclass(frozen=True)
+class ProposalDropped:
+    """The controller refused (or was unreachable); a later check proposes again."""
+
+    error_code: ErrorCode
+    proposal: AlterPartitionProposal
+
+
+@dataclass(frozen=True)
+class AnswerIgnored:
+    reason: str
+
+
+FollowerFetchResult = FollowerRead | DivergingEpoch | Refusal
+AlterPartitionOutcome = IsrCommitted | ProposalDropped | AnswerIgnored
+
+
+class LeaderReplica:
+    """The leader's view of one partition in one leader epoch. See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        topic_partition: TopicPartition,
+        broker_id: int,
+        leader_epoch: int,
+        replicas: tuple[int, ...],
+        isr: tuple[int, ...],
+        partition_epoch: int,
+        epoch_start_offset: int,
+        high_watermark: int,
+        now_ms: int,
+    ) -> None:
+        assert high_watermark <= epoch_start_offset, (high_watermark, epoch_start_offset)
+        self._topic_partition = topic_partition
+        self._broker_id = broker_id
+        self._leader_epoch = leader_epoch
+        self._epoch_start_offset = epoch_start_offset
+        self._high_watermark = high_watermark
+        self._pending: AlterPartitionProposal | None = None
+        self._replicas: tuple[int, ...] = ()
+        self._isr: tuple[int, ...] = ()
+        self._partition_epoch = partition_epoch
+        self._followers: dict[int, FollowerProgress] = {}
+        self._set_membership(replicas, isr, now_ms=now_ms)
+
+    @classmethod
+    def start(
+        cls,
+        *,
+        topic_partition: TopicPartition,
+        broker_id: int,
+        leader_epoch: int,
+        replicas: tuple[int, ...],
+        isr: tuple[int, ...],
+        partition_epoch: int,
+        high_watermark: int,
+        log: LogView,
+        now_ms: int,
+    ) -> LeaderReplica:
+        """Take over leadership: the epoch starts at our LEO; the inherited HW is kept (clamped to LEO)."""
+        return cls(
+            topic_partition=topic_partition,
+            broker_id=broker_id,
+            leader_epoch=leader_epoch,
+            replicas=replicas,
+            isr=isr,
+            partition_epoch=partition_epoch,
+            epoch_start_offset=log.log_end_offset,
+            high_watermark=min(high_watermark, log.log_end_offset),
+            now_ms=now_ms,
+        )
+
+    # --- read-only views ---------------------------------------------------
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return self._topic_partition
+
+    @property
+    def leader_epoch(self) -> int:
+        return self._leader_epoch
+
+    @property
+    def epoch_start_offset(self) -> int:
+        return self._epoch_start_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def high_watermark_settled(self) -> bool:
+        """True once the HW reached this epoch's start (>= any HW published before; KIP-207)."""
+        return self._high_watermark >= self._epoch_start_offset
+
+    @property
+    def isr(self) -> tuple[int, ...]:
+        """The committed ISR (what the controller holds)."""
+        return self._isr
+
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        return maximal_isr(self._isr, self._pending)
+
+    @property
+    def partition_epoch(self) -> int:
+        return self._partition_epoch
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        return self._replicas
+
+    @property
+    def pending_proposal(self) -> AlterPartitionProposal | None:
+        return self._pending
+
+    def follower_progress(self, replica_id: int) -> FollowerProgress:
+        return self._followers[replica_id]
+
+    # --- events --------------------------------------------------------------
+
+    def on_follower_fetch(
+        self,
+        *,
+        replica_id: int,
+        current_leader_epoch: int,
+        fetch_offset: int,
+        last_fetched_epoch: int,
+        now_ms: int,
+        log: LogView,
+    ) -> FollowerFetchResult:
+        """A follower's ReplicaFetch for this partition; see the module docstring."""
+        refusal = self._refuse_follower(replica_id, current_leader_epoch)
+        if refusal is not None:
+            return refusal
+        diverging = find_divergence(log, fetch_offset=fetch_offset, last_fetched_epoch=last_fetched_epoch)
+        if diverging is not None:
+            return DivergingEpoch(diverging, self._high_watermark, log.log_start_offset, self._leader_epoch)
+        if not log.log_start_offset <= fetch_offset <= log.log_end_offset:
+            return Refusal(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"fetch offset {fetch_offset} outside [{log.log_start_offset}, {log.log_end_offset}]",
+            )
+        self._followers[replica_id] = after_fetch(
+            self._followers[replica_id],
+            fetch_offset=fetch_offset,
+            leader_log_end_offset=log.log_end_offset,
+            now_ms=now_ms,
+        )
+        hw_update = self._update_high_watermark(log)
+        proposal = self._maybe_expand_isr(replica_id)
+        return FollowerRead(
+            fetch_offset=fetch_offset,
+            read_upto_offset=log.log_end_offset,
+            high_watermark=self._high_watermark,
+            log_start_offset=log.log_start_offset,
+            leader_epoch=self._leader_epoch,
+            high_watermark_update=hw_update,
+            isr_proposal=proposal,
+        )
+
+    def on_local_append(self, log: LogView) -> HighWatermarkUpdate:
+        """After the adapter appended to the leader's log (the HW moves at once if the ISR is only us)."""
+        return self._update_high_watermark(log)
+
+    def maybe_shrink_isr(
+        self, *, now_ms: int, replica_lag_time_max_ms: int, log: LogView
+    ) -> AlterPartitionProposal | None:
+        """Propose dropping followers not caught up within the lag limit (never the leader)."""
+        if self._pending is not None:
+            return None
+        lagging = {
+            replica_id
+            for replica_id in self._isr
+            if replica_id != self._broker_id
+            and is_out_of_sync(
+                self._followers[replica_id],
+                leader_log_end_offset=log.log_end_offset,
+                now_ms=now_ms,
+                replica_lag_time_max_ms=replica_lag_time_max_ms,
+            )
+        }
+        if not lagging:
+            return None
+        return self._propose(set(self._isr) - lagging, IsrChangeKind.SHRINK)
+
+    def on_alter_partition_answer(self, answer: AlterPartitionAnswer, log: LogView) -> AlterPartitionOutcome:
+        """The controller answered (or failed to answer) the pending proposal."""
+        proposal = self._pending
+        if proposal is None:
+            return AnswerIgnored("no proposal pending")
+        self._pending = None
+        if answer.error_code is not ErrorCode.NONE:
+            return ProposalDropped(answer.error_code, proposal)
+        stale = self._stale_answer_reason(answer)
+        if stale is not None:
+            return AnswerIgnored(stale)
+        self._isr = in_assignment_order(answer.isr, self._replicas)
+        self._partition_epoch = answer.partition_epoch
+        for replica_id in self._isr:
+            assert replica_id in self._followers or replica_id == self._broker_id
+        return IsrCommitted(self._isr, self._partition_epoch, proposal.kind, self._update_high_watermark(log))
+
+    def apply_committed_state(
+        self,
+        *,
+        replicas: tuple[int, ...],
+        isr: tuple[int, ...],
+        partition_epoch: int,
+        log: LogView,
+        now_ms: int,
+    ) -> HighWatermarkUpdate:
+        """A LeaderAndIsr at our leader epoch with a newer partition epoch (replaces any proposal)."""
+        assert partition_epoch > self._partition_epoch, (partition_epoch, self._partition_epoch)
+        self._pending = None
+        self._partition_epoch = partition_epoch
+        self._set_membership(replicas, isr, now_ms=now_ms)
+        return self._update_high_watermark(log)
+
+    def offset_for_leader_epoch(
+        self, *, current_leader_epoch: int, requested_leader_epoch: int, log: LogView
+    ) -> EpochEndOffset | Refusal:
+        """OffsetForLeaderEpoch from a follower: the largest epoch <= requested and its end (KIP-101)."""
+        refusal = check_leader_epoch(current_leader_epoch, self._leader_epoch, unset_allowed=True)
+        if refusal is not None:
+            return refusal
+        return epoch_end_offset(log, requested_leader_epoch)
+
+    # --- internals -------------------------------------------------------------
+
+    def _refuse_follower(self, replica_id: int, current_leader_epoch: int) -> Refusal | None:
+        if replica_id == self._broker_id:
+            return Refusal(ErrorCode.INVALID_REQUEST, f"broker {replica_id} fetched from itself")
+        if replica_id not in self._followers:
+            return Refusal(
+                ErrorCode.NOT_ASSIGNED_REPLICA,
+                f"replica {replica_id} not in assignment {self._replicas} of {self._topic_partition}",
+            )
+        return check_leader_epoch(current_leader_epoch, self._leader_epoch, unset_allowed=False)
+
+    def _update_high_watermark(self, log: LogView) -> HighWatermarkUpdate:
+        leos: Mapping[int, int] = {
+            **{r: p.log_end_offset for r, p in self._followers.items()},
+            self._broker_id: log.log_end_offset,
+        }
+        previous = self._high_watermark
+        candidate = high_watermark_candidate(self.maximal_isr, leos)
+        self._high_watermark = next_high_watermark(previous, candidate, self._epoch_start_offset)
+        assert previous <= self._high_watermark <= log.log_end_offset, (
+            previous,
+            self._high_watermark,
+            log.log_end_offset,
+        )
+        return HighWatermarkUpdate(previous, self._high_watermark)
+
+    def _maybe_expand_isr(self, replica_id: int) -> AlterPartitionProposal | None:
+        if self._pending is not None or replica_id in self._isr:
+            return None
+        if not may_rejoin_isr(
+            self._followers[replica_id],
+            high_watermark=self._high_watermark,
+            epoch_start_offset=self._epoch_start_offset,
+        ):
+            return None
+        return self._propose(set(self._isr) | {replica_id}, IsrChangeKind.EXPAND)
+
+    def _propose(self, new_isr: set[int], kind: IsrChangeKind) -> AlterPartitionProposal:
+        assert self._broker_id in new_isr
+        self._pending = AlterPartitionProposal(
+            topic_partition=self._topic_partition,
+            leader_epoch=self._leader_epoch,
+            new_isr=in_assignment_order(new_isr, self._replicas),
+            partition_epoch=self._partition_epoch,
+            kind=kind,
+        )
+        return self._pending
+
+    def _stale_answer_reason(self, answer: AlterPartitionAnswer) -> str | None:
+        if answer.leader_epoch != self._leader_epoch or answer.leader_id != self._broker_id:
+            return f"answer for leader {answer.leader_id} epoch {answer.leader_epoch}"
+        if answer.partition_epoch <= self._partition_epoch:
+            return f"answer partition epoch {answer.partition_epoch} not newer than {self._partition_epoch}"
+        if self._broker_id not in answer.isr or not set(answer.isr) <= set(self._replicas):
+            return f"answer ISR {answer.isr} invalid for leader {self._broker_id}"
+        return None
+
+    def _set_membership(self, replicas: tuple[int, ...], isr: tuple[int, ...], *, now_ms: int) -> None:
+        assert self._broker_id in isr, (self._broker_id, isr)
+        assert set(isr) <= set(replicas), (isr, replicas)
+        self._replicas = tuple(replicas)
+        self._isr = in_assignment_order(isr, self._replicas)
+        kept = {r: p for r, p in self._followers.items() if r in self._replicas}
+        for replica_id in self._replicas:
+            if replica_id != self._broker_id and replica_id not in kept:
+                in_isr = replica_id in self._isr
+                kept[replica_id] = FollowerProgress.in_sync_since(now_ms) if in_isr else FollowerProgress()
+        self._followers = kept
