@@ -139,7 +139,13 @@ class StartFetcher:
 
 @dataclass(frozen=True)
 class AssignLeaderEpochStart:
-    """Record in the epoch cache that `leader_epoch` starts at the current log end offset."""
+    """Record in the epoch cache that `leader_epoch` starts at the current log end offset.
+
+    Optional for a log that stamps the epoch cache on the first append of a new
+    epoch (as `PartitionLog.append_as_leader` does): nothing in the core reads
+    the cache entry before that append; the leader's epoch start offset is kept
+    in `LeaderReplica.epoch_start_offset`.
+    """
 
     leader_epoch: int
 

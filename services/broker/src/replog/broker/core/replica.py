@@ -1,0 +1,206 @@
+"""One hosted replica: the single place its state changes (TigerBeetle: centralise state changes).
+
+Theory of operation (DESIGN.md §4 "Replica manager"; seed ReplicaManager):
+
+`PartitionReplica` ties together the pieces the adapter would otherwise have to
+keep consistent by hand:
+- the controller's decision state (`PartitionState`, partition.py),
+- the leader state (`LeaderReplica`, leader.py) while this broker leads,
+- the replica's high watermark in either role (the leader's lives in
+  `LeaderReplica`; a follower's here, and it seeds the next leadership).
+
+It applies LeaderAndIsr / StopReplica outcomes (creating, updating or dropping
+the `LeaderReplica`), keeps the ISR and partition epoch of `PartitionState` in
+step with accepted AlterPartition answers, and routes fetches and produces to
+the role that may serve them. It performs no I/O: outcomes still carry the
+effects (StopFetcher, StartFetcher, AssignLeaderEpochStart, ...) for the
+adapter, which owns the log, fetchers and purgatories.
+
+A STOPPED replica is dropped by the adapter; a later assignment starts a new
+`PartitionReplica`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.fencing import check_leader_epoch
+from replog.broker.core.fetch import ConsumerRead, plan_consumer_fetch
+from replog.broker.core.follower import follower_high_watermark
+from replog.broker.core.isr_proposal import AlterPartitionAnswer
+from replog.broker.core.leader import (
+    AlterPartitionOutcome,
+    AnswerIgnored,
+    FollowerFetchResult,
+    IsrCommitted,
+    LeaderReplica,
+)
+from replog.broker.core.log_view import EpochEndOffset, LogView
+from replog.broker.core.partition import (
+    Applied,
+    ChangeKind,
+    LeaderAndIsrDecision,
+    PartitionOutcome,
+    PartitionState,
+    ReplicaRole,
+    apply_leader_and_isr,
+    apply_stop_replica,
+)
+from replog.broker.core.produce import ProduceAdmitted, ProduceProgress, admit_produce
+from replog.broker.core.topic_partition import TopicPartition
+
+
+class PartitionReplica:
+    def __init__(self, topic_partition: TopicPartition, broker_id: int, *, high_watermark: int = 0) -> None:
+        """`high_watermark`: the checkpointed HW (clamped to the LEO on first use)."""
+        self._state = PartitionState.new(topic_partition, broker_id)
+        self._leader: LeaderReplica | None = None
+        self._high_watermark = high_watermark
+
+    @property
+    def state(self) -> PartitionState:
+        return self._state
+
+    @property
+    def leader(self) -> LeaderReplica | None:
+        return self._leader
+
+    @property
+    def high_watermark(self) -> int:
+        return self._leader.high_watermark if self._leader is not None else self._high_watermark
+
+    # --- controller requests -------------------------------------------------
+
+    def on_leader_and_isr(self, decision: LeaderAndIsrDecision, *, log: LogView, now_ms: int) -> PartitionOutcome:
+        outcome = apply_leader_and_isr(self._state, decision)
+        if isinstance(outcome, Applied):
+            self._apply(outcome, log=log, now_ms=now_ms)
+        return outcome
+
+    def on_stop_replica(self, *, leader_epoch: int, delete: bool) -> PartitionOutcome:
+        outcome = apply_stop_replica(self._state, leader_epoch, delete)
+        if isinstance(outcome, Applied):
+            self._leave_leadership()
+            self._state = outcome.state
+        return outcome
+
+    def on_alter_partition_answer(self, answer: AlterPartitionAnswer, *, log: LogView) -> AlterPartitionOutcome:
+        if self._leader is None:
+            return AnswerIgnored("not the leader")
+        outcome = self._leader.on_alter_partition_answer(answer, log)
+        if isinstance(outcome, IsrCommitted):
+            self._state = replace(self._state, isr=outcome.isr, partition_epoch=outcome.partition_epoch)
+        return outcome
+
+    # --- as leader -------------------------------------------------------------
+
+    def on_follower_fetch(
+        self,
+        *,
+        replica_id: int,
+        current_leader_epoch: int,
+        fetch_offset: int,
+        last_fetched_epoch: int,
+        now_ms: int,
+        log: LogView,
+    ) -> FollowerFetchResult:
+        if self._leader is None:
+            return self._not_leader(current_leader_epoch)
+        return self._leader.on_follower_fetch(
+            replica_id=replica_id,
+            current_leader_epoch=current_leader_epoch,
+            fetch_offset=fetch_offset,
+            last_fetched_epoch=last_fetched_epoch,
+            now_ms=now_ms,
+            log=log,
+        )
+
+    def offset_for_leader_epoch(
+        self, *, current_leader_epoch: int, requested_leader_epoch: int, log: LogView
+    ) -> EpochEndOffset | Refusal:
+        if self._leader is None:
+            return self._not_leader(current_leader_epoch)
+        return self._leader.offset_for_leader_epoch(
+            current_leader_epoch=current_leader_epoch, requested_leader_epoch=requested_leader_epoch, log=log
+        )
+
+    def admit_produce(self, *, acks: int, min_insync_replicas: int) -> ProduceAdmitted | Refusal:
+        return admit_produce(
+            acks=acks,
+            is_leader=self._leader is not None,
+            isr_size=len(self._state.isr),
+            min_insync_replicas=min_insync_replicas,
+        )
+
+    def produce_progress(self) -> ProduceProgress:
+        return ProduceProgress(
+            is_leader=self._leader is not None,
+            leader_epoch=self._state.leader_epoch,
+            high_watermark=self.high_watermark,
+            isr_size=len(self._state.isr),
+        )
+
+    def plan_consumer_fetch(
+        self, *, current_leader_epoch: int, fetch_offset: int, log: LogView
+    ) -> ConsumerRead | Refusal:
+        return plan_consumer_fetch(
+            is_leader=self._leader is not None,
+            leader_epoch=self._state.leader_epoch,
+            current_leader_epoch=current_leader_epoch,
+            fetch_offset=fetch_offset,
+            log_start_offset=log.log_start_offset,
+            log_end_offset=log.log_end_offset,
+            high_watermark=self.high_watermark,
+        )
+
+    # --- as follower -------------------------------------------------------------
+
+    def on_fetch_response(self, *, leader_high_watermark: int, log: LogView) -> int:
+        """After appending a consistent fetch response's records: the follower's new HW."""
+        assert self._leader is None, "a leader does not take fetch responses"
+        self._high_watermark = follower_high_watermark(
+            current=self._high_watermark, leader_high_watermark=leader_high_watermark, log_end_offset=log.log_end_offset
+        )
+        return self._high_watermark
+
+    def on_truncated(self, *, log: LogView) -> int:
+        """After the adapter truncated the log: the HW never exceeds the LEO."""
+        assert self._leader is None, "a leader never truncates"
+        self._high_watermark = min(self._high_watermark, log.log_end_offset)
+        return self._high_watermark
+
+    # --- internals -----------------------------------------------------------------
+
+    def _apply(self, outcome: Applied, *, log: LogView, now_ms: int) -> None:
+        state = outcome.state
+        if outcome.change is ChangeKind.ISR_UPDATE:
+            if self._leader is not None:
+                self._leader.apply_committed_state(
+                    replicas=state.replicas, isr=state.isr, partition_epoch=state.partition_epoch, log=log, now_ms=now_ms
+                )
+        else:
+            self._leave_leadership()
+            if outcome.change is ChangeKind.BECOME_LEADER:
+                self._leader = LeaderReplica.start(
+                    topic_partition=state.topic_partition,
+                    broker_id=state.broker_id,
+                    leader_epoch=state.leader_epoch,
+                    replicas=state.replicas,
+                    isr=state.isr,
+                    partition_epoch=state.partition_epoch,
+                    high_watermark=self._high_watermark,
+                    log=log,
+                    now_ms=now_ms,
+                )
+        self._state = state
+        assert (self._leader is not None) == (self._state.role is ReplicaRole.LEADER)
+
+    def _leave_leadership(self) -> None:
+        if self._leader is not None:
+            self._high_watermark = self._leader.high_watermark
+            self._leader = None
+
+    def _not_leader(self, current_leader_epoch: int) -> Refusal:
+        fenced = check_leader_epoch(current_leader_epoch, self._state.leader_epoch, unset_allowed=True)
+        return fenced if fenced is not None else Refusal(ErrorCode.NOT_LEADER, "this broker does not lead the partition")

@@ -1,0 +1,94 @@
+"""PartitionReplica keeps PartitionState, LeaderReplica and the HW consistent across events."""
+
+from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.isr_proposal import AlterPartitionAnswer
+from replog.broker.core.leader import FollowerRead, IsrCommitted
+from replog.broker.core.partition import Applied, LeaderAndIsrDecision, ReplicaRole
+from replog.broker.core.produce import ProduceAdmitted
+from replog.broker.core.replica import PartitionReplica
+
+from tests.unit.broker.core.builders import TP
+from tests.unit.broker.core.fake_log import FakeLog
+
+
+def decision(leader_id, leader_epoch, isr=(1, 2, 3), partition_epoch=0, replicas=(1, 2, 3)):
+    return LeaderAndIsrDecision(TP, leader_id, leader_epoch, isr, partition_epoch, replicas)
+
+
+def test_follower_hw_follows_the_leader_and_seeds_leadership():
+    log = FakeLog.with_epochs(0, 0, 0, 0)
+    replica = PartitionReplica(TP, 1, high_watermark=0)
+    replica.on_leader_and_isr(decision(2, 0), log=log, now_ms=0)
+    assert replica.on_fetch_response(leader_high_watermark=3, log=log) == 3
+    assert replica.on_fetch_response(leader_high_watermark=9, log=log) == 4, "never past our LEO"
+    assert replica.on_fetch_response(leader_high_watermark=2, log=log) == 4, "never backwards"
+    replica.on_leader_and_isr(decision(1, 1), log=log, now_ms=0)
+    assert replica.leader is not None and replica.high_watermark == 4
+
+
+def test_checkpointed_hw_above_the_leo_is_clamped_on_leadership():
+    log = FakeLog.with_epochs(0, 0)
+    replica = PartitionReplica(TP, 1, high_watermark=7)
+    replica.on_leader_and_isr(decision(1, 1), log=log, now_ms=0)
+    assert replica.high_watermark == 2
+
+
+def test_leaving_leadership_keeps_the_hw_and_refuses_leader_work():
+    log = FakeLog()
+    replica = PartitionReplica(TP, 1)
+    replica.on_leader_and_isr(decision(1, 1, isr=(1,)), log=log, now_ms=0)
+    log.assign_epoch(1)
+    log.append(1, "a")
+    replica.leader.on_local_append(log)
+    replica.on_leader_and_isr(decision(2, 2, isr=(1, 2)), log=log, now_ms=0)
+    assert replica.leader is None and replica.state.role is ReplicaRole.FOLLOWER and replica.high_watermark == 1
+    admitted = replica.admit_produce(acks=1, min_insync_replicas=1)
+    assert isinstance(admitted, Refusal) and admitted.code is ErrorCode.NOT_LEADER
+    stale = replica.on_follower_fetch(replica_id=3, current_leader_epoch=1, fetch_offset=0, last_fetched_epoch=-1, now_ms=0, log=log)
+    assert stale.code is ErrorCode.FENCED_LEADER_EPOCH
+    same = replica.on_follower_fetch(replica_id=3, current_leader_epoch=2, fetch_offset=0, last_fetched_epoch=-1, now_ms=0, log=log)
+    assert same.code is ErrorCode.NOT_LEADER
+    assert replica.plan_consumer_fetch(current_leader_epoch=-1, fetch_offset=0, log=log).code is ErrorCode.NOT_LEADER
+
+
+def test_accepted_alter_partition_updates_the_partition_state_too():
+    log = FakeLog()
+    replica = PartitionReplica(TP, 1)
+    replica.on_leader_and_isr(decision(1, 1, partition_epoch=4), log=log, now_ms=0)
+    log.assign_epoch(1)
+    log.append(1, "a")
+    proposal = replica.leader.maybe_shrink_isr(now_ms=10_000, replica_lag_time_max_ms=100, log=log)
+    answer = AlterPartitionAnswer(ErrorCode.NONE, 1, 1, proposal.new_isr, 5)
+    assert isinstance(replica.on_alter_partition_answer(answer, log=log), IsrCommitted)
+    assert replica.state.isr == (1,) and replica.state.partition_epoch == 5
+    # A delayed LeaderAndIsr carrying the older partition epoch cannot undo it.
+    late = replica.on_leader_and_isr(decision(1, 1, partition_epoch=4), log=log, now_ms=0)
+    assert isinstance(late, Refusal) and late.code is ErrorCode.INVALID_UPDATE_VERSION
+
+
+def test_isr_update_reaches_the_leader_state():
+    log = FakeLog()
+    replica = PartitionReplica(TP, 1)
+    replica.on_leader_and_isr(decision(1, 1, partition_epoch=0), log=log, now_ms=0)
+    outcome = replica.on_leader_and_isr(decision(1, 1, isr=(1, 3), partition_epoch=1), log=log, now_ms=0)
+    assert isinstance(outcome, Applied) and replica.leader.isr == (1, 3) and replica.leader.partition_epoch == 1
+    assert replica.admit_produce(acks=-1, min_insync_replicas=2) == ProduceAdmitted(-1)
+    assert replica.produce_progress().isr_size == 2
+
+
+def test_leader_serves_follower_fetches_and_stop_drops_leadership():
+    log = FakeLog()
+    replica = PartitionReplica(TP, 1)
+    replica.on_leader_and_isr(decision(1, 1), log=log, now_ms=0)
+    read = replica.on_follower_fetch(replica_id=2, current_leader_epoch=1, fetch_offset=0, last_fetched_epoch=-1, now_ms=0, log=log)
+    assert isinstance(read, FollowerRead)
+    outcome = replica.on_stop_replica(leader_epoch=1, delete=False)
+    assert isinstance(outcome, Applied) and replica.leader is None and replica.state.role is ReplicaRole.STOPPED
+
+
+def test_truncation_clamps_the_follower_hw():
+    log = FakeLog.with_epochs(0, 0, 0)
+    replica = PartitionReplica(TP, 1, high_watermark=3)
+    replica.on_leader_and_isr(decision(2, 1), log=log, now_ms=0)
+    log.truncate_to(1)
+    assert replica.on_truncated(log=log) == 1
