@@ -1,0 +1,151 @@
+"""Produce admission and the completion rule of a delayed (acks=-1) produce.
+
+Theory of operation (DESIGN.md §4 "Produce"; seed ReplicaManager
+`appendRecords`, `isValidRequiredAcks`; Kafka `Partition.appendRecordsToLeader`,
+`checkEnoughReplicasReachOffset`, `DelayedProduce`):
+
+Order per partition, as the adapter runs it:
+1. `admit_produce`: acks must be 0, 1 or -1 (INVALID_REQUIRED_ACKS); this
+   replica must lead (NOT_LEADER); for acks=-1 the committed ISR must hold at
+   least min.insync.replicas members (NOT_ENOUGH_REPLICAS, before any append).
+2. Idempotence check (producer_state.py), append, record the producer state.
+   A duplicate is answered with its original offsets and then treated like an
+   append of those offsets: for acks=-1 it too waits for the HW.
+3. acks=0/1: answer now. acks=-1: build a `ProduceWait` per partition and park
+   a `DelayedProduce` in the purgatory keyed by those partitions.
+
+A wait is resolved when (`produce_completion`):
+- the replica no longer leads in the epoch of the append -> NOT_LEADER (the
+  batch may be truncated by the next leader; the client retries),
+- HW >= last_offset + 1 -> NONE if the committed ISR still has
+  min.insync.replicas members, else NOT_ENOUGH_REPLICAS_AFTER_APPEND (the batch
+  is committed, but on fewer replicas than asked),
+and an unresolved wait at the deadline -> REQUEST_TIMED_OUT. A resolved
+partition keeps its result; the op completes when every partition resolved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.topic_partition import TopicPartition
+
+ACKS_NONE = 0
+ACKS_LEADER = 1
+ACKS_ALL = -1
+VALID_ACKS = frozenset({ACKS_NONE, ACKS_LEADER, ACKS_ALL})
+
+
+@dataclass(frozen=True)
+class ProduceAdmitted:
+    acks: int
+
+    @property
+    def waits_for_replication(self) -> bool:
+        return self.acks == ACKS_ALL
+
+
+def admit_produce(
+    *, acks: int, is_leader: bool, isr_size: int, min_insync_replicas: int
+) -> ProduceAdmitted | Refusal:
+    if acks not in VALID_ACKS:
+        return Refusal(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, not {acks}")
+    if not is_leader:
+        return Refusal(ErrorCode.NOT_LEADER, "this broker does not lead the partition")
+    if acks == ACKS_ALL and isr_size < min_insync_replicas:
+        return Refusal(
+            ErrorCode.NOT_ENOUGH_REPLICAS,
+            f"ISR has {isr_size} members, min.insync.replicas is {min_insync_replicas}",
+        )
+    return ProduceAdmitted(acks)
+
+
+@dataclass(frozen=True)
+class ProduceProgress:
+    """What the replica looks like now, for deciding a wait."""
+
+    is_leader: bool
+    leader_epoch: int
+    high_watermark: int
+    isr_size: int
+
+
+@dataclass(frozen=True)
+class ProduceWait:
+    """One appended (or duplicate) batch waiting for the HW."""
+
+    topic_partition: TopicPartition
+    leader_epoch: int
+    base_offset: int
+    last_offset: int
+    min_insync_replicas: int
+
+    @property
+    def required_offset(self) -> int:
+        return self.last_offset + 1
+
+
+@dataclass(frozen=True)
+class ProduceResult:
+    topic_partition: TopicPartition
+    error_code: ErrorCode
+    base_offset: int
+    leader_epoch: int
+
+
+def produce_completion(wait: ProduceWait, progress: ProduceProgress) -> ProduceResult | None:
+    """The result of `wait` now, or None while it must keep waiting."""
+    if not progress.is_leader or progress.leader_epoch != wait.leader_epoch:
+        return _result(wait, ErrorCode.NOT_LEADER)
+    if progress.high_watermark < wait.required_offset:
+        return None
+    if progress.isr_size < wait.min_insync_replicas:
+        return _result(wait, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+    return _result(wait, ErrorCode.NONE)
+
+
+class DelayedProduce:
+    """A purgatory op for one acks=-1 request over one or more partitions.
+
+    `progress_of(tp)` reads the current replica state (the adapter passes a
+    lookup into its replicas). Keys to watch: `keys`.
+    """
+
+    def __init__(
+        self, waits: Sequence[ProduceWait], progress_of: Callable[[TopicPartition], ProduceProgress]
+    ) -> None:
+        assert waits, "a delayed produce waits for at least one partition"
+        self._waits = tuple(waits)
+        self._progress_of = progress_of
+        self._results: dict[TopicPartition, ProduceResult] = {}
+
+    @property
+    def keys(self) -> tuple[TopicPartition, ...]:
+        return tuple(w.topic_partition for w in self._waits)
+
+    @property
+    def results(self) -> tuple[ProduceResult, ...]:
+        assert self.is_done, "results are read once the op completed or expired"
+        return tuple(self._results[w.topic_partition] for w in self._waits)
+
+    @property
+    def is_done(self) -> bool:
+        return len(self._results) == len(self._waits)
+
+    def try_complete(self) -> bool:
+        for wait in self._waits:
+            if wait.topic_partition not in self._results:
+                result = produce_completion(wait, self._progress_of(wait.topic_partition))
+                if result is not None:
+                    self._results[wait.topic_partition] = result
+        return self.is_done
+
+    def on_expire(self) -> None:
+        for wait in self._waits:
+            self._results.setdefault(wait.topic_partition, _result(wait, ErrorCode.REQUEST_TIMED_OUT))
+
+
+def _result(wait: ProduceWait, error_code: ErrorCode) -> ProduceResult:
+    return ProduceResult(wait.topic_partition, error_code, wait.base_offset, wait.leader_epoch)
