@@ -1,0 +1,69 @@
+"""Leader elections: one pure function per kind (Kafka's PartitionLeaderElectionAlgorithms).
+
+Theory of operation
+-------------------
+DESIGN §5 "Leader election".  Each function looks at a partition's replicas in
+*assignment order* (so the preferred replica wins when it can) and returns the
+new leader's broker id, or ``None`` when no replica qualifies; the caller then
+keeps or records ``NO_LEADER``.  ``eligible`` is the set of brokers that may
+lead: alive and not in controlled shutdown (a stopping broker must not be handed
+new leaderships).  Nothing here knows about epochs or ZooKeeper.
+
+* offline:   first eligible replica that is in the ISR (clean); else, only when
+             the topic allows it, the first eligible replica at all -- flagged
+             unclean, because it may lack committed records.
+* reassign:  first replica of the *target* list that is eligible and in the ISR.
+* preferred: the preferred (first) replica, if eligible and in the ISR.
+* controlled shutdown: first replica that is in the ISR, alive, and not shutting down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import NamedTuple
+
+
+class OfflineElection(NamedTuple):
+    """Result of the offline election: ``leader`` is ``None`` when nobody qualifies."""
+
+    leader: int | None
+    unclean: bool
+
+
+def offline_partition_leader(
+    assignment: Sequence[int], isr: Collection[int], eligible: Collection[int], unclean_allowed: bool
+) -> OfflineElection:
+    """Leader for a partition whose leader died (or that never had one)."""
+    for broker in assignment:
+        if broker in eligible and broker in isr:
+            return OfflineElection(broker, False)
+    if unclean_allowed:
+        for broker in assignment:
+            if broker in eligible:
+                return OfflineElection(broker, True)
+    return OfflineElection(None, False)
+
+
+def reassignment_leader(
+    target: Sequence[int], isr: Collection[int], eligible: Collection[int]
+) -> int | None:
+    """Leader among the target replicas when a reassignment completes."""
+    return next((b for b in target if b in eligible and b in isr), None)
+
+
+def preferred_leader(
+    assignment: Sequence[int], isr: Collection[int], eligible: Collection[int]
+) -> int | None:
+    """The preferred replica, if it can lead now."""
+    preferred = assignment[0] if assignment else None
+    return preferred if preferred in eligible and preferred in isr else None
+
+
+def controlled_shutdown_leader(
+    assignment: Sequence[int], isr: Collection[int], live: Collection[int],
+    shutting_down: Collection[int],
+) -> int | None:
+    """Leader replacing one on a broker that is shutting down."""
+    return next(
+        (b for b in assignment if b in isr and b in live and b not in shutting_down), None
+    )

@@ -1,0 +1,107 @@
+"""Per-topic configuration: parsing and validating ``/config/topics/<topic>``.
+
+Theory of operation
+-------------------
+ZooKeeper and the admin API carry topic configs as a ``str -> str`` map with
+Kafka's key names (``min.insync.replicas``, ``unclean.leader.election.enable``,
+...).  :meth:`TopicConfig.from_map` is the one place that map becomes typed
+values: an unknown key, a value that does not parse, or a value out of range
+raises :class:`~.errors.InvalidConfigError` naming the key, the value and what
+was expected.  Keys absent from the map take the defaults below (Kafka's
+defaults), and :meth:`TopicConfig.to_map` gives the effective configs back.
+
+The controller itself reads only ``unclean_leader_election`` (may the offline
+election pick a replica outside the ISR, DESIGN §5); the other values are
+carried for the brokers and the admin API.  ``None`` means "the broker's own
+default" for the flush settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+
+from .errors import InvalidConfigError
+
+_LONG_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    """Effective configuration of one topic."""
+
+    min_insync_replicas: int = 1
+    unclean_leader_election: bool = False
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_bytes: int = -1
+    segment_bytes: int = 1024 * 1024 * 1024
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    max_message_bytes: int = 1024 * 1024 + 12
+    flush_messages: int | None = None
+    flush_ms: int | None = None
+
+    @classmethod
+    def from_map(cls, configs: Mapping[str, str]) -> TopicConfig:
+        """Parse a ``str -> str`` config map; keys not given keep their defaults."""
+        values: dict[str, object] = {}
+        for key in sorted(configs):
+            spec = _SPECS.get(key)
+            if spec is None:
+                known = ", ".join(sorted(_SPECS))
+                raise InvalidConfigError(f"Unknown topic config '{key}'; known configs: {known}.")
+            field_name, parse = spec
+            values[field_name] = parse(key, configs[key])
+        return cls(**values)
+
+    def to_map(self) -> dict[str, str]:
+        """Every config key with its effective value, as strings (``flush.*`` only when set)."""
+        result: dict[str, str] = {}
+        for key, (field_name, _) in _SPECS.items():
+            value = getattr(self, field_name)
+            if value is None:
+                continue
+            result[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        return result
+
+
+def _integer(minimum: int, maximum: int = _LONG_MAX) -> Callable[[str, str], int]:
+    def parse(key: str, text: str) -> int:
+        try:
+            value = int(text.strip(), 10)
+        except ValueError:
+            raise InvalidConfigError(
+                f"Invalid value '{text}' for topic config '{key}': expected an integer."
+            ) from None
+        if not minimum <= value <= maximum:
+            raise InvalidConfigError(
+                f"Invalid value {value} for topic config '{key}': "
+                f"must be between {minimum} and {maximum}."
+            )
+        return value
+
+    return parse
+
+
+def _boolean(key: str, text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise InvalidConfigError(
+            f"Invalid value '{text}' for topic config '{key}': expected 'true' or 'false'."
+        )
+    return lowered == "true"
+
+
+# config key -> (TopicConfig field, parser).  Ranges follow Kafka's LogConfig.
+_SPECS: dict[str, tuple[str, Callable[[str, str], object]]] = {
+    "min.insync.replicas": ("min_insync_replicas", _integer(1, 2**31 - 1)),
+    "unclean.leader.election.enable": ("unclean_leader_election", _boolean),
+    "retention.ms": ("retention_ms", _integer(-1)),
+    "retention.bytes": ("retention_bytes", _integer(-1)),
+    "segment.bytes": ("segment_bytes", _integer(14, 2**31 - 1)),
+    "segment.ms": ("segment_ms", _integer(1)),
+    "max.message.bytes": ("max_message_bytes", _integer(0, 2**31 - 1)),
+    "flush.messages": ("flush_messages", _integer(1)),
+    "flush.ms": ("flush_ms", _integer(0)),
+}
+
+assert {name for name, _ in _SPECS.values()} == {f.name for f in fields(TopicConfig)}
