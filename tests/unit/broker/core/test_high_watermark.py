@@ -109,7 +109,7 @@ def test_changing_isr_hw_stays_monotonic_and_below_the_maximal_isr(data):
     partition_epoch = 0
     previous_hw = 0
     for _ in range(data.draw(st.integers(1, 40))):
-        action = data.draw(st.sampled_from(["append", "fetch", "tick", "shrink", "answer_ok", "answer_refused"]))
+        action = data.draw(st.sampled_from(["append", "fetch", "tick", "shrink", "answer_ok", "answer_refused", "lost"]))
         if action == "append":
             append(log, leader, data.draw(st.integers(1, 3)))
         elif action == "fetch":
@@ -120,14 +120,14 @@ def test_changing_isr_hw_stays_monotonic_and_below_the_maximal_isr(data):
             now_ms += data.draw(st.integers(1, 200))
         elif action == "shrink":
             leader.maybe_shrink_isr(now_ms=now_ms, replica_lag_time_max_ms=100, log=log)
-        elif leader.pending_proposal is not None:
+        elif leader.pending_proposal is not None and action != "lost":  # a lost answer changes nothing
             proposal = leader.pending_proposal
             if action == "answer_ok":
                 partition_epoch += 1
                 answer = AlterPartitionAnswer(ErrorCode.NONE, 1, 1, proposal.new_isr, partition_epoch)
             else:
-                answer = AlterPartitionAnswer.failed(ErrorCode.INVALID_UPDATE_VERSION)
-            leader.on_alter_partition_answer(answer, log)
+                answer = AlterPartitionAnswer(ErrorCode.INELIGIBLE_REPLICA, 1, 1, leader.isr, partition_epoch)
+            leader.on_alter_partition_answer(proposal, answer, log)
         hw = leader.high_watermark
         assert hw >= previous_hw
         previous_hw = hw

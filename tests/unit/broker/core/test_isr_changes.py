@@ -2,7 +2,7 @@
 
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, IsrChangeKind
-from replog.broker.core.leader import AnswerIgnored, IsrCommitted, ProposalDropped
+from replog.broker.core.leader import AnswerIgnored, IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
 
 from tests.unit.broker.core.builders import TP, append, fetch_as_prefix, start_leader
 from tests.unit.broker.core.fake_log import FakeLog
@@ -10,13 +10,17 @@ from tests.unit.broker.core.fake_log import FakeLog
 LAG_MS = 1_000
 
 
-def accept(leader, partition_epoch=None, log=None):
+def accept(leader, log):
     proposal = leader.pending_proposal
-    answer = AlterPartitionAnswer(
-        ErrorCode.NONE, 1, proposal.leader_epoch, proposal.new_isr,
-        proposal.partition_epoch + 1 if partition_epoch is None else partition_epoch,
-    )
-    return leader.on_alter_partition_answer(answer, log)
+    answer = AlterPartitionAnswer(ErrorCode.NONE, 1, proposal.leader_epoch, proposal.new_isr, proposal.partition_epoch + 1)
+    return leader.on_alter_partition_answer(proposal, answer, log)
+
+
+def refuse(leader, log, code=ErrorCode.INELIGIBLE_REPLICA):
+    """A refusal carrying the controller's current (unchanged) state."""
+    proposal = leader.pending_proposal
+    answer = AlterPartitionAnswer(code, 1, leader.leader_epoch, leader.isr, leader.partition_epoch)
+    return leader.on_alter_partition_answer(proposal, answer, log)
 
 
 def test_follower_that_stops_fetching_is_proposed_for_removal_after_the_lag_limit():
@@ -59,7 +63,7 @@ def test_one_proposal_in_flight_and_maximal_isr_while_shrinking():
     # Shrink pending: the HW is still held back by replica 3 (old, larger ISR).
     fetch_as_prefix(leader, log, 2, 4, now_ms=LAG_MS + 2)
     assert leader.maximal_isr == {1, 2, 3} and leader.high_watermark == 1
-    outcome = accept(leader, log=log)
+    outcome = accept(leader, log)
     assert isinstance(outcome, IsrCommitted) and outcome.isr == (1, 2) and outcome.partition_epoch == 1
     assert outcome.high_watermark_update.current == 4 and leader.high_watermark == 4
 
@@ -78,7 +82,7 @@ def test_returning_follower_is_proposed_once_it_reaches_the_hw():
     append(log, leader, 2)
     fetch_as_prefix(leader, log, 2, 7, now_ms=4)
     assert leader.maximal_isr == {1, 2, 3} and leader.high_watermark == 5
-    assert isinstance(accept(leader, log=log), IsrCommitted) and leader.isr == (1, 2, 3)
+    assert isinstance(accept(leader, log), IsrCommitted) and leader.isr == (1, 2, 3)
 
 
 def test_a_refused_proposal_is_dropped_and_proposed_again_later():
@@ -86,22 +90,50 @@ def test_a_refused_proposal_is_dropped_and_proposed_again_later():
     leader = start_leader(log, now_ms=0)
     append(log, leader, 1)
     leader.maybe_shrink_isr(now_ms=LAG_MS + 1, replica_lag_time_max_ms=LAG_MS, log=log)
-    outcome = leader.on_alter_partition_answer(AlterPartitionAnswer.failed(ErrorCode.INVALID_UPDATE_VERSION), log)
-    assert isinstance(outcome, ProposalDropped) and outcome.error_code is ErrorCode.INVALID_UPDATE_VERSION
+    outcome = refuse(leader, log)
+    assert isinstance(outcome, ProposalDropped) and outcome.error_code is ErrorCode.INELIGIBLE_REPLICA
     assert leader.pending_proposal is None and leader.isr == (1, 2, 3)
     assert leader.maybe_shrink_isr(now_ms=LAG_MS + 2, replica_lag_time_max_ms=LAG_MS, log=log) is not None
 
 
-def test_answers_without_a_proposal_or_for_another_epoch_are_ignored():
+def test_fenced_leader_keeps_its_proposal_and_waits_for_leader_and_isr():
     log = FakeLog()
     leader = start_leader(log, now_ms=0)
-    stray = AlterPartitionAnswer(ErrorCode.NONE, 1, 1, (1, 2), 5)
-    assert isinstance(leader.on_alter_partition_answer(stray, log), AnswerIgnored)
     append(log, leader, 1)
-    leader.maybe_shrink_isr(now_ms=LAG_MS + 1, replica_lag_time_max_ms=LAG_MS, log=log)
-    other_epoch = AlterPartitionAnswer(ErrorCode.NONE, 1, 7, (1,), 5)
-    assert isinstance(leader.on_alter_partition_answer(other_epoch, log), AnswerIgnored)
-    assert leader.isr == (1, 2, 3) and leader.pending_proposal is None
+    proposal = leader.maybe_shrink_isr(now_ms=LAG_MS + 1, replica_lag_time_max_ms=LAG_MS, log=log)
+    fenced = AlterPartitionAnswer(ErrorCode.FENCED_LEADER_EPOCH, 1, 7, (1,), 5)
+    outcome = leader.on_alter_partition_answer(proposal, fenced, log)
+    assert isinstance(outcome, ProposalStillPending) and not outcome.resend
+    assert leader.pending_proposal == proposal and leader.proposal_to_resend is None
+    assert leader.maybe_shrink_isr(now_ms=5 * LAG_MS, replica_lag_time_max_ms=LAG_MS, log=log) is None
+    leader.apply_committed_state(replicas=(1, 2, 3), isr=(1, 2), partition_epoch=1, log=log, now_ms=5 * LAG_MS)
+    assert leader.pending_proposal is None and leader.isr == (1, 2)
+
+
+def test_an_unexplained_refusal_is_resent():
+    log = FakeLog()
+    leader = start_leader(log, now_ms=0)
+    append(log, leader, 1)
+    proposal = leader.maybe_shrink_isr(now_ms=LAG_MS + 1, replica_lag_time_max_ms=LAG_MS, log=log)
+    busy = AlterPartitionAnswer(ErrorCode.OPERATION_NOT_ATTEMPTED, 1, 1, (1, 2, 3), 0)
+    outcome = leader.on_alter_partition_answer(proposal, busy, log)
+    assert isinstance(outcome, ProposalStillPending) and outcome.resend
+    assert leader.proposal_to_resend == proposal
+
+
+def test_a_late_answer_to_an_old_proposal_leaves_the_pending_one_alone():
+    log = FakeLog()
+    leader = start_leader(log, now_ms=0)
+    append(log, leader, 2)
+    fetch_as_prefix(leader, log, 2, 2, now_ms=1)
+    first = leader.maybe_shrink_isr(now_ms=LAG_MS + 1, replica_lag_time_max_ms=LAG_MS, log=log)
+    refuse(leader, log)
+    append(log, leader, 1)
+    second = leader.maybe_shrink_isr(now_ms=3 * LAG_MS, replica_lag_time_max_ms=LAG_MS, log=log)
+    assert (first.new_isr, second.new_isr) == ((1, 2), (1,))  # by now replica 2 lags as well
+    late = AlterPartitionAnswer(ErrorCode.INELIGIBLE_REPLICA, 1, 1, (1, 2, 3), 0)
+    assert isinstance(leader.on_alter_partition_answer(first, late, log), AnswerIgnored)
+    assert leader.pending_proposal == second
 
 
 def test_leader_and_isr_update_replaces_a_pending_proposal():
@@ -124,3 +156,60 @@ def test_removed_replica_is_no_longer_tracked():
         replica_id=3, current_leader_epoch=1, fetch_offset=0, last_fetched_epoch=-1, now_ms=1, log=log
     )
     assert result.code is ErrorCode.NOT_ASSIGNED_REPLICA
+
+
+def test_a_lost_expansion_answer_keeps_counting_the_new_member():
+    """No answer is not a refusal: the controller may have committed the expansion."""
+    log = FakeLog()
+    leader = start_leader(log, isr=(1, 2), now_ms=0)
+    append(log, leader, 3)
+    fetch_as_prefix(leader, log, 2, 3, now_ms=1)
+    proposal = fetch_as_prefix(leader, log, 3, 3, now_ms=2).isr_proposal
+    assert proposal.new_isr == (1, 2, 3)
+    # The RPC times out (the adapter calls nothing); the controller did commit (1, 2, 3) at epoch 1.
+    append(log, leader, 2)
+    fetch_as_prefix(leader, log, 2, 5, now_ms=3)
+    assert leader.pending_proposal == proposal and leader.high_watermark == 3, "replica 3 still counts"
+    # The adapter resends the same proposal; the controller answers with its newer state.
+    resent = AlterPartitionAnswer(ErrorCode.INVALID_UPDATE_VERSION, 1, 1, (1, 2, 3), 1)
+    outcome = leader.on_alter_partition_answer(proposal, resent, log)
+    assert isinstance(outcome, IsrRefreshed) and leader.isr == (1, 2, 3) and leader.partition_epoch == 1
+    assert leader.pending_proposal is None and leader.high_watermark == 3
+
+
+def test_a_newer_state_for_our_epoch_is_adopted_even_from_a_stray_answer():
+    log = FakeLog()
+    leader = start_leader(log, now_ms=0)
+    append(log, leader, 1)
+    proposal = leader.maybe_shrink_isr(now_ms=LAG_MS + 1, replica_lag_time_max_ms=LAG_MS, log=log)
+    leader.on_alter_partition_answer(proposal, AlterPartitionAnswer(ErrorCode.INELIGIBLE_REPLICA, 1, 1, (1, 2, 3), 0), log)
+    stray = AlterPartitionAnswer(ErrorCode.NONE, 1, 1, (1, 2), 1)
+    assert isinstance(leader.on_alter_partition_answer(proposal, stray, log), IsrRefreshed)
+    assert leader.isr == (1, 2) and leader.partition_epoch == 1
+
+
+def test_a_stale_version_refusal_for_another_leader_epoch_keeps_the_proposal():
+    log = FakeLog()
+    leader = start_leader(log, now_ms=0)
+    append(log, leader, 1)
+    proposal = leader.maybe_shrink_isr(now_ms=LAG_MS + 1, replica_lag_time_max_ms=LAG_MS, log=log)
+    refusal = AlterPartitionAnswer(ErrorCode.INVALID_UPDATE_VERSION, 2, 2, (2, 3), 4)
+    outcome = leader.on_alter_partition_answer(proposal, refusal, log)
+    assert isinstance(outcome, ProposalStillPending) and not outcome.resend
+    assert leader.isr == (1, 2, 3) and leader.partition_epoch == 0
+
+
+def test_expansion_committed_then_fenced_still_counts_the_new_member():
+    """Found by the simulation (seed 5001 at 800 steps): the expansion's answer was lost, the
+    controller then moved to a new leader epoch keeping the new member; the resend is fenced.
+    Dropping the proposal would let the HW pass a replica the controller may elect."""
+    log = FakeLog()
+    leader = start_leader(log, isr=(1, 2), now_ms=0)
+    append(log, leader, 3)
+    fetch_as_prefix(leader, log, 2, 3, now_ms=1)
+    proposal = fetch_as_prefix(leader, log, 3, 3, now_ms=2).isr_proposal  # add replica 3; answer lost
+    fenced = AlterPartitionAnswer(ErrorCode.FENCED_LEADER_EPOCH, 1, 2, (1, 3), 3)  # controller: epoch 2, ISR (1, 3)
+    leader.on_alter_partition_answer(proposal, fenced, log)
+    append(log, leader, 2)
+    fetch_as_prefix(leader, log, 2, 5, now_ms=3)
+    assert 3 in leader.maximal_isr and leader.high_watermark == 3, "replica 3 (in the controller's ISR) holds only 3"

@@ -59,7 +59,7 @@ def test_accepted_alter_partition_updates_the_partition_state_too():
     log.append(1, "a")
     proposal = replica.leader.maybe_shrink_isr(now_ms=10_000, replica_lag_time_max_ms=100, log=log)
     answer = AlterPartitionAnswer(ErrorCode.NONE, 1, 1, proposal.new_isr, 5)
-    assert isinstance(replica.on_alter_partition_answer(answer, log=log), IsrCommitted)
+    assert isinstance(replica.on_alter_partition_answer(proposal, answer, log=log), IsrCommitted)
     assert replica.state.isr == (1,) and replica.state.partition_epoch == 5
     # A delayed LeaderAndIsr carrying the older partition epoch cannot undo it.
     late = replica.on_leader_and_isr(decision(1, 1, partition_epoch=4), log=log, now_ms=0)

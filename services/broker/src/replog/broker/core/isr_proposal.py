@@ -8,9 +8,14 @@ controller, which is the single writer of partition state. A proposal carries
 the leader epoch and partition epoch it was based on, so the controller can
 refuse a stale one (FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION).
 
-At most one proposal per partition is in flight; it is pending until the
-controller answers (accept -> the answer's ISR and partition epoch become the
-committed state; refuse -> dropped, and a later check proposes again).
+At most one proposal per partition is in flight. It stays pending until an
+answer proves what the controller holds: an accepted answer, or any answer
+carrying a newer committed state for our leader epoch, is adopted; only
+INELIGIBLE_REPLICA (decided against exactly our committed state) drops it.
+No answer (transport failure) is not a refusal: the outcome is unknown, so the
+proposal stays pending and is resent unchanged; a "you are stale" refusal
+(FENCED_LEADER_EPOCH, ...) keeps it pending until LeaderAndIsr replaces the
+leader state. See `LeaderReplica.on_alter_partition_answer` for why.
 
 Maximal ISR: while a proposal is pending the leader computes its HW over the
 union of the committed ISR and the proposed ISR:
@@ -52,22 +57,14 @@ class AlterPartitionProposal:
 
 @dataclass(frozen=True)
 class AlterPartitionAnswer:
-    """The controller's AlterPartitionResult for the pending proposal.
-
-    When the RPC itself failed (controller unreachable, NOT_CONTROLLER), the
-    adapter passes `AlterPartitionAnswer.failed(code)` so the proposal is dropped.
-    """
+    """The controller's per-partition AlterPartitionResult: its error code and the
+    partition state after the request (the current state when refused)."""
 
     error_code: ErrorCode
     leader_id: int
     leader_epoch: int
     isr: tuple[int, ...]
     partition_epoch: int
-
-    @classmethod
-    def failed(cls, error_code: ErrorCode) -> AlterPartitionAnswer:
-        assert error_code is not ErrorCode.NONE
-        return cls(error_code, leader_id=-1, leader_epoch=-1, isr=(), partition_epoch=-1)
 
 
 def in_assignment_order(members: Iterable[int], replicas: tuple[int, ...]) -> tuple[int, ...]:

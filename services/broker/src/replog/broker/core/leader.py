@@ -19,13 +19,17 @@ Events and what they return (every result is a frozen value):
   send to the controller, if any.
 - `on_local_append(log)`: HighWatermarkUpdate (an ISR of one commits at once).
 - `maybe_shrink_isr(...)`: an AlterPartitionProposal or None.
-- `on_alter_partition_answer(...)`: IsrCommitted | ProposalDropped | AnswerIgnored.
+- `on_alter_partition_answer(...)`: IsrCommitted | IsrRefreshed | ProposalDropped
+  | ProposalStillPending | AnswerIgnored. `proposal_to_resend` says what the
+  adapter sends again after a transport failure.
 - `apply_committed_state(...)`: a LeaderAndIsr ISR-only update (same leader epoch).
 - `offset_for_leader_epoch(...)`: answers a follower's OffsetForLeaderEpoch.
 
-Invariants (asserted): the leader is in its committed ISR; ISR within the
-assignment; HW never decreases and never passes the leader's LEO; a proposal
-is pending only while no answer has arrived.
+Invariants: the leader is in its committed ISR; ISR within the assignment;
+HW never decreases and never passes the leader's LEO (all asserted); the
+ISR view (committed + pending) stays a superset of any ISR the controller
+may hold, so a pending proposal leaves only on an answer that proves the
+controller's state, or on a LeaderAndIsr (see `on_alter_partition_answer`).
 """
 
 from __future__ import annotations
@@ -96,11 +100,32 @@ class IsrCommitted:
 
 
 @dataclass(frozen=True)
+class IsrRefreshed:
+    """The answer carried a newer committed state for our leader epoch than we knew
+    (e.g. INVALID_UPDATE_VERSION after a lost answer); the leader adopted it."""
+
+    isr: tuple[int, ...]
+    partition_epoch: int
+    high_watermark_update: HighWatermarkUpdate
+
+
+@dataclass(frozen=True)
 class ProposalDropped:
-    """The controller refused (or was unreachable); a later check proposes again."""
+    """Refused against exactly our committed state (INELIGIBLE_REPLICA); a later check proposes again."""
 
     error_code: ErrorCode
     proposal: AlterPartitionProposal
+
+
+@dataclass(frozen=True)
+class ProposalStillPending:
+    """Refused in a way that does not prove the controller's ISR is ours: the proposal stays
+    pending (and counts in the maximal ISR). `resend`: send it again (outcome unknown);
+    otherwise wait for the LeaderAndIsr that will replace this leader state."""
+
+    error_code: ErrorCode
+    proposal: AlterPartitionProposal
+    resend: bool
 
 
 @dataclass(frozen=True)
@@ -109,7 +134,17 @@ class AnswerIgnored:
 
 
 FollowerFetchResult = FollowerRead | DivergingEpoch | Refusal
-AlterPartitionOutcome = IsrCommitted | ProposalDropped | AnswerIgnored
+AlterPartitionOutcome = IsrCommitted | IsrRefreshed | ProposalDropped | ProposalStillPending | AnswerIgnored
+
+# Refusals after which the leader is stale: keep the proposal, do not resend, await LeaderAndIsr.
+_AWAIT_NEW_STATE = frozenset(
+    {
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.NOT_LEADER,
+        ErrorCode.INVALID_UPDATE_VERSION,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+)
 
 
 class LeaderReplica:
@@ -135,6 +170,7 @@ class LeaderReplica:
         self._epoch_start_offset = epoch_start_offset
         self._high_watermark = high_watermark
         self._pending: AlterPartitionProposal | None = None
+        self._awaiting_new_state = False
         self._replicas: tuple[int, ...] = ()
         self._isr: tuple[int, ...] = ()
         self._partition_epoch = partition_epoch
@@ -212,6 +248,11 @@ class LeaderReplica:
     def pending_proposal(self) -> AlterPartitionProposal | None:
         return self._pending
 
+    @property
+    def proposal_to_resend(self) -> AlterPartitionProposal | None:
+        """The pending proposal, unless the controller told us we are stale (then await LeaderAndIsr)."""
+        return None if self._awaiting_new_state else self._pending
+
     def follower_progress(self, replica_id: int) -> FollowerProgress:
         return self._followers[replica_id]
 
@@ -282,22 +323,56 @@ class LeaderReplica:
             return None
         return self._propose(set(self._isr) - lagging, IsrChangeKind.SHRINK)
 
-    def on_alter_partition_answer(self, answer: AlterPartitionAnswer, log: LogView) -> AlterPartitionOutcome:
-        """The controller answered (or failed to answer) the pending proposal."""
-        proposal = self._pending
-        if proposal is None:
-            return AnswerIgnored("no proposal pending")
-        self._pending = None
-        if answer.error_code is not ErrorCode.NONE:
-            return ProposalDropped(answer.error_code, proposal)
+    def on_alter_partition_answer(
+        self, proposal: AlterPartitionProposal, answer: AlterPartitionAnswer, log: LogView
+    ) -> AlterPartitionOutcome:
+        """The controller's per-partition answer to `proposal` (the one the RPC carried).
+
+        Only real answers come here. A transport failure or a request-level
+        error (NOT_CONTROLLER, STALE_BROKER_EPOCH) leaves the outcome unknown:
+        keep the proposal pending and send `proposal_to_resend` again.
+
+        Safety rule: the leader's ISR view (committed + pending) must stay a
+        superset of every ISR the controller may hold, or the HW could pass a
+        replica the controller may elect. A pending expansion may already be
+        committed even when the answer says otherwise (an earlier answer was
+        lost, then the controller moved on), so a pending proposal is dropped
+        only on INELIGIBLE_REPLICA, which the controller decides after its
+        version checks, i.e. against exactly our committed state. This relies
+        on the controller never *adding* a replica to an ISR on its own
+        (elections and failures only remove); additions come from leaders.
+
+        - An answer for our leader epoch carrying a newer partition epoch is
+          committed state: adopt it (IsrCommitted when it accepts the pending
+          proposal, IsrRefreshed otherwise). At one leader epoch only this
+          leader's proposals change the ISR, so it is a state we asked for.
+        - INELIGIBLE_REPLICA: drop the proposal; a later check proposes again.
+        - FENCED_LEADER_EPOCH, NOT_LEADER, a non-adoptable INVALID_UPDATE_VERSION:
+          we are stale; keep the proposal, do not resend, await LeaderAndIsr.
+        - Other errors: outcome unknown; keep it and resend.
+        - An answer to a proposal no longer pending: ignored (unless adoptable).
+        """
+        is_pending = proposal == self._pending
+        carries_state = answer.error_code in (ErrorCode.NONE, ErrorCode.INVALID_UPDATE_VERSION)
         stale = self._stale_answer_reason(answer)
-        if stale is not None:
-            return AnswerIgnored(stale)
-        self._isr = in_assignment_order(answer.isr, self._replicas)
-        self._partition_epoch = answer.partition_epoch
-        for replica_id in self._isr:
-            assert replica_id in self._followers or replica_id == self._broker_id
-        return IsrCommitted(self._isr, self._partition_epoch, proposal.kind, self._update_high_watermark(log))
+        if carries_state and stale is None:
+            if is_pending:
+                self._clear_pending()
+            self._isr = in_assignment_order(answer.isr, self._replicas)
+            self._partition_epoch = answer.partition_epoch
+            hw_update = self._update_high_watermark(log)
+            if answer.error_code is ErrorCode.NONE and is_pending:
+                return IsrCommitted(self._isr, self._partition_epoch, proposal.kind, hw_update)
+            return IsrRefreshed(self._isr, self._partition_epoch, hw_update)
+        if not is_pending:
+            return AnswerIgnored("answer for a proposal no longer pending")
+        if answer.error_code is ErrorCode.INELIGIBLE_REPLICA:
+            self._clear_pending()
+            return ProposalDropped(answer.error_code, proposal)
+        if answer.error_code is ErrorCode.NONE:
+            return AnswerIgnored(f"accepted, but {stale}")
+        self._awaiting_new_state = answer.error_code in _AWAIT_NEW_STATE
+        return ProposalStillPending(answer.error_code, proposal, resend=not self._awaiting_new_state)
 
     def apply_committed_state(
         self,
@@ -310,7 +385,7 @@ class LeaderReplica:
     ) -> HighWatermarkUpdate:
         """A LeaderAndIsr at our leader epoch with a newer partition epoch (replaces any proposal)."""
         assert partition_epoch > self._partition_epoch, (partition_epoch, self._partition_epoch)
-        self._pending = None
+        self._clear_pending()
         self._partition_epoch = partition_epoch
         self._set_membership(replicas, isr, now_ms=now_ms)
         return self._update_high_watermark(log)
@@ -361,6 +436,10 @@ class LeaderReplica:
         ):
             return None
         return self._propose(set(self._isr) | {replica_id}, IsrChangeKind.EXPAND)
+
+    def _clear_pending(self) -> None:
+        self._pending = None
+        self._awaiting_new_state = False
 
     def _propose(self, new_isr: set[int], kind: IsrChangeKind) -> AlterPartitionProposal:
         assert self._broker_id in new_isr

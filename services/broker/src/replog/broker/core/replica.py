@@ -28,12 +28,13 @@ from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
 from replog.broker.core.fetch import ConsumerRead, plan_consumer_fetch
 from replog.broker.core.follower import follower_high_watermark
-from replog.broker.core.isr_proposal import AlterPartitionAnswer
+from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
 from replog.broker.core.leader import (
     AlterPartitionOutcome,
     AnswerIgnored,
     FollowerFetchResult,
     IsrCommitted,
+    IsrRefreshed,
     LeaderReplica,
 )
 from replog.broker.core.log_view import EpochEndOffset, LogView
@@ -85,11 +86,14 @@ class PartitionReplica:
             self._state = outcome.state
         return outcome
 
-    def on_alter_partition_answer(self, answer: AlterPartitionAnswer, *, log: LogView) -> AlterPartitionOutcome:
-        if self._leader is None:
-            return AnswerIgnored("not the leader")
-        outcome = self._leader.on_alter_partition_answer(answer, log)
-        if isinstance(outcome, IsrCommitted):
+    def on_alter_partition_answer(
+        self, proposal: AlterPartitionProposal, answer: AlterPartitionAnswer, *, log: LogView
+    ) -> AlterPartitionOutcome:
+        """The controller answered `proposal` (see `LeaderReplica.on_alter_partition_answer`)."""
+        if self._leader is None or self._leader.leader_epoch != proposal.leader_epoch:
+            return AnswerIgnored("not the leader that proposed it")
+        outcome = self._leader.on_alter_partition_answer(proposal, answer, log)
+        if isinstance(outcome, IsrCommitted | IsrRefreshed):
             self._state = replace(self._state, isr=outcome.isr, partition_epoch=outcome.partition_epoch)
         return outcome
 
