@@ -14,20 +14,28 @@ KIP-207, KIP-497):
    moves the HW only forward (monotonic) and only to a candidate at or past the
    start offset of the leader's current epoch (its LEO when it became leader).
 
-Why the epoch rule: a new leader inherits its HW from its follower days, which
-may be lower than the HW its predecessor already published. Every HW the
-predecessor published is <= the new leader's LEO at election (a clean leader
-was in the ISR the HW was computed over), i.e. <= `epoch_start_offset`. So by
-refusing to publish values below `epoch_start_offset`, every *advance* a leader
-publishes is >= every HW published in earlier epochs: the HW seen by clients
-never moves backwards across a leader change (the KIP-207 concern), and the
-new leader never "commits" a tail it has not confirmed in its own epoch.
-Until then the leader keeps serving its inherited HW (a safe lower bound).
+What each rule is for (checked by mutation against the seeded simulation in
+tests/scenario/broker):
 
-Safety of the candidate itself rests on the leader counting only follower
-LEOs from fetches whose (fetch_offset, last_fetched_epoch) matched its own
-epoch cache (divergent fetches update nothing; KIP-101/KIP-320), so a
-follower's LEO always names a prefix of the leader's log.
+- Load-bearing: the candidate counts only follower LEOs from fetches whose
+  (fetch_offset, last_fetched_epoch) matched the leader's epoch cache
+  (divergent fetches update nothing; KIP-101/KIP-320), so a follower's LEO
+  always names a prefix of the leader's log; and the ISR used is the maximal
+  ISR, a superset of any ISR the controller may hold. Removing either lets
+  the simulation lose committed records within a few seeds.
+- Conservative, not load-bearing: the epoch-start rule (Raft's "commit only
+  through your own term", as the KIP-101/KIP-207 discussion suggests). With
+  clean elections every ISR member already holds every record below any HW
+  published earlier, so the candidate cannot fall below it anyway; the
+  simulation's invariants (no committed record lost, published HW never
+  moves back) hold with the rule removed. It is kept because it makes the
+  first HW a new leader publishes confirm its whole pre-epoch log is on the
+  ISR, and it gives `LeaderReplica.high_watermark_settled` its meaning: from
+  then on the HW is >= every HW published in earlier epochs.
+- Not solved by either: right after an election the leader serves its
+  inherited HW, which may be below the predecessor's last one (KIP-207).
+  Adapters that must never show an HW going back (ListOffsets LATEST) should
+  answer a retriable error while `high_watermark_settled` is False.
 """
 
 from __future__ import annotations
