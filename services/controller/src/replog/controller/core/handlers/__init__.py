@@ -1,0 +1,1 @@
+"""One module per kind of event; each handler reads and writes through a PlanBuilder."""

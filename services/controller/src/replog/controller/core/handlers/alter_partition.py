@@ -1,0 +1,104 @@
+"""AlterPartition: a leader proposes a new ISR; the controller is its only writer.
+
+Theory of operation
+-------------------
+DESIGN §4 "ISR" / §5; KIP-497 and Kafka's ZK-mode ``processAlterPartition``.
+The controller checks, in order:
+
+1. the sender is a registered broker with that ``broker_epoch`` (0 = not
+   given): else the whole request is refused with STALE_BROKER_EPOCH;
+per item:
+2. the partition exists and is not being deleted: UNKNOWN_TOPIC_OR_PARTITION;
+3. the sender is its leader: NOT_LEADER;
+4. the proposal's ``leader_epoch`` is the current one: FENCED_LEADER_EPOCH if
+   older, UNKNOWN_LEADER_EPOCH if newer;
+5. a proposed ISR equal (as a set) to the current one changes nothing and is
+   answered NONE with the current state, whatever its partition epoch (a retry
+   whose reply was lost);
+   otherwise the proposal's ``partition_epoch`` must be the znode's version:
+   INVALID_UPDATE_VERSION;
+6. the ISR has no duplicates and contains the leader: INVALID_REQUEST;
+7. every member is assigned and alive, and every *new* member is not in
+   controlled shutdown: INELIGIBLE_REPLICA.
+
+An accepted proposal is written with ``partition_epoch + 1`` (same leader and
+leader epoch) and answered with the committed state; other brokers learn it via
+UpdateMetadata.  Each refusal carries the current state so the leader can catch
+up.  If a partition being reassigned now has all its target replicas in the
+ISR, an ``IsrChanged`` follow-up lets the reassignment finish.
+"""
+
+from __future__ import annotations
+
+from ..builder import PlanBuilder
+from ..errors import ErrorCode
+from ..events import AlterPartitionItem, AlterPartitionReceived, IsrChanged
+from ..plan import AlterPartitionReply, AlterPartitionResult
+
+
+def on_alter_partition(b: PlanBuilder, event: AlterPartitionReceived) -> None:
+    info = b.live.get(event.broker_id)
+    if info is None or (event.broker_epoch and event.broker_epoch != info.broker_epoch):
+        b.failed_isr_updates += len(event.items)
+        b.reply = AlterPartitionReply(
+            ErrorCode.STALE_BROKER_EPOCH,
+            f"broker {event.broker_id} with broker epoch {event.broker_epoch} is not registered"
+            + ("" if info is None else f" (registered epoch {info.broker_epoch})"),
+            (),
+        )
+        return
+    results = []
+    finished = []
+    for item in event.items:
+        result = _alter_one(b, event.broker_id, item)
+        results.append(result)
+        if result.error is not ErrorCode.NONE:
+            b.failed_isr_updates += 1
+            continue
+        target = b.reassignment_of(item.partition)
+        if target is not None and all(x in result.state.isr for x in target):
+            finished.append(item.partition)
+    b.reply = AlterPartitionReply(ErrorCode.NONE, "", tuple(results))
+    if finished:
+        b.follow_ups.append(IsrChanged(tuple(finished)))
+
+
+def _alter_one(b: PlanBuilder, broker_id: int, item: AlterPartitionItem) -> AlterPartitionResult:
+    tp = item.partition
+    state = b.state_of(tp)
+    assignment = b.assignment_of(tp)
+
+    def refuse(code: ErrorCode, message: str) -> AlterPartitionResult:
+        return AlterPartitionResult(tp, code, message, state)
+
+    if state is None or assignment is None or b.is_deleting(tp.topic):
+        return refuse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} does not exist or is being deleted")
+    if state.leader != broker_id:
+        return refuse(ErrorCode.NOT_LEADER, f"broker {broker_id} is not the leader of {tp} (leader {state.leader})")
+    if item.leader_epoch < state.leader_epoch:
+        return refuse(ErrorCode.FENCED_LEADER_EPOCH,
+                      f"leader epoch {item.leader_epoch} is older than {state.leader_epoch}")
+    if item.leader_epoch > state.leader_epoch:
+        return refuse(ErrorCode.UNKNOWN_LEADER_EPOCH,
+                      f"leader epoch {item.leader_epoch} is newer than {state.leader_epoch}")
+    new_isr = tuple(item.new_isr)
+    if sorted(new_isr) == sorted(state.isr):
+        return AlterPartitionResult(tp, ErrorCode.NONE, "", state)
+    if item.partition_epoch != state.partition_epoch:
+        return refuse(ErrorCode.INVALID_UPDATE_VERSION,
+                      f"partition epoch {item.partition_epoch} is not the current {state.partition_epoch}")
+    if len(set(new_isr)) != len(new_isr) or broker_id not in new_isr:
+        return refuse(ErrorCode.INVALID_REQUEST,
+                      f"proposed ISR {list(new_isr)} must list the leader {broker_id} once and no member twice")
+    for member in new_isr:
+        if member not in assignment.replicas or member not in b.live:
+            return refuse(ErrorCode.INELIGIBLE_REPLICA,
+                          f"broker {member} is not an assigned, live replica of {tp}")
+        if member not in state.isr and member in b.shutting_down:
+            return refuse(ErrorCode.INELIGIBLE_REPLICA, f"broker {member} is shutting down")
+    removed = len(set(state.isr) - set(new_isr))
+    added = len(set(new_isr) - set(state.isr))
+    b.isr_shrinks += removed > 0
+    b.isr_expands += added > 0
+    committed = b.write(tp, broker_id, new_isr, notify_replicas=False)
+    return AlterPartitionResult(tp, ErrorCode.NONE, "", committed)

@@ -1,0 +1,78 @@
+"""Shared moves on one partition: initialise it, and restore a live leader and ISR.
+
+Theory of operation
+-------------------
+Seed A step 3 / seed B ``init_leaders`` / DESIGN §5, with the seed's holes closed:
+
+* A partition whose leader is alive keeps it; dead brokers leave its ISR.
+* A partition whose leader is dead (or ``NO_LEADER``) gets the offline election
+  (``election.offline_partition_leader``): clean first; unclean only where the
+  topic allows it (or an operator forces it), recorded in the metrics and with
+  the ISR reset to the new leader alone.
+* With nobody to elect, the leader is ``NO_LEADER`` (offline) and the ISR keeps
+  its live members -- or, when none is alive, exactly one member, so it is never
+  empty.  We keep the old leader if it was in the ISR (it holds every committed
+  record), else the first member: Kafka ends the same way (its ISR shrinks one
+  dead broker at a time but never below one), and when that broker returns it
+  is elected cleanly.
+* A NEW partition (assigned, no state znode) gets leader = first eligible
+  replica and ISR = every eligible replica, once any replica is eligible.
+
+The builder bumps ``leader_epoch`` on every leader change and ``partition_epoch``
+on every write.
+"""
+
+from __future__ import annotations
+
+from ..builder import PlanBuilder
+from ..election import offline_partition_leader
+from ..model import NO_LEADER, LeaderAndIsr, TopicPartition
+
+
+def initialize_partition(b: PlanBuilder, tp: TopicPartition) -> LeaderAndIsr | None:
+    """Create the state of a NEW partition; ``None`` while no replica is eligible."""
+    assignment = b.assignment_of(tp)
+    assert assignment is not None, f"{tp} has no assignment"
+    eligible = b.eligible
+    candidates = tuple([x for x in assignment.replicas if x in eligible])
+    if not candidates:
+        return None
+    b.leader_elections += 1
+    return b.write(tp, candidates[0], candidates)
+
+
+def restore_leadership(b: PlanBuilder, tp: TopicPartition, *, force_unclean: bool = False) -> LeaderAndIsr | None:
+    """Give the partition a live leader and a live ISR if it can have them.
+
+    Returns the partition's state afterwards (``None`` for a NEW partition that
+    still cannot start).
+    """
+    state = b.state_of(tp)
+    if state is None:
+        return initialize_partition(b, tp)
+    live = b.live
+    isr = state.isr
+    live_isr = tuple([x for x in isr if x in live])
+    leader = state.leader
+    if leader != NO_LEADER and leader in live:
+        if len(live_isr) == len(isr):
+            return state
+        b.isr_shrinks += 1
+        return b.write(tp, leader, live_isr)
+    assignment = b.assignment_of(tp)
+    unclean_allowed = force_unclean or b.config_of(tp.topic).unclean_leader_election
+    new_leader, unclean = offline_partition_leader(assignment.replicas, isr, b.eligible, unclean_allowed)
+    if new_leader is None:
+        return b.write(tp, NO_LEADER, live_isr or keep_one(state))
+    b.leader_elections += 1
+    if unclean:
+        b.unclean_leader_elections += 1
+        return b.write(tp, new_leader, (new_leader,))
+    return b.write(tp, new_leader, live_isr)
+
+
+def keep_one(state: LeaderAndIsr) -> tuple[int, ...]:
+    """The single ISR member recorded when no member is alive."""
+    if state.leader in state.isr:
+        return (state.leader,)
+    return state.isr[:1]

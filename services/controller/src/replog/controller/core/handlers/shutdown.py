@@ -1,0 +1,84 @@
+"""ControlledShutdown: move leadership off a stopping broker first (DESIGN §5).
+
+Theory of operation
+-------------------
+Kafka's ``doControlledShutdown``.  A registered broker asking to stop (with its
+current ``broker_epoch``; 0 = not given) is marked *shutting down* -- from now
+on no election picks it and no ISR may add it -- and, for each partition it holds:
+
+* it leads and the partition is replicated: the controlled-shutdown election
+  picks the first ISR member that is alive and not shutting down; the new ISR
+  drops every shutting-down broker.  With no such member the broker keeps the
+  leadership and the partition is listed in the reply's ``remaining``;
+* it follows: it leaves the ISR (unless it is the only member left) and gets
+  StopReplica(delete=False) so it stops fetching and cannot rejoin.
+
+Leaders that moved get LeaderAndIsr as usual (the stopping broker becomes a
+follower, so clients see only retriable NOT_LEADER).  The broker repeats the
+request until ``remaining`` is empty or it gives up; repeating is harmless.
+Partitions with one replica are never "remaining": nothing can take them over.
+A broker stops being "shutting down" when its registration disappears.
+"""
+
+from __future__ import annotations
+
+from ..builder import PlanBuilder
+from ..election import controlled_shutdown_leader
+from ..errors import ErrorCode
+from ..events import ControlledShutdownRequested
+from ..model import TopicPartition
+from ..plan import ControlledShutdownReply
+
+
+def on_controlled_shutdown(b: PlanBuilder, event: ControlledShutdownRequested) -> None:
+    broker_id = event.broker_id
+    info = b.live.get(broker_id)
+    if info is None:
+        b.reply = ControlledShutdownReply(
+            ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not registered", ())
+        return
+    if event.broker_epoch and event.broker_epoch != info.broker_epoch:
+        b.reply = ControlledShutdownReply(
+            ErrorCode.STALE_BROKER_EPOCH,
+            f"broker epoch {event.broker_epoch} is not the registered {info.broker_epoch}", ())
+        return
+    if broker_id not in b.shutting_down:
+        b.set_shutting_down(b.shutting_down | {broker_id})
+    remaining: list[TopicPartition] = []
+    for tp in b.base.partitions_by_broker.get(broker_id, ()):
+        if b.is_deleting(tp.topic):
+            continue
+        state = b.state_of(tp)
+        if state is None:
+            continue
+        if state.leader == broker_id:
+            if not _move_leadership(b, tp):
+                remaining.append(tp)
+        else:
+            _leave_as_follower(b, tp, broker_id)
+    b.reply = ControlledShutdownReply(ErrorCode.NONE, "", tuple(remaining))
+
+
+def _move_leadership(b: PlanBuilder, tp: TopicPartition) -> bool:
+    """Move the leader away; False when the partition is replicated but nobody can take it."""
+    state = b.state_of(tp)
+    replicas = b.assignment_of(tp).replicas
+    if len(replicas) <= 1:
+        return True
+    leader = controlled_shutdown_leader(replicas, state.isr, b.live, b.shutting_down)
+    if leader is None:
+        return False
+    b.leader_elections += 1
+    new_isr = tuple(x for x in state.isr if x not in b.shutting_down)
+    if len(new_isr) < len(state.isr):
+        b.isr_shrinks += 1
+    b.write(tp, leader, new_isr)
+    return True
+
+
+def _leave_as_follower(b: PlanBuilder, tp: TopicPartition, broker_id: int) -> None:
+    state = b.state_of(tp)
+    if broker_id in state.isr and len(state.isr) > 1:
+        b.isr_shrinks += 1
+        state = b.write(tp, state.leader, tuple(x for x in state.isr if x != broker_id))
+    b.stop_replica(tp, broker_id, delete=False, leader_epoch=state.leader_epoch)

@@ -1,0 +1,67 @@
+"""Startup: a controller took its seat and read the cluster (seed D, DESIGN §5 "Seat").
+
+Theory of operation
+-------------------
+The plan's first update loads the snapshot as the new state; everything else is
+decided against that state, in the seed's order with its gaps filled:
+
+1. every partition gets a live leader and a live ISR where it can (dead
+   brokers leave ISRs, dead or missing leaders are elected; NEW partitions
+   start) -- the snapshot may be minutes old, and brokers may have died while
+   no controller was watching;
+2. every topic still under ``/admin/delete_topics`` starts deleting again;
+3. reassignments resume: those recorded in topic znodes (adding/removing
+   replicas) are tracked again, pending requests start, and any whose targets
+   are all in the ISR complete;
+4. every live broker gets an INIT LeaderAndIsr with all its replicas and full
+   metadata, since decisions may have been lost with the previous controller.
+
+Shutting-down marks are not in ZooKeeper: a broker in controlled shutdown
+repeats its request to the new controller.
+"""
+
+from __future__ import annotations
+
+from ..builder import PlanBuilder
+from ..events import Startup
+from ..model import ControllerState
+from ..plan import LoadState
+from .deletion import start_deletion
+from .leadership import restore_leadership
+from .reassignment import apply_requests, maybe_complete
+
+
+def startup_builder(state: ControllerState, event: Startup) -> PlanBuilder:
+    snapshot = event.snapshot
+    loaded = ControllerState.build(
+        controller_id=snapshot.controller_id,
+        controller_epoch=snapshot.controller_epoch,
+        live_brokers=snapshot.live_brokers,
+        assignments=snapshot.assignments,
+        partition_states=snapshot.partition_states,
+        topic_configs=snapshot.topic_configs,
+        reassignments={tp: a.target for tp, a in snapshot.assignments.items() if a.is_reassigning},
+        settings=state.settings,
+    )
+    b = PlanBuilder(loaded)
+    b.state_update(LoadState(loaded))
+    deleting = {t for t in snapshot.topics_being_deleted if t in loaded.partitions_by_topic}
+    live = loaded.live_brokers
+    for tp in loaded.assignments:
+        if tp.topic in deleting:
+            continue
+        current = loaded.partition_states.get(tp)
+        if current is None or current.leader not in live or any(x not in live for x in current.isr):
+            restore_leadership(b, tp)
+    for topic in sorted(snapshot.topics_being_deleted):
+        if topic in deleting:
+            start_deletion(b, topic)
+        else:
+            b.delete_topic(topic)  # only the request znode is left
+    apply_requests(b, snapshot.reassignment_requests)  # those of deleted topics are refused and cleared
+    for tp in list(loaded.reassignments):
+        if tp.topic not in deleting and b.reassignment_of(tp) is not None:
+            maybe_complete(b, tp)
+    for broker_id in sorted(live):
+        b.init_broker(broker_id)
+    return b

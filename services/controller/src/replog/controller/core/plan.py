@@ -1,0 +1,307 @@
+"""Plan: what one decision asks the world to do.
+
+Theory of operation
+-------------------
+``decide(state, event, rng)`` returns a :class:`Plan` and changes nothing
+(STYLE §2; KRaft's ``generateRecordsAndResult``).  The executor carries it out
+in this order:
+
+1. ``zk_writes`` -- in the order given, in batched ZooKeeper ``multi``s that each
+   also check the ``/controller_epoch`` version (KAFKA-6082), so a controller
+   that lost its seat writes nothing.  ``SetPartitionState`` is additionally
+   conditional on the znode version ``expected_partition_epoch``; a failed
+   check means another writer exists -- the controller must resign, not retry.
+2. ``apply(state, plan)`` -- the next in-memory state (``apply.py``); it replays
+   ``state_updates`` (facts only the controller keeps) and then ``zk_writes``.
+3. Broker requests, one of each kind per broker, sent in parallel across
+   brokers and, to one broker, in the order LeaderAndIsr, UpdateMetadata,
+   StopReplica.  A plan never both starts and stops the same replica.
+4. ``reply`` to the RPC that caused the event, if any.
+5. ``follow_ups`` back onto the controller's queue.
+
+``metrics`` are facts for the metrics adapter (DESIGN §7): counts of what this
+plan did and the offline-partition count after it.
+
+Broker requests are value objects that map one to one onto
+``broker_control.proto``; the executor adds ``controller_id`` /
+``controller_epoch`` and the leaders' endpoints from the state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
+
+from .errors import ErrorCode
+from .model import (
+    BrokerInfo,
+    ControllerState,
+    LeaderAndIsr,
+    ReplicaAssignment,
+    TopicPartition,
+)
+from .topic_config import TopicConfig
+
+if TYPE_CHECKING:
+    from .events import Event
+
+
+# --- ZooKeeper writes (persisted by the executor, then replayed by apply) -----
+
+
+# The two partition-state writes are NamedTuples, not dataclasses, because a
+# failover makes one per partition (100K) and a NamedTuple is built about three
+# times faster; they are just as immutable.
+
+
+class CreatePartitionState(NamedTuple):
+    """Create ``/brokers/topics/<t>/partitions/<p>/state`` (and its parent) at version 0."""
+
+    partition: TopicPartition
+    state: LeaderAndIsr
+
+
+class SetPartitionState(NamedTuple):
+    """Overwrite a state znode if its version is still ``expected_partition_epoch``."""
+
+    partition: TopicPartition
+    state: LeaderAndIsr
+    expected_partition_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetAssignment:
+    """Rewrite ``/brokers/topics/<topic>``: every partition of the topic, with
+    the KIP-455 ``adding_replicas`` / ``removing_replicas`` maps."""
+
+    topic: str
+    assignment: Mapping[int, ReplicaAssignment]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopicZnodes:
+    """Delete the topic: ``/brokers/topics/<topic>`` with its partition and state
+    children (``partitions`` lists them), ``/config/topics/<topic>`` and
+    ``/admin/delete_topics/<topic>``.  Absent znodes are not an error."""
+
+    topic: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClearReassignment:
+    """Remove these partitions from ``/admin/reassign_partitions`` (delete it when empty)."""
+
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteAdminRequest:
+    """Delete the handled request znode ``/admin/<name>`` (absent is not an error)."""
+
+    name: str
+
+
+ZkWrite = (
+    CreatePartitionState
+    | SetPartitionState
+    | SetAssignment
+    | DeleteTopicZnodes
+    | ClearReassignment
+    | DeleteAdminRequest
+)
+
+
+# --- State updates (controller memory only; not written anywhere) -------------
+
+
+@dataclass(frozen=True, slots=True)
+class LoadState:
+    """Replace the whole state (Startup); always the first update of its plan."""
+
+    state: ControllerState
+
+
+@dataclass(frozen=True, slots=True)
+class SetLiveBrokers:
+    live: Mapping[int, BrokerInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class SetShuttingDown:
+    """The new set of brokers in controlled shutdown."""
+
+    broker_ids: frozenset[int]
+
+
+@dataclass(frozen=True, slots=True)
+class LearnPartitions:
+    """Partitions whose assignment is already in ZooKeeper (written by the gateway)."""
+
+    topic: str
+    assignment: Mapping[int, ReplicaAssignment]
+
+
+@dataclass(frozen=True, slots=True)
+class SetTopicConfig:
+    topic: str
+    config: TopicConfig
+
+
+@dataclass(frozen=True, slots=True)
+class SetDeletionPending:
+    """Mark ``topic`` as being deleted, awaiting these ``(partition, broker_id)`` replicas."""
+
+    topic: str
+    pending: frozenset[tuple[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class SetReassignment:
+    """Track a reassignment's target replicas; ``None`` forgets it."""
+
+    partition: TopicPartition
+    target: tuple[int, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class SetLastRebalanceCheck:
+    now_ms: int
+
+
+StateUpdate = (
+    LoadState
+    | SetLiveBrokers
+    | SetShuttingDown
+    | LearnPartitions
+    | SetTopicConfig
+    | SetDeletionPending
+    | SetReassignment
+    | SetLastRebalanceCheck
+)
+
+
+# --- Broker requests (broker_control.proto) -----------------------------------
+
+
+class PartitionDecision(NamedTuple):
+    """One partition of a LeaderAndIsr / UpdateMetadata request (proto ``PartitionState``).
+
+    A NamedTuple because failover builds one per changed partition (100K) and
+    shares it between every broker that receives it.
+    """
+
+    partition: TopicPartition
+    state: LeaderAndIsr
+    assignment: ReplicaAssignment
+    is_new: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrRequest:
+    """Every decision for one broker; ``init`` lists *all* its replicas (the broker
+    stops and deletes local replicas not listed)."""
+
+    broker_id: int
+    broker_epoch: int
+    init: bool
+    partitions: tuple[PartitionDecision, ...]
+
+
+class StopReplicaPartition(NamedTuple):
+    partition: TopicPartition
+    leader_epoch: int  # -1: any epoch (topic deletion)
+    delete: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaRequest:
+    broker_id: int
+    broker_epoch: int
+    partitions: tuple[StopReplicaPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateMetadata:
+    """The same metadata to every broker in ``broker_ids``; ``full`` replaces the
+    brokers' caches (``partitions`` is then every partition of the cluster)."""
+
+    broker_ids: tuple[int, ...]
+    live_brokers: tuple[BrokerInfo, ...]
+    partitions: tuple[PartitionDecision, ...]
+    deleted_topics: tuple[str, ...]
+    full: bool
+
+
+# --- Replies to the RPC that caused the event ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionResult:
+    """``state`` is the committed state when accepted, the current one when refused
+    (``None`` for an unknown partition)."""
+
+    partition: TopicPartition
+    error: ErrorCode
+    message: str
+    state: LeaderAndIsr | None
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionReply:
+    error: ErrorCode
+    message: str
+    results: tuple[AlterPartitionResult, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownReply:
+    """``remaining``: replicated partitions the broker still leads (no other candidate)."""
+
+    error: ErrorCode
+    message: str
+    remaining: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    partition: TopicPartition
+    error: ErrorCode
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResultsReply:
+    """Per-partition outcome of an election or reassignment request."""
+
+    results: tuple[PartitionResult, ...]
+
+
+Reply = AlterPartitionReply | ControlledShutdownReply | PartitionResultsReply
+
+
+# --- The plan -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PlanMetrics:
+    leader_elections: int = 0
+    unclean_leader_elections: int = 0
+    isr_shrinks: int = 0
+    isr_expands: int = 0
+    failed_isr_updates: int = 0
+    partitions_moved: int = 0
+    offline_partitions: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    zk_writes: tuple[ZkWrite, ...] = ()
+    state_updates: tuple[StateUpdate, ...] = ()
+    leader_and_isr: tuple[LeaderAndIsrRequest, ...] = ()
+    update_metadata: tuple[UpdateMetadata, ...] = ()
+    stop_replica: tuple[StopReplicaRequest, ...] = ()
+    reply: Reply | None = None
+    follow_ups: tuple[Event, ...] = ()
+    metrics: PlanMetrics = field(default_factory=PlanMetrics)

@@ -1,0 +1,50 @@
+"""The core stays pure (STYLE §1) and its error codes mirror the proto's."""
+
+import ast
+import pathlib
+import re
+
+import replog.controller.core as core
+from replog.controller.core.errors import ErrorCode
+
+CORE = pathlib.Path(core.__file__).parent
+FORBIDDEN = {"grpc", "kazoo", "pyspark", "socket", "subprocess", "threading", "time", "random",
+             "os", "io", "pathlib", "shutil", "asyncio", "multiprocessing", "logging"}
+
+
+def _imports(path):
+    """Modules imported at run time (``if TYPE_CHECKING:`` blocks are only for annotations)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            node.body = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            yield node.module.split(".")[0]
+
+
+def test_core_imports_nothing_that_does_io_or_reads_a_clock():
+    offenders = {
+        f"{path.relative_to(CORE)}: {name}"
+        for path in CORE.rglob("*.py")
+        for name in _imports(path)
+        if name in FORBIDDEN
+    }
+    assert not offenders
+
+
+def test_every_core_module_opens_with_a_theory_of_operation():
+    for path in CORE.rglob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        docstring = ast.get_docstring(ast.parse(path.read_text()))
+        assert docstring and "Theory of operation" in docstring, path.name
+
+
+def test_error_codes_mirror_the_proto():
+    proto = CORE.parents[5] / "protos" / "replog" / "v1" / "common.proto"
+    declared = dict(re.findall(r"^\s*ERROR_CODE_(\w+)\s*=\s*(\d+);", proto.read_text(), re.M))
+    assert {name: int(number) for name, number in declared.items()} == \
+        {code.name: code.value for code in ErrorCode}

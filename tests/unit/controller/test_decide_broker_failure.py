@@ -1,0 +1,107 @@
+"""Stories: brokers die (seed A, DESIGN §5 "Broker failure")."""
+
+from controller_story import broker, brokers, cluster, leader_and_isr, run, sent_partitions, tp, writes
+
+from replog.controller.core.events import BrokersChanged
+from replog.controller.core.model import NO_LEADER, LeaderAndIsr
+from replog.controller.core.topic_config import TopicConfig
+
+
+def kill(state, *dead):
+    return run(state, BrokersChanged({b: info for b, info in state.live_brokers.items() if b not in dead}))
+
+
+def test_partitions_led_by_the_dead_broker_get_the_next_isr_member_in_assignment_order():
+    state = cluster(topics={"orders": [(1, 2, 3)]}, states={("orders", 0): (1, (1, 3, 2))})
+    plan, after = kill(state, 1)
+    assert writes(plan)[tp("orders", 0)] == LeaderAndIsr(2, 1, (3, 2), 7, 1)
+    assert after.partition_states[tp("orders", 0)].leader == 2
+    assert plan.metrics.leader_elections == 1
+
+
+def test_a_dead_follower_only_leaves_the_isr_and_the_leader_epoch_stays():
+    state = cluster(topics={"orders": [(1, 2, 3)]})
+    plan, _ = kill(state, 3)
+    assert writes(plan)[tp("orders", 0)] == LeaderAndIsr(1, 0, (1, 2), 7, 1)
+    assert plan.metrics.isr_shrinks == 1 and plan.metrics.leader_elections == 0
+
+
+def test_every_change_goes_out_in_one_leader_and_isr_per_surviving_broker():
+    state = cluster(topics={"orders": [(1, 2, 3), (2, 3, 1), (3, 1, 2)], "audit": [(1, 2), (2, 3)]})
+    plan, _ = kill(state, 1)
+    requests = leader_and_isr(plan)
+    assert set(requests) == {2, 3}
+    assert sent_partitions(plan, 2) == {tp("orders", 0), tp("orders", 1), tp("orders", 2), tp("audit", 0)}
+    assert sent_partitions(plan, 3) == {tp("orders", 0), tp("orders", 1), tp("orders", 2)}
+    assert tp("audit", 1) not in writes(plan)  # broker 1 holds no replica of it
+    assert not any(r.init for r in plan.leader_and_isr)
+    (metadata,) = plan.update_metadata
+    assert metadata.broker_ids == (2, 3) and len(metadata.partitions) == 4
+
+
+def test_with_no_live_isr_member_the_partition_goes_offline_and_keeps_one_isr_member():
+    state = cluster(topics={"orders": [(1, 2, 3)]}, states={("orders", 0): (1, (1,))})
+    plan, after = kill(state, 1)
+    assert writes(plan)[tp("orders", 0)] == LeaderAndIsr(NO_LEADER, 1, (1,), 7, 1)
+    assert plan.metrics.offline_partitions == 1 == after.offline_partition_count
+
+
+def test_when_the_whole_isr_dies_at_once_the_old_leader_is_the_member_kept():
+    state = cluster(live=(1, 2, 3, 4), topics={"orders": [(1, 2, 3)]}, states={("orders", 0): (2, (1, 2))})
+    plan, _ = kill(state, 1, 2)
+    assert writes(plan)[tp("orders", 0)].isr == (2,)
+    assert writes(plan)[tp("orders", 0)].leader == NO_LEADER
+
+
+def test_unclean_election_only_where_the_topic_allows_it_and_it_is_counted():
+    state = cluster(
+        topics={"logs": [(1, 2, 3)], "orders": [(1, 2, 3)]},
+        states={("logs", 0): (1, (1,)), ("orders", 0): (1, (1,))},
+        configs={"logs": TopicConfig(unclean_leader_election=True)},
+    )
+    plan, _ = kill(state, 1)
+    assert writes(plan)[tp("logs", 0)] == LeaderAndIsr(2, 1, (2,), 7, 1)
+    assert writes(plan)[tp("orders", 0)].leader == NO_LEADER
+    assert plan.metrics.unclean_leader_elections == 1
+
+
+def test_a_broker_that_restarted_between_two_watches_is_treated_as_dead_then_back():
+    state = cluster(topics={"orders": [(1, 2, 3)]})
+    live = dict(state.live_brokers)
+    live[1] = broker(1, broker_epoch=999)
+    plan, _ = run(state, BrokersChanged(live))
+    assert writes(plan)[tp("orders", 0)].leader == 2  # its old leadership is gone
+    assert leader_and_isr(plan)[1].init and leader_and_isr(plan)[1].broker_epoch == 999
+
+
+def test_nothing_happens_when_the_broker_set_did_not_change():
+    state = cluster(topics={"orders": [(1, 2, 3)]})
+    plan, after = run(state, BrokersChanged(dict(state.live_brokers)))
+    assert not plan.zk_writes and not plan.leader_and_isr and not plan.update_metadata
+    assert after is state
+
+
+def test_elections_never_pick_a_broker_in_controlled_shutdown():
+    state = cluster(topics={"orders": [(1, 2, 3)]}, shutting_down=(2,))
+    plan, after = kill(state, 1)
+    assert writes(plan)[tp("orders", 0)].leader == 3
+
+
+def test_a_dead_broker_is_no_longer_shutting_down():
+    state = cluster(topics={"orders": [(1, 2, 3)]}, shutting_down=(3,))
+    _, after = kill(state, 3)
+    assert after.shutting_down_brokers == frozenset()
+
+
+def test_partitions_of_topics_being_deleted_are_left_alone():
+    state = cluster(topics={"gone": [(1, 2)]}, deleting={"gone": frozenset({(0, 2)})})
+    plan, after = kill(state, 1)
+    assert not writes(plan)
+    assert after.partition_states[tp("gone", 0)].leader == 1
+
+
+def test_only_the_dead_brokers_partitions_are_examined():
+    state = cluster(live=(1, 2, 3, 4), topics={"a": [(1, 2)], "b": [(3, 4)]})
+    plan, _ = kill(state, 1)
+    assert set(writes(plan)) == {tp("a", 0)}
+    assert set(leader_and_isr(plan)) == {2}
