@@ -1,0 +1,530 @@
+"""A simulated 3-broker cluster around the broker cores, for scenario tests.
+
+One partition, replicas (1, 2, 3). Each `SimBroker` is the glue a real adapter
+would be: a fake log, a `PartitionReplica`, a producer-state table and a
+produce purgatory, driven by explicit steps. A tiny `SimController` plays the
+ZooKeeper controller: clean elections (first live assigned replica in the
+ISR), a new leader epoch on every change it makes, and AlterPartition checks.
+
+Nothing happens by itself: time moves with the `ManualClock`, controller
+messages wait in per-broker inboxes until delivered, AlterPartition requests
+and answers wait in queues. Tests and the random schedule decide the order.
+
+`SimCluster` also keeps the *truth* the invariants are checked against:
+- `committed`: offset -> record, filled whenever a leader's HW advances;
+- `acked`: records acknowledged to an acks=-1 producer;
+- leaders seen per leader epoch, and the highest HW ever published.
+`check_invariants()` raises AssertionError naming what broke.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.follower import fetch_position
+from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
+from replog.broker.core.leader import DivergingEpoch, FollowerRead, HighWatermarkUpdate
+from replog.broker.core.partition import (
+    NO_LEADER,
+    Applied,
+    AssignLeaderEpochStart,
+    CompleteDelayedOperations,
+    LeaderAndIsrDecision,
+    ReplicaRole,
+)
+from replog.broker.core.produce import DelayedProduce, ProduceWait
+from replog.broker.core.producer_state import Append, BatchHeader, Duplicate, ProducerStateTable, rebuild_producer_state
+from replog.broker.core.purgatory import AddOutcome, Purgatory
+from replog.broker.core.replica import PartitionReplica
+from replog.broker.core.topic_partition import TopicPartition
+from replog.broker.core.truncation import AskLeaderForEpoch, on_diverging_epoch
+from replog.common.clock import ManualClock
+
+from tests.unit.broker.core.fake_log import FakeLog, FakeRecord
+
+TP = TopicPartition("orders", 0)
+REPLICAS = (1, 2, 3)
+MIN_INSYNC_REPLICAS = 2
+REPLICA_LAG_TIME_MAX_MS = 10_000
+PRODUCE_TIMEOUT_MS = 5_000
+FETCH_RECORDS_MAX = 4
+
+
+@dataclass
+class ProduceTicket:
+    """What a client sees for one produce request."""
+
+    payload: str
+    acks: int
+    broker_id: int
+    error_code: ErrorCode | None = None  # None while waiting
+    base_offset: int = -1
+    producer_id: int = -1
+    sequence: int = -1
+    op: DelayedProduce | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.error_code is not None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code is ErrorCode.NONE
+
+
+class SimController:
+    def __init__(self) -> None:
+        self.live: set[int] = set(REPLICAS)
+        self.broker_epochs: dict[int, int] = {b: 0 for b in REPLICAS}  # registration epoch per broker
+        self.leader = NO_LEADER
+        self.leader_epoch = -1
+        self.isr: tuple[int, ...] = REPLICAS
+        self.partition_epoch = -1
+
+    def decision(self) -> LeaderAndIsrDecision:
+        return LeaderAndIsrDecision(TP, self.leader, self.leader_epoch, self.isr, self.partition_epoch, REPLICAS)
+
+    def elect(self) -> None:
+        """Clean election, and a new leader epoch for every change the controller writes."""
+        candidates = [r for r in REPLICAS if r in self.isr and r in self.live]
+        if self.leader not in candidates:
+            self.leader = candidates[0] if candidates else NO_LEADER
+        self.leader_epoch += 1
+        self.partition_epoch += 1
+
+    def broker_lost(self, broker_id: int) -> None:
+        self.live.discard(broker_id)
+        if broker_id in self.isr and len(self.isr) > 1:  # the last ISR member stays (clean elections only)
+            self.isr = tuple(r for r in self.isr if r != broker_id)
+        self.elect()
+
+    def broker_back(self, broker_id: int) -> None:
+        self.register(broker_id)
+        self.live.add(broker_id)
+        if self.leader == NO_LEADER and broker_id in self.isr:
+            self.elect()
+
+    def register(self, broker_id: int) -> int:
+        """A broker (re)registers: a new registration epoch fences its earlier incarnation."""
+        self.broker_epochs[broker_id] += 1
+        return self.broker_epochs[broker_id]
+
+    def alter_partition(
+        self, broker_id: int, broker_epoch: int, proposal: AlterPartitionProposal
+    ) -> AlterPartitionAnswer | None:
+        """The per-partition answer, or None for a request-level refusal (STALE_BROKER_EPOCH)."""
+        if broker_id not in self.live or broker_epoch != self.broker_epochs[broker_id]:
+            return None
+        error = ErrorCode.NONE
+        if proposal.leader_epoch != self.leader_epoch or broker_id != self.leader:
+            error = ErrorCode.FENCED_LEADER_EPOCH
+        elif proposal.partition_epoch != self.partition_epoch:
+            error = ErrorCode.INVALID_UPDATE_VERSION
+        elif not set(proposal.new_isr) <= self.live:
+            error = ErrorCode.INELIGIBLE_REPLICA
+        if error is ErrorCode.NONE:
+            self.isr = proposal.new_isr
+            self.partition_epoch += 1
+        return AlterPartitionAnswer(error, self.leader, self.leader_epoch, self.isr, self.partition_epoch)
+
+
+@dataclass
+class SimBroker:
+    broker_id: int
+    log: FakeLog
+    replica: PartitionReplica
+    producer_state: ProducerStateTable
+    purgatory: Purgatory[DelayedProduce, TopicPartition]
+    broker_epoch: int = 0  # registration epoch this incarnation carries in AlterPartition
+    alive: bool = True
+    isolated: bool = False  # cut off from the controller, still reachable by brokers and clients
+    inbox: deque[LeaderAndIsrDecision] = field(default_factory=deque)
+
+    @property
+    def role(self) -> ReplicaRole:
+        return self.replica.state.role
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.replica.state.leader_epoch
+
+
+class SimCluster:
+    def __init__(self, clock: ManualClock | None = None, *, assign_epoch_on_leadership: bool = True) -> None:
+        """`assign_epoch_on_leadership`: apply AssignLeaderEpochStart to the log's epoch cache; False
+        behaves like a log that records an epoch only with its first batch (as PartitionLog does)."""
+        self.clock = clock or ManualClock()
+        self.assign_epoch_on_leadership = assign_epoch_on_leadership
+        self.controller = SimController()
+        self.brokers: dict[int, SimBroker] = {b: self._fresh_broker(b, FakeLog(), 0) for b in REPLICAS}
+        # In flight: (broker id, registration epoch, proposal[, answer]).
+        self.alter_requests: deque[tuple[int, int, AlterPartitionProposal]] = deque()
+        self.alter_answers: deque[tuple[int, int, AlterPartitionProposal, AlterPartitionAnswer]] = deque()
+        self.committed: dict[int, FakeRecord] = {}
+        self.acked: list[ProduceTicket] = []
+        self.leaders_by_epoch: dict[int, int] = {}
+        self.published_hw_max = 0
+        self.events: list[str] = []
+        self.pending: list[ProduceTicket] = []  # acks=-1 tickets parked in some purgatory
+
+    # --- set-up -----------------------------------------------------------------
+
+    def start(self) -> None:
+        """The controller elects the first leader and every broker hears about it."""
+        self.controller.elect()
+        self.broadcast()
+        self.deliver_all()
+
+    @property
+    def now_ms(self) -> int:
+        return self.clock.monotonic_ms()
+
+    def broker(self, broker_id: int) -> SimBroker:
+        return self.brokers[broker_id]
+
+    def leader(self) -> SimBroker:
+        """The broker the controller has elected (tests use it once decisions are delivered)."""
+        return self.brokers[self.controller.leader]
+
+    # --- controller -> brokers -------------------------------------------------------
+
+    def broadcast(self) -> None:
+        decision = self.controller.decision()
+        for broker in self.brokers.values():
+            if broker.alive and not broker.isolated:
+                broker.inbox.append(decision)
+
+    def deliver(self, broker_id: int) -> bool:
+        broker = self.brokers[broker_id]
+        if not broker.alive or not broker.inbox:
+            return False
+        decision = broker.inbox.popleft()
+        was_leading_epoch = broker.leader_epoch if broker.replica.leader is not None else None
+        hw_before = broker.replica.high_watermark
+        outcome = broker.replica.on_leader_and_isr(decision, log=broker.log, now_ms=self.now_ms)
+        if isinstance(outcome, Applied):
+            if broker.replica.leader is not None and broker.leader_epoch == was_leading_epoch:
+                # An ISR update at our epoch may commit more (the adapter sees CompleteDelayedOperations).
+                self._after_leader_hw(broker, HighWatermarkUpdate(hw_before, broker.replica.high_watermark))
+            self._run_effects(broker, outcome)
+        return True
+
+    def deliver_all(self) -> None:
+        while any(self.deliver(b) for b in REPLICAS):
+            pass
+
+    def _run_effects(self, broker: SimBroker, outcome: Applied) -> None:
+        self.events.append(f"broker {broker.broker_id}: {outcome.change.name} epoch {outcome.state.leader_epoch}")
+        for effect in outcome.effects:
+            if isinstance(effect, AssignLeaderEpochStart) and self.assign_epoch_on_leadership:
+                broker.log.assign_epoch(effect.leader_epoch)
+            elif isinstance(effect, CompleteDelayedOperations):
+                self._complete_delayed(broker)
+            # StopFetcher / StartFetcher: fetching here is driven by `fetch()`, from the state's leader.
+        if broker.role is ReplicaRole.LEADER:
+            self._note_leader(broker)
+
+    # --- clients ------------------------------------------------------------------------
+
+    def produce(
+        self, payload: str, *, acks: int = -1, broker_id: int | None = None, producer_id: int = -1, sequence: int = -1
+    ) -> ProduceTicket:
+        target = self.brokers[self.controller.leader if broker_id is None else broker_id]
+        ticket = ProduceTicket(payload, acks, target.broker_id, producer_id=producer_id, sequence=sequence)
+        if not target.alive:
+            ticket.error_code = ErrorCode.BROKER_NOT_AVAILABLE
+            return ticket
+        admitted = target.replica.admit_produce(acks=acks, min_insync_replicas=MIN_INSYNC_REPLICAS)
+        if isinstance(admitted, Refusal):
+            ticket.error_code = admitted.code
+            return ticket
+        verdict = target.producer_state.check(
+            producer_id=producer_id, producer_epoch=0, base_sequence=sequence, record_count=1
+        )
+        if isinstance(verdict, Refusal):
+            ticket.error_code = verdict.code
+            return ticket
+        if isinstance(verdict, Duplicate):
+            ticket.base_offset = verdict.base_offset
+        else:
+            assert isinstance(verdict, Append)
+            ticket.base_offset = target.log.append(
+                target.leader_epoch, payload, producer_id=producer_id, producer_epoch=0, sequence=sequence
+            )
+            target.producer_state.record(target.log.record_at(ticket.base_offset).header())
+            self._after_leader_hw(target, target.replica.leader.on_local_append(target.log))
+        if acks != -1:
+            ticket.error_code = ErrorCode.NONE
+            return ticket
+        self._wait_for_replication(target, ticket)
+        return ticket
+
+    def _wait_for_replication(self, broker: SimBroker, ticket: ProduceTicket) -> None:
+        wait = ProduceWait(TP, broker.leader_epoch, ticket.base_offset, ticket.base_offset, MIN_INSYNC_REPLICAS)
+        op = DelayedProduce([wait], lambda _tp: broker.replica.produce_progress())
+        ticket.op = op
+        outcome = broker.purgatory.add(op, op.keys, self.now_ms + PRODUCE_TIMEOUT_MS)
+        assert outcome is not AddOutcome.PURGATORY_FULL
+        if outcome is AddOutcome.COMPLETED_AT_ONCE:
+            self._resolve(ticket)
+        else:
+            self.pending.append(ticket)
+
+    def _resolve(self, ticket: ProduceTicket) -> None:
+        assert ticket.op is not None and ticket.op.is_done
+        (result,) = ticket.op.results
+        ticket.error_code = result.error_code
+        if ticket.ok:
+            self.acked.append(ticket)
+
+    def _complete_delayed(self, broker: SimBroker) -> None:
+        self._resolve_ops(broker.purgatory.check(TP))
+
+    def _resolve_ops(self, ops: list[DelayedProduce]) -> None:
+        for op in ops:
+            self._resolve(next(t for t in self.pending if t.op is op))
+        self.pending = [t for t in self.pending if not t.done]
+
+    # --- replication ----------------------------------------------------------------------
+
+    def fetch(self, follower_id: int) -> str:
+        """One ReplicaFetch round trip from `follower_id` to the leader it follows."""
+        follower = self.brokers[follower_id]
+        if not follower.alive or follower.role is not ReplicaRole.FOLLOWER:
+            return "not following"
+        leader = self.brokers[follower.replica.state.leader_id]
+        if not leader.alive:
+            return "leader unreachable"
+        position = fetch_position(follower.log)
+        result = leader.replica.on_follower_fetch(
+            replica_id=follower_id,
+            current_leader_epoch=follower.leader_epoch,
+            fetch_offset=position.fetch_offset,
+            last_fetched_epoch=position.last_fetched_epoch,
+            now_ms=self.now_ms,
+            log=leader.log,
+        )
+        if isinstance(result, Refusal):
+            return result.code.name
+        if isinstance(result, DivergingEpoch):
+            decision = on_diverging_epoch(
+                follower.log, last_fetched_epoch=position.last_fetched_epoch, diverging=result.diverging
+            )
+            assert not isinstance(decision, Refusal), decision
+            offset = decision.truncate_to_offset if isinstance(decision, AskLeaderForEpoch) else decision.offset
+            self._truncate(follower, offset)
+            return f"truncated to {offset}"
+        return self._take_records(follower, leader, result)
+
+    def _take_records(self, follower: SimBroker, leader: SimBroker, read: FollowerRead) -> str:
+        upto = min(read.read_upto_offset, read.fetch_offset + FETCH_RECORDS_MAX)
+        records = leader.log.read(read.fetch_offset, upto)
+        for record in records:
+            follower.log.append_copy(record)
+            follower.producer_state.record(record.header())
+        follower.replica.on_fetch_response(leader_high_watermark=read.high_watermark, log=follower.log)
+        self._after_leader_hw(leader, read.high_watermark_update)
+        if read.isr_proposal is not None:
+            self._send_alter_partition(leader, read.isr_proposal)
+        return f"fetched {len(records)}"
+
+    def _truncate(self, broker: SimBroker, offset: int) -> None:
+        for removed in broker.log.read(offset, broker.log.log_end_offset):
+            kept = self.committed.get(removed.offset)
+            assert kept != removed, f"broker {broker.broker_id} truncated committed record {removed}"
+        broker.log.truncate_to(offset)
+        broker.replica.on_truncated(log=broker.log)
+        broker.producer_state = rebuild_producer_state(_headers(broker.log))
+        self.events.append(f"broker {broker.broker_id}: truncated to {offset}")
+
+    def _after_leader_hw(self, leader: SimBroker, update: HighWatermarkUpdate) -> None:
+        if not update.advanced:
+            return
+        assert update.current >= self.published_hw_max, (
+            f"broker {leader.broker_id} published HW {update.current} below earlier {self.published_hw_max}"
+        )
+        self.published_hw_max = update.current
+        for record in leader.log.read(update.previous, update.current):
+            earlier = self.committed.setdefault(record.offset, record)
+            assert earlier == record, f"offset {record.offset} committed twice: {earlier} then {record}"
+        self._complete_delayed(leader)
+
+    # --- ISR changes ----------------------------------------------------------------------
+
+    def check_isr(self, broker_id: int) -> AlterPartitionProposal | None:
+        """The leader's periodic ISR check (Kafka's isr-expiration task)."""
+        broker = self.brokers[broker_id]
+        if not broker.alive or broker.replica.leader is None:
+            return None
+        proposal = broker.replica.leader.maybe_shrink_isr(
+            now_ms=self.now_ms, replica_lag_time_max_ms=REPLICA_LAG_TIME_MAX_MS, log=broker.log
+        )
+        if proposal is not None:
+            self._send_alter_partition(broker, proposal)
+        return proposal
+
+    def last_proposal(self) -> AlterPartitionProposal:
+        return self.alter_requests[-1][2]
+
+    def _send_alter_partition(self, broker: SimBroker, proposal: AlterPartitionProposal) -> None:
+        self.alter_requests.append((broker.broker_id, broker.broker_epoch, proposal))
+
+    def resend_pending_proposals(self) -> None:
+        """The adapters' retry: a proposal with no request or answer in flight is sent again, unchanged."""
+        in_flight = {(b, p) for b, _, p in self.alter_requests} | {(b, p) for b, _, p, _ in self.alter_answers}
+        for broker in self.brokers.values():
+            leader = broker.replica.leader if broker.alive else None
+            if leader is not None and leader.proposal_to_resend is not None:
+                if (broker.broker_id, leader.proposal_to_resend) not in in_flight:
+                    self._send_alter_partition(broker, leader.proposal_to_resend)
+
+    def deliver_alter_request(self) -> bool:
+        if not self.alter_requests:
+            return False
+        broker_id, broker_epoch, proposal = self.alter_requests.popleft()
+        if self.brokers[broker_id].isolated:
+            return True  # never reaches the controller; the sender retries later
+        answer = self.controller.alter_partition(broker_id, broker_epoch, proposal)
+        if answer is not None:
+            self.alter_answers.append((broker_id, broker_epoch, proposal, answer))
+        return True
+
+    def deliver_alter_answer(self, *, lose: bool = False) -> bool:
+        """Deliver the next answer; `lose` models an RPC that timed out after the controller wrote."""
+        if not self.alter_answers:
+            return False
+        broker_id, broker_epoch, proposal, answer = self.alter_answers.popleft()
+        broker = self.brokers[broker_id]
+        if lose or not broker.alive or broker.broker_epoch != broker_epoch:
+            return True  # the answer never arrives (or its incarnation is gone); the proposal stays pending
+        outcome = broker.replica.on_alter_partition_answer(proposal, answer, log=broker.log)
+        self.events.append(f"broker {broker_id}: AlterPartition {type(outcome).__name__}")
+        hw_update = getattr(outcome, "high_watermark_update", None)
+        if hw_update is not None:
+            self._after_leader_hw(broker, hw_update)
+        return True
+
+    def settle_alter_partition(self, rounds: int = 5) -> None:
+        for _ in range(rounds):
+            self.resend_pending_proposals()
+            while self.deliver_alter_request() or self.deliver_alter_answer():
+                pass
+
+    # --- time and failures -------------------------------------------------------------------
+
+    def tick(self, delta_ms: int) -> None:
+        self.clock.advance(delta_ms)
+        for broker in self.brokers.values():
+            if broker.alive:
+                self._resolve_ops(broker.purgatory.expire(self.now_ms))
+
+    def kill(self, broker_id: int) -> None:
+        """Crash: memory is gone, the (fsynced) log stays; the controller notices."""
+        broker = self.brokers[broker_id]
+        assert broker.alive
+        broker.alive = False
+        broker.inbox.clear()
+        for ticket in self.pending:
+            if ticket.broker_id == broker_id:
+                ticket.error_code = ErrorCode.REQUEST_TIMED_OUT  # the client's connection dropped
+        self.pending = [t for t in self.pending if not t.done]
+        self.events.append(f"broker {broker_id}: killed")
+        if not broker.isolated:
+            self.controller.broker_lost(broker_id)
+            self.broadcast()
+
+    def restart(self, broker_id: int, *, checkpoint_hw: int | None = None) -> None:
+        """A killed broker starts again from its log and checkpointed HW and registers.
+
+        `checkpoint_hw`: what its HW checkpoint file says (checkpoints are periodic, so it
+        may lag); by default the HW it had when it died.
+        """
+        old = self.brokers[broker_id]
+        assert not old.alive
+        hw = old.replica.high_watermark if checkpoint_hw is None else checkpoint_hw
+        self.brokers[broker_id] = self._fresh_broker(broker_id, old.log, hw)
+        self.events.append(f"broker {broker_id}: restarted")
+        self.controller.broker_back(broker_id)
+        self.brokers[broker_id].broker_epoch = self.controller.broker_epochs[broker_id]
+        self.broadcast()
+
+    def bounce(self, broker_id: int, *, checkpoint_hw: int | None = None) -> None:
+        """A restart faster than the controller's session timeout: the ISR keeps the broker."""
+        old = self.brokers[broker_id]
+        assert old.alive
+        hw = old.replica.high_watermark if checkpoint_hw is None else checkpoint_hw
+        self.brokers[broker_id] = self._fresh_broker(broker_id, old.log, hw)
+        self.events.append(f"broker {broker_id}: bounced")
+        self.brokers[broker_id].broker_epoch = self.controller.register(broker_id)
+        self.brokers[broker_id].inbox.append(self.controller.decision())  # answer to its re-registration
+
+    def isolate(self, broker_id: int) -> None:
+        """Cut the broker off from the controller (session expiry); it keeps running."""
+        broker = self.brokers[broker_id]
+        broker.isolated = True
+        broker.inbox.clear()
+        self.events.append(f"broker {broker_id}: isolated")
+        self.controller.broker_lost(broker_id)
+        self.broadcast()
+
+    def heal(self, broker_id: int) -> None:
+        broker = self.brokers[broker_id]
+        broker.isolated = False
+        self.events.append(f"broker {broker_id}: healed")
+        self.controller.broker_back(broker_id)
+        broker.broker_epoch = self.controller.broker_epochs[broker_id]
+        self.broadcast()
+
+    def _fresh_broker(self, broker_id: int, log: FakeLog, checkpoint_hw: int) -> SimBroker:
+        return SimBroker(
+            broker_id=broker_id,
+            log=log,
+            replica=PartitionReplica(TP, broker_id, high_watermark=checkpoint_hw),
+            producer_state=rebuild_producer_state(_headers(log)),
+            purgatory=Purgatory(operations_max=1_000),
+        )
+
+    # --- invariants ------------------------------------------------------------------------------
+
+    def _note_leader(self, broker: SimBroker) -> None:
+        holder = self.leaders_by_epoch.setdefault(broker.leader_epoch, broker.broker_id)
+        assert holder == broker.broker_id, f"leader epoch {broker.leader_epoch} led by {holder} and {broker.broker_id}"
+
+    def check_invariants(self) -> None:
+        for broker in self.brokers.values():
+            if not broker.alive:
+                continue
+            if broker.role is ReplicaRole.LEADER:
+                self._note_leader(broker)
+            hw = broker.replica.high_watermark
+            assert hw <= broker.log.log_end_offset, f"broker {broker.broker_id}: HW {hw} > LEO"
+            for record in broker.log.read(0, hw):
+                assert self.committed.get(record.offset) == record, (
+                    f"broker {broker.broker_id} below HW {hw} holds {record}, committed is "
+                    f"{self.committed.get(record.offset)}"
+                )
+        self._check_isr_members_hold_committed()
+        for ticket in self.acked:
+            record = self.committed.get(ticket.base_offset)
+            assert record is not None and record.payload == ticket.payload, f"acked {ticket.payload} not committed"
+        sequences = [(r.producer_id, r.sequence) for r in self.committed.values() if r.producer_id != -1]
+        assert len(sequences) == len(set(sequences)), "an idempotent batch was committed twice"
+
+    def _check_isr_members_hold_committed(self) -> None:
+        end = max(self.committed, default=-1) + 1
+        for broker_id in self.controller.isr:
+            broker = self.brokers[broker_id]
+            if not broker.alive:
+                continue
+            assert broker.log.log_end_offset >= end, f"ISR member {broker_id} lacks committed records"
+            for record in broker.log.read(0, end):
+                assert self.committed[record.offset] == record, f"ISR member {broker_id} differs at {record.offset}"
+
+    def logs(self) -> dict[int, list[str]]:
+        return {b: broker.log.payloads() for b, broker in self.brokers.items()}
+
+
+def _headers(log: FakeLog) -> list[BatchHeader]:
+    return log.headers()
