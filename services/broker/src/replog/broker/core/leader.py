@@ -343,9 +343,10 @@ class LeaderReplica:
         (elections and failures only remove); additions come from leaders.
 
         - An answer for our leader epoch carrying a newer partition epoch is
-          committed state: adopt it (IsrCommitted when it accepts the pending
-          proposal, IsrRefreshed otherwise). At one leader epoch only this
-          leader's proposals change the ISR, so it is a state we asked for.
+          the controller's committed state: adopt it (IsrCommitted when it
+          accepts the pending proposal, IsrRefreshed otherwise). Safe: it is
+          the ISR the controller holds now, and from there the controller
+          alone only removes members; growth needs a proposal from us.
         - INELIGIBLE_REPLICA: drop the proposal; a later check proposes again.
         - FENCED_LEADER_EPOCH, NOT_LEADER, a non-adoptable INVALID_UPDATE_VERSION:
           we are stale; keep the proposal, do not resend, await LeaderAndIsr.
