@@ -1,5 +1,5 @@
-"""Wires the controller's adapters: ZooKeeper session, seat elector, gRPC server,
-tracing and metrics. Nothing is built at import time."""
+"""Wires the controller's adapters: ZooKeeper session, seat elector, event loop,
+gRPC server, tracing and metrics. Nothing is built at import time."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import logging
 from replog.common import telemetry
 from replog.common.grpc_server import ServiceBinding, start_server
 from replog.common.zk.client import ZkClient
-from replog.controller.adapters.seat import Seat, SeatElector
+from replog.controller.adapters.event_loop import ControllerLoop
+from replog.controller.adapters.seat import SeatElector
 from replog.controller.adapters.servicer import ControllerServicer
 from replog.controller.config import ControllerConfig
+from replog.controller.core.model import ControllerSettings
 from replog.v1 import controller_pb2, controller_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -24,13 +26,22 @@ class ControllerProcess:
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_timeout_ms=config.zookeeper_connect_timeout_ms,
         )
+        settings = ControllerSettings(
+            auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
+            leader_imbalance_per_broker_percentage=config.leader_imbalance_per_broker_percentage,
+            leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_ms,
+        )
+        self.loop = ControllerLoop(
+            self.zk, config.controller_id, settings, queue_size_max=config.event_queue_size_max,
+            session_timeout_ms=config.zookeeper_session_timeout_ms, give_up=self._give_up,
+        )
         self.servicer = ControllerServicer(self)
         self.elector: SeatElector | None = None
         self.server = None
-        self.seat: Seat | None = None
 
     def start(self) -> None:
-        telemetry.init_tracing("replog-controller", str(self.config.controller_id), self.config.trace_dir)
+        config = self.config
+        telemetry.init_tracing("replog-controller", str(config.controller_id), config.trace_dir)
         self.zk.start()
         self.zk.ensure_layout()
         self.server = start_server(
@@ -39,28 +50,29 @@ class ControllerProcess:
                 controller_pb2_grpc.add_ControllerServiceServicer_to_server,
                 self.servicer,
             )],
-            host=self.config.host,
-            port=self.config.port,
+            host=config.host,
+            port=config.port,
         )
-        metrics_port = telemetry.start_metrics_server(self.config.metrics_port, self.config.host)
-        log.info("controller %d: grpc %s:%d, metrics %d", self.config.controller_id, self.config.host,
+        metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
+        log.info("controller %d: grpc %s:%d, metrics %d", config.controller_id, config.host,
                  self.server.port, metrics_port)
-        self.elector = SeatElector(self.zk, self.config.controller_id, (self.config.host, self.server.port), self._on_elected, self._on_resigned)
+        self.loop.start()
+        self.elector = SeatElector(self.zk, config.controller_id, (config.host, self.server.port),
+                                   self.loop.on_elected, self.loop.on_resigned)
         self.elector.start()
 
-    def _on_elected(self, seat: Seat) -> None:
-        self.seat = seat
-
-    def _on_resigned(self) -> None:
-        self.seat = None
+    def _give_up(self, reason: str) -> None:
+        if self.elector is not None:
+            self.elector.give_up(reason)
 
     @property
     def active(self) -> bool:
-        return self.seat is not None
+        return self.loop.active
 
     def stop(self) -> None:
         if self.elector:
             self.elector.stop()
+        self.loop.stop()
         if self.server:
             self.server.stop()
         self.zk.stop()

@@ -1,29 +1,75 @@
-"""gRPC ControllerService: converts protobuf to events for the controller loop.
-
-A standby answers every call with NOT_CONTROLLER so a broker retries against
-the active controller named in /controller.
-"""
+"""gRPC ControllerService: converts protobuf to events for the controller loop
+and the plan's reply back to protobuf. A standby (or a controller that just
+lost its seat) answers NOT_CONTROLLER, so the broker retries against the
+controller named in /controller."""
 
 from __future__ import annotations
 
+import concurrent.futures
+
+from replog.controller.adapters.event_loop import NotController
+from replog.controller.core import events as ev
+from replog.controller.core.model import TopicPartition
 from replog.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
 NOT_CONTROLLER = common_pb2.ERROR_CODE_NOT_CONTROLLER
+RPC_WAIT_S = 30.0
 
 
 class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
     def __init__(self, process) -> None:
         self._process = process
 
-    def _refusal(self) -> tuple[int, str]:
-        if not self._process.active:
-            return NOT_CONTROLLER, f"controller {self._process.config.controller_id} is a standby"
-        return common_pb2.ERROR_CODE_UNKNOWN_SERVER_ERROR, "not implemented yet"
+    def _standby_message(self) -> str:
+        return f"controller {self._process.config.controller_id} is not the active controller"
 
     def AlterPartition(self, request, context):
-        code, message = self._refusal()
-        return controller_pb2.AlterPartitionResponse(error_code=code, error_message=message)
+        items = []
+        for item in request.partitions:
+            if not item.topic or item.partition < 0:
+                return controller_pb2.AlterPartitionResponse(
+                    error_code=common_pb2.ERROR_CODE_INVALID_REQUEST,
+                    error_message=f"bad partition {item.topic!r}-{item.partition} in AlterPartition")
+            items.append(ev.AlterPartitionItem(TopicPartition(item.topic, item.partition), item.leader_epoch,
+                                               tuple(item.new_isr), item.partition_epoch))
+        event = ev.AlterPartitionReceived(request.broker_id, request.broker_epoch, tuple(items))
+        try:
+            reply = self._process.loop.call(event, RPC_WAIT_S)
+        except NotController:
+            return controller_pb2.AlterPartitionResponse(error_code=NOT_CONTROLLER, error_message=self._standby_message())
+        except concurrent.futures.TimeoutError:
+            return controller_pb2.AlterPartitionResponse(error_code=common_pb2.ERROR_CODE_REQUEST_TIMED_OUT,
+                                                         error_message="the controller did not decide in time")
+        except Exception as exc:  # noqa: BLE001 - answered as a typed error, never a crash
+            return controller_pb2.AlterPartitionResponse(error_code=common_pb2.ERROR_CODE_UNKNOWN_SERVER_ERROR,
+                                                         error_message=str(exc))
+        results = []
+        for result in reply.results:
+            state = result.state
+            results.append(controller_pb2.AlterPartitionResult(
+                topic=result.partition.topic, partition=result.partition.partition, error_code=int(result.error),
+                error_message=result.message,
+                leader=state.leader if state else -1, leader_epoch=state.leader_epoch if state else -1,
+                isr=state.isr if state else (), partition_epoch=state.partition_epoch if state else -1,
+            ))
+        return controller_pb2.AlterPartitionResponse(error_code=int(reply.error), error_message=reply.message,
+                                                     partitions=results)
 
     def ControlledShutdown(self, request, context):
-        code, message = self._refusal()
-        return controller_pb2.ControlledShutdownResponse(error_code=code, error_message=message)
+        event = ev.ControlledShutdownRequested(request.broker_id, request.broker_epoch)
+        try:
+            reply = self._process.loop.call(event, RPC_WAIT_S)
+        except NotController:
+            return controller_pb2.ControlledShutdownResponse(error_code=NOT_CONTROLLER,
+                                                             error_message=self._standby_message())
+        except concurrent.futures.TimeoutError:
+            return controller_pb2.ControlledShutdownResponse(error_code=common_pb2.ERROR_CODE_REQUEST_TIMED_OUT,
+                                                             error_message="the controller did not decide in time")
+        except Exception as exc:  # noqa: BLE001
+            return controller_pb2.ControlledShutdownResponse(error_code=common_pb2.ERROR_CODE_UNKNOWN_SERVER_ERROR,
+                                                             error_message=str(exc))
+        return controller_pb2.ControlledShutdownResponse(
+            error_code=int(reply.error), error_message=reply.message,
+            remaining_partitions=[common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition)
+                                  for tp in reply.remaining],
+        )

@@ -1,0 +1,296 @@
+"""The controller's single event loop (STYLE.md rule 3, DESIGN.md section 5).
+
+One thread drains one bounded queue of frozen events. For each event it calls
+the pure `decide(state, event, rng)`, then the executor: the plan's ZooKeeper
+writes (batched, fenced by the controller epoch), `apply` to the in-memory
+state, the broker requests (parallel across brokers), the reply to the RPC
+that caused the event, and follow-up events back onto the queue. Watches and
+RPC handlers only enqueue. No locks guard the state: only this thread touches it.
+
+Seat changes bump a generation number. Events enqueued under an older
+generation are answered NOT_CONTROLLER and dropped, so a controller that lost
+its seat stops acting at once; its in-flight ZooKeeper writes fail on the epoch
+check and brokers refuse its requests by controller epoch.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import random
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Callable
+
+from opentelemetry import trace
+
+from replog.common.channels import ChannelCache
+from replog.common.zk.client import ZkClient
+from replog.controller.adapters import metrics
+from replog.controller.adapters.broker_requests import BrokerRequestSender
+from replog.controller.adapters.loader import load_snapshot
+from replog.controller.adapters.seat import Seat
+from replog.controller.adapters.watches import Watches
+from replog.controller.adapters.zk_writer import SeatLostError, ZkWriter, ZkWriteError
+from replog.controller.core import events as ev
+from replog.controller.core.apply import apply
+from replog.controller.core.decide import decide
+from replog.controller.core.model import ControllerSettings, ControllerState
+
+log = logging.getLogger(__name__)
+tracer = trace.get_tracer("replog.controller")
+
+SPAN_NAMES = {
+    "Startup": "controller.failover",
+    "BrokersChanged": "controller.broker_change",
+    "TopicsCreated": "controller.topic_change",
+    "PartitionsAdded": "controller.partition_modification",
+    "TopicDeletionRequested": "controller.topic_deletion",
+    "TopicDeletionReplicaStopped": "controller.topic_deletion_progress",
+    "ReassignmentRequested": "controller.reassignment",
+    "IsrChanged": "controller.isr_change",
+    "AlterPartitionReceived": "controller.alter_partition",
+    "ControlledShutdownRequested": "controller.controlled_shutdown",
+    "PreferredElectionRequested": "controller.preferred_election",
+    "UncleanElectionRequested": "controller.unclean_election",
+    "AutoRebalanceTick": "controller.auto_rebalance",
+    "TopicConfigChanged": "controller.topic_config_change",
+}
+
+
+@dataclass(frozen=True)
+class _TakeSeat:
+    seat: Seat
+    generation: int
+
+
+@dataclass(frozen=True)
+class _Queued:
+    event: object
+    generation: int
+    enqueued_ns: int
+    reply: Future | None = None
+    notice_ms: int = 0
+
+
+class NotController(Exception):
+    pass
+
+
+class ControllerLoop:
+    def __init__(self, zk: ZkClient, controller_id: int, settings: ControllerSettings, *,
+                 queue_size_max: int, session_timeout_ms: int, give_up: Callable[[str], None],
+                 rng: random.Random | None = None) -> None:
+        self._give_up = give_up
+        self._zk = zk
+        self._controller_id = controller_id
+        self._settings = settings
+        self._session_timeout_ms = session_timeout_ms
+        self._rng = rng or random.Random()
+        self._queue: queue.Queue = queue.Queue(maxsize=queue_size_max)
+        self._generation = 0
+        self._seat: Seat | None = None
+        self._state = ControllerState.empty(settings)
+        self._writer: ZkWriter | None = None
+        self._sender: BrokerRequestSender | None = None
+        self._watches: Watches | None = None
+        self._channels = ChannelCache()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="controller-loop", daemon=True)
+        self._ticker = threading.Thread(target=self._tick, name="controller-ticker", daemon=True)
+
+    # --- outside threads -----------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+        self._ticker.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._generation += 1
+        self._queue.put(None)
+        self._thread.join(timeout=10)
+        self._channels.close()
+
+    @property
+    def active(self) -> bool:
+        return self._seat is not None
+
+    @property
+    def controller_epoch(self) -> int:
+        return self._seat.controller_epoch if self._seat else 0
+
+    def on_elected(self, seat: Seat) -> None:
+        self._generation += 1
+        self._seat = seat
+        metrics.ACTIVE_CONTROLLER_COUNT.set(1)
+        self._queue.put(_TakeSeat(seat, self._generation))
+
+    def on_resigned(self) -> None:
+        # Stop acting at once: every queued or in-flight event of the old generation is dropped.
+        self._generation += 1
+        self._seat = None
+        metrics.ACTIVE_CONTROLLER_COUNT.set(0)
+
+    def enqueue(self, event, *, generation: int | None = None, reply: Future | None = None,
+                notice_ms: int = 0) -> bool:
+        """Queue an event for the current seat; False when not active or the queue is full."""
+        generation = self._generation if generation is None else generation
+        if self._seat is None or generation != self._generation:
+            return False
+        try:
+            self._queue.put_nowait(_Queued(event, generation, time.monotonic_ns(), reply, notice_ms))
+        except queue.Full:
+            log.error("controller event queue is full (%d); dropping %s", self._queue.maxsize,
+                      type(event).__name__)
+            return False
+        metrics.EVENT_QUEUE_SIZE.set(self._queue.qsize())
+        return True
+
+    def call(self, event, timeout_s: float = 30.0):
+        """Enqueue an RPC-driven event and wait for the plan's reply."""
+        future: Future = Future()
+        if not self.enqueue(event, reply=future):
+            raise NotController()
+        return future.result(timeout=timeout_s)
+
+    def _tick(self) -> None:
+        interval_s = self._settings.leader_imbalance_check_interval_ms / 1000
+        while not self._stopped.wait(interval_s):
+            if self._settings.auto_leader_rebalance_enable and self.active:
+                self.enqueue(ev.AutoRebalanceTick(int(time.time() * 1000)))
+
+    # --- the loop thread -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            item = self._queue.get()
+            metrics.EVENT_QUEUE_SIZE.set(self._queue.qsize())
+            if item is None:
+                continue
+            try:
+                if isinstance(item, _TakeSeat):
+                    self._take_seat(item)
+                else:
+                    self._process(item)
+            except Exception:  # noqa: BLE001 - the loop must survive; the seat is given up
+                log.exception("controller loop failed; giving up the seat")
+                self._give_up_seat("internal error")
+
+    def _take_seat(self, item: _TakeSeat) -> None:
+        if item.generation != self._generation:
+            return
+        seat = item.seat
+        started = time.monotonic()
+        if self._sender:
+            self._sender.close()
+        if self._watches:
+            self._watches.close()
+        self._writer = ZkWriter(self._zk, self._controller_id, seat.controller_epoch, seat.controller_epoch_zk_version)
+        self._sender = BrokerRequestSender(self._channels, self._controller_id, seat.controller_epoch)
+        # Watches first, so no change after the snapshot is missed; their first
+        # firings queue behind this Startup and decide nothing new.
+        self._watches = Watches(self._zk, lambda event, **kw: self.enqueue(event, generation=item.generation, **kw))
+        self._watches.start()
+        with tracer.start_as_current_span("controller.failover", attributes={
+            "controller.id": self._controller_id, "controller.epoch": seat.controller_epoch,
+            "zookeeper.session_timeout_ms": self._session_timeout_ms,
+        }) as span:
+            with tracer.start_as_current_span("controller.load_state"):
+                snapshot = load_snapshot(self._zk.connect_string, self._controller_id, seat.controller_epoch)
+            span.set_attribute("partitions", len(snapshot.assignments))
+            span.set_attribute("brokers", sorted(snapshot.live_brokers))
+            self._execute(ev.Startup(snapshot), item.generation, None, span)
+        log.info("controller %d active (epoch %d) after %.2f s", self._controller_id, seat.controller_epoch,
+                 time.monotonic() - started)
+
+    def _process(self, item: _Queued) -> None:
+        if item.generation != self._generation or self._seat is None:
+            if item.reply is not None and not item.reply.done():
+                item.reply.set_exception(NotController())
+            return
+        queued_ms = (time.monotonic_ns() - item.enqueued_ns) / 1e6
+        metrics.EVENT_QUEUE_TIME.observe(queued_ms)
+        name = type(item.event).__name__
+        attributes = {"controller.epoch": self.controller_epoch, "event.queue_time_ms": queued_ms}
+        if item.notice_ms:
+            attributes["controller.noticed_at_ms"] = item.notice_ms
+            attributes["zookeeper.session_timeout_ms"] = self._session_timeout_ms
+        with tracer.start_as_current_span(SPAN_NAMES.get(name, f"controller.{name}"), attributes=attributes) as span:
+            self._execute(item.event, item.generation, item.reply, span)
+
+    def _execute(self, event, generation: int, reply: Future | None, span) -> None:
+        started = time.monotonic()
+        try:
+            with tracer.start_as_current_span("controller.decide"):
+                plan = decide(self._state, event, self._rng)
+            _describe(span, self._state, event, plan)
+            if generation != self._generation:
+                raise NotController()
+            with tracer.start_as_current_span("controller.zookeeper_write") as write_span:
+                stats = self._writer.write(plan.zk_writes)
+                write_span.set_attributes({"zookeeper.transactions": stats.transactions,
+                                           "zookeeper.ops": stats.operations, "zookeeper.bytes": stats.bytes})
+            self._state = apply(self._state, plan)
+            self._record_metrics(plan, started)
+            with tracer.start_as_current_span("controller.send_requests") as send_span:
+                outcomes = self._sender.send(self._state, plan)
+                send_span.set_attribute("brokers", [o.broker_id for o in outcomes])
+            if reply is not None and not reply.done():
+                reply.set_result(plan.reply)
+            for follow_up in plan.follow_ups:
+                self.enqueue(follow_up, generation=generation)
+            for outcome in outcomes:
+                if outcome.stopped or outcome.failed:
+                    self.enqueue(ev.TopicDeletionReplicaStopped(outcome.broker_id, tuple(outcome.stopped),
+                                                                tuple(outcome.failed)), generation=generation)
+        except SeatLostError as exc:
+            if reply is not None and not reply.done():
+                reply.set_exception(NotController())
+            self._give_up_seat(str(exc))
+        except ZkWriteError as exc:
+            # The cache no longer matches ZooKeeper: reload everything as a new controller would.
+            log.error("%s; reloading the cluster state", exc)
+            if reply is not None and not reply.done():
+                reply.set_exception(exc)
+            if self._seat is not None:
+                self._queue.put(_TakeSeat(self._seat, self._generation))
+        except NotController as exc:
+            if reply is not None and not reply.done():
+                reply.set_exception(exc)
+        finally:
+            metrics.EVENT_PROCESSING_TIME.labels(type(event).__name__).observe((time.monotonic() - started) * 1000)
+
+    def _record_metrics(self, plan, started: float) -> None:
+        facts = plan.metrics
+        if facts.leader_elections:
+            metrics.LEADER_ELECTIONS.inc(facts.leader_elections)
+            metrics.LEADER_ELECTION_TIME.observe((time.monotonic() - started) * 1000)
+        if facts.unclean_leader_elections:
+            metrics.UNCLEAN_LEADER_ELECTIONS.inc(facts.unclean_leader_elections)
+        metrics.ISR_SHRINKS.inc(facts.isr_shrinks)
+        metrics.ISR_EXPANDS.inc(facts.isr_expands)
+        metrics.FAILED_ISR_UPDATES.inc(facts.failed_isr_updates)
+        metrics.OFFLINE_PARTITIONS.set(self._state.offline_partition_count)
+        metrics.GLOBAL_PARTITIONS.set(len(self._state.assignments))
+
+    def _give_up_seat(self, reason: str) -> None:
+        log.warning("controller %d gives up its seat: %s", self._controller_id, reason)
+        if self._watches:
+            self._watches.close()
+        self._give_up(reason)
+
+
+def _describe(span, state: ControllerState, event, plan) -> None:
+    """Attributes that explain the event in its trace."""
+    changed = {d.partition for r in plan.leader_and_isr for d in r.partitions}
+    span.set_attribute("partitions.affected", len(changed))
+    span.set_attribute("leader_elections", plan.metrics.leader_elections)
+    if isinstance(event, ev.BrokersChanged):
+        before, after = set(state.live_brokers), set(event.live)
+        span.set_attribute("brokers.dead", sorted(before - after))
+        span.set_attribute("brokers.new", sorted(after - before))
+    if isinstance(event, ev.ControlledShutdownRequested):
+        span.set_attribute("broker.id", event.broker_id)
