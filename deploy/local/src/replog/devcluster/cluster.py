@@ -173,8 +173,27 @@ class LocalCluster:
         return info.command[0].encode() in cmdline
 
     def up(self, timeout_s: float = 60.0) -> None:
-        """Start every process that is not running and wait until all are healthy."""
-        self._plan()
+        """Start every process that is not running and wait until all are healthy.
+
+        Ports are chosen free, but another program may take one before our
+        process binds it; on a cluster's first start that is retried with new
+        ports (a restarted cluster keeps its ports, which its data refers to).
+        """
+        fresh = not self.processes
+        for attempt in range(3):
+            self._plan()
+            try:
+                self._start_all(timeout_s)
+                return
+            except ClusterError:
+                if not fresh or attempt == 2:
+                    raise
+                self.down()
+                self.processes = {}
+                if self.state_file.exists():
+                    self.state_file.unlink()
+
+    def _start_all(self, timeout_s: float) -> None:
         self.start("zookeeper")
         self.wait_healthy(["zookeeper"], timeout_s)
         names = [n for n in self.processes if n != "zookeeper"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 ZK_JAR = Path("/usr/share/java/zookeeper.jar")
 ZK_CONF_DIR = Path("/etc/zookeeper/conf")
+SLF4J_SIMPLE = Path("/usr/share/java/slf4j-simple.jar")
 
 
 class ZooKeeperMissing(RuntimeError):
@@ -22,8 +23,11 @@ def zookeeper_command(config_path: Path) -> list[str]:
             f"({ZK_JAR}); run `make setup` (it installs them with apt-get)"
         )
     classpath = f"{ZK_CONF_DIR}:{ZK_JAR}"
+    if SLF4J_SIMPLE.exists():  # otherwise ZooKeeper logs nothing at all (slf4j's no-op binding)
+        classpath += f":{SLF4J_SIMPLE}"
     return [
         java, "-Xms64m", "-Xmx512m", "-Djute.maxbuffer=4194304",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
         "-Dzookeeper.admin.enableServer=false",
         "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(config_path),
     ]
