@@ -7,6 +7,7 @@ from replog.controller.core.events import AlterPartitionItem, AlterPartitionRece
     ReassignmentRequested, Startup
 from replog.controller.core.model import ClusterSnapshot, ControllerState, LeaderAndIsr, ReplicaAssignment
 from replog.controller.core.plan import ClearReassignment, SetAssignment, SetPartitionState
+from replog.controller.core.topic_config import TopicConfig
 
 ORDERS_0 = tp("orders", 0)
 
@@ -134,3 +135,14 @@ def test_a_reassignment_recorded_in_zookeeper_resumes_and_completes_after_failov
     assert writes(plan)[ORDERS_0] == LeaderAndIsr(4, 4, (1, 4), 8, 9)  # 2 is leaving: first target in sync
     assert stops(plan) == {2: {ORDERS_0: True}}
     assert ClearReassignment((ORDERS_0,)) in plan.zk_writes
+
+
+def test_an_offline_partition_of_an_unclean_topic_leads_again_on_an_added_replica():
+    # Found by the simulation (seed 1): moving an offline partition onto a live
+    # broker must not leave it offline when the topic allows unclean election.
+    state = cluster(live=(4,), topics={"logs": [(1, 2)]},
+                    states={("logs", 0): LeaderAndIsr(-1, 3, (1,), 6, 5)},
+                    configs={"logs": TopicConfig(unclean_leader_election=True)})
+    plan, after = run(state, ReassignmentRequested({tp("logs", 0): (4,)}))
+    assert after.partition_states[tp("logs", 0)].leader == 4
+    assert plan.metrics.unclean_leader_elections == 1

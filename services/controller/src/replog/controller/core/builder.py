@@ -278,13 +278,12 @@ class PlanBuilder:
     # --- brokers ---------------------------------------------------------------------
 
     def set_live_brokers(self, live: Mapping[int, BrokerInfo], shutting_down: frozenset[int]) -> None:
-        self.live = live
-        self.shutting_down = shutting_down
-        self.eligible = frozenset(live) - shutting_down
         self._live_changed = True
         self._state_updates.append(SetLiveBrokers(dict(live)))
-        if shutting_down != self.base.shutting_down_brokers and SetShuttingDown(shutting_down) not in self._state_updates:
-            self._state_updates.append(SetShuttingDown(shutting_down))
+        self.live = live
+        if shutting_down != self.shutting_down:
+            self.set_shutting_down(shutting_down)
+        self.eligible = frozenset(live) - shutting_down
 
     def set_shutting_down(self, shutting_down: frozenset[int]) -> None:
         self.shutting_down = shutting_down
@@ -413,6 +412,7 @@ class PlanBuilder:
         base_assignments = self._base_assignments
         keep = bool(per_init or self._full_metadata_brokers)  # decisions reused below
         special = bool(stopped or new_replicas or per_init)
+        recipients_of: dict[tuple[int, ...], list[list[PartitionDecision]]] = {}
         extra = [tp for tp in self._notify if tp not in self._states]
         for tp, state in (*self._states.items(), *((tp, self.state_of(tp)) for tp in extra)):
             if state is None:
@@ -425,10 +425,13 @@ class PlanBuilder:
             if metadata_only and tp in metadata_only:
                 continue
             if not special:  # the common case, e.g. a failover: every live replica hears
-                for broker_id in assignment.replicas:
-                    entries = per_broker.get(broker_id)
-                    if entries is not None:
-                        entries.append(decision)
+                replicas = assignment.replicas
+                recipients = recipients_of.get(replicas)
+                if recipients is None:  # few distinct replica lists: look each up once
+                    recipients = recipients_of[replicas] = [
+                        per_broker[b] for b in replicas if b in per_broker]
+                for entries in recipients:
+                    entries.append(decision)
                 continue
             for broker_id in assignment.replicas:
                 if broker_id not in live or (tp, broker_id) in stopped:

@@ -42,7 +42,7 @@ from ..events import IsrChanged, ReassignmentRequested
 from ..model import NO_LEADER, ReplicaAssignment, TopicPartition
 from ..plan import PartitionResult, PartitionResultsReply
 from ..states import ReplicaState, check_replica_transition
-from .leadership import initialize_partition
+from .leadership import initialize_partition, restore_leadership
 
 
 def on_reassignment_requested(b: PlanBuilder, event: ReassignmentRequested) -> None:
@@ -126,6 +126,8 @@ def _start(b: PlanBuilder, tp: TopicPartition, target: tuple[int, ...]) -> tuple
     ))
     b.set_reassignment(tp, target)
     b.notify(tp)
+    if state is not None and b.state_of(tp).leader == NO_LEADER:
+        restore_leadership(b, tp)  # an unclean topic may now lead on an added replica
     maybe_complete(b, tp)
     return ErrorCode.NONE, ""
 
