@@ -1,0 +1,21 @@
+"""The gateway's pure core: every admin decision, no I/O.
+
+Theory of operation
+-------------------
+The gateway is stateless. For each request an adapter reads a snapshot of the
+cluster from ZooKeeper (:class:`model.ClusterView`), hands it with the request's
+domain values to a function here, and gets back either a decision (what to write,
+what to answer) or a :class:`refusal.Refusal` naming the bad value. The adapter
+then performs the decided writes with version checks, so a decision taken on a
+snapshot that changed underneath is refused by ZooKeeper, never half-applied.
+
+Modules: ``names`` (Kafka's topic-name rules), ``model`` (the snapshot),
+``health`` (the four kafka-topics health flags), ``topics`` (create, grow,
+configure, delete), ``reassignments`` (plans, merge, progress), ``elections``
+(pre-checks and outcomes). Placement and config parsing are not re-implemented:
+they come from ``replog.controller.core`` (the one owner of both).
+
+Like every ``core`` package, nothing here imports grpc, kazoo, sockets or files
+(tests/unit/test_core_purity.py enforces it); time and randomness come in as
+arguments.
+"""

@@ -1,0 +1,72 @@
+"""The four health flags of a partition, with kafka-topics' meanings.
+
+Kafka's ``TopicCommand.PartitionDescription``:
+
+* under-replicated: the ISR is smaller than the replication factor. During a
+  reassignment the replication factor is the original replica set's size
+  (assigned minus adding), so a replica still being added does not count.
+* unavailable: no leader (-1) or a leader that is not alive.
+* under-min-ISR: no leader, or the ISR is smaller than min.insync.replicas.
+* at-min-ISR: the ISR size equals min.insync.replicas.
+
+A partition whose state znode does not exist yet (the controller has not
+created it) has leader -1 and an empty ISR: unavailable, under-replicated and
+under-min-ISR.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import AbstractSet, Sequence
+
+from replog.common.zk.schema import PartitionStateRecord
+
+NO_LEADER = -1
+
+
+class Filter(enum.Enum):
+    NONE = "none"
+    UNDER_REPLICATED = "under_replicated"
+    UNAVAILABLE = "unavailable"
+    UNDER_MIN_ISR = "under_min_isr"
+    AT_MIN_ISR = "at_min_isr"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionHealth:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+    unavailable: bool
+    under_replicated: bool
+    under_min_isr: bool
+    at_min_isr: bool
+
+    def matches(self, wanted: Filter) -> bool:
+        if wanted is Filter.NONE:
+            return True
+        return bool(getattr(self, wanted.value))
+
+
+def partition_health(
+    replicas: Sequence[int],
+    adding: Sequence[int],
+    state: PartitionStateRecord | None,
+    live: AbstractSet[int],
+    min_insync_replicas: int,
+) -> PartitionHealth:
+    leader, leader_epoch, isr = (state.leader, state.leader_epoch, state.isr) if state else (NO_LEADER, -1, ())
+    replication_factor = len(replicas) - len(adding)
+    has_leader = leader != NO_LEADER
+    return PartitionHealth(
+        leader=leader,
+        leader_epoch=leader_epoch,
+        isr=tuple(isr),
+        offline_replicas=tuple(r for r in replicas if r not in live),
+        unavailable=not has_leader or leader not in live,
+        under_replicated=len(isr) < replication_factor,
+        under_min_isr=not has_leader or len(isr) < min_insync_replicas,
+        at_min_isr=len(isr) == min_insync_replicas,
+    )
