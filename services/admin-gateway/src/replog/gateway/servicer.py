@@ -1,56 +1,82 @@
-"""gRPC AdminService: validates input, reads and writes ZooKeeper through the
-schema module, maps refusals to gRPC statuses with a message naming the bad value."""
+"""gRPC AdminService: a thin edge. Each method hands the request to its handler
+(topics, cluster, reassignments, elections, export) and maps refusals and
+ZooKeeper failures to gRPC statuses whose message names the bad value."""
 
 from __future__ import annotations
 
-import grpc
+import functools
+import logging
 
-from replog.common.zk import schema
-from replog.common.zk.client import ZkClient
-from replog.v1 import admin_pb2, admin_pb2_grpc
+import grpc
+from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from replog.common.errors import AdminError
+from replog.common.zk.bulk import BulkReadError
+from replog.common.zk.client import ZkUnavailableError
+from replog.common.zk.schema import ZkDataError
+from replog.gateway import cluster, elections, export, reassignments, topics
+from replog.gateway.core.refusal import Refusal
+from replog.gateway.deps import GatewayDeps
+from replog.v1 import admin_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+_ZK_UNREACHABLE = (BulkReadError, ZkUnavailableError, ConnectionLoss, OperationTimeoutError, SessionExpiredError,
+                   KazooTimeoutError, OSError)
+
+
+def admin_error(exc: BaseException) -> AdminError | None:
+    """The status to answer with, or None for a bug (let gRPC answer UNKNOWN and log it)."""
+    if isinstance(exc, AdminError):
+        return exc
+    if isinstance(exc, Refusal):
+        return AdminError(grpc.StatusCode[exc.status.value], exc.message)
+    if isinstance(exc, ZkDataError):
+        return AdminError(grpc.StatusCode.INTERNAL, f"ZooKeeper holds data the gateway cannot read: {exc}")
+    if isinstance(exc, _ZK_UNREACHABLE):
+        return AdminError(grpc.StatusCode.UNAVAILABLE, f"ZooKeeper is unavailable: {exc or type(exc).__name__}")
+    return None
+
+
+def _unary(handler):
+    @functools.wraps(handler)
+    def method(self, request, context):
+        try:
+            return handler(self._deps, request)
+        except Exception as exc:
+            error = admin_error(exc)
+            if error is None:
+                raise
+            context.abort(error.status, error.message)
+
+    return method
 
 
 class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
-    def __init__(self, zk: ZkClient) -> None:
-        self._zk = zk
+    def __init__(self, deps: GatewayDeps) -> None:
+        self._deps = deps
 
-    def DescribeCluster(self, request, context):
-        controller_id, controller_epoch = -1, 0
-        found = self._zk.get(schema.CONTROLLER)
-        if found:
-            controller_id = schema.ControllerRecord.decode(found[0]).controller_id
-        found = self._zk.get(schema.CONTROLLER_EPOCH)
-        if found:
-            controller_epoch = schema.decode_controller_epoch(found[0])
-        brokers = []
-        for child in sorted(self._zk.children(schema.BROKER_IDS), key=int):
-            found = self._zk.get(schema.broker_path(int(child)))
-            if not found:
-                continue
-            registration = schema.BrokerRegistration.decode(int(child), found[0])
-            brokers.append(admin_pb2.BrokerDescription(
-                broker_id=registration.broker_id, host=registration.host, port=registration.port,
-                rack=registration.rack or "", alive=True,
-            ))
-        return admin_pb2.DescribeClusterResponse(
-            brokers=brokers, controller_id=controller_id, controller_epoch=controller_epoch
-        )
+    CreateTopic = _unary(topics.create_topic)
+    DeleteTopic = _unary(topics.delete_topic)
+    ListTopics = _unary(topics.list_topics)
+    DescribeTopics = _unary(topics.describe_topics)
+    CreatePartitions = _unary(topics.create_partitions)
+    AlterTopicConfigs = _unary(topics.alter_topic_configs)
+    DescribeCluster = _unary(cluster.describe_cluster)
+    GenerateReassignment = _unary(reassignments.generate)
+    ExecuteReassignment = _unary(reassignments.execute)
+    VerifyReassignment = _unary(reassignments.verify)
+    CancelReassignment = _unary(reassignments.cancel)
+    ListReassignments = _unary(reassignments.list_in_progress)
+    ElectLeaders = _unary(elections.elect_leaders)
 
-    def ListTopics(self, request, context):
-        topics = sorted(self._zk.children(schema.TOPICS))
-        if not request.include_deleting:
-            deleting = set(self._zk.children(schema.DELETE_TOPICS))
-            topics = [t for t in topics if t not in deleting]
-        return admin_pb2.ListTopicsResponse(topics=topics)
-
-
-def _not_yet(name: str):
-    def handler(self, request, context):
-        context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{name} is not implemented yet")
-
-    return handler
-
-
-for _method in admin_pb2.DESCRIPTOR.services_by_name["AdminService"].methods:
-    if _method.name not in AdminServicer.__dict__:
-        setattr(AdminServicer, _method.name, _not_yet(_method.name))
+    def ExportTopology(self, request, context):
+        try:
+            rows = export.export_topology(self._deps, request)
+        except Exception as exc:
+            error = admin_error(exc)
+            if error is None:
+                raise
+            context.abort(error.status, error.message)
+        yield from rows

@@ -1,0 +1,127 @@
+"""Topic requests: create, delete, list, describe, add partitions, alter configs.
+
+Each handler reads a snapshot, lets the core decide, and writes the decision in
+one version-checked transaction (see zk_writes). The controller takes it from
+there: it watches /brokers/topics (creating partition states), the
+/admin/delete_topics marks, and /config/topics.
+"""
+
+from __future__ import annotations
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from replog.common.zk import schema
+from replog.gateway import convert
+from replog.gateway.core import topics as core
+from replog.gateway.core.refusal import already_exists, not_found, precondition
+from replog.gateway.deps import GatewayDeps
+from replog.gateway.zk_view import load_view
+from replog.gateway.zk_writes import Conflict, commit, create_or_set, retrying
+from replog.v1 import admin_pb2
+
+
+def create_topic(deps: GatewayDeps, request: admin_pb2.CreateTopicRequest) -> admin_pb2.CreateTopicResponse:
+    spec = core.CreateTopic(
+        name=request.name,
+        partitions=request.partitions,
+        replication_factor=request.replication_factor,
+        assignment=convert.entries(request.assignment),
+        configs=dict(request.configs),
+        start_index=request.start_index if request.HasField("start_index") else None,
+        replica_shift=request.replica_shift if request.HasField("replica_shift") else None,
+    )
+
+    def attempt() -> core.TopicCreation:
+        # Every assignment is read (not states): an unknown broker is told from a dead one by them.
+        creation = core.plan_create_topic(load_view(deps.connect), spec, deps.rng)
+        if request.validate_only:
+            return creation
+        config_path = schema.topic_config_path(creation.name)
+        leftover = deps.kazoo.exists(config_path)   # a config left by an interrupted delete is replaced
+        tx = deps.kazoo.transaction()
+        create_or_set(tx, config_path, creation.config.encode(), leftover.version if leftover else -1)
+        tx.create(schema.topic_path(creation.name), creation.assignment.encode())
+        try:
+            commit(tx)
+        except NodeExistsError:
+            if deps.kazoo.exists(schema.topic_path(creation.name)):
+                raise already_exists(f"Topic '{creation.name}' already exists.") from None
+            raise Conflict() from None
+        except (BadVersionError, NoNodeError):
+            raise Conflict() from None
+        return creation
+
+    creation = retrying(attempt, f"create topic '{request.name}'")
+    return admin_pb2.CreateTopicResponse(
+        assignment=convert.topic_assignment_list(creation.name, creation.assignment.partitions),
+        configs=creation.effective_configs,
+    )
+
+
+def delete_topic(deps: GatewayDeps, request: admin_pb2.DeleteTopicRequest) -> admin_pb2.DeleteTopicResponse:
+    name = request.name
+    core.check_delete(load_view(deps.connect, topics=()), name)
+    tx = deps.kazoo.transaction()
+    tx.check(schema.topic_path(name), -1)     # still exists (any version)
+    tx.create(schema.delete_topic_path(name))
+    try:
+        commit(tx)
+    except NoNodeError:
+        raise not_found(f"Topic '{name}' does not exist.") from None
+    except NodeExistsError:
+        raise precondition(f"Topic '{name}' is already being deleted.") from None
+    return admin_pb2.DeleteTopicResponse()
+
+
+def list_topics(deps: GatewayDeps, request: admin_pb2.ListTopicsRequest) -> admin_pb2.ListTopicsResponse:
+    view = load_view(deps.connect, topics=())
+    names = view.topic_names if request.include_deleting else view.topic_names - view.deleting_topics
+    return admin_pb2.ListTopicsResponse(topics=sorted(names))
+
+
+def describe_topics(deps: GatewayDeps, request: admin_pb2.DescribeTopicsRequest) -> admin_pb2.DescribeTopicsResponse:
+    names = list(request.names)
+    view = load_view(deps.connect, topics=names or None, states=True)
+    described = core.describe_topics(view, names, convert.FILTERS[request.filter])
+    return admin_pb2.DescribeTopicsResponse(topics=[convert.topic_description(d) for d in described])
+
+
+def create_partitions(
+    deps: GatewayDeps, request: admin_pb2.CreatePartitionsRequest
+) -> admin_pb2.CreatePartitionsResponse:
+    def attempt() -> core.PartitionGrowth:
+        view = load_view(deps.connect)
+        growth = core.plan_add_partitions(view, request.topic, request.total_count, convert.entries(request.assignment))
+        if request.validate_only:
+            return growth
+        version = view.topics[growth.name].assignment_version
+        try:
+            deps.kazoo.set(schema.topic_path(growth.name), growth.assignment.encode(), version=version)
+        except BadVersionError:
+            raise Conflict() from None
+        except NoNodeError:
+            raise not_found(f"Topic '{growth.name}' does not exist.") from None
+        return growth
+
+    growth = retrying(attempt, f"add partitions to '{request.topic}'")
+    return admin_pb2.CreatePartitionsResponse(assignment=convert.topic_assignment_list(growth.name, growth.added))
+
+
+def alter_topic_configs(
+    deps: GatewayDeps, request: admin_pb2.AlterTopicConfigsRequest
+) -> admin_pb2.AlterTopicConfigsResponse:
+    def attempt() -> core.ConfigChange:
+        view = load_view(deps.connect, topics=[request.topic])
+        change = core.plan_alter_configs(view, request.topic, dict(request.set), list(request.delete))
+        tx = deps.kazoo.transaction()
+        tx.check(schema.topic_path(change.name), -1)
+        create_or_set(tx, schema.topic_config_path(change.name), change.config.encode(),
+                      view.topics[change.name].config_version)
+        try:
+            commit(tx)
+        except (BadVersionError, NodeExistsError, NoNodeError):
+            raise Conflict() from None
+        return change
+
+    change = retrying(attempt, f"alter configs of '{request.topic}'")
+    return admin_pb2.AlterTopicConfigsResponse(configs=change.effective_configs)
