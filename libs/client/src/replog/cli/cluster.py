@@ -38,7 +38,7 @@ def run(args, channel: grpc.Channel) -> int:
     columns = ["BROKER", "ENDPOINT", "RACK", "ALIVE"] + (["HEALTH"] if args.verb == "status" else [])
     rows = [[b["broker_id"], f"{b['host']}:{b['port']}", b["rack"], "yes" if b["alive"] else "no"]
             + ([b["health"]] if args.verb == "status" else []) for b in brokers]
-    controller = f"controller {reply.controller_id} (epoch {reply.controller_epoch})" if reply.controller_id >= 0 \
-        else "no active controller"
-    emit(args.output, data, ("", columns, rows), lines=[f"Active {controller}; {len(brokers)} broker(s)"])
+    controller = f"Active controller {reply.controller_id} (epoch {reply.controller_epoch})" \
+        if reply.controller_id >= 0 else "No active controller"
+    emit(args.output, data, ("", columns, rows), lines=[f"{controller}; {len(brokers)} broker(s)"])
     return 0

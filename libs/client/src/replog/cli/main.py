@@ -10,7 +10,7 @@ import sys
 
 import grpc
 
-from replog.cli import cluster
+from replog.cli import cluster, elections, export, reassign, topics
 from replog.cli.connection import describe_rpc_error, resolve_gateway
 from replog.cli.output import CliError, fail
 from replog.common.channels import CHANNEL_OPTIONS
@@ -22,8 +22,27 @@ def build_parser() -> argparse.ArgumentParser:
                         help="admin gateway (default: $REPLOG_GATEWAY, the local cluster, or 127.0.0.1:9090)")
     parser.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    cluster.add_parser(sub)
+    for group in (topics, reassign, elections, cluster, export):
+        group.add_parser(sub)
+    _accept_global_options_anywhere(parser)
     return parser
+
+
+def _accept_global_options_anywhere(parser: argparse.ArgumentParser) -> None:
+    """`replog topics list -o json` as well as `replog -o json topics list`: every command
+    also takes --gateway and --output; SUPPRESS keeps the top-level value when not repeated."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                if any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
+                    _accept_global_options_anywhere(child)
+                    continue
+                if "--gateway" not in child._option_string_actions:
+                    child.add_argument("--gateway", metavar="HOST:PORT", default=argparse.SUPPRESS,
+                                       help="admin gateway (as before the command)")
+                if "--output" not in child._option_string_actions and "-o" not in child._option_string_actions:
+                    child.add_argument("--output", "-o", choices=["table", "json"], default=argparse.SUPPRESS,
+                                       help="output format (as before the command)")
 
 
 def main(argv: list[str] | None = None) -> int:
