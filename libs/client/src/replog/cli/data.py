@@ -1,0 +1,129 @@
+"""`replog produce` and `replog consume`: try the data path by hand.
+
+Both find the brokers through the gateway's DescribeCluster, then talk to the
+partition leaders directly with the client library.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from replog.cli.output import CliError
+from replog.v1 import admin_pb2, admin_pb2_grpc
+
+
+def add_parsers(sub) -> None:
+    produce = sub.add_parser("produce", help="send lines from stdin as records")
+    produce.add_argument("--topic", required=True)
+    produce.add_argument("--partition", type=int, help="fixed partition (default: by key, else round robin)")
+    produce.add_argument("--key-separator", metavar="SEP",
+                         help="split each line into key SEP value (e.g. ':'); default: no key")
+    produce.add_argument("--acks", choices=["0", "1", "all"], default="all")
+    produce.add_argument("--no-idempotence", action="store_true", help="plain retries (duplicates possible)")
+    produce.set_defaults(run=run_produce)
+    consume = sub.add_parser("consume", help="print records to stdout")
+    consume.add_argument("--topic", required=True)
+    consume.add_argument("--partition", type=int, action="append", help="partition(s) to read (default all)")
+    start = consume.add_mutually_exclusive_group()
+    start.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
+    start.add_argument("--offset", type=int, help="start at this offset (with one --partition)")
+    consume.add_argument("--follow", "-f", action="store_true", help="keep waiting for new records")
+    consume.add_argument("--max-records", type=int, help="stop after this many records")
+    consume.add_argument("--timeout-ms", type=int, default=2000,
+                         help="without --follow, stop when nothing arrives for this long (default 2000)")
+    consume.add_argument("--print-key", action="store_true")
+    consume.add_argument("--print-offset", action="store_true")
+    consume.set_defaults(run=run_consume)
+
+
+def brokers(channel) -> list[str]:
+    reply = admin_pb2_grpc.AdminServiceStub(channel).DescribeCluster(admin_pb2.DescribeClusterRequest(), timeout=10)
+    alive = [f"{b.host}:{b.port}" for b in reply.brokers if b.alive]
+    if not alive:
+        raise CliError("no live broker in the cluster")
+    return alive
+
+
+def run_produce(args, channel) -> int:
+    from replog.client import ProduceError, Producer
+
+    acks = -1 if args.acks == "all" else int(args.acks)
+    idempotent = acks == -1 and not args.no_idempotence
+    try:
+        producer = Producer(brokers(channel), acks=acks, idempotent=idempotent)
+    except (ProduceError, KeyError) as exc:
+        raise CliError(str(exc)) from None
+    futures = []
+    try:
+        for line in sys.stdin:
+            line = line.rstrip("\n")
+            key = None
+            if args.key_separator and args.key_separator in line:
+                key_text, line = line.split(args.key_separator, 1)
+                key = key_text.encode()
+            try:
+                futures.append(producer.send(args.topic, line.encode(), key=key, partition=args.partition))
+            except KeyError as exc:
+                raise CliError(str(exc).strip("'\"")) from None
+        producer.flush(60)
+    finally:
+        producer.close()
+    failed = [f.exception() for f in futures if f.exception() is not None]
+    if failed:
+        raise CliError(f"{len(failed)} of {len(futures)} record(s) failed, first: {failed[0]}")
+    last = {}
+    for future in futures:
+        meta = future.result()
+        last[meta.partition] = meta.offset
+    summary = {"records": len(futures), "last_offsets": {str(k): v for k, v in sorted(last.items())}}
+    if args.output == "json":
+        print(json.dumps(summary))
+    else:
+        print(f"produced {len(futures)} record(s) to {args.topic}", file=sys.stderr)
+    return 0
+
+
+def run_consume(args, channel) -> int:
+    from replog.client import EARLIEST, LATEST, Consumer, ProduceError
+
+    if args.offset is not None and (not args.partition or len(args.partition) != 1):
+        raise CliError("--offset needs exactly one --partition")
+    start = args.offset if args.offset is not None else (EARLIEST if args.from_beginning else LATEST)
+    try:
+        consumer = Consumer(brokers(channel), args.topic, partitions=args.partition, start=start)
+    except KeyError as exc:
+        raise CliError(str(exc).strip("'\"")) from None
+    count = 0
+    idle_since = time.monotonic()
+    try:
+        while args.max_records is None or count < args.max_records:
+            batch = consumer.poll(500)
+            if batch:
+                idle_since = time.monotonic()
+            elif not args.follow and (time.monotonic() - idle_since) * 1000 >= args.timeout_ms:
+                break
+            for record in batch:
+                if args.max_records is not None and count >= args.max_records:
+                    break
+                count += 1
+                value = record.value.decode(errors="replace")
+                if args.output == "json":
+                    print(json.dumps({"partition": record.partition, "offset": record.offset,
+                                      "key": record.key.decode(errors="replace") if record.key is not None else None,
+                                      "value": value, "timestamp_ms": record.timestamp_ms}), flush=True)
+                    continue
+                prefix = ""
+                if args.print_offset:
+                    prefix += f"{record.partition}:{record.offset}\t"
+                if args.print_key:
+                    prefix += f"{(record.key or b'').decode(errors='replace')}\t"
+                print(prefix + value, flush=True)
+    except ProduceError as exc:
+        raise CliError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
+    finally:
+        consumer.close()
+    return 0
