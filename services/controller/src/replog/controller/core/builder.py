@@ -396,15 +396,7 @@ class PlanBuilder:
         # per_broker holds only live brokers, so a lookup miss means dead (or INIT).
         per_broker: dict[int, list[PartitionDecision]] = {b: [] for b in live if b not in init}
         for broker_id, entries in per_init.items():
-            for tp in self.base.partitions_by_broker.get(broker_id, ()):
-                if self.is_deleting(tp.topic) or (tp, broker_id) in stopped:
-                    continue
-                assignment = self.assignment_of(tp)
-                if assignment is None or broker_id not in assignment.replicas:
-                    continue
-                decision = self._decision(tp, decisions)
-                if decision is not None:
-                    entries[tp] = decision
+            self._init_entries(broker_id, entries, decisions)
         changed: list[PartitionDecision] = []
         metadata_only = self._metadata_only
         created = self._created
@@ -454,6 +446,21 @@ class PlanBuilder:
         ]
         requests.sort(key=lambda r: r.broker_id)
         return tuple(requests), changed
+
+    def _init_entries(
+        self, broker_id: int, entries: dict[TopicPartition, PartitionDecision],
+        decisions: dict[TopicPartition, PartitionDecision],
+    ) -> None:
+        """Every replica the broker holds, for its INIT request (deleted topics left out)."""
+        for tp in self.base.partitions_by_broker.get(broker_id, ()):
+            if self.is_deleting(tp.topic) or (tp, broker_id) in self._stopped:
+                continue
+            assignment = self.assignment_of(tp)
+            if assignment is None or broker_id not in assignment.replicas:
+                continue
+            decision = self._decision(tp, decisions)
+            if decision is not None:
+                entries[tp] = decision
 
     def _update_metadata(
         self, decisions: dict[TopicPartition, PartitionDecision], changed: list[PartitionDecision]

@@ -25,16 +25,13 @@ not O(partitions x brokers): the 100K-partition target in the controller issue.
 
 ``TopicPartition``, ``LeaderAndIsr`` and ``ReplicaAssignment`` -- the three
 types there are 100K of -- are ``NamedTuple``s rather than frozen dataclasses,
-on purpose and measured (see the controller issue's benchmark):
+on purpose and measured (100K-partition failover benchmark in the controller
+issue):
 
 * a tuple's hash and equality run in C; a dataclass's ``__hash__`` is a Python
   call on every dict lookup (about 4x slower for ``TopicPartition`` keys);
 * a NamedTuple is built about 3x faster than a frozen dataclass, whose
-  ``__init__`` goes through ``object.__setattr__`` once per field;
-* a tuple holding only ints, strings and such tuples is *untracked* by the
-  cyclic garbage collector after it survives one collection, while every
-  dataclass instance stays tracked: with dataclasses, a 100K-partition
-  failover spent a third of its time in full GC passes over its own output.
+  ``__init__`` goes through ``object.__setattr__`` once per field.
 
 They are just as immutable and keep their field names; the cost is that they
 also behave as tuples (compare equal to plain tuples, unpack).
