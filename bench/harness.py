@@ -1,0 +1,117 @@
+"""Shared pieces of the benchmarks: a throwaway local cluster, fast topic
+creation, waiting on ZooKeeper, the ZooKeeper `multi` floor and span files.
+
+Every benchmark prints one JSON object as the last line of standard output and
+measures the relevant floor in the same run, so ratios hold on a noisy machine.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from replog.common.zk import bulk, schema
+from replog.common.zk.client import ZkClient
+from replog.devcluster import ClusterSpec, LocalCluster
+
+
+def note(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def emit(result: dict) -> None:
+    print(json.dumps(result, sort_keys=True))
+
+
+@contextmanager
+def local_cluster(spec: ClusterSpec, keep: bool = False):
+    state_dir = Path(tempfile.mkdtemp(prefix="replog-bench-"))
+    cluster = LocalCluster(state_dir, spec)
+    try:
+        cluster.up(timeout_s=120)
+        yield cluster
+    finally:
+        cluster.down()
+        if not keep:
+            import shutil
+
+            shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def rotating_assignment(partitions: int, brokers: list[int], replication_factor: int) -> dict[int, tuple[int, ...]]:
+    """Replica lists whose leaders rotate over the brokers (a third each on three)."""
+    n = len(brokers)
+    return {p: tuple(brokers[(p + i) % n] for i in range(replication_factor)) for p in range(partitions)}
+
+
+def create_topic(zk: ZkClient, topic: str, assignment: dict[int, tuple[int, ...]], config: dict | None = None) -> None:
+    """As the gateway does: config and assignment in one transaction."""
+    tx = zk.kazoo.transaction()
+    tx.create(schema.topic_config_path(topic), schema.TopicConfigRecord(config or {}).encode())
+    tx.create(schema.topic_path(topic), schema.TopicAssignment(assignment).encode())
+    results = tx.commit()
+    if any(isinstance(r, Exception) for r in results):
+        raise RuntimeError(f"creating {topic} failed: {results}")
+
+
+def read_states(connect: str, topic: str, partitions: int) -> list[schema.PartitionStateRecord | None]:
+    found = bulk.get_many(connect, [schema.partition_state_path(topic, p) for p in range(partitions)])
+    return [schema.PartitionStateRecord.decode(f[0]) if f else None for f in found]
+
+
+def wait_until(predicate, timeout_s: float, what: str, interval_s: float = 0.2):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {what}")
+        time.sleep(interval_s)
+
+
+def zk_multi_floor_s(zk: ZkClient, writes: int, batch: int = 1000) -> float:
+    """Seconds to setData `writes` znodes in epoch-checked multis of `batch`, pipelined:
+    the same ZooKeeper work a controller does for that many partition states."""
+    root = "/bench-floor"
+    zk.kazoo.ensure_path(root)
+    zk.kazoo.ensure_path(schema.CONTROLLER_EPOCH)
+    _, epoch_stat = zk.kazoo.get(schema.CONTROLLER_EPOCH)
+    existing = set(zk.kazoo.get_children(root))
+    for start in range(0, writes, batch):
+        tx = zk.kazoo.transaction()
+        for i in range(start, min(writes, start + batch)):
+            if str(i) not in existing:
+                tx.create(f"{root}/{i}", b"{}")
+        tx.commit()
+    payload = schema.PartitionStateRecord(1, 1, (1, 2), 1).encode()
+    started = time.monotonic()
+    pending = []
+    for start in range(0, writes, batch):
+        tx = zk.kazoo.transaction()
+        tx.check(schema.CONTROLLER_EPOCH, epoch_stat.version)
+        for i in range(start, min(writes, start + batch)):
+            tx.set_data(f"{root}/{i}", payload)
+        pending.append(tx.commit_async())
+    for result in pending:
+        result.get()
+    return time.monotonic() - started
+
+
+def read_span_files(trace_dir: Path) -> list[dict]:
+    spans = []
+    for path in sorted(trace_dir.glob("*.jsonl")):
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                spans.append(json.loads(line))
+            except ValueError:
+                continue
+    return spans
+
+
+def children_of(spans: list[dict], parent: dict) -> list[dict]:
+    return [s for s in spans if s["trace_id"] == parent["trace_id"] and s.get("parent_span_id") == parent["span_id"]]
