@@ -405,12 +405,15 @@ class PlanBuilder:
         keep = bool(per_init or self._full_metadata_brokers)  # decisions reused below
         special = bool(stopped or new_replicas or per_init)
         recipients_of: dict[tuple[int, ...], list[list[PartitionDecision]]] = {}
-        extra = [tp for tp in self._notify if tp not in self._states]
-        for tp, state in (*self._states.items(), *((tp, self.state_of(tp)) for tp in extra)):
+        # Written partitions first (in write order), then those only re-sent.
+        notified = self._states.items()
+        if self._notify:
+            notified = [*notified, *((tp, self.state_of(tp)) for tp in self._notify if tp not in self._states)]
+        for tp, state in notified:
             if state is None:
                 continue  # a NEW partition: nothing to tell yet
             assignment = (pending_assignments and pending_assignments.get(tp)) or base_assignments[tp]
-            decision = PartitionDecision(tp, state, assignment, bool(created) and tp in created)
+            decision = PartitionDecision(tp, state, assignment, tp in created if created else False)
             if keep:
                 decisions[tp] = decision
             changed.append(decision)
