@@ -168,6 +168,10 @@ class LocalCluster:
             return False
         if stat.rsplit(")", 1)[1].split()[0] == "Z":  # a zombie is not running
             return False
+        if cmdline == [b""] or not cmdline:
+            # A process between fork and exec shows an empty cmdline for a moment.
+            child = self._children.get(name)
+            return child is not None and child.poll() is None
         # Guard against a recycled PID: the command must be ours (a script's
         # cmdline starts with its interpreter, so look for the path anywhere).
         return info.command[0].encode() in cmdline
