@@ -1,6 +1,6 @@
 """Stories: a leader proposes a new ISR (AlterPartition)."""
 
-from controller_story import brokers, cluster, run, tp, writes
+from controller_story import cluster, run, tp, writes
 
 from replog.controller.core.errors import ErrorCode
 from replog.controller.core.events import AlterPartitionItem, AlterPartitionReceived, IsrChanged

@@ -1,6 +1,6 @@
 """Stories: brokers die (seed A, DESIGN §5 "Broker failure")."""
 
-from controller_story import broker, brokers, cluster, leader_and_isr, run, sent_partitions, tp, writes
+from controller_story import broker, cluster, leader_and_isr, run, sent_partitions, tp, writes
 
 from replog.controller.core.events import BrokersChanged
 from replog.controller.core.model import NO_LEADER, LeaderAndIsr

@@ -1,10 +1,14 @@
 """Stories: a broker asks to stop (controlled shutdown)."""
 
-from controller_story import brokers, cluster, leader_and_isr, run, sent_partitions, stops, tp, writes
+from controller_story import brokers, cluster, run, sent_partitions, stops, tp, writes
 
 from replog.controller.core.errors import ErrorCode
-from replog.controller.core.events import AlterPartitionItem, AlterPartitionReceived, BrokersChanged, \
-    ControlledShutdownRequested
+from replog.controller.core.events import (
+    AlterPartitionItem,
+    AlterPartitionReceived,
+    BrokersChanged,
+    ControlledShutdownRequested,
+)
 from replog.controller.core.model import LeaderAndIsr
 
 

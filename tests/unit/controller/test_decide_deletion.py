@@ -1,6 +1,6 @@
 """Stories: a topic is deleted (StopReplica with delete, then the znodes go)."""
 
-from controller_story import brokers, cluster, leader_and_isr, run, stops, tp, writes
+from controller_story import brokers, cluster, run, stops, tp, writes
 
 from replog.controller.core.events import (
     BrokersChanged,

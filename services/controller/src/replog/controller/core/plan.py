@@ -8,7 +8,10 @@ in this order:
 
 1. ``zk_writes`` -- in the order given, in batched ZooKeeper ``multi``s that each
    also check the ``/controller_epoch`` version (KAFKA-6082), so a controller
-   that lost its seat writes nothing.  ``SetPartitionState`` is additionally
+   that lost its seat writes nothing.  The order is crash-safe (partition
+   states, then assignments, then request clean-up and deletions): if the
+   executor stops between two ``multi``s, every ISR is still inside its
+   assignment and a new controller resumes from what was written.  ``SetPartitionState`` is additionally
    conditional on the znode version ``expected_partition_epoch``; a failed
    check means another writer exists -- the controller must resign, not retry.
 2. ``apply(state, plan)`` -- the next in-memory state (``apply.py``); it replays
