@@ -64,6 +64,7 @@ SPAN_NAMES = {
 class _TakeSeat:
     seat: Seat
     generation: int
+    won_ns: int = 0  # wall clock when the seat was won (time.time_ns)
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ class ControllerLoop:
         self._generation += 1
         self._seat = seat
         metrics.ACTIVE_CONTROLLER_COUNT.set(1)
-        self._queue.put(_TakeSeat(seat, self._generation))
+        self._queue.put(_TakeSeat(seat, self._generation, time.time_ns()))
 
     def on_resigned(self) -> None:
         # Stop acting at once: every queued or in-flight event of the old generation is dropped.
@@ -197,6 +198,7 @@ class ControllerLoop:
         with tracer.start_as_current_span("controller.failover", attributes={
             "controller.id": self._controller_id, "controller.epoch": seat.controller_epoch,
             "zookeeper.session_timeout_ms": self._session_timeout_ms,
+            "controller.seat_won_at_ns": item.won_ns,
         }) as span:
             with tracer.start_as_current_span("controller.load_state"):
                 snapshot = load_snapshot(self._zk.connect_string, self._controller_id, seat.controller_epoch)

@@ -1,0 +1,90 @@
+"""Controller failover benchmark: kill -9 the active controller of a cluster with
+many partitions; `seconds` runs from the standby winning the seat to every
+broker having acknowledged its INIT LeaderAndIsr.
+
+    .venv/bin/python bench/controller_failover.py --partitions 100000
+
+Phases come from the new controller's `controller.failover` span: loading the
+state from ZooKeeper (pipelined bulk reads over several sessions), deciding,
+and the requests. floor_zk_bulk_read_s is the raw cost, in this run, of reading
+the same znodes the load reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+
+from replog.common.zk import bulk, schema  # noqa: E402
+from replog.common.zk.client import ZkClient  # noqa: E402
+from replog.devcluster import ClusterSpec  # noqa: E402
+
+TOPIC = "controller-failover-bench"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--partitions", type=int, default=100000)
+    parser.add_argument("--topics", type=int, default=10, help="spread the partitions over this many topics")
+    args = parser.parse_args()
+    spec = ClusterSpec(controllers=2, brokers=3, gateways=1, zookeeper_session_timeout_ms=3000)
+    per_topic = args.partitions // args.topics
+    with harness.local_cluster(spec) as cluster:
+        zk = ZkClient(cluster.zookeeper_connect)
+        zk.start()
+        topics = [f"{TOPIC}-{i}" for i in range(args.topics)]
+        harness.note(f"creating {per_topic * args.topics} partitions in {args.topics} topics")
+        for topic in topics:
+            harness.create_topic(zk, topic, harness.rotating_assignment(per_topic, [1, 2, 3], 3))
+        for topic in topics:
+            harness.wait_until(lambda t=topic: all(s is not None for s in
+                                                   harness.read_states(cluster.zookeeper_connect, t, per_topic)),
+                               1800, f"partition states of {topic}")
+        harness.note("all partition states exist; letting the brokers settle")
+        time.sleep(5)
+        paths = [schema.partition_state_path(t, p) for t in topics for p in range(per_topic)]
+        started = time.monotonic()
+        bulk.get_many(cluster.zookeeper_connect, paths)
+        floor_s = time.monotonic() - started
+        active = schema.ControllerRecord.decode(zk.get(schema.CONTROLLER)[0]).controller_id
+        harness.note(f"killing the active controller-{active}")
+        cluster.kill(f"controller-{active}")
+        standby = 2 if active == 1 else 1
+
+        def finished():
+            spans = harness.read_span_files(cluster.trace_dir)
+            return [s for s in spans if s["name"] == "controller.failover"
+                    and s["resource"].get("service.instance.id") == str(standby)] and spans
+
+        spans = harness.wait_until(finished, 600, "the standby's controller.failover span")
+        root = [s for s in spans if s["name"] == "controller.failover"
+                and s["resource"].get("service.instance.id") == str(standby)][-1]
+        children = {c["name"]: c for c in harness.children_of(spans, root)}
+        won_ns = root["attributes"].get("controller.seat_won_at_ns") or root["start_ns"]
+        sends = children.get("controller.send_requests")
+        done_ns = sends["end_ns"] if sends else root["end_ns"]
+        phase = lambda name: round((children[name]["end_ns"] - children[name]["start_ns"]) / 1e9, 3) \
+            if name in children else None  # noqa: E731
+        result = {
+            "partitions": per_topic * args.topics,
+            "seconds": round((done_ns - won_ns) / 1e9, 3),
+            "phases": {
+                "load_state_s": phase("controller.load_state"),
+                "decide_s": phase("controller.decide"),
+                "zookeeper_writes_s": phase("controller.zookeeper_write"),
+                "requests_until_brokers_done_s": phase("controller.send_requests"),
+            },
+            "floor_zk_bulk_read_s": round(floor_s, 3),
+        }
+        zk.stop()
+    harness.emit(result)
+
+
+if __name__ == "__main__":
+    main()
