@@ -19,6 +19,7 @@ A failure names the seed, the step and the recent events; rerun one seed with
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import deque
 
@@ -257,6 +258,8 @@ class World:
         plan = decide(before, event, self.decide_rng)
         assert repr(before) == frozen, "decide() changed the state"
         check_plan(before, plan, event)
+        if len(plan.zk_writes) >= 2 and self.rng.random() < 0.05:
+            return self.fail_some_writes_and_reload(before, plan)
         self.state = apply(before, plan)
         check_step(self, before, self.state)
         for follow_up in plan.follow_ups:
@@ -268,6 +271,22 @@ class World:
                 stopped = tuple(tp for tp in deleted if tp not in failed)
                 self.queue.append(TopicDeletionReplicaStopped(request.broker_id, stopped, failed))
         return plan
+
+
+    def fail_some_writes_and_reload(self, before: ControllerState, plan: Plan) -> Plan:
+        """One ``multi`` of the plan fails while the others land; the executor
+        then reloads, as a new controller would (the adapter's ZkWriteError path)."""
+        start = self.rng.randrange(len(plan.zk_writes))
+        failed = plan.zk_writes[start:start + self.rng.randint(1, 2)]
+        landed = tuple(w for w in plan.zk_writes if w not in failed)
+        self.state = apply(before, dataclasses.replace(plan, zk_writes=landed))  # ZooKeeper now
+        self.history.append(f"(writes failed: {failed!r})")
+        return self.failover_now()
+
+    def failover_now(self) -> Plan:
+        event = self.failover()
+        self.history.append(event)
+        return self.run(event)
 
 
 def check_plan(before: ControllerState, plan: Plan, event) -> None:
@@ -328,7 +347,7 @@ def test_random_schedules_keep_every_invariant(seed):
         try:
             world.run(event)
         except AssertionError as failure:
-            recent = "\n  ".join(repr(e)[:300] for e in world.history)
+            recent = "\n  ".join(str(e)[:300] for e in world.history)
             raise AssertionError(
                 f"seed={seed} step={step}: {failure}\nrecent events:\n  {recent}"
             ) from failure

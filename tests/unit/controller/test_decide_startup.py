@@ -3,7 +3,7 @@
 import random
 
 import pytest
-from controller_story import brokers, cluster, leader_and_isr, run, tp, writes
+from controller_story import brokers, cluster, leader_and_isr, run, stops, tp, writes
 
 from replog.controller.core import decide
 from replog.controller.core.errors import ErrorCode
@@ -15,7 +15,14 @@ from replog.controller.core.events import (
     PreferredElectionRequested,
     Startup,
 )
-from replog.controller.core.model import NO_LEADER, ClusterSnapshot, ControllerSettings, ControllerState, LeaderAndIsr
+from replog.controller.core.model import (
+    NO_LEADER,
+    ClusterSnapshot,
+    ControllerSettings,
+    ControllerState,
+    LeaderAndIsr,
+    ReplicaAssignment,
+)
 from replog.controller.core.plan import CreatePartitionState, LoadState
 
 
@@ -83,3 +90,14 @@ def test_a_controller_without_a_seat_answers_rpcs_not_controller_and_decides_not
 def test_unknown_events_are_a_programming_error():
     with pytest.raises(TypeError):
         decide(cluster(), object(), random.Random(0))
+
+
+def test_an_isr_naming_replicas_the_assignment_already_dropped_is_healed_not_trusted_less():
+    # A reassignment's AR := RAR landed but its ISR := ISR ∩ RAR did not (two
+    # multis, the first failed): the new controller must not choke on it.
+    zk = cluster(live=(1, 2, 3, 4), topics={"orders": [(4, 1)]},
+                 states={("orders", 0): LeaderAndIsr(2, 3, (2, 1, 4), 6, 8)})
+    plan, after = run(ControllerState.empty(), Startup(snapshot_of(zk)))
+    assert after.assignments[tp("orders", 0)] == ReplicaAssignment((4, 1))
+    assert writes(plan)[tp("orders", 0)] == LeaderAndIsr(4, 4, (1, 4), 8, 9)
+    assert stops(plan) == {2: {tp("orders", 0): True}}

@@ -143,6 +143,11 @@ class PlanBuilder:
             return self._reassignments[tp]
         return self.base.reassignments.get(tp)
 
+    def reassigning_partitions(self) -> list[TopicPartition]:
+        """Partitions with a reassignment in progress, known ones first."""
+        tps = [*self.base.reassignments, *(tp for tp in self._reassignments if tp not in self.base.reassignments)]
+        return [tp for tp in tps if self.reassignment_of(tp) is not None]
+
     def partitions_of_topic(self, topic: str) -> list[TopicPartition]:
         known = [TopicPartition(topic, p) for p in self.base.partitions_by_topic.get(topic, ())]
         learned = [tp for tp in self._assignments if tp.topic == topic and tp not in self._base_assignments]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from ..builder import PlanBuilder
 from ..events import Startup
-from ..model import ControllerState
+from ..model import ControllerState, ReplicaAssignment
 from ..plan import LoadState
 from .deletion import start_deletion
 from .leadership import restore_leadership
@@ -45,6 +45,7 @@ def startup_builder(state: ControllerState, event: Startup) -> PlanBuilder:
     )
     b = PlanBuilder(loaded)
     b.state_update(LoadState(loaded))
+    _resume_half_written_reassignments(b, loaded)
     deleting = {t for t in snapshot.topics_being_deleted if t in loaded.partitions_by_topic}
     live = loaded.live_brokers
     for tp in loaded.assignments:
@@ -59,9 +60,27 @@ def startup_builder(state: ControllerState, event: Startup) -> PlanBuilder:
         else:
             b.delete_topic(topic)  # only the request znode is left
     apply_requests(b, snapshot.reassignment_requests)  # those of deleted topics are refused and cleared
-    for tp in list(loaded.reassignments):
-        if tp.topic not in deleting and b.reassignment_of(tp) is not None:
+    for tp in b.reassigning_partitions():
+        if tp.topic not in deleting:
             maybe_complete(b, tp)
     for broker_id in sorted(live):
         b.init_broker(broker_id)
     return b
+
+
+def _resume_half_written_reassignments(b: PlanBuilder, loaded: ControllerState) -> None:
+    """Put back replicas an ISR still names but the assignment has already dropped.
+
+    A plan's writes go out in several ``multi``s; if one failed after a later
+    one landed (a reassignment's AR := RAR without its ISR := ISR ∩ RAR), the
+    ISR names replicas outside the assignment.  They are re-added as
+    *removing* replicas, which makes it a reassignment in progress again; it
+    then finishes the normal way.  Nothing is lost and no ISR is trusted less.
+    """
+    for tp, state in loaded.partition_states.items():
+        assignment = loaded.assignments[tp]
+        strays = tuple(x for x in state.isr if x not in assignment.replicas)
+        if strays:
+            b.set_assignment(tp, ReplicaAssignment(
+                assignment.replicas + strays, assignment.adding, assignment.removing + strays))
+            b.set_reassignment(tp, assignment.target)
