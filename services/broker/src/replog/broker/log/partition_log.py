@@ -34,6 +34,7 @@ import bisect
 import dataclasses
 import logging
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from replog.common.clock import Clock
@@ -139,16 +140,25 @@ class PartitionLog:
 
     # -- appends -------------------------------------------------------------
 
-    def append_as_leader(self, batch: bytes, leader_epoch: int, *, fsync: bool = False) -> AppendInfo:
+    def append_as_leader(
+        self, batch: bytes, leader_epoch: int, *, fsync: bool = False, validated: BatchHeader | None = None
+    ) -> AppendInfo:
         """Validate one producer batch, give it offsets from the LEO, stamp `leader_epoch`, write it.
 
         Raises CorruptRecordError / RecordTooLargeError with nothing written.
+        `validated`: the header `validate_batch(batch, max_bytes=config.max_batch_bytes)`
+        already returned (the broker validates before its idempotence check, outside
+        the partition lock); the batch is then not walked a second time.
         """
         self._assert_open()
         assert leader_epoch >= 0 and leader_epoch >= self._leader_epoch_cache.latest_epoch(), (
             f"appending with leader epoch {leader_epoch}, the log has {self._leader_epoch_cache.latest_epoch()}"
         )
-        header = validate_batch(batch, max_bytes=self.config.max_batch_bytes)
+        if validated is None:
+            header = validate_batch(batch, max_bytes=self.config.max_batch_bytes)
+        else:
+            assert validated.size_bytes <= self.config.max_batch_bytes, (validated.size_bytes, self.config)
+            header = validated
         if header.size_bytes != len(batch):
             raise CorruptRecordError(f"{len(batch) - header.size_bytes} bytes follow the batch; send one batch")
         base_offset = self.log_end_offset
@@ -272,6 +282,13 @@ class PartitionLog:
     def _segment_index(self, offset: int) -> int:
         """Index of the segment whose offsets include `offset` (the last with base <= it)."""
         return max(bisect.bisect_right(self._segments, offset, key=_base_offset) - 1, 0)
+
+    def iter_batch_headers(self) -> Iterator[BatchHeader]:
+        """Every batch header, oldest first (header reads only; e.g. to rebuild producer state)."""
+        self._assert_open()
+        for segment in list(self._segments):
+            for _, header in segment.iter_headers():
+                yield header
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp_ms) of the first record stamped at or after `timestamp_ms`."""
