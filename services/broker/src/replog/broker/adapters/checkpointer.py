@@ -1,0 +1,51 @@
+"""Periodic durability chores: flush logs whose interval is due, checkpoint HWs and recovery points.
+
+One thread. Every `flush_check_interval_ms` it asks each log whether its
+interval flush policy is due (`PartitionLog.maybe_flush`), and every
+`checkpoint_interval_ms` it atomically rewrites the HW and recovery-point
+checkpoint files (ReplicaManager.write_checkpoints). A failure to write a
+checkpoint is logged and retried next round: the previous file stays intact
+(temp file + rename), so the broker only restarts from an older, still safe,
+point. Shutdown writes them once more after closing every log.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from replog.broker.adapters.replica_manager import ReplicaManager
+from replog.common.clock import Clock
+
+log = logging.getLogger(__name__)
+
+
+class Checkpointer:
+    def __init__(self, replicas: ReplicaManager, clock: Clock, *, checkpoint_interval_ms: int,
+                 flush_check_interval_ms: int) -> None:
+        self._replicas = replicas
+        self._clock = clock
+        self._checkpoint_interval_ms = checkpoint_interval_ms
+        self._tick_ms = max(min(flush_check_interval_ms, checkpoint_interval_ms), 10)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="checkpointer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        next_checkpoint_ms = self._clock.monotonic_ms() + self._checkpoint_interval_ms
+        while not self._stop.wait(self._tick_ms / 1000):
+            try:
+                if self._clock.monotonic_ms() >= next_checkpoint_ms:
+                    self._replicas.write_checkpoints(flush_if_due=True)
+                    next_checkpoint_ms = self._clock.monotonic_ms() + self._checkpoint_interval_ms
+                else:
+                    for hosted in self._replicas.hosted():
+                        hosted.checkpoint_offsets(flush_if_due=True)
+            except OSError as exc:
+                log.error("checkpoint or flush failed (retrying next round): %s", exc)

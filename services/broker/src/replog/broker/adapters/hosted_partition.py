@@ -1,0 +1,134 @@
+"""One replica hosted on this broker: its lock and everything the lock guards.
+
+Theory of operation (DESIGN.md §4 "Replica manager"; STYLE rule "one lock per
+partition, not one big lock in 28 places"):
+
+A `HostedPartition` owns the replica's `PartitionLog`, its pure
+`PartitionReplica` core, its idempotent producer table and the long-poll
+waiters parked on it. Every read or change of those goes through `lock`,
+held only for the few calls into the core and the log that one step needs,
+never across an RPC or a wait. The role-specific steps live beside it
+(leader_side.py, follower_side.py) and take the lock themselves.
+
+Lock order: the delayed-produce lock may be taken before a partition lock
+(to read a replica's progress), never after; so nothing holding a
+partition lock touches the delayed produces. Callers collect what a step
+changed (an HW that advanced, effects to run) and act on it after release.
+
+Waiters: a long-poll (consumer Fetch, follower ReplicaFetch) registers one
+`threading.Event` with each partition it reads; `wake()` sets them when
+records are appended, the HW moves or the role changes. No polling loop.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from replog.broker.core.leader import HighWatermarkUpdate
+from replog.broker.core.partition import Applied, LeaderAndIsrDecision, PartitionOutcome, Unchanged
+from replog.broker.core.producer_state import ProducerStateTable
+from replog.broker.core.replica import PartitionReplica
+from replog.broker.core.topic_partition import TopicPartition
+from replog.broker.log import PartitionLog
+
+
+class HostedPartition:
+    def __init__(
+        self,
+        topic_partition: TopicPartition,
+        broker_id: int,
+        log: PartitionLog,
+        *,
+        high_watermark: int,
+        producer_state: ProducerStateTable,
+    ) -> None:
+        self.topic_partition = topic_partition
+        self.broker_id = broker_id
+        self.lock = threading.Lock()
+        self.log = log
+        self.replica = PartitionReplica(topic_partition, broker_id, high_watermark=min(high_watermark, log.log_end_offset))
+        self.producer_state = producer_state
+        self.usable = True  # False once the log is deleted or closed
+        self._waiters: set[threading.Event] = set()
+
+    # --- long-poll waiters (lock held by the caller for add/remove, or not: sets are tiny) ---
+
+    def add_waiter(self, event: threading.Event) -> None:
+        with self.lock:
+            self._waiters.add(event)
+
+    def remove_waiter(self, event: threading.Event) -> None:
+        with self.lock:
+            self._waiters.discard(event)
+
+    def wake_locked(self) -> None:
+        """Wake every long-poll parked here; the caller holds `lock`."""
+        for event in self._waiters:
+            event.set()
+
+    def wake(self) -> None:
+        with self.lock:
+            self.wake_locked()
+
+    # --- controller requests ------------------------------------------------------
+
+    def apply_leader_and_isr(
+        self, decision: LeaderAndIsrDecision, now_ms: int
+    ) -> tuple[PartitionOutcome, HighWatermarkUpdate | None]:
+        """Apply one decision; also returns the leader's HW change for an ISR-only update."""
+        with self.lock:
+            assert self.usable, self.topic_partition
+            leader_before = self.replica.leader
+            hw_before = self.replica.high_watermark
+            outcome = self.replica.on_leader_and_isr(decision, log=self.log, now_ms=now_ms)
+            hw_update = None
+            if isinstance(outcome, Applied):
+                if leader_before is not None and self.replica.leader is leader_before:
+                    hw_update = HighWatermarkUpdate(hw_before, self.replica.high_watermark)
+                self.wake_locked()
+            return outcome, hw_update
+
+    def stop(self, *, leader_epoch: int, delete: bool) -> PartitionOutcome:
+        """StopReplica: a stopped replica is forgotten (a fresh core, same log), or deleted."""
+        with self.lock:
+            if not self.usable:
+                return Unchanged(self.replica.state, "already deleted or closed")
+            outcome = self.replica.on_stop_replica(leader_epoch=leader_epoch, delete=delete)
+            if isinstance(outcome, Applied):
+                high_watermark = self.replica.high_watermark
+                self.replica = PartitionReplica(self.topic_partition, self.broker_id, high_watermark=high_watermark)
+                if delete:
+                    self.usable = False
+                    self.log.delete()
+                self.wake_locked()
+            return outcome
+
+    def delete_unassigned(self) -> None:
+        """Remove a replica the controller no longer assigns here (seed v3 §E, INIT LeaderAndIsr)."""
+        with self.lock:
+            if self.usable:
+                self.usable = False
+                self.replica = PartitionReplica(self.topic_partition, self.broker_id)
+                self.log.delete()
+                self.wake_locked()
+
+    # --- durability -----------------------------------------------------------------
+
+    def checkpoint_offsets(self, *, flush_if_due: bool) -> tuple[int, int] | None:
+        """(high watermark, recovery point) for the checkpoint files; None once deleted."""
+        with self.lock:
+            if not self.usable:
+                return None
+            if flush_if_due:
+                self.log.maybe_flush()
+            return self.replica.high_watermark, self.log.recovery_point
+
+    def close(self) -> tuple[int, int] | None:
+        """Flush and close the log (shutdown); (HW, recovery point) as of closing."""
+        with self.lock:
+            if not self.usable:
+                return None
+            self.log.close()
+            self.usable = False
+            self.wake_locked()
+            return self.replica.high_watermark, self.log.recovery_point

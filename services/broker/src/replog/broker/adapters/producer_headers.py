@@ -1,0 +1,50 @@
+"""Producer state from the log: batch headers in the core's shape (KIP-98 replay).
+
+The leader records each batch it appends, a follower each batch it replicates,
+and a replica rebuilds the whole table from its log on start-up and after a
+truncation. Header reads only: no record is decoded.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from replog.broker.core.producer_state import (
+    NO_PRODUCER_ID,
+    BatchHeader,
+    ProducerStateTable,
+    rebuild_producer_state,
+    sequence_after,
+)
+from replog.common import records
+
+
+def producer_header(header: records.BatchHeader) -> BatchHeader | None:
+    """The core's view of a stored batch; None for a batch without a producer id."""
+    if header.producer_id == NO_PRODUCER_ID or header.base_sequence < 0 or header.producer_epoch < 0:
+        return None
+    return BatchHeader(
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        last_sequence=sequence_after(header.base_sequence, header.record_count - 1),
+        base_offset=header.base_offset,
+        last_offset=header.last_offset,
+    )
+
+
+def _producer_headers(headers: Iterable[records.BatchHeader]) -> Iterator[BatchHeader]:
+    for header in headers:
+        converted = producer_header(header)
+        if converted is not None:
+            yield converted
+
+
+def record_batches(table: ProducerStateTable, batches: bytes) -> None:
+    """Record every producer batch in `batches` (whole batches, already appended)."""
+    table.replay(_producer_headers(header for _, header in records.iter_batches(batches)))
+
+
+def rebuild_from_log(log) -> ProducerStateTable:
+    """The table a replica derives from its whole log (`PartitionLog.iter_batch_headers`)."""
+    return rebuild_producer_state(_producer_headers(log.iter_batch_headers()))
