@@ -1,0 +1,305 @@
+"""One replica fetcher: a thread pulling every partition this broker follows on one leader.
+
+Theory of operation (DESIGN.md §2 "Replication", §4 "Truncation"; Kafka
+`ReplicaFetcherThread` / `AbstractFetcherThread`):
+
+The fetcher holds a target per partition: the leader epoch it follows in (from
+the LeaderAndIsr that started it) and a back-off deadline. Each round it asks
+every ready partition for its fetch position (follower_side.py), sends one
+ReplicaFetch for all of them to the leader (a long poll: the leader answers
+when it has records or after `max_wait_ms`), and hands each partition's
+answer back: append and move the follower HW; truncate on a diverging epoch
+(KIP-101/320, as a `broker.truncate` span under the LeaderAndIsr that made us
+follow); reset an out-of-range offset; back off a partition the leader refused
+(it may not have taken the LeaderAndIsr yet). A transport failure backs off
+the whole fetcher, exponentially up to a second.
+
+Adding a partition cancels a long poll in flight, so a new follower (say,
+after a leader change) starts fetching at once instead of after the poll.
+An answer for a target that changed while the request was out is ignored;
+so is one the replica no longer wants (checked under its lock).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import CancelledError
+from dataclasses import dataclass
+from typing import Callable
+
+import grpc
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from replog.broker.adapters.follower_side import (
+    FetchPosition,
+    append_from_leader,
+    fetch_position,
+    reset_out_of_range,
+    truncate_diverging,
+)
+from replog.broker.adapters.hosted_partition import HostedPartition
+from replog.broker.adapters.metrics import BrokerMetrics
+from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.log_view import EpochEndOffset
+from replog.broker.core.topic_partition import TopicPartition
+from replog.broker.log import CorruptRecordError, LogOffsetMismatchError
+from replog.common.channels import ChannelCache
+from replog.common.clock import Clock
+from replog.v1 import replication_pb2, replication_pb2_grpc
+
+log = logging.getLogger(__name__)
+tracer = trace.get_tracer("replog.broker")
+
+PARTITION_BACKOFF_MS = 200
+ERROR_BACKOFF_MS = 1000
+TRANSPORT_BACKOFF_MS_MIN = 50
+TRANSPORT_BACKOFF_MS_MAX = 1000
+RPC_SLACK_S = 10.0
+
+
+@dataclass(frozen=True)
+class FetchSettings:
+    broker_id: int
+    max_wait_ms: int
+    bytes_max: int
+    partition_bytes_max: int
+
+
+@dataclass
+class _Target:
+    leader_epoch: int
+    trace_context: otel_context.Context | None
+    backoff_until_ms: int = 0
+
+
+class ReplicaFetcher:
+    def __init__(
+        self,
+        *,
+        leader_id: int,
+        settings: FetchSettings,
+        lookup: Callable[[TopicPartition], HostedPartition | None],
+        address_of: Callable[[int], str | None],
+        broker_epoch_of: Callable[[], int],
+        channels: ChannelCache,
+        clock: Clock,
+        metrics: BrokerMetrics,
+    ) -> None:
+        self.leader_id = leader_id
+        self._settings = settings
+        self._lookup = lookup
+        self._address_of = address_of
+        self._broker_epoch_of = broker_epoch_of
+        self._channels = channels
+        self._clock = clock
+        self._metrics = metrics
+        self._cond = threading.Condition()
+        self._targets: dict[TopicPartition, _Target] = {}
+        self._call = None
+        self._restart_requested = False
+        self._stopped = False
+        self._transport_backoff_ms = 0
+        self._thread = threading.Thread(target=self._run, name=f"replica-fetcher-{leader_id}", daemon=True)
+
+    # --- control (any thread) ---------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def add(self, topic_partition: TopicPartition, leader_epoch: int, trace_context: otel_context.Context | None) -> None:
+        with self._cond:
+            self._targets[topic_partition] = _Target(leader_epoch, trace_context)
+            self._restart_requested = True
+            if self._call is not None:
+                self._call.cancel()
+            self._cond.notify_all()
+
+    def remove(self, topic_partition: TopicPartition) -> None:
+        with self._cond:
+            self._targets.pop(topic_partition, None)
+
+    def partition_count(self) -> int:
+        with self._cond:
+            return len(self._targets)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            if self._call is not None:
+                self._call.cancel()
+            self._cond.notify_all()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout=5)
+
+    # --- the fetch loop ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            ready = self._wait_for_ready_targets()
+            if ready is None:
+                return
+            positions = self._positions(ready)
+            if positions:
+                self._fetch_once(positions)
+
+    def _wait_for_ready_targets(self) -> dict[TopicPartition, _Target] | None:
+        with self._cond:
+            while not self._stopped:
+                now_ms = self._clock.monotonic_ms()
+                ready = {tp: t for tp, t in self._targets.items() if t.backoff_until_ms <= now_ms}
+                if ready:
+                    self._restart_requested = False
+                    return ready
+                wake_ms = min((t.backoff_until_ms for t in self._targets.values()), default=None)
+                self._cond.wait(None if wake_ms is None else max(wake_ms - now_ms, 1) / 1000)
+            return None
+
+    def _positions(self, ready: dict[TopicPartition, _Target]) -> dict[TopicPartition, tuple[_Target, FetchPosition]]:
+        positions = {}
+        for topic_partition, target in ready.items():
+            hosted = self._lookup(topic_partition)
+            position = None if hosted is None else fetch_position(hosted, leader_epoch=target.leader_epoch)
+            if position is None:
+                self._drop_if_unchanged(topic_partition, target)
+            else:
+                positions[topic_partition] = (target, position)
+        return positions
+
+    def _fetch_once(self, positions: dict[TopicPartition, tuple[_Target, FetchPosition]]) -> None:
+        address = self._address_of(self.leader_id)
+        if address is None:
+            log.warning("no address known for leader broker %d; backing off", self.leader_id)
+            self._back_off_all(ERROR_BACKOFF_MS)
+            return
+        settings = self._settings
+        request = replication_pb2.ReplicaFetchRequest(
+            replica_id=settings.broker_id,
+            max_wait_ms=settings.max_wait_ms,
+            min_bytes=1,
+            max_bytes=settings.bytes_max,
+            replica_broker_epoch=self._broker_epoch_of(),
+            partitions=[
+                replication_pb2.ReplicaFetchPartition(
+                    topic=tp.topic, partition=tp.partition, current_leader_epoch=target.leader_epoch,
+                    fetch_offset=position.fetch_offset, last_fetched_epoch=position.last_fetched_epoch,
+                    log_start_offset=position.log_start_offset, partition_max_bytes=settings.partition_bytes_max,
+                )
+                for tp, (target, position) in positions.items()
+            ],
+        )
+        stub = replication_pb2_grpc.ReplicationServiceStub(self._channels.get(address))
+        with self._cond:
+            if self._stopped or self._restart_requested:
+                return
+            call = self._call = stub.ReplicaFetch.future(request, timeout=settings.max_wait_ms / 1000 + RPC_SLACK_S)
+        try:
+            response = call.result()
+        except (grpc.RpcError, CancelledError) as exc:
+            self._on_transport_failure(address, exc)
+            return
+        finally:
+            with self._cond:
+                self._call = None
+        self._transport_backoff_ms = 0
+        if response.error_code != ErrorCode.NONE:
+            log.warning("leader %d refused ReplicaFetch: %s %s", self.leader_id,
+                        ErrorCode(response.error_code).name, response.error_message)
+            self._back_off_all(ERROR_BACKOFF_MS)
+            return
+        for data in response.partitions:
+            entry = positions.get(TopicPartition(data.topic, data.partition))
+            if entry is not None:
+                self._handle_partition(TopicPartition(data.topic, data.partition), *entry, data)
+
+    def _on_transport_failure(self, address: str, exc: BaseException) -> None:
+        with self._cond:
+            if self._stopped or self._restart_requested:
+                return  # cancelled on purpose
+        self._transport_backoff_ms = min(
+            max(self._transport_backoff_ms * 2, TRANSPORT_BACKOFF_MS_MIN), TRANSPORT_BACKOFF_MS_MAX
+        )
+        code = exc.code().name if isinstance(exc, grpc.RpcError) else "CANCELLED"
+        log.info("ReplicaFetch to leader %d at %s failed (%s); retrying in %d ms", self.leader_id, address, code,
+                 self._transport_backoff_ms)
+        self._back_off_all(self._transport_backoff_ms)
+
+    # --- one partition's answer -----------------------------------------------------------
+
+    def _handle_partition(
+        self, topic_partition: TopicPartition, target: _Target, position: FetchPosition,
+        data: replication_pb2.ReplicaFetchPartitionData,
+    ) -> None:
+        with self._cond:
+            if self._targets.get(topic_partition) is not target:
+                return  # re-targeted or removed while the request was out
+        hosted = self._lookup(topic_partition)
+        if hosted is None:
+            return
+        code = ErrorCode(data.error_code)
+        if code is ErrorCode.NONE and data.HasField("diverging_epoch"):
+            diverging = EpochEndOffset(data.diverging_epoch.leader_epoch, data.diverging_epoch.end_offset)
+            self._truncate(topic_partition, target, "diverging epoch", lambda: truncate_diverging(
+                hosted, leader_epoch=target.leader_epoch, fetch_offset=position.fetch_offset,
+                last_fetched_epoch=position.last_fetched_epoch, diverging=diverging))
+        elif code is ErrorCode.NONE:
+            try:
+                appended = append_from_leader(
+                    hosted, leader_epoch=target.leader_epoch, fetch_offset=position.fetch_offset,
+                    records=data.records, leader_high_watermark=data.high_watermark,
+                )
+            except (CorruptRecordError, LogOffsetMismatchError) as exc:
+                log.error("%s: cannot append the leader's records: %s", topic_partition, exc)
+                self._back_off(topic_partition, target, ERROR_BACKOFF_MS)
+                return
+            if appended:
+                self._metrics.replication_bytes_in.inc(appended)
+        elif code is ErrorCode.OFFSET_OUT_OF_RANGE:
+            self._truncate(topic_partition, target, "offset out of range", lambda: reset_out_of_range(
+                hosted, leader_epoch=target.leader_epoch, fetch_offset=position.fetch_offset,
+                leader_log_start_offset=data.log_start_offset, leader_log_end_offset=data.log_end_offset))
+        else:
+            log.debug("%s: leader %d answered %s: %s", topic_partition, self.leader_id, code.name, data.error_message)
+            self._back_off(topic_partition, target, PARTITION_BACKOFF_MS)
+
+    def _truncate(self, topic_partition: TopicPartition, target: _Target, why: str, step) -> None:
+        attributes = {"topic": topic_partition.topic, "partition": topic_partition.partition,
+                      "leader.id": self.leader_id, "leader_epoch": target.leader_epoch, "reason": why}
+        with tracer.start_as_current_span("broker.truncate", context=target.trace_context,
+                                          attributes=attributes) as span:
+            result = step()
+            if isinstance(result, Refusal):
+                span.set_attribute("error", result.reason)
+                log.error("%s: truncation refused: %s", topic_partition, result.reason)
+                self._back_off(topic_partition, target, ERROR_BACKOFF_MS)
+                return
+            if result is None:
+                span.set_attribute("stale", True)
+                return
+            span.set_attribute("log_end_offset.before", result.log_end_offset_before)
+            span.set_attribute("log_end_offset.after", result.log_end_offset_after)
+            span.set_attribute("high_watermark", result.high_watermark)
+        if result.log_end_offset_after < result.log_end_offset_before:
+            self._metrics.truncations.inc()
+            log.info("%s: truncated from %d to %d (%s, leader %d epoch %d)", topic_partition,
+                     result.log_end_offset_before, result.log_end_offset_after, why, self.leader_id,
+                     target.leader_epoch)
+
+    # --- back-off -------------------------------------------------------------------------
+
+    def _back_off(self, topic_partition: TopicPartition, target: _Target, delay_ms: int) -> None:
+        with self._cond:
+            if self._targets.get(topic_partition) is target:
+                target.backoff_until_ms = self._clock.monotonic_ms() + delay_ms
+
+    def _back_off_all(self, delay_ms: int) -> None:
+        with self._cond:
+            until_ms = self._clock.monotonic_ms() + delay_ms
+            for target in self._targets.values():
+                target.backoff_until_ms = max(target.backoff_until_ms, until_ms)
+
+    def _drop_if_unchanged(self, topic_partition: TopicPartition, target: _Target) -> None:
+        with self._cond:
+            if self._targets.get(topic_partition) is target:
+                del self._targets[topic_partition]

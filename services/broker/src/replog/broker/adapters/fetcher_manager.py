@@ -1,0 +1,61 @@
+"""The broker's replica fetchers: one per leader broker it follows partitions on.
+
+A partition is fetched by exactly one fetcher, the one for its current leader;
+`add` moves it there (removing it from a previous leader's fetcher), `remove`
+stops fetching it. A fetcher thread is created the first time a leader is
+followed and then kept (at most one per broker in the cluster); an idle one
+just waits on its condition.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from opentelemetry import context as otel_context
+
+from replog.broker.adapters.fetcher import ReplicaFetcher
+from replog.broker.core.topic_partition import TopicPartition
+
+
+class FetcherManager:
+    def __init__(self, make_fetcher: Callable[[int], ReplicaFetcher]) -> None:
+        self._make_fetcher = make_fetcher
+        self._lock = threading.Lock()
+        self._fetchers: dict[int, ReplicaFetcher] = {}
+        self._leader_of: dict[TopicPartition, int] = {}
+        self._stopped = False
+
+    def add(
+        self, topic_partition: TopicPartition, leader_id: int, leader_epoch: int,
+        trace_context: otel_context.Context | None,
+    ) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            previous = self._leader_of.get(topic_partition)
+            if previous is not None and previous != leader_id:
+                self._fetchers[previous].remove(topic_partition)
+            fetcher = self._fetchers.get(leader_id)
+            if fetcher is None:
+                fetcher = self._fetchers[leader_id] = self._make_fetcher(leader_id)
+                fetcher.start()
+            fetcher.add(topic_partition, leader_epoch, trace_context)
+            self._leader_of[topic_partition] = leader_id
+
+    def remove(self, topic_partition: TopicPartition) -> None:
+        with self._lock:
+            leader_id = self._leader_of.pop(topic_partition, None)
+            if leader_id is not None:
+                self._fetchers[leader_id].remove(topic_partition)
+
+    def fetched_partitions(self) -> dict[TopicPartition, int]:
+        with self._lock:
+            return dict(self._leader_of)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            fetchers = list(self._fetchers.values())
+        for fetcher in fetchers:
+            fetcher.stop()

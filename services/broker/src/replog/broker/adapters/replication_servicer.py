@@ -1,0 +1,136 @@
+"""gRPC ReplicationService: followers' ReplicaFetch (long-poll) and OffsetForLeaderEpoch.
+
+ReplicaFetch reads every requested partition through the leader core
+(leader_side.read_for_follower): the follower's fetch offset is its LEO, the
+core records it, may advance the HW (then delayed produces are re-checked,
+after the partition lock is released) and may propose an ISR expansion
+(handed to the ISR sender). With no records to send the request long-polls
+on the partitions' wake-up events (long_poll.py) up to `max_wait_ms`.
+A fetch from a broker not in a partition's assignment is refused per
+partition by the core (NOT_ASSIGNED_REPLICA).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from replog.broker.adapters.delayed_produces import DelayedProduces
+from replog.broker.adapters.hosted_partition import HostedPartition
+from replog.broker.adapters.isr_changes import IsrChangeSender
+from replog.broker.adapters.leader_side import FollowerFetchAnswer, offset_for_leader_epoch, read_for_follower
+from replog.broker.adapters.long_poll import long_poll
+from replog.broker.adapters.metrics import BrokerMetrics
+from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.topic_partition import TopicPartition
+from replog.common.clock import Clock
+from replog.v1 import common_pb2, replication_pb2, replication_pb2_grpc
+
+FETCH_WAIT_MS_MAX = 30_000
+
+
+class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        lookup: Callable[[TopicPartition], HostedPartition | None],
+        delayed_produces: DelayedProduces,
+        isr_changes: IsrChangeSender,
+        clock: Clock,
+        metrics: BrokerMetrics,
+        fetch_bytes_max: int,
+        stopping: Callable[[], bool],
+    ) -> None:
+        self._broker_id = broker_id
+        self._lookup = lookup
+        self._delayed = delayed_produces
+        self._isr_changes = isr_changes
+        self._clock = clock
+        self._metrics = metrics
+        self._fetch_bytes_max = fetch_bytes_max
+        self._stopping = stopping
+
+    def ReplicaFetch(self, request, context):
+        started = time.perf_counter()
+        if request.replica_id < 0 or request.replica_id == self._broker_id:
+            return replication_pb2.ReplicaFetchResponse(
+                error_code=ErrorCode.INVALID_REQUEST, error_message=f"replica id {request.replica_id} may not fetch here")
+        if self._stopping():
+            return replication_pb2.ReplicaFetchResponse(
+                error_code=ErrorCode.BROKER_SHUTTING_DOWN, error_message="the broker is shutting down")
+        topic_partitions = [TopicPartition(p.topic, p.partition) for p in request.partitions]
+        hosted = {tp: self._lookup(tp) for tp in topic_partitions}
+        bytes_max = min(request.max_bytes or self._fetch_bytes_max, self._fetch_bytes_max)
+
+        def read():
+            answers, available, budget = [], 0, bytes_max
+            for partition, tp in zip(request.partitions, topic_partitions):
+                answer = self._read_one(request.replica_id, partition, hosted[tp], tp, budget)
+                answers.append(answer)
+                available += len(answer.records)
+                budget = max(budget - len(answer.records), 1)
+            urgent = any(a.error_code is not ErrorCode.NONE or a.diverging is not None for a in answers)
+            return answers, available, urgent
+
+        answers = long_poll(
+            read, [h for h in hosted.values() if h is not None], min_bytes=max(request.min_bytes, 1),
+            max_wait_ms=min(request.max_wait_ms, FETCH_WAIT_MS_MAX), clock=self._clock, stopping=self._stopping,
+        )
+        response = replication_pb2.ReplicaFetchResponse(
+            partitions=[_partition_data(tp, a) for tp, a in zip(topic_partitions, answers)])
+        sent = sum(len(a.records) for a in answers)
+        self._metrics.fetch_requests.labels("follower").inc()
+        self._metrics.bytes_out.labels("follower").inc(sent)
+        self._metrics.fetch_latency_ms.labels("follower").observe((time.perf_counter() - started) * 1000)
+        return response
+
+    def _read_one(self, replica_id: int, partition, hosted: HostedPartition | None, tp: TopicPartition,
+                  bytes_max: int) -> FollowerFetchAnswer:
+        if hosted is None:
+            return FollowerFetchAnswer(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} is not hosted here",
+                                       -1, -1, -1, -1)
+        if partition.fetch_offset < 0:
+            return FollowerFetchAnswer(ErrorCode.OFFSET_OUT_OF_RANGE, f"negative fetch offset {partition.fetch_offset}",
+                                       -1, -1, -1, -1)
+        answer = read_for_follower(
+            hosted, replica_id=replica_id, current_leader_epoch=partition.current_leader_epoch,
+            fetch_offset=partition.fetch_offset, last_fetched_epoch=partition.last_fetched_epoch,
+            bytes_max=min(partition.partition_max_bytes or bytes_max, bytes_max), now_ms=self._clock.monotonic_ms(),
+        )
+        if answer.high_watermark_update is not None and answer.high_watermark_update.advanced:
+            self._delayed.check(tp)
+        if answer.isr_proposal is not None:
+            self._isr_changes.submit(tp)
+        return answer
+
+    def OffsetForLeaderEpoch(self, request, context):
+        results = []
+        for item in request.partitions:
+            tp = TopicPartition(item.topic, item.partition)
+            hosted = self._lookup(tp)
+            found = (Refusal(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} is not hosted here") if hosted is None
+                     else offset_for_leader_epoch(hosted, current_leader_epoch=item.current_leader_epoch,
+                                                  requested_leader_epoch=item.leader_epoch))
+            if isinstance(found, Refusal):
+                results.append(replication_pb2.OffsetForLeaderEpochResult(
+                    topic=tp.topic, partition=tp.partition, error_code=found.code,
+                    epoch_end_offset=common_pb2.EpochEndOffset(leader_epoch=-1, end_offset=-1)))
+            else:
+                results.append(replication_pb2.OffsetForLeaderEpochResult(
+                    topic=tp.topic, partition=tp.partition, error_code=ErrorCode.NONE,
+                    epoch_end_offset=common_pb2.EpochEndOffset(leader_epoch=found.leader_epoch,
+                                                               end_offset=found.end_offset)))
+        return replication_pb2.OffsetForLeaderEpochResponse(partitions=results)
+
+
+def _partition_data(tp: TopicPartition, answer: FollowerFetchAnswer) -> replication_pb2.ReplicaFetchPartitionData:
+    data = replication_pb2.ReplicaFetchPartitionData(
+        topic=tp.topic, partition=tp.partition, error_code=answer.error_code, error_message=answer.message,
+        high_watermark=answer.high_watermark, log_start_offset=answer.log_start_offset,
+        log_end_offset=answer.log_end_offset, leader_epoch=answer.leader_epoch, records=answer.records,
+    )
+    if answer.diverging is not None:
+        data.diverging_epoch.leader_epoch = answer.diverging.leader_epoch
+        data.diverging_epoch.end_offset = answer.diverging.end_offset
+    return data
