@@ -1,0 +1,82 @@
+"""The controller's view of the cluster, as UpdateMetadata delivers it; answers Metadata.
+
+Any broker answers a client's Metadata request from this cache (Kafka's
+MetadataCache): live brokers, every partition's leader, leader epoch, replicas
+and ISR, and the controller's id. A full update replaces the cache; a delta
+adds or replaces partition states and forgets deleted topics. The controller
+fences stale senders (controller epoch) before anything reaches here.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from replog.v1 import broker_control_pb2, common_pb2, log_pb2
+
+NO_CONTROLLER = -1
+
+
+class MetadataCache:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._brokers: dict[int, common_pb2.BrokerEndpoint] = {}
+        self._topics: dict[str, dict[int, broker_control_pb2.PartitionState]] = {}
+        self._controller_id = NO_CONTROLLER
+        self._leader_endpoints: dict[int, common_pb2.BrokerEndpoint] = {}  # from LeaderAndIsr, for fetchers
+
+    def update(self, request: broker_control_pb2.UpdateMetadataRequest) -> None:
+        with self._lock:
+            self._controller_id = request.controller_id
+            self._brokers = {b.broker_id: b for b in request.live_brokers}
+            topics = {} if request.full else self._topics
+            for topic in request.deleted_topics:
+                topics.pop(topic, None)
+            for state in request.partitions:
+                topics.setdefault(state.topic, {})[state.partition] = state
+            self._topics = topics
+
+    def has_partition(self, topic: str, partition: int) -> bool:
+        with self._lock:
+            return partition in self._topics.get(topic, {})
+
+    def remember_leader_endpoints(self, endpoints) -> None:
+        """LeaderAndIsr names the endpoints of the leaders it mentions; a fetcher may need one
+        before the UpdateMetadata that lists the broker arrives."""
+        with self._lock:
+            for endpoint in endpoints:
+                self._leader_endpoints[endpoint.broker_id] = endpoint
+
+    def broker_address(self, broker_id: int) -> str | None:
+        with self._lock:
+            endpoint = self._leader_endpoints.get(broker_id) or self._brokers.get(broker_id)
+        return None if endpoint is None else f"{endpoint.host}:{endpoint.port}"
+
+    def metadata_response(self, topics: list[str]) -> log_pb2.MetadataResponse:
+        with self._lock:
+            brokers = list(self._brokers.values())
+            live = set(self._brokers)
+            names = topics or sorted(self._topics)
+            described = [_topic_metadata(name, self._topics.get(name), live) for name in names]
+            controller_id = self._controller_id
+        return log_pb2.MetadataResponse(brokers=brokers, controller_id=controller_id, topics=described)
+
+
+def _topic_metadata(
+    name: str, partitions: dict[int, broker_control_pb2.PartitionState] | None, live: set[int]
+) -> log_pb2.TopicMetadata:
+    if not partitions:
+        return log_pb2.TopicMetadata(name=name, error_code=common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION)
+    described = []
+    for index in sorted(partitions):
+        state = partitions[index]
+        leader_alive = state.leader >= 0 and state.leader in live
+        described.append(log_pb2.PartitionMetadata(
+            partition=index,
+            error_code=common_pb2.ERROR_CODE_NONE if leader_alive else common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE,
+            leader=state.leader if leader_alive else -1,
+            leader_epoch=state.leader_epoch,
+            replicas=state.replicas,
+            isr=state.isr,
+            offline_replicas=[r for r in state.replicas if r not in live],
+        ))
+    return log_pb2.TopicMetadata(name=name, error_code=common_pb2.ERROR_CODE_NONE, partitions=described)
