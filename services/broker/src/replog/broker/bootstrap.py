@@ -1,55 +1,202 @@
-"""Wires the broker's adapters: ZooKeeper session and registration, gRPC server,
-tracing and metrics. Nothing is built at import time."""
+"""Wires the broker's adapters: logs and replicas, ZooKeeper (registration, watches),
+replica fetchers, the ISR sender, checkpoints, gRPC services, tracing and metrics.
+Nothing is built at import time; `start()` builds it all in dependency order and
+`stop()` takes it down in reverse (controlled shutdown first)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import threading
 import time
 from pathlib import Path
 
+from replog.broker.adapters.assignments import assigned_here
+from replog.broker.adapters.checkpointer import Checkpointer
+from replog.broker.adapters.control_servicer import BrokerControlServicer
+from replog.broker.adapters.controlled_shutdown import controlled_shutdown
+from replog.broker.adapters.controller_link import ControllerLink
+from replog.broker.adapters.delayed_produces import DelayedProduces
+from replog.broker.adapters.fetcher import FetchSettings, ReplicaFetcher
+from replog.broker.adapters.fetcher_manager import FetcherManager
+from replog.broker.adapters.isr_changes import IsrChangeSender
+from replog.broker.adapters.log_servicer import LogServicer
+from replog.broker.adapters.metadata_cache import MetadataCache
+from replog.broker.adapters.metrics import BrokerMetrics
+from replog.broker.adapters.produce_handler import ProduceHandler
+from replog.broker.adapters.producer_ids import ProducerIdAllocator
 from replog.broker.adapters.registration import register_broker
+from replog.broker.adapters.replica_manager import ReplicaManager
+from replog.broker.adapters.replication_servicer import ReplicationServicer
 from replog.broker.adapters.servicers import bindings
+from replog.broker.adapters.state_changes import ReplicaStateChanges
+from replog.broker.adapters.topic_configs import TopicConfigs
 from replog.broker.config import BrokerConfig
+from replog.broker.log import CheckpointError, LogConfig
 from replog.common import telemetry
+from replog.common.channels import ChannelCache
+from replog.common.clock import SystemClock
 from replog.common.grpc_server import start_server
+from replog.common.service import StartupError
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
 
 log = logging.getLogger(__name__)
 
+SERVER_STOP_GRACE_S = 2.0
+DEFAULT_FLUSH_CHECK_MS = 1000
+
 
 class BrokerProcess:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
+        self.clock = SystemClock()
         self.zk = ZkClient(
             config.zookeeper,
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_timeout_ms=config.zookeeper_connect_timeout_ms,
         )
+        self.channels = ChannelCache()
         self.server = None
         self.broker_epoch = 0
+        self._stopping = False
+        self._session_lost = False
+        self._started: list = []  # components to stop, in start order
+
+    # --- start -------------------------------------------------------------------------
 
     def start(self) -> None:
         config = self.config
-        Path(config.log_dir).mkdir(parents=True, exist_ok=True)
         telemetry.init_tracing("replog-broker", str(config.broker_id), config.trace_dir)
+        self.metrics = BrokerMetrics()
+        self.replicas = self._load_replicas()
         self.zk.start()
         self.zk.ensure_layout()
-        self.server = start_server(bindings(self), host=config.host, port=config.port)
-        metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
-        registration = schema.BrokerRegistration(
-            broker_id=config.broker_id,
-            host=config.host,
-            port=self.server.port,
-            rack=config.rack or None,
-            metrics_port=metrics_port,
-            timestamp_ms=int(time.time() * 1000),
+        self.replicas.delete_unassigned(assigned_here(self.zk, config.broker_id))
+        self._build()
+        self.server = start_server(
+            bindings(self.control_servicer, self.replication_servicer, self.log_servicer),
+            host=config.host, port=config.port, max_workers=config.grpc_workers,
         )
+        metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
+        self.metrics.watch_partitions(lambda: self.replicas.summary(self.topic_configs.min_insync_replicas))
+        self.controller.start()
+        self.isr_changes.start()
+        self.checkpointer.start()
+        self._register(metrics_port)
+        self.zk.add_session_listener(self._on_session)
+        log.info("broker %d up: grpc %s:%d, metrics %d, rack %r, %d local replicas", config.broker_id, config.host,
+                 self.server.port, metrics_port, config.rack, len(self.replicas.topic_partitions()))
+
+    def _load_replicas(self) -> ReplicaManager:
+        config = self.config
+        log_config = LogConfig(
+            segment_bytes=config.segment_bytes,
+            max_batch_bytes=config.message_max_bytes,
+            flush_messages=config.flush_messages or None,
+            flush_interval_ms=config.flush_interval_ms or None,
+        )
+        replicas = ReplicaManager(broker_id=config.broker_id, log_dir=Path(config.log_dir), log_config=log_config,
+                                  clock=self.clock)
+        try:
+            replicas.load()
+        except CheckpointError as exc:
+            raise StartupError(f"unreadable checkpoint, refusing to guess high watermarks: {exc}") from None
+        return replicas
+
+    def _build(self) -> None:
+        config, clock, metrics, replicas = self.config, self.clock, self.metrics, self.replicas
+        self.metadata = MetadataCache()
+        self.topic_configs = TopicConfigs(self.zk, default_min_insync_replicas=config.min_insync_replicas)
+        self.delayed_produces = DelayedProduces(replicas.produce_progress, clock)
+        self.controller = ControllerLink(self.zk, self.channels)
+        settings = FetchSettings(config.broker_id, config.replica_fetch_wait_max_ms, config.replica_fetch_max_bytes,
+                                 config.replica_fetch_max_bytes)
+
+        def make_fetcher(leader_id: int) -> ReplicaFetcher:
+            return ReplicaFetcher(
+                leader_id=leader_id, settings=settings, lookup=replicas.get, address_of=self.metadata.broker_address,
+                broker_epoch_of=lambda: self.broker_epoch, channels=self.channels, clock=clock, metrics=metrics,
+            )
+
+        self.fetchers = FetcherManager(make_fetcher)
+        self.isr_changes = IsrChangeSender(
+            broker_id=config.broker_id, broker_epoch_of=lambda: self.broker_epoch, hosted=replicas.hosted,
+            lookup=replicas.get, controller=self.controller, delayed_produces=self.delayed_produces,
+            replica_lag_time_max_ms=config.replica_lag_time_max_ms, clock=clock, metrics=metrics,
+        )
+        self.state_changes = ReplicaStateChanges(
+            broker_id=config.broker_id, replicas=replicas, fetchers=self.fetchers,
+            delayed_produces=self.delayed_produces, topic_configs=self.topic_configs, now_ms=clock.monotonic_ms,
+        )
+        self.checkpointer = Checkpointer(
+            replicas, clock, checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
+            flush_check_interval_ms=config.flush_interval_ms or DEFAULT_FLUSH_CHECK_MS,
+        )
+        stopping = lambda: self._stopping  # noqa: E731
+        self.control_servicer = BrokerControlServicer(
+            state_changes=self.state_changes, metadata=self.metadata, broker_epoch_of=lambda: self.broker_epoch)
+        self.replication_servicer = ReplicationServicer(
+            broker_id=config.broker_id, lookup=replicas.get, delayed_produces=self.delayed_produces,
+            isr_changes=self.isr_changes, clock=clock, metrics=metrics, fetch_bytes_max=config.replica_fetch_max_bytes,
+            stopping=stopping,
+        )
+        produce = ProduceHandler(
+            lookup=replicas.get, metadata=self.metadata, topic_configs=self.topic_configs,
+            delayed_produces=self.delayed_produces, clock=clock, metrics=metrics,
+            batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
+            fsync_acks_all=config.fsync_acks_all,
+        )
+        self.log_servicer = LogServicer(
+            broker_id=config.broker_id, produce=produce, lookup=replicas.get, hosted=replicas.hosted,
+            metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
+            metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping,
+        )
+
+    # --- registration --------------------------------------------------------------------
+
+    def _register(self, metrics_port: int) -> None:
+        config = self.config
+        registration = schema.BrokerRegistration(
+            broker_id=config.broker_id, host=config.host, port=self.server.port, rack=config.rack or None,
+            metrics_port=metrics_port, timestamp_ms=int(time.time() * 1000),
+        )
+        self._registration = registration
         self.broker_epoch = register_broker(self.zk, registration, wait_s=config.zookeeper_session_timeout_ms / 1000 + 2)
-        log.info("broker %d up: grpc %s:%d, metrics %d, rack %r", config.broker_id, config.host,
-                 self.server.port, metrics_port, config.rack)
+
+    def _on_session(self, state: str) -> None:
+        """After a session expiry the registration is gone: register again (a new broker epoch)."""
+        if state == "lost":
+            self._session_lost = True
+        elif state == "connected" and self._session_lost and not self._stopping:
+            self._session_lost = False
+            threading.Thread(target=self._reregister, name="reregister", daemon=True).start()
+
+    def _reregister(self) -> None:
+        registration = dataclasses.replace(self._registration, timestamp_ms=int(time.time() * 1000))
+        try:
+            self.broker_epoch = register_broker(self.zk, registration,
+                                                wait_s=self.config.zookeeper_session_timeout_ms / 1000 + 2)
+        except Exception as exc:  # noqa: BLE001 - logged; the broker keeps serving what it has
+            log.error("could not register again after the ZooKeeper session expired: %s", exc)
+
+    # --- stop ----------------------------------------------------------------------------
 
     def stop(self) -> None:
-        if self.server:
-            self.server.stop()
+        if self._stopping:
+            return
+        if self.server is not None and self.config.controlled_shutdown_enable and self.broker_epoch:
+            controlled_shutdown(self.controller, self.config.broker_id, self.broker_epoch)
+        self._stopping = True
+        if self.server is not None:
+            self.delayed_produces.close()
+            for hosted in self.replicas.hosted():
+                hosted.wake()
+            self.fetchers.stop()
+            self.isr_changes.stop()
+            self.checkpointer.stop()
+            self.server.stop(SERVER_STOP_GRACE_S)
+            self.replicas.close()
+        self.channels.close()
         self.zk.stop()
+        log.info("broker %d stopped", self.config.broker_id)

@@ -31,3 +31,7 @@ class BrokerConfig:
     fsync_acks_all: bool = setting(False, "fsync every acks=all batch before it counts as replicated")
     request_timeout_ms: int = setting(30000, "default produce timeout for acks=all", positive)
     controlled_shutdown_enable: bool = setting(True, "on SIGTERM ask the controller to move leadership away first")
+    replica_high_watermark_checkpoint_interval_ms: int = setting(
+        5000, "how often the HW and recovery-point checkpoint files are rewritten", positive)
+    fetch_max_bytes: int = setting(8 * 1024 * 1024, "bytes a consumer Fetch returns at most", positive)
+    grpc_workers: int = setting(64, "gRPC handler threads (long-polls and acks=-1 waits each hold one)", positive)

@@ -1,0 +1,202 @@
+"""LeaderAndIsr and StopReplica, applied: the core decides per partition, this runs the effects.
+
+Theory of operation (DESIGN.md §4 "Replica manager"; seed ReplicaManager
+`becomeLeaderOrFollower`, `stopReplicas`; core/partition.py):
+
+For each partition of a LeaderAndIsr (already fenced by controller and broker
+epoch in the servicer) the replica's core decides: refuse (stale leader or
+partition epoch), nothing to do, or apply with an ordered tuple of effects.
+This module runs them after the partition lock is released:
+- StopFetcher / StartFetcher: move the partition between replica fetchers
+  (a follower starts at its log end with its last epoch; the leader's
+  diverging-epoch answer drives any truncation);
+- AssignLeaderEpochStart: nothing; `PartitionLog.append_as_leader` stamps the
+  epoch cache with the first batch of the epoch (see the effect's docstring);
+- CompleteDelayedOperations: re-check delayed produces on the partition (a
+  lost leadership answers NOT_LEADER at once; an ISR change may commit);
+- DeleteLog (StopReplica): already done under the lock; forget the replica.
+
+With `init` (sent on controller failover and broker registration, listing every
+replica the broker hosts) local replicas not listed are stopped and deleted.
+
+Tracing: the partitions becoming leaders are applied inside one
+`broker.become_leader` span, the rest inside `broker.become_follower`, each a
+child of the controller's span carried in the request metadata; fetchers that
+start or move are a `broker.fetcher_restart` span per leader, whose context the
+fetcher keeps so a later truncation joins the same trace.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from replog.broker.adapters.delayed_produces import DelayedProduces
+from replog.broker.adapters.fetcher_manager import FetcherManager
+from replog.broker.adapters.replica_manager import ReplicaManager
+from replog.broker.adapters.topic_configs import TopicConfigs
+from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.partition import (
+    Applied,
+    CompleteDelayedOperations,
+    DeleteLog,
+    LeaderAndIsrDecision,
+    StartFetcher,
+    StopFetcher,
+)
+from replog.broker.core.topic_partition import TopicPartition
+
+log = logging.getLogger(__name__)
+tracer = trace.get_tracer("replog.broker")
+
+
+@dataclass(frozen=True)
+class PartitionResult:
+    topic_partition: TopicPartition
+    error_code: ErrorCode
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class StopRequest:
+    topic_partition: TopicPartition
+    leader_epoch: int
+    delete: bool
+
+
+class ReplicaStateChanges:
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        replicas: ReplicaManager,
+        fetchers: FetcherManager,
+        delayed_produces: DelayedProduces,
+        topic_configs: TopicConfigs,
+        now_ms: Callable[[], int],
+    ) -> None:
+        self._broker_id = broker_id
+        self._replicas = replicas
+        self._fetchers = fetchers
+        self._delayed = delayed_produces
+        self._topic_configs = topic_configs
+        self._now_ms = now_ms
+        self._lock = threading.Lock()  # one controller request at a time (Kafka's replicaStateChangeLock)
+
+    def leader_and_isr(
+        self, decisions: list[LeaderAndIsrDecision], *, init: bool, parent: otel_context.Context | None
+    ) -> list[PartitionResult]:
+        with self._lock:
+            leading = [d for d in decisions if d.leader_id == self._broker_id]
+            following = [d for d in decisions if d.leader_id != self._broker_id]
+            results: list[PartitionResult] = []
+            starts: list[tuple[TopicPartition, StartFetcher]] = []
+            if leading:
+                with self._span("broker.become_leader", leading, parent):
+                    results += [self._apply(d, starts) for d in leading]
+            if following:
+                with self._span("broker.become_follower", following, parent) as span:
+                    results += [self._apply(d, starts) for d in following]
+                    self._start_fetchers(starts)
+                    span.set_attribute("fetchers.started", len(starts))
+            if init:
+                self._delete_unlisted({d.topic_partition for d in decisions})
+            return results
+
+    def stop_replicas(self, requests: list[StopRequest]) -> list[PartitionResult]:
+        with self._lock:
+            return [self._stop(request) for request in requests]
+
+    # --- internals -----------------------------------------------------------------------
+
+    @staticmethod
+    def _span(name: str, decisions: list[LeaderAndIsrDecision], parent: otel_context.Context | None):
+        return tracer.start_as_current_span(name, context=parent, attributes={
+            "partitions": [str(d.topic_partition) for d in decisions],
+            "leader_epochs": [d.leader_epoch for d in decisions],
+            "partition.count": len(decisions),
+        })
+
+    def _apply(self, decision: LeaderAndIsrDecision, starts: list) -> PartitionResult:
+        topic_partition = decision.topic_partition
+        if self._broker_id not in decision.replicas:
+            return PartitionResult(topic_partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                   f"broker {self._broker_id} is not assigned {topic_partition}")
+        try:
+            hosted = self._replicas.get_or_create(topic_partition)
+        except OSError as exc:
+            log.error("%s: cannot open the log: %s", topic_partition, exc)
+            return PartitionResult(topic_partition, ErrorCode.STORAGE_ERROR, str(exc))
+        self._topic_configs.watch(topic_partition.topic)
+        outcome, hw_update = hosted.apply_leader_and_isr(decision, self._now_ms())
+        if isinstance(outcome, Refusal):
+            log.info("%s: LeaderAndIsr refused: %s", topic_partition, outcome.reason)
+            return PartitionResult(topic_partition, outcome.code, outcome.reason)
+        if isinstance(outcome, Applied):
+            log.info("%s: %s at leader epoch %d (leader %d, ISR %s, partition epoch %d)", topic_partition,
+                     outcome.change.value, decision.leader_epoch, decision.leader_id, list(decision.isr),
+                     decision.partition_epoch)
+            self._run_effects(topic_partition, outcome, starts)
+        if hw_update is not None and hw_update.advanced:
+            self._delayed.check(topic_partition)
+        return PartitionResult(topic_partition, ErrorCode.NONE)
+
+    def _run_effects(self, topic_partition: TopicPartition, outcome: Applied, starts: list) -> None:
+        for effect in outcome.effects:
+            if isinstance(effect, StopFetcher):
+                self._fetchers.remove(topic_partition)
+            elif isinstance(effect, StartFetcher):
+                starts.append((topic_partition, effect))
+            elif isinstance(effect, CompleteDelayedOperations):
+                self._delayed.check(topic_partition)
+            elif isinstance(effect, DeleteLog):
+                self._replicas.forget(topic_partition)
+                if not self._replicas.hosts_topic(topic_partition.topic):
+                    self._topic_configs.unwatch(topic_partition.topic)
+            # AssignLeaderEpochStart: the log stamps its epoch cache on the epoch's first append.
+
+    def _start_fetchers(self, starts: list[tuple[TopicPartition, StartFetcher]]) -> None:
+        by_leader: dict[int, list[tuple[TopicPartition, StartFetcher]]] = {}
+        for topic_partition, effect in starts:
+            by_leader.setdefault(effect.leader_id, []).append((topic_partition, effect))
+        for leader_id, items in sorted(by_leader.items()):
+            with tracer.start_as_current_span("broker.fetcher_restart", attributes={
+                "leader.id": leader_id,
+                "partitions": [str(tp) for tp, _ in items],
+                "leader_epochs": [e.leader_epoch for _, e in items],
+            }):
+                context = otel_context.get_current()
+                for topic_partition, effect in items:
+                    self._fetchers.add(topic_partition, leader_id, effect.leader_epoch, context)
+
+    def _stop(self, request: StopRequest) -> PartitionResult:
+        topic_partition = request.topic_partition
+        hosted = self._replicas.get(topic_partition)
+        if hosted is None:
+            self._fetchers.remove(topic_partition)
+            return PartitionResult(topic_partition, ErrorCode.NONE, "not hosted here")
+        outcome = hosted.stop(leader_epoch=request.leader_epoch, delete=request.delete)
+        if isinstance(outcome, Refusal):
+            return PartitionResult(topic_partition, outcome.code, outcome.reason)
+        if isinstance(outcome, Applied):
+            log.info("%s: stopped%s", topic_partition, " and deleted" if request.delete else "")
+            self._fetchers.remove(topic_partition)
+            self._run_effects(topic_partition, outcome, [])
+            self._delayed.check(topic_partition)
+        return PartitionResult(topic_partition, ErrorCode.NONE)
+
+    def _delete_unlisted(self, listed: set[TopicPartition]) -> None:
+        for topic_partition in self._replicas.topic_partitions():
+            if topic_partition in listed:
+                continue
+            log.info("%s: not in the controller's INIT LeaderAndIsr; stopping and deleting", topic_partition)
+            self._fetchers.remove(topic_partition)
+            self._replicas.delete(topic_partition)
+            self._delayed.check(topic_partition)
+            if not self._replicas.hosts_topic(topic_partition.topic):
+                self._topic_configs.unwatch(topic_partition.topic)
