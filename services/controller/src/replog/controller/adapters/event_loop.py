@@ -15,6 +15,7 @@ check and brokers refuse its requests by controller epoch.
 
 from __future__ import annotations
 
+import gc
 import logging
 import queue
 import random
@@ -226,8 +227,14 @@ class ControllerLoop:
     def _execute(self, event, generation: int, reply: Future | None, span) -> None:
         started = time.monotonic()
         try:
-            with tracer.start_as_current_span("controller.decide"):
-                plan = decide(self._state, event, self._rng)
+            # The core builds no reference cycles; at 100K partitions the cyclic
+            # collector scanning a plan's fresh objects costs a third of decide().
+            gc.disable()
+            try:
+                with tracer.start_as_current_span("controller.decide"):
+                    plan = decide(self._state, event, self._rng)
+            finally:
+                gc.enable()
             _describe(span, self._state, event, plan)
             if generation != self._generation:
                 raise NotController()
@@ -235,7 +242,14 @@ class ControllerLoop:
                 stats = self._writer.write(plan.zk_writes)
                 write_span.set_attributes({"zookeeper.transactions": stats.transactions,
                                            "zookeeper.ops": stats.operations, "zookeeper.bytes": stats.bytes})
-            self._state = apply(self._state, plan)
+            gc.disable()
+            try:
+                self._state = apply(self._state, plan)
+            finally:
+                gc.enable()
+            if isinstance(event, ev.Startup):
+                gc.collect()
+                gc.freeze()  # the loaded state lives as long as the seat: keep it out of every collection
             self._record_metrics(plan, started)
             with tracer.start_as_current_span("controller.send_requests") as send_span:
                 outcomes = self._sender.send(self._state, plan)
