@@ -195,7 +195,7 @@ class BulkReader:
         return out
 
 
-SESSIONS_DEFAULT = 4
+SESSIONS_DEFAULT = 8
 
 
 def _parallel(connect: str, paths: Sequence[str], sessions: int, read) -> list:
