@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 PROTO_SRC := $(wildcard protos/replog/v1/*.proto)
 PROTO_OUT := libs/common/src
 PROTO_STAMP := $(PROTO_OUT)/replog/v1/.generated
-DISTS := libs/common libs/client services/broker services/controller services/admin-gateway deploy/local
+DISTS := libs/common libs/client services/broker services/controller services/admin-gateway deploy/local spark
 PYPROJECTS := $(addsuffix /pyproject.toml,$(DISTS))
 
 .PHONY: setup system-deps demo test up down status proto lint clean

@@ -1,0 +1,138 @@
+"""Reading the jobs' inputs: a topology export directory or a live gateway.
+
+The only module (with traces.py) that reads files for the jobs; the jobs'
+``main()`` calls it and hands the frames to pure ``DataFrame -> DataFrame``
+functions. What can be checked without Spark (the manifest, a Parquet file's
+key-value metadata, an NDJSON file's first row) is checked before Spark reads
+anything, so a bad directory fails in milliseconds with one line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from replog.spark import schema
+from replog.spark.schema import ExportError
+
+
+@dataclass(frozen=True)
+class Topology:
+    cluster: object      # DataFrame, one row
+    brokers: object      # DataFrame, one row per broker
+    partitions: object   # DataFrame, one row per partition
+    origin: str          # the directory or gateway it came from
+
+
+def export_files(export_dir: str) -> tuple[str, dict[str, Path]]:
+    """Check an export directory without Spark; returns its format and each table's path."""
+    root = Path(export_dir)
+    if not root.is_dir():
+        raise ExportError(f"{export_dir}: no such export directory")
+    manifest_path = root / "_manifest.json"
+    if not manifest_path.is_file():
+        raise ExportError(f"{export_dir}: no _manifest.json (not a topology export, or one still being written)")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ExportError(f"{manifest_path}: unreadable manifest ({exc})") from None
+    files = schema.check_manifest(manifest, str(manifest_path))
+    paths = {}
+    for table, name in files.items():
+        path = root / name
+        if not path.exists():
+            raise ExportError(f"{export_dir}: the {table} table's file {name} is missing")
+        paths[table] = path
+    fmt = manifest["format"]
+    for table, path in paths.items():
+        if fmt == "parquet" and path.is_file():
+            _check_parquet_metadata(table, path)
+        elif fmt == "ndjson" and path.is_file():
+            _check_ndjson_first_row(table, path)
+    return fmt, paths
+
+
+def _check_parquet_metadata(table: str, path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    try:
+        arrow_schema = pq.read_schema(path)
+    except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
+        raise ExportError(f"{path}: not a Parquet file ({str(exc).splitlines()[0]})") from None
+    metadata = arrow_schema.metadata or {}
+    version = metadata.get(b"replog.schema_version")
+    if version is not None:
+        schema.check_version(version.decode(), str(path))
+    schema.check_columns(table, {f.name: _arrow_type(f.type) for f in arrow_schema}, str(path))
+
+
+def _arrow_type(arrow_type) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return f"array<{_arrow_type(arrow_type.value_type)}>"
+    names = {pa.int8(): "tinyint", pa.int16(): "smallint", pa.int32(): "int", pa.int64(): "bigint",
+             pa.bool_(): "boolean", pa.string(): "string", pa.large_string(): "string"}
+    return names.get(arrow_type, str(arrow_type))
+
+
+def _check_ndjson_first_row(table: str, path: Path) -> None:
+    """NDJSON read with an explicit schema would turn a missing key into nulls; look first."""
+    with open(path, encoding="utf-8") as lines:
+        first = next((line for line in lines if line.strip()), None)
+    if first is None:
+        if table != "cluster":
+            raise ExportError(f"{path}: the export is empty (the {table} table has no rows)")
+        raise ExportError(f"{path}: the cluster table has no row")
+    try:
+        row = json.loads(first)
+    except json.JSONDecodeError as exc:
+        raise ExportError(f"{path}: the first line is not JSON ({exc})") from None
+    missing = [name for name in schema.TABLES[table] if name not in row]
+    if missing:
+        plural = "s" if len(missing) > 1 else ""
+        raise ExportError(f"{path}: the {table} table lacks column{plural} {', '.join(missing)}")
+    if table == "cluster":
+        schema.check_version(row.get("schema_version"), str(path))
+
+
+def read_export(spark, export_dir: str) -> Topology:
+    fmt, paths = export_files(export_dir)
+    frames = {}
+    for table, path in paths.items():
+        if fmt == "parquet":
+            frame = spark.read.parquet(str(path))
+        else:
+            frame = spark.read.schema(schema.ddl(table)).json(str(path))
+        frames[table] = conform(table, frame, str(path))
+    return Topology(frames["cluster"], frames["brokers"], frames["partitions"], export_dir)
+
+
+def read_gateway(spark, gateway: str, *, log_stats: bool = False) -> Topology:
+    def load(table: str):
+        return (spark.read.format("replog").option("gateway", gateway).option("table", table)
+                .option("log_stats", str(log_stats).lower()).load())
+
+    frames = {table: load(table) for table in schema.TABLE_NAMES}
+    # The stream has its rows only once read: materialise them (at most a few
+    # million small rows) so that three jobs' actions do not stream three times.
+    frames = {table: frame.cache() for table, frame in frames.items()}
+    for table in ("brokers", "partitions"):
+        schema.check_not_empty(table, frames[table].limit(1).count(), gateway)
+    return Topology(frames["cluster"], frames["brokers"], frames["partitions"], gateway)
+
+
+def load(spark, *, export_dir: str | None = None, gateway: str | None = None) -> Topology:
+    if (export_dir is None) == (gateway is None):
+        raise ExportError("give exactly one of --export DIR and --gateway HOST:PORT")
+    return read_export(spark, export_dir) if export_dir else read_gateway(spark, gateway)
+
+
+def conform(table: str, frame, where: str):
+    """The table's columns, in order, with schema.py's types (ids written as int64 become int32)."""
+    actual = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+    schema.check_columns(table, actual, where)
+    from pyspark.sql import functions as F
+
+    return frame.select([F.col(f"`{name}`").cast(kind).alias(name) for name, kind in schema.TABLES[table].items()])

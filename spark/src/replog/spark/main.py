@@ -1,0 +1,110 @@
+"""replog-spark: the Spark jobs' command line.
+
+    replog-spark report    --export DIR | --gateway HOST:PORT  [--out DIR]
+    replog-spark plan      --export DIR | --gateway HOST:PORT  [--add-brokers 7,8 --racks 7:a,8:b]
+                           [--remove-brokers 3] --out FILE
+    replog-spark failovers --traces DIR_OR_FILE [...] [--out DIR]
+
+Every job also runs as ``spark-submit spark/src/replog/spark/<job>.py ...`` with
+the same options. ``--master`` defaults to ``local[*]`` (under spark-submit: the
+master spark-submit was given). Exit codes: 0 ok, 1 error (one line on stderr),
+2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+JOBS = {
+    "report": ("replog.spark.report", "topology report: load per broker and topic, skew, rack diversity"),
+    "plan": ("replog.spark.planner", "rebalance plan: a Kafka reassignment JSON moving as few replicas as possible"),
+    "failovers": ("replog.spark.failovers", "failover report from trace files: phases, percentiles, trends"),
+}
+
+
+class JobError(Exception):
+    """A failure to report in one line with exit code 1."""
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--master", default=None,
+                        help="Spark master URL (default: local[*]; under spark-submit, the one it was given)")
+    parser.add_argument("--shuffle-partitions", type=int, default=None, metavar="N",
+                        help="spark.sql.shuffle.partitions (default: 2 per core on a local master)")
+    parser.add_argument("--driver-memory", default=None, metavar="SIZE",
+                        help="spark.driver.memory when the driver starts here (e.g. 4g)")
+
+
+def job_parser(name: str, prog: str | None = None) -> argparse.ArgumentParser:
+    module_name, description = JOBS[name]
+    parser = argparse.ArgumentParser(prog=prog or f"replog-spark {name}", description=description)
+    importlib.import_module(module_name).add_arguments(parser)
+    _common(parser)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="replog-spark", description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+    sub = parser.add_subparsers(dest="job", required=True, metavar="JOB")
+    for name, (module_name, description) in JOBS.items():
+        child = sub.add_parser(name, help=description, description=description)
+        importlib.import_module(module_name).add_arguments(child)
+        _common(child)
+    return parser
+
+
+def execute(name: str, args: argparse.Namespace) -> int:
+    """Build the session, run the job, turn every expected failure into one line."""
+    from replog.spark.schema import ExportError
+
+    module = importlib.import_module(JOBS[name][0])
+    try:
+        check = getattr(module, "check_inputs", None)
+        if check is not None:
+            check(args)  # fails before Spark starts when it can
+        from replog.spark import session
+
+        spark = session.build(args.master, f"replog-spark {name}", shuffle_partitions=args.shuffle_partitions,
+                              driver_memory=args.driver_memory)
+        return module.run(spark, args)
+    except (ExportError, JobError) as exc:
+        return fail(str(exc))
+    except Exception as exc:
+        from pyspark.errors import PySparkException
+
+        if isinstance(exc, PySparkException):
+            return fail(_first_line(exc))
+        raise
+    except KeyboardInterrupt:
+        return fail("interrupted")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    for line in text.splitlines():
+        # A Python worker's failure arrives wrapped in a JVM trace; the cause's own line is the useful one.
+        if "ExportError: " in line:
+            return line.split("ExportError: ", 1)[1]
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def fail(message: str) -> int:
+    print(f"replog-spark: error: {message}", file=sys.stderr)
+    return 1
+
+
+def run_job(name: str, argv: list[str] | None = None) -> int:
+    """Entry of ``spark-submit <job>.py``: that job's options only."""
+    args = job_parser(name, prog=f"{name}.py").parse_args(argv)
+    return execute(name, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)  # exits 2 on a usage error
+    return execute(args.job, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""Topology report: load per broker and per topic, skew and rack diversity for the cluster.
+
+Definitions (every figure is computed from the export's brokers and partitions):
+
+* A broker's **leaders** are the partitions whose ``leader`` is it; its **replicas**
+  the partitions whose ``replicas`` list it; its **bytes** the sum of
+  ``size_bytes`` over those replicas (each replica holds about what its leader
+  holds; null when the export has no sizes, i.e. was taken without --log-stats).
+* **Preferred-leader share** of a broker: of the partitions whose preferred
+  (first) replica it is, the fraction it actually leads (null when none).
+* The brokers counted are those in the brokers table: every registered broker
+  and every broker an assignment names, so an empty new broker and a dead one
+  still holding replicas both count.
+* **Leader skew** = max / mean leaders per broker; **replica skew** likewise
+  (1.0 is perfect balance; null when there is nothing to share).
+* **Rack-diversity violation**: a partition whose replicas span fewer distinct
+  racks than min(replication factor, racks in the cluster). A replica on a
+  broker without a rack spans no rack. With no racks at all nothing violates.
+* **Non-preferred leader**: a partition with a leader (not -1) that is not its
+  preferred replica.
+
+The rack of each replica comes from a broker -> rack map built from the brokers
+table (collected: thousands of rows at most) and applied with ``transform``, so
+rack diversity needs no join and no shuffle of the exploded replicas.
+
+Reading and writing happen in ``main()``; everything above it is
+``DataFrame -> DataFrame`` and runs on tiny frames in the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+# --- pure DataFrame -> DataFrame functions -------------------------------------------
+
+
+def rack_map(brokers: DataFrame):
+    """A map<int,string> column: broker id -> rack, for brokers that have one."""
+    rows = brokers.where(F.col("rack").isNotNull() & (F.col("rack") != "")).select("broker_id", "rack").collect()
+    if not rows:
+        return F.create_map().cast("map<int,string>")
+    return F.map_from_arrays(F.array([F.lit(r.broker_id) for r in rows]).cast("array<int>"),
+                             F.array([F.lit(r.rack) for r in rows]))
+
+
+def partition_flags(brokers: DataFrame, partitions: DataFrame) -> DataFrame:
+    """The partitions with replication_factor, racks_spanned, rack_violation, non_preferred_leader."""
+    racks = rack_map(brokers)
+    racks_in_cluster = brokers.where(F.col("rack").isNotNull() & (F.col("rack") != "")).select("rack").distinct().count()
+    replica_racks = F.array_distinct(F.filter(F.transform("replicas", lambda r: F.element_at(racks, r)),
+                                              lambda rack: rack.isNotNull()))
+    rf = F.size("replicas")
+    return (partitions
+            .withColumn("replication_factor", rf)
+            .withColumn("racks_spanned", F.size(replica_racks))
+            .withColumn("rack_violation", F.col("racks_spanned") < F.least(rf, F.lit(racks_in_cluster)))
+            .withColumn("non_preferred_leader",
+                        (F.col("leader") != -1) & (F.col("leader") != F.col("preferred_leader")))
+            .withColumn("known_bytes", F.when(F.col("size_bytes") >= 0, F.col("size_bytes"))))
+
+
+def broker_report(brokers: DataFrame, flagged: DataFrame) -> DataFrame:
+    """One row per broker: rack, alive, leaders, replicas, preferred leaders, share, bytes."""
+    replicas = flagged.select("leader", "known_bytes", F.posexplode("replicas").alias("position", "broker_id"))
+    load = replicas.groupBy("broker_id").agg(
+        F.count("*").alias("replicas"),
+        F.count(F.when(F.col("broker_id") == F.col("leader"), 1)).alias("leaders"),
+        F.count(F.when(F.col("position") == 0, 1)).alias("preferred_leaders"),
+        F.count(F.when((F.col("position") == 0) & (F.col("broker_id") == F.col("leader")), 1))
+        .alias("preferred_leading"),
+        F.sum("known_bytes").alias("bytes"),
+    )
+    known = brokers.select("broker_id", "rack", "alive")
+    joined = known.join(load, "broker_id", "full_outer")
+    zero = F.lit(0).cast("bigint")
+    return (joined.select(
+        "broker_id", "rack", F.coalesce("alive", F.lit(False)).alias("alive"),
+        F.coalesce("leaders", zero).alias("leaders"),
+        F.coalesce("replicas", zero).alias("replicas"),
+        F.coalesce("preferred_leaders", zero).alias("preferred_leaders"),
+        F.when(F.col("preferred_leaders") > 0, F.col("preferred_leading") / F.col("preferred_leaders"))
+        .alias("preferred_leader_share"),
+        "bytes",
+    ).orderBy("broker_id"))
+
+
+def topic_report(flagged: DataFrame) -> DataFrame:
+    """One row per topic: partitions, replication factor, health counts, bytes."""
+    def count_of(flag: str):
+        return F.count(F.when(F.col(flag), 1)).alias(flag)
+
+    return (flagged.groupBy("topic").agg(
+        F.count("*").alias("partitions"),
+        F.max("replication_factor").alias("replication_factor"),
+        F.min("replication_factor").alias("replication_factor_min"),
+        count_of("under_replicated"),
+        F.count(F.when(F.col("unavailable"), 1)).alias("offline"),
+        count_of("under_min_isr"),
+        F.count(F.when(F.col("rack_violation"), 1)).alias("rack_violations"),
+        F.count(F.when(F.col("non_preferred_leader"), 1)).alias("non_preferred_leaders"),
+        F.sum("known_bytes").alias("bytes"),
+    ).orderBy("topic"))
+
+
+def cluster_report(broker_table: DataFrame, flagged: DataFrame) -> DataFrame:
+    """One row: counts, skews, violations. ``broker_table`` is broker_report's output."""
+    per_broker = broker_table.agg(
+        F.count("*").alias("brokers"),
+        F.count(F.when(F.col("alive"), 1)).alias("alive_brokers"),
+        F.countDistinct("rack").alias("racks"),
+        F.max("leaders").alias("leaders_max"), F.avg("leaders").alias("leaders_mean"),
+        F.max("replicas").alias("replicas_max"), F.avg("replicas").alias("replicas_mean"),
+        F.max("bytes").alias("bytes_max"), F.avg(F.coalesce("bytes", F.lit(0))).alias("bytes_mean"),
+    )
+    per_partition = flagged.agg(
+        F.countDistinct("topic").alias("topics"),
+        F.count("*").alias("partitions"),
+        F.sum("replication_factor").alias("replicas"),
+        F.count(F.when(F.col("under_replicated"), 1)).alias("under_replicated"),
+        F.count(F.when(F.col("unavailable"), 1)).alias("offline"),
+        F.count(F.when(F.col("under_min_isr"), 1)).alias("under_min_isr"),
+        F.count(F.when(F.col("rack_violation"), 1)).alias("rack_violations"),
+        F.count(F.when(F.col("non_preferred_leader"), 1)).alias("non_preferred_leaders"),
+        F.sum("known_bytes").alias("bytes"),
+    )
+
+    def skew(max_col: str, mean_col: str):
+        return F.when(F.col(mean_col) > 0, F.col(max_col) / F.col(mean_col))
+
+    return per_broker.crossJoin(per_partition).select(
+        "brokers", "alive_brokers", "racks", "topics", "partitions", "replicas",
+        skew("leaders_max", "leaders_mean").alias("leader_skew"),
+        skew("replicas_max", "replicas_mean").alias("replica_skew"),
+        skew("bytes_max", "bytes_mean").alias("bytes_skew"),
+        "leaders_max", "leaders_mean", "replicas_max", "replicas_mean",
+        "rack_violations", "non_preferred_leaders", "under_replicated", "offline", "under_min_isr", "bytes",
+    )
+
+
+def violations(flagged: DataFrame) -> DataFrame:
+    """The partitions that break rack diversity, for the operator to look at."""
+    return (flagged.where("rack_violation")
+            .select("topic", "partition", "replicas", "racks_spanned", "replication_factor")
+            .orderBy("topic", "partition"))
+
+
+def report(brokers: DataFrame, partitions: DataFrame) -> dict[str, DataFrame]:
+    """Every table of the report (the flagged partitions are cached: four tables read them)."""
+    flagged = partition_flags(brokers, partitions).cache()
+    per_broker = broker_report(brokers, flagged).cache()
+    return {
+        "cluster": cluster_report(per_broker, flagged),
+        "brokers": per_broker,
+        "topics": topic_report(flagged),
+        "rack_violations": violations(flagged),
+    }
+
+
+# --- entry point: reading, writing, printing --------------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--export", metavar="DIR", help="a topology export directory (replog export --out DIR)")
+    source.add_argument("--gateway", metavar="HOST:PORT", help="read the live cluster through the gateway instead")
+    parser.add_argument("--out", metavar="DIR", help="write the tables and PNG charts here")
+    parser.add_argument("--format", choices=["parquet", "csv", "both"], default="both",
+                        help="table format under --out (default: both)")
+    parser.add_argument("--show", type=int, default=20, metavar="N", help="rows of each table to print (default 20)")
+
+
+def check_inputs(args) -> None:
+    from replog.spark import inputs
+
+    if args.export:
+        inputs.export_files(args.export)
+
+
+def run(spark, args) -> int:
+    from replog.spark import charts, inputs, printing
+
+    topology = inputs.load(spark, export_dir=args.export, gateway=args.gateway)
+    tables = report(topology.brokers, topology.partitions)
+    cluster = tables["cluster"].first().asDict()
+    brokers = [r.asDict() for r in tables["brokers"].collect()]
+    print(printing.key_values(f"Cluster ({topology.origin})", cluster))
+    print()
+    print(printing.table("Brokers (most leaders first)",
+                         sorted(brokers, key=lambda b: (-b["leaders"], b["broker_id"]))[:args.show]))
+    topics = tables["topics"]
+    print()
+    print(printing.table("Topics (most problems first)", [r.asDict() for r in topics.orderBy(
+        F.desc(F.col("offline") + F.col("under_replicated") + F.col("rack_violations")), "topic").limit(args.show)
+        .collect()]))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, frame in tables.items():
+            write_table(frame, out, name, args.format)
+        charts.broker_load(brokers, out / "leaders_replicas_per_broker.png")
+        charts.broker_bytes(brokers, out / "bytes_per_broker.png")
+        print(f"\nWrote {', '.join(tables)} ({args.format}) and 2 PNG charts to {out}")
+    return 0
+
+
+def write_table(frame: DataFrame, out: Path, name: str, fmt: str) -> None:
+    """Small tables (one row per broker, topic or violation) as one file each."""
+    single = frame.coalesce(1)
+    if fmt in ("parquet", "both"):
+        single.write.mode("overwrite").parquet(str(out / f"{name}.parquet"))
+    if fmt in ("csv", "both"):
+        # CSV has no lists: a replica list becomes "1 2 3".
+        flat = single.select([F.concat_ws(" ", F.col(f.name).cast("array<string>")).alias(f.name)
+                              if f.dataType.simpleString().startswith("array") else F.col(f.name)
+                              for f in frame.schema.fields])
+        flat.write.mode("overwrite").option("header", True).csv(str(out / f"{name}.csv"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    from replog.spark.main import run_job
+
+    return run_job("report", argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

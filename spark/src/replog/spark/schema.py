@@ -1,0 +1,137 @@
+"""The topology export, schema version 1, as the Spark jobs read it.
+
+Theory of operation
+-------------------
+The export is three tables (cluster, brokers, partitions) plus ``_manifest.json``;
+SCHEMA.md next to the gateway package documents every column, and the writer
+is ``replog.cli.export_files``. This module restates the columns as Spark DDL
+(the jobs must not import the CLI: a Spark cluster's workers install only this
+distribution and replog-common) and checks what a reader can check cheaply,
+before Spark does any work:
+
+* the manifest: present, ``schema_version`` known, every table's file named;
+* each table's columns: none missing, none of the wrong type (extra columns are
+  allowed, a later version may add some);
+* emptiness: an export with no brokers or no partitions is refused — every job
+  would answer nothing, and the usual cause is a wrong path or a failed export.
+
+Every failure is an ``ExportError`` whose message is one line naming the file,
+the table or the column. The functions here are pure (dicts and type strings in,
+messages out); ``inputs.py`` does the reading.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+SCHEMA_VERSION = 1
+TABLE_NAMES = ("cluster", "brokers", "partitions")
+FORMATS = ("parquet", "ndjson")
+
+# Column name -> Spark SQL type, in the order the export writes them.
+TABLES: dict[str, dict[str, str]] = {
+    "cluster": {
+        "controller_id": "int",
+        "controller_epoch": "int",
+        "exported_at_ms": "bigint",
+        "schema_version": "int",
+    },
+    "brokers": {
+        "broker_id": "int",
+        "host": "string",
+        "port": "int",
+        "rack": "string",
+        "alive": "boolean",
+        "controller": "boolean",
+    },
+    "partitions": {
+        "topic": "string",
+        "partition": "int",
+        "leader": "int",
+        "leader_epoch": "int",
+        "replicas": "array<int>",
+        "isr": "array<int>",
+        "preferred_leader": "int",
+        "under_replicated": "boolean",
+        "unavailable": "boolean",
+        "under_min_isr": "boolean",
+        "min_insync_replicas": "int",
+        "log_end_offset": "bigint",
+        "high_watermark": "bigint",
+        "size_bytes": "bigint",
+    },
+}
+
+# Integer types a reader may widen losslessly (an NDJSON file read with inference,
+# or a Parquet file written by another tool with int64 ids).
+_INTEGER_TYPES = ("int", "bigint", "smallint", "tinyint")
+
+
+class ExportError(Exception):
+    """A topology export that cannot be used; the message is one line naming the problem."""
+
+
+def ddl(table: str) -> str:
+    """The table's schema as a Spark DDL string: 'topic string, partition int, ...'."""
+    return ", ".join(f"`{name}` {kind}" for name, kind in TABLES[table].items())
+
+
+def check_manifest(manifest: object, where: str) -> dict[str, str]:
+    """The file name of each table, from a parsed ``_manifest.json``; raises ExportError."""
+    if not isinstance(manifest, Mapping):
+        raise ExportError(f"{where}: the manifest is not a JSON object")
+    version = manifest.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ExportError(f"{where}: schema version {version!r} is not supported "
+                          f"(this replog-spark reads version {SCHEMA_VERSION})")
+    fmt = manifest.get("format")
+    if fmt not in FORMATS:
+        raise ExportError(f"{where}: unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    tables = manifest.get("tables")
+    if not isinstance(tables, Mapping):
+        raise ExportError(f"{where}: the manifest has no 'tables' object")
+    files = {}
+    for table in TABLE_NAMES:
+        entry = tables.get(table)
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("file"), str):
+            raise ExportError(f"{where}: the manifest names no file for the {table} table")
+        rows = entry.get("rows")
+        if table != "cluster" and rows == 0:
+            raise ExportError(f"{where}: the export is empty (the {table} table has no rows)")
+        files[table] = entry["file"]
+    return files
+
+
+def check_columns(table: str, actual: Mapping[str, str], where: str) -> None:
+    """``actual`` maps column name -> Spark simple type string (``df.schema`` turned into
+    ``{f.name: f.dataType.simpleString()}``). Raises ExportError on the first problem."""
+    expected = TABLES[table]
+    missing = [name for name in expected if name not in actual]
+    if missing:
+        plural = "s" if len(missing) > 1 else ""
+        raise ExportError(f"{where}: the {table} table lacks column{plural} {', '.join(missing)}")
+    for name, kind in expected.items():
+        if not _compatible(kind, actual[name]):
+            raise ExportError(f"{where}: column {table}.{name} is {actual[name]}, expected {kind}")
+
+
+def check_not_empty(table: str, rows: int, where: str) -> None:
+    if rows == 0:
+        raise ExportError(f"{where}: the export is empty (the {table} table has no rows)")
+
+
+def check_version(version: object, where: str) -> None:
+    """The cluster row's (or a Parquet file's metadata) schema version."""
+    if str(version) != str(SCHEMA_VERSION):
+        raise ExportError(f"{where}: schema version {version} is not supported "
+                          f"(this replog-spark reads version {SCHEMA_VERSION})")
+
+
+def _compatible(expected: str, actual: str) -> bool:
+    if expected == actual:
+        return True
+    if expected in _INTEGER_TYPES:
+        return actual in _INTEGER_TYPES
+    if expected.startswith("array<") and actual.startswith("array<"):
+        return _compatible(expected[6:-1], actual[6:-1])
+    return False

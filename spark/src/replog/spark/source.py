@@ -1,0 +1,132 @@
+"""``spark.read.format("replog")``: the gateway's ExportTopology stream as a DataFrame.
+
+    spark.read.format("replog").option("gateway", "127.0.0.1:9090").option("table", "partitions").load()
+
+Options: ``gateway`` (host:port, required), ``table`` (cluster | brokers |
+partitions, default partitions), ``log_stats`` (true: the gateway asks every
+broker for LEO, HW and size), ``batch_size`` (partition rows per stream message,
+default 1000).
+
+The stream is one ordered gRPC server stream (cluster row, broker rows, partition
+rows in batches), so the source has one input partition: the read runs in one
+Python worker, which turns each PartitionRowBatch into one Arrow record batch
+(no per-row Python objects reach Spark). The schema is schema.py's version 1,
+the same as an export directory's, so every job takes either. A stream whose
+cluster row carries another schema version fails the read with one line.
+
+The worker imports this module and the generated protos, hence PYSPARK_PYTHON
+must be the project's interpreter (session.py sets it).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from replog.spark import schema
+
+BATCH_SIZE_DEFAULT = 1000
+STREAM_TIMEOUT_S = 300.0
+
+
+class ReplogDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "replog"
+
+    def schema(self) -> str:
+        return schema.ddl(self._table())
+
+    def reader(self, read_schema) -> "ExportTopologyReader":
+        gateway = self.options.get("gateway")
+        if not gateway:
+            raise ValueError("the replog source needs .option('gateway', 'host:port')")
+        batch_size = int(self.options.get("batch_size", BATCH_SIZE_DEFAULT))
+        log_stats = str(self.options.get("log_stats", "false")).lower() == "true"
+        return ExportTopologyReader(gateway, self._table(), batch_size, log_stats)
+
+    def _table(self) -> str:
+        table = self.options.get("table", "partitions")
+        if table not in schema.TABLE_NAMES:
+            raise ValueError(f"unknown table {table!r} for the replog source (use one of {', '.join(schema.TABLE_NAMES)})")
+        return table
+
+
+class ExportTopologyReader(DataSourceReader):
+    def __init__(self, gateway: str, table: str, batch_size: int, log_stats: bool) -> None:
+        self.gateway = gateway
+        self.table = table
+        self.batch_size = batch_size
+        self.log_stats = log_stats
+
+    def partitions(self) -> list[InputPartition]:
+        return [InputPartition(0)]
+
+    def read(self, partition) -> Iterator:
+        import grpc
+
+        from replog.common.channels import CHANNEL_OPTIONS
+        from replog.v1 import admin_pb2, admin_pb2_grpc
+
+        request = admin_pb2.ExportTopologyRequest(include_log_stats=self.log_stats,
+                                                  partition_batch_size=self.batch_size)
+        with grpc.insecure_channel(self.gateway, options=CHANNEL_OPTIONS) as channel:
+            stream = admin_pb2_grpc.AdminServiceStub(channel).ExportTopology(request, timeout=STREAM_TIMEOUT_S)
+            yield from arrow_batches(stream, self.table, self.gateway)
+
+
+def arrow_batches(stream, table: str, where: str) -> Iterator:
+    """Arrow record batches of one table from the ExportTopology responses."""
+    import pyarrow as pa
+
+    arrow_schema = _arrow_schema(table)
+    first = True
+    brokers: list = []
+    for response in stream:
+        kind = response.WhichOneof("row")
+        if first:
+            if kind != "cluster":
+                raise schema.ExportError(f"{where}: the export stream did not start with the cluster row")
+            schema.check_version(response.cluster.schema_version, where)
+            first = False
+        if table == "cluster" and kind == "cluster":
+            c = response.cluster
+            yield _batch(pa, arrow_schema, [(c.controller_id, c.controller_epoch, c.exported_at_ms,
+                                             c.schema_version)])
+            return
+        if table == "brokers":
+            if kind == "broker":
+                b = response.broker
+                brokers.append((b.broker_id, b.host or None, b.port or None, b.rack or None, b.alive, b.controller))
+            elif kind in ("partition", "partition_batch"):
+                break  # brokers come before partitions
+        elif table == "partitions":
+            if kind == "partition_batch":
+                yield _batch(pa, arrow_schema, [_partition_tuple(r) for r in response.partition_batch.rows])
+            elif kind == "partition":
+                yield _batch(pa, arrow_schema, [_partition_tuple(response.partition)])
+    if first:
+        raise schema.ExportError(f"{where}: the export stream was empty")
+    if table == "brokers" and brokers:
+        yield _batch(pa, arrow_schema, brokers)
+
+
+def _partition_tuple(r) -> tuple:
+    return (r.topic, r.partition, r.leader, r.leader_epoch, list(r.replicas), list(r.isr), r.preferred_leader,
+            r.under_replicated, r.unavailable, r.under_min_isr, r.min_insync_replicas, r.log_end_offset,
+            r.high_watermark, r.size_bytes)
+
+
+def _batch(pa, arrow_schema, rows: list[tuple]):
+    columns = list(zip(*rows)) if rows else [[] for _ in arrow_schema]
+    arrays = [pa.array(list(values), type=field.type) for values, field in zip(columns, arrow_schema)]
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
+
+
+def _arrow_schema(table: str):
+    import pyarrow as pa
+
+    types = {"int": pa.int32(), "bigint": pa.int64(), "boolean": pa.bool_(), "string": pa.string(),
+             "array<int>": pa.list_(pa.int32())}
+    return pa.schema([pa.field(name, types[kind]) for name, kind in schema.TABLES[table].items()])
