@@ -67,9 +67,15 @@ def run_produce(args, channel) -> int:
                 futures.append(producer.send(args.topic, line.encode(), key=key, partition=args.partition))
             except KeyError as exc:
                 raise CliError(str(exc).strip("'\"")) from None
-        producer.flush(60)
+        try:
+            producer.flush(60)
+        except TimeoutError as exc:
+            raise CliError(f"{exc} (is the partition's leader alive and its ISR at min.insync.replicas?)") from None
     finally:
-        producer.close()
+        try:
+            producer.close()
+        except TimeoutError:
+            pass
     failed = [f.exception() for f in futures if f.exception() is not None]
     if failed:
         raise CliError(f"{len(failed)} of {len(futures)} record(s) failed, first: {failed[0]}")

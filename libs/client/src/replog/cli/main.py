@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(exc))
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
+        return fail(f"unexpected {type(exc).__name__}: {exc}")
 
 
 if __name__ == "__main__":
