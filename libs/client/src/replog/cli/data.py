@@ -73,7 +73,7 @@ def run_produce(args, channel) -> int:
             raise CliError(f"{exc} (is the partition's leader alive and its ISR at min.insync.replicas?)") from None
     finally:
         try:
-            producer.close()
+            producer.close(timeout_s=0.1)
         except TimeoutError:
             pass
     failed = [f.exception() for f in futures if f.exception() is not None]

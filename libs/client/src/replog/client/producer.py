@@ -163,9 +163,10 @@ class Producer:
                     raise TimeoutError(f"{self._buffered} record(s) not delivered within {timeout_s} s")
                 self._lock.wait(remaining if remaining is not None else 0.5)
 
-    def close(self) -> None:
+    def close(self, timeout_s: float | None = None) -> None:
+        """Deliver what is buffered (up to `timeout_s`, default the delivery timeout), then stop."""
         try:
-            self.flush(self.delivery_timeout_s)
+            self.flush(self.delivery_timeout_s if timeout_s is None else timeout_s)
         finally:
             with self._lock:
                 self._closed = True
