@@ -103,8 +103,9 @@ def failover_timeline(failovers: Sequence[Mapping], path: Path, limit: int = 40)
     if not rows:
         _message(path, "Failovers", "no failover in these traces")
         return
-    fig, ax = plt.subplots(figsize=(10, max(2.5, 0.42 * len(rows) + 1.6)))
+    fig, ax = plt.subplots(figsize=(10, max(3.0, 0.42 * len(rows) + 2.2)))
     labels = []
+    longest = 0.0
     for y, row in enumerate(rows):
         left = 0.0
         for key, label, color in PHASES:
@@ -116,6 +117,7 @@ def failover_timeline(failovers: Sequence[Mapping], path: Path, limit: int = 40)
                     hatch="//" if inferred else None, label=label + (" (inferred)" if inferred else ""))
             left += width
         ax.text(left, y, f" {left:,.0f} ms", va="center", fontsize=7)
+        longest = max(longest, left)
         labels.append(f"{row.get('kind', '')} {row.get('partitions_affected') or 0}p\n{row.get('started_at', '')}")
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(labels, fontsize=7)
@@ -124,7 +126,9 @@ def failover_timeline(failovers: Sequence[Mapping], path: Path, limit: int = 40)
     ax.set_title("Failover timeline")
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles))
-    ax.legend(unique.values(), unique.keys(), fontsize=7, loc="lower right")
+    ax.legend(unique.values(), unique.keys(), fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12),
+              ncol=4, frameon=False)
+    ax.set_xlim(0, longest * 1.1 if longest else 1)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
