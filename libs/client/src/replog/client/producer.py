@@ -211,11 +211,16 @@ class Producer:
                         self._ready.append(self._open.pop(key))
                 sendable = []
                 waiting = collections.deque()
+                # A partition's batches leave in order: one waiting (in flight, or
+                # backing off before a retry) holds back every later one, else a
+                # later sequence would reach the leader first.
+                blocked: set[tuple[str, int]] = set()
                 while self._ready:
                     batch = self._ready.popleft()
                     key = (batch.topic, batch.partition)
-                    if key in self._in_flight or batch.retry_at_s > now:
+                    if key in self._in_flight or key in blocked or batch.retry_at_s > now:
                         waiting.append(batch)
+                        blocked.add(key)
                     else:
                         self._in_flight.add(key)
                         sendable.append(batch)

@@ -1,0 +1,203 @@
+"""The controller end to end with real brokers, the gateway and the CLI:
+acks=all writes survive broker deaths and controlled shutdowns, and every admin
+operation (create, describe, add partitions, delete, reassign, cancel,
+preferred election) completes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from replog.client import Consumer, Producer
+from replog.devcluster import ClusterSpec
+
+from .controller_helpers import wait_for
+
+pytestmark = pytest.mark.integration
+
+SESSION_MS = 3000
+BIN = Path(sys.executable).parent
+
+
+def replog(cluster, *args: str, check: bool = True) -> dict | str:
+    result = subprocess.run([str(BIN / "replog"), "--gateway", cluster.gateway_address, "-o", "json", *args],
+                            capture_output=True, text=True, timeout=60)
+    if check:
+        assert result.returncode == 0, f"replog {' '.join(args)}: {result.stderr}"
+    try:
+        return json.loads(result.stdout)
+    except ValueError:
+        return result.stdout
+
+
+def partitions(cluster, topic: str) -> dict[int, dict]:
+    described = replog(cluster, "topics", "describe", topic)
+    return {p["partition"]: p for p in described["topics"][0]["partitions"]} if described["topics"] else {}
+
+
+def brokers(cluster) -> list[str]:
+    return [p.address for p in cluster.of_role("broker") if cluster.is_running(p.name)]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    from tests.conftest import ClusterFactory
+
+    factory = ClusterFactory(tmp_path_factory.mktemp("controller-e2e"))
+    cluster = factory(ClusterSpec(zookeeper_session_timeout_ms=SESSION_MS,
+                                  extra_args={"broker": ["--replica-lag-time-max-ms", "4000"]}))
+    yield cluster
+    factory.teardown()
+
+
+def ensure_all_brokers(cluster) -> None:
+    for process in cluster.of_role("broker"):
+        if not cluster.is_running(process.name):
+            cluster.start(process.name)
+            cluster.wait_healthy([process.name])
+
+
+def fully_replicated(cluster, topic: str, count: int):
+    found = partitions(cluster, topic)
+    return len(found) == count and all(len(p["isr"]) == len(p["replicas"]) and p["leader"] >= 0
+                                       for p in found.values())
+
+
+def test_killed_leader_broker_partitions_move_and_accept_acks_all(cluster):
+    ensure_all_brokers(cluster)
+    replog(cluster, "topics", "create", "kill9", "--partitions", "6", "--replication-factor", "3",
+           "--config", "min.insync.replicas=2")
+    wait_for(lambda: fully_replicated(cluster, "kill9", 6), 30, "a fully replicated topic")
+    before = partitions(cluster, "kill9")
+    victim = before[0]["leader"]
+    led = [p for p, info in before.items() if info["leader"] == victim]
+    cluster.kill(f"broker-{victim}")
+    wait_for(lambda: all(partitions(cluster, "kill9")[p]["leader"] not in (victim, -1) for p in led),
+             SESSION_MS / 1000 + 15, "new leaders for the dead broker's partitions")
+    after = partitions(cluster, "kill9")
+    for p in led:
+        assert after[p]["leader"] in before[p]["isr"] and after[p]["leader_epoch"] == before[p]["leader_epoch"] + 1
+    with Producer(brokers(cluster), acks=-1, delivery_timeout_ms=30000) as producer:
+        futures = [producer.send("kill9", f"after-{p}".encode(), partition=p) for p in led]
+        producer.flush(30)
+    assert all(f.exception() is None for f in futures), [f.exception() for f in futures]
+    cluster.start(f"broker-{victim}")
+    cluster.wait_healthy([f"broker-{victim}"])
+    wait_for(lambda: fully_replicated(cluster, "kill9", 6), 30, "the returned broker back in every ISR")
+
+
+def test_controlled_shutdown_loses_no_write_of_a_retrying_producer(cluster):
+    ensure_all_brokers(cluster)
+    replog(cluster, "topics", "create", "graceful", "--partitions", "9", "--replication-factor", "3",
+           "--config", "min.insync.replicas=2")
+    wait_for(lambda: fully_replicated(cluster, "graceful", 9), 30, "a fully replicated topic")
+    leaders = {p: info["leader"] for p, info in partitions(cluster, "graceful").items()}
+    victim = max(set(leaders.values()), key=lambda b: sum(1 for v in leaders.values() if v == b))
+    assert sum(1 for v in leaders.values() if v == victim) >= 3  # a third of the partitions
+    sent, failures, stop = [], [], threading.Event()
+    producer = Producer(brokers(cluster), acks=-1, delivery_timeout_ms=60000)
+
+    def write() -> None:
+        i = 0
+        while not stop.is_set():
+            sent.append(producer.send("graceful", f"r{i}".encode(), partition=i % 9))
+            i += 1
+            time.sleep(0.002)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    time.sleep(1)
+    cluster.stop(f"broker-{victim}")  # SIGTERM: ControlledShutdown first, then exit
+    time.sleep(2)
+    stop.set()
+    writer.join()
+    producer.flush(60)
+    producer.close()
+    failures = [f.exception() for f in sent if f.exception() is not None]
+    assert not failures, f"{len(failures)} of {len(sent)} writes failed, first: {failures[0]}"
+    assert all(info["leader"] != victim for info in partitions(cluster, "graceful").values())
+    log = cluster.log_path(f"broker-{victim}").read_text()
+    assert "controlled shutdown" in log.lower()
+    counts: dict[int, int] = {}
+    with Consumer(brokers(cluster), "graceful") as consumer:
+        deadline = time.monotonic() + 30
+        while sum(counts.values()) < len(sent) and time.monotonic() < deadline:
+            for record in consumer.poll(500):
+                counts[record.partition] = counts.get(record.partition, 0) + 1
+    assert sum(counts.values()) == len(sent)
+
+
+def test_topic_lifecycle_create_add_partitions_delete_with_a_broker_down(cluster):
+    ensure_all_brokers(cluster)
+    replog(cluster, "topics", "create", "life", "--partitions", "2", "--replication-factor", "2")
+    wait_for(lambda: fully_replicated(cluster, "life", 2), 30, "the topic")
+    replog(cluster, "topics", "add-partitions", "life", "--partitions", "4")
+    wait_for(lambda: fully_replicated(cluster, "life", 4), 30, "the added partitions")
+    cluster.kill("broker-3")
+    replog(cluster, "topics", "delete", "life")
+    wait_for(lambda: "life" not in replog(cluster, "topics", "list", "--include-deleting")["topics"],
+             SESSION_MS / 1000 + 20, "the topic to be deleted")
+    cluster.start("broker-3")
+    cluster.wait_healthy(["broker-3"])
+    data_dir = cluster.data_dir("broker-3")
+    wait_for(lambda: not any(p.name.startswith("life-") for p in data_dir.iterdir()), 20,
+             "broker 3 to delete its replicas of the deleted topic when it returns")
+
+
+def test_reassignment_moves_replicas_and_cancel_restores(cluster, tmp_path):
+    ensure_all_brokers(cluster)
+    replog(cluster, "topics", "create", "moving", "--replica-assignment", "1:2,2:1")
+    wait_for(lambda: fully_replicated(cluster, "moving", 2), 30, "the topic")
+    with Producer(brokers(cluster), acks=-1) as producer:
+        for i in range(200):
+            producer.send("moving", f"v{i}".encode(), partition=i % 2)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "moving", "partition": 0, "replicas": [3, 2]},
+        {"topic": "moving", "partition": 1, "replicas": [2, 3]},
+    ]}))
+    replog(cluster, "reassign", "execute", "--reassignment-json-file", str(plan))
+    wait_for(lambda: replog(cluster, "reassign", "verify", "--reassignment-json-file", str(plan)).get("complete"),
+             60, "the reassignment to complete")
+    after = partitions(cluster, "moving")
+    assert after[0]["replicas"] == [3, 2] and after[1]["replicas"] == [2, 3]
+    assert set(after[0]["isr"]) == {2, 3} and after[0]["leader"] in (2, 3)
+    wait_for(lambda: not (cluster.data_dir("broker-1") / "moving-0").exists(), 20,
+             "the removed replica's log to be deleted")
+    with Consumer(brokers(cluster), "moving", partitions=[0]) as consumer:
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < 100 and time.monotonic() < deadline:
+            got.extend(consumer.poll(500))
+    assert [r.value for r in got] == [f"v{i}".encode() for i in range(0, 200, 2)]
+
+    # A reassignment onto a dead broker never completes; cancel puts the original replicas back.
+    cluster.kill("broker-1")
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "moving", "partition": 0, "replicas": [1, 2]}]}))
+    replog(cluster, "reassign", "execute", "--reassignment-json-file", str(plan), check=False)
+    replog(cluster, "reassign", "cancel", "--all")
+    wait_for(lambda: not partitions(cluster, "moving")[0]["adding_replicas"] and
+             sorted(partitions(cluster, "moving")[0]["replicas"]) == [2, 3], 30, "the cancel to restore [3, 2]")
+    cluster.start("broker-1")
+    cluster.wait_healthy(["broker-1"])
+
+
+def test_preferred_election_moves_leadership_back(cluster):
+    ensure_all_brokers(cluster)
+    replog(cluster, "topics", "create", "pref", "--replica-assignment", "1:2:3,2:3:1,3:1:2")
+    wait_for(lambda: fully_replicated(cluster, "pref", 3), 30, "the topic")
+    cluster.kill("broker-1")
+    wait_for(lambda: partitions(cluster, "pref")[0]["leader"] not in (1, -1), SESSION_MS / 1000 + 15,
+             "partition 0 to fail over")
+    cluster.start("broker-1")
+    cluster.wait_healthy(["broker-1"])
+    wait_for(lambda: fully_replicated(cluster, "pref", 3), 30, "broker 1 back in the ISRs")
+    replog(cluster, "elect-leaders", "--preferred", "--all")
+    wait_for(lambda: partitions(cluster, "pref")[0]["leader"] == 1, 20, "leadership back on the preferred replica")
+    assert [partitions(cluster, "pref")[p]["leader"] for p in range(3)] == [1, 2, 3]
