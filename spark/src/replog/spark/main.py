@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import tempfile
 
 JOBS = {
     "report": ("replog.spark.report", "topology report: load per broker and topic, skew, rack diversity"),
@@ -60,6 +62,7 @@ def execute(name: str, args: argparse.Namespace) -> int:
     from replog.spark.schema import ExportError
 
     module = importlib.import_module(JOBS[name][0])
+    jvm_log = os.path.join(tempfile.gettempdir(), f"replog-spark-{os.getpid()}.log")
     try:
         check = getattr(module, "check_inputs", None)
         if check is not None:
@@ -67,7 +70,7 @@ def execute(name: str, args: argparse.Namespace) -> int:
         from replog.spark import session
 
         spark = session.build(args.master, f"replog-spark {name}", shuffle_partitions=args.shuffle_partitions,
-                              driver_memory=args.driver_memory)
+                              driver_memory=args.driver_memory, jvm_log=jvm_log)
         return module.run(spark, args)
     except (ExportError, JobError) as exc:
         return fail(str(exc))
@@ -75,7 +78,7 @@ def execute(name: str, args: argparse.Namespace) -> int:
         from pyspark.errors import PySparkException
 
         if isinstance(exc, PySparkException):
-            return fail(_first_line(exc))
+            return fail(f"{_first_line(exc)} (Spark's log: {jvm_log})")
         raise
     except KeyboardInterrupt:
         return fail("interrupted")

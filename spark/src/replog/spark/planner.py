@@ -106,12 +106,12 @@ def plan_tables(brokers: DataFrame, partitions: DataFrame, change: Change) -> di
 
 
 def target_brokers(known: dict[int, str | None], change: Change) -> tuple[dict[int, str | None], list[int]]:
-    unknown = sorted(set(change.remove) - set(known))
-    if unknown:
-        raise PlanInputError(f"cannot remove broker(s) {', '.join(map(str, unknown))}: not in the export")
     both = sorted(set(change.add) & set(change.remove))
     if both:
         raise PlanInputError(f"broker(s) {', '.join(map(str, both))} both added and removed")
+    unknown = sorted(set(change.remove) - set(known))
+    if unknown:
+        raise PlanInputError(f"cannot remove broker(s) {', '.join(map(str, unknown))}: not in the export")
     stray = sorted(set(change.racks) - set(change.add) - set(known))
     if stray:
         raise PlanInputError(f"--racks names broker(s) {', '.join(map(str, stray))} that are neither added nor known")

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -39,9 +40,32 @@ def local_cores(master: str) -> int | None:
     return (os.cpu_count() or 1) if count == "*" else int(count)
 
 
+@contextlib.contextmanager
+def _stderr_to(path: str | None):
+    """Point file descriptor 2 at ``path`` while the JVM starts: the JVM (and the Python
+    workers it forks) inherit it, so the JVM's start-up lines that no log4j setting silences
+    go to the log file instead of the one-line errors' stream. Python's own stderr is restored."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(log, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
+
+
 def build(master: str | None = None, app_name: str = "replog-spark", *,
-          shuffle_partitions: int | None = None, driver_memory: str | None = None):
-    """A SparkSession (getOrCreate: a running session is reused, also its master)."""
+          shuffle_partitions: int | None = None, driver_memory: str | None = None, jvm_log: str | None = None):
+    """A SparkSession (getOrCreate: a running session is reused, also its master).
+
+    ``jvm_log``: a file for the JVM's own output (the command line passes one; tests and
+    notebooks leave it on the terminal)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -62,16 +86,21 @@ def build(master: str | None = None, app_name: str = "replog-spark", *,
     if driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
     java_options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
-    session = (builder
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.extraJavaOptions", java_options)
-               .config("spark.executor.extraJavaOptions", java_options)
-               .getOrCreate())
+    with _stderr_to(jvm_log):
+        session = _create(builder, java_options)
     session.sparkContext.setLogLevel("ERROR")
     register_sources(session)
     return session
+
+
+def _create(builder, java_options: str):
+    return (builder
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.driver.extraJavaOptions", java_options)
+            .config("spark.executor.extraJavaOptions", java_options)
+            .getOrCreate())
 
 
 def register_sources(session) -> None:
