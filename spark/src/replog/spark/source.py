@@ -24,7 +24,7 @@ from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from replog.spark import schema
+from replog.spark import schema as export_schema
 
 BATCH_SIZE_DEFAULT = 1000
 STREAM_TIMEOUT_S = 300.0
@@ -36,9 +36,9 @@ class ReplogDataSource(DataSource):
         return "replog"
 
     def schema(self) -> str:
-        return schema.ddl(self._table())
+        return export_schema.ddl(self._table())
 
-    def reader(self, read_schema) -> "ExportTopologyReader":
+    def reader(self, schema) -> "ExportTopologyReader":  # Spark passes the schema by this name
         gateway = self.options.get("gateway")
         if not gateway:
             raise ValueError("the replog source needs .option('gateway', 'host:port')")
@@ -48,8 +48,8 @@ class ReplogDataSource(DataSource):
 
     def _table(self) -> str:
         table = self.options.get("table", "partitions")
-        if table not in schema.TABLE_NAMES:
-            raise ValueError(f"unknown table {table!r} for the replog source (use one of {', '.join(schema.TABLE_NAMES)})")
+        if table not in export_schema.TABLE_NAMES:
+            raise ValueError(f"unknown table {table!r} for the replog source (use one of {', '.join(export_schema.TABLE_NAMES)})")
         return table
 
 
@@ -87,8 +87,8 @@ def arrow_batches(stream, table: str, where: str) -> Iterator:
         kind = response.WhichOneof("row")
         if first:
             if kind != "cluster":
-                raise schema.ExportError(f"{where}: the export stream did not start with the cluster row")
-            schema.check_version(response.cluster.schema_version, where)
+                raise export_schema.ExportError(f"{where}: the export stream did not start with the cluster row")
+            export_schema.check_version(response.cluster.schema_version, where)
             first = False
         if table == "cluster" and kind == "cluster":
             c = response.cluster
@@ -107,7 +107,7 @@ def arrow_batches(stream, table: str, where: str) -> Iterator:
             elif kind == "partition":
                 yield _batch(pa, arrow_schema, [_partition_tuple(response.partition)])
     if first:
-        raise schema.ExportError(f"{where}: the export stream was empty")
+        raise export_schema.ExportError(f"{where}: the export stream was empty")
     if table == "brokers" and brokers:
         yield _batch(pa, arrow_schema, brokers)
 
@@ -129,4 +129,4 @@ def _arrow_schema(table: str):
 
     types = {"int": pa.int32(), "bigint": pa.int64(), "boolean": pa.bool_(), "string": pa.string(),
              "array<int>": pa.list_(pa.int32())}
-    return pa.schema([pa.field(name, types[kind]) for name, kind in schema.TABLES[table].items()])
+    return pa.schema([pa.field(name, types[kind]) for name, kind in export_schema.TABLES[table].items()])
