@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.controller")
 
 REQUEST_TIMEOUT_S = 30.0
+RECONNECT_WAIT_S = 1.5
 
 
 @dataclass
@@ -102,7 +103,9 @@ class BrokerRequestSender:
                     if isinstance(request, p.StopReplicaRequest):
                         outcome.failed.extend(x.partition for x in request.partitions if x.delete)
                 return outcome
-            stub = broker_control_pb2_grpc.BrokerControlServiceStub(self._channels.get(f"{broker.host}:{broker.port}"))
+            channel = self._channels.get(f"{broker.host}:{broker.port}")
+            _await_reconnect(channel)
+            stub = broker_control_pb2_grpc.BrokerControlServiceStub(channel)
             for request in requests:
                 self._send_one(state, stub, broker_id, request, cache, outcome)
         finally:
@@ -166,6 +169,21 @@ class BrokerRequestSender:
             broker_epoch=request.broker_epoch,
         )
         return stub.StopReplica(message, timeout=REQUEST_TIMEOUT_S, metadata=metadata)
+
+
+def _await_reconnect(channel: grpc.Channel) -> None:
+    """Give a channel in reconnect back-off one chance to connect before sending.
+
+    A broker that just restarted registers as soon as it serves; the channel to
+    its address may still be backing off from the failures while it was down
+    (up to the channel's max reconnect back-off, 1 s), and a call on it would
+    fail at once with UNAVAILABLE -- losing the INIT LeaderAndIsr that is never
+    resent. A broker that is really gone costs at most RECONNECT_WAIT_S here.
+    """
+    try:
+        grpc.channel_ready_future(channel).result(timeout=RECONNECT_WAIT_S)
+    except grpc.FutureTimeoutError:
+        pass  # the call below fails with UNAVAILABLE and is reported as before
 
 
 def _endpoints(state, broker_ids, infos=None):
