@@ -1,0 +1,123 @@
+"""Helpers for broker tests against real processes: topics as the gateway writes them,
+raw LogService / Replication calls, and what each broker says about its replicas."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+
+import grpc
+import pytest
+
+from replog.common.records import encode_batch
+from replog.common.zk import schema
+from replog.common.zk.client import ZkClient
+from replog.v1 import common_pb2, log_pb2, log_pb2_grpc
+from tests.integration.controller_helpers import create_topic, wait_for
+
+__all__ = ["start_cluster", "stop_brokers_first", "create_topic", "wait_for", "zk_session", "log_stub", "describe", "partition_state", "wait_for_isr",
+           "wait_for_leader", "produce_raw", "batch_of", "broker_name", "wait_caught_up"]
+
+
+@contextlib.contextmanager
+def zk_session(cluster):
+    zk = ZkClient(cluster.zookeeper_connect)
+    zk.start()
+    try:
+        yield zk
+    finally:
+        zk.stop()
+
+
+def broker_name(broker_id: int) -> str:
+    return f"broker-{broker_id}"
+
+
+def log_stub(cluster, broker_id: int) -> log_pb2_grpc.LogServiceStub:
+    channel = grpc.insecure_channel(cluster.processes[broker_name(broker_id)].address)
+    return log_pb2_grpc.LogServiceStub(channel)
+
+
+def describe(cluster, broker_id: int, topic: str, partition: int = 0) -> log_pb2.ReplicaDescription | None:
+    try:
+        reply = log_stub(cluster, broker_id).DescribeReplicas(
+            log_pb2.DescribeReplicasRequest(partitions=[common_pb2.TopicPartition(topic=topic, partition=partition)]),
+            timeout=5)
+    except grpc.RpcError:
+        return None
+    return reply.replicas[0] if reply.replicas else None
+
+
+def partition_state(zk: ZkClient, topic: str, partition: int = 0) -> schema.PartitionStateRecord | None:
+    found = zk.get(schema.partition_state_path(topic, partition))
+    return schema.PartitionStateRecord.decode(found[0]) if found else None
+
+
+def wait_for_isr(zk: ZkClient, topic: str, isr: set[int], timeout_s: float, partition: int = 0):
+    return wait_for(lambda: (s := partition_state(zk, topic, partition)) is not None and set(s.isr) == isr and s,
+                    timeout_s, f"ISR of {topic}-{partition} to become {sorted(isr)}")
+
+
+def wait_for_leader(zk: ZkClient, topic: str, leader: int | None, timeout_s: float, partition: int = 0):
+    """Wait until the state names `leader` (or, with None, any live leader)."""
+    def check():
+        state = partition_state(zk, topic, partition)
+        if state is None:
+            return None
+        ok = state.leader >= 0 if leader is None else state.leader == leader
+        return state if ok else None
+    return wait_for(check, timeout_s, f"leader of {topic}-{partition} to be {leader}")
+
+
+def wait_caught_up(cluster, broker_ids, topic: str, end_offset: int, timeout_s: float, partition: int = 0):
+    """Every broker named holds `end_offset` records and a HW at the same point."""
+    def check():
+        found = [describe(cluster, b, topic, partition) for b in broker_ids]
+        return all(d is not None and d.log_end_offset == end_offset and d.high_watermark == end_offset
+                   for d in found) and found
+    return wait_for(check, timeout_s, f"{list(broker_ids)} to hold {end_offset} records of {topic}-{partition}")
+
+
+def batch_of(values: list[bytes], *, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
+    now_ms = int(time.time() * 1000)
+    return encode_batch([(None, v, now_ms) for v in values], producer_id=producer_id,
+                        producer_epoch=producer_epoch, base_sequence=base_sequence)
+
+
+def produce_raw(cluster, broker_id: int, topic: str, batch: bytes, *, acks: int = -1, partition: int = 0,
+                timeout_ms: int = 10_000) -> log_pb2.ProducePartitionResponse:
+    reply = log_stub(cluster, broker_id).Produce(log_pb2.ProduceRequest(
+        acks=acks, timeout_ms=timeout_ms,
+        partitions=[log_pb2.ProducePartitionData(topic=topic, partition=partition, record_batch=batch)]),
+        timeout=timeout_ms / 1000 + 10)
+    return reply.partitions[0]
+
+
+def stop_brokers_first(cluster) -> None:
+    """SIGTERM every broker (in parallel) while the controllers still run, then wait for them.
+
+    Brokers stopping after their controller find nobody to answer ControlledShutdown,
+    and a controller stopping while ControlledShutdown calls wait in its queue lingers
+    until they time out; stopping brokers first keeps teardown to a few seconds.
+    """
+    brokers = [p.name for p in cluster.of_role("broker") if cluster.is_running(p.name)]
+    for name in brokers:
+        cluster.signal(name, signal.SIGTERM)
+    for name in brokers:
+        cluster.stop(name)
+
+
+@pytest.fixture
+def start_cluster(cluster_factory):
+    """`start_cluster(spec)` starts a cluster; teardown stops its brokers before the rest."""
+    started = []
+
+    def start(spec):
+        cluster = cluster_factory(spec)
+        started.append(cluster)
+        return cluster
+
+    yield start
+    for cluster in started:
+        stop_brokers_first(cluster)
