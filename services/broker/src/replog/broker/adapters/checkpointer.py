@@ -15,6 +15,7 @@ import logging
 import threading
 
 from replog.broker.adapters.replica_manager import ReplicaManager
+from replog.broker.adapters.thread_guard import guarded_round
 from replog.common.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -38,14 +39,17 @@ class Checkpointer:
         self._thread.join(timeout=10)
 
     def _run(self) -> None:
-        next_checkpoint_ms = self._clock.monotonic_ms() + self._checkpoint_interval_ms
+        self._next_checkpoint_ms = self._clock.monotonic_ms() + self._checkpoint_interval_ms
         while not self._stop.wait(self._tick_ms / 1000):
-            try:
-                if self._clock.monotonic_ms() >= next_checkpoint_ms:
-                    self._replicas.write_checkpoints(flush_if_due=True)
-                    next_checkpoint_ms = self._clock.monotonic_ms() + self._checkpoint_interval_ms
-                else:
-                    for hosted in self._replicas.hosted():
-                        hosted.checkpoint_offsets(flush_if_due=True)
-            except OSError as exc:
-                log.error("checkpoint or flush failed (retrying next round): %s", exc)
+            guarded_round(self._round, self._stop)
+
+    def _round(self) -> None:
+        try:
+            if self._clock.monotonic_ms() >= self._next_checkpoint_ms:
+                self._replicas.write_checkpoints(flush_if_due=True)
+                self._next_checkpoint_ms = self._clock.monotonic_ms() + self._checkpoint_interval_ms
+            else:
+                for hosted in self._replicas.hosted():
+                    hosted.checkpoint_offsets(flush_if_due=True)
+        except OSError as exc:
+            log.error("checkpoint or flush failed (retrying next round): %s", exc)

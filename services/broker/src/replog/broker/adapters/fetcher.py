@@ -41,6 +41,7 @@ from replog.broker.adapters.follower_side import (
 )
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.metrics import BrokerMetrics
+from replog.broker.adapters.thread_guard import guarded_round
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.log_view import EpochEndOffset
 from replog.broker.core.topic_partition import TopicPartition
@@ -131,18 +132,21 @@ class ReplicaFetcher:
                 self._call.cancel()
             self._cond.notify_all()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=2)
 
     # --- the fetch loop ---------------------------------------------------------------
 
     def _run(self) -> None:
-        while True:
-            ready = self._wait_for_ready_targets()
-            if ready is None:
-                return
-            positions = self._positions(ready)
-            if positions:
-                self._fetch_once(positions)
+        while not self._stopped:
+            guarded_round(self._round)
+
+    def _round(self) -> None:
+        ready = self._wait_for_ready_targets()
+        if ready is None:
+            return
+        positions = self._positions(ready)
+        if positions:
+            self._fetch_once(positions)
 
     def _wait_for_ready_targets(self) -> dict[TopicPartition, _Target] | None:
         with self._cond:
@@ -196,7 +200,7 @@ class ReplicaFetcher:
             call = self._call = stub.ReplicaFetch.future(request, timeout=settings.max_wait_ms / 1000 + RPC_SLACK_S)
         try:
             response = call.result()
-        except (grpc.RpcError, CancelledError) as exc:
+        except (grpc.RpcError, grpc.FutureCancelledError, CancelledError) as exc:
             self._on_transport_failure(address, exc)
             return
         finally:

@@ -33,6 +33,7 @@ from replog.broker.adapters.delayed_produces import DelayedProduces
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.leader_side import apply_alter_partition_answer, maybe_shrink_isr, proposal_to_resend
 from replog.broker.adapters.metrics import BrokerMetrics
+from replog.broker.adapters.thread_guard import guarded_round
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal, IsrChangeKind
 from replog.broker.core.leader import IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
@@ -75,6 +76,7 @@ class IsrChangeSender:
         self._cond = threading.Condition()
         self._queued: dict[TopicPartition, None] = {}
         self._retry_at_ms = 0
+        self._next_check_ms = 0
         self._backoff_ms = 0
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="isr-changes", daemon=True)
@@ -86,7 +88,7 @@ class IsrChangeSender:
         with self._cond:
             self._stopped = True
             self._cond.notify_all()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=1)  # a daemon thread; it may sit in an RPC to a stopping controller
 
     def submit(self, topic_partition: TopicPartition) -> None:
         """A proposal is pending for `topic_partition` (an expansion from a follower fetch)."""
@@ -97,22 +99,25 @@ class IsrChangeSender:
     # --- the loop -----------------------------------------------------------------------
 
     def _run(self) -> None:
-        next_check_ms = self._clock.monotonic_ms() + self._check_interval_ms
-        while True:
-            with self._cond:
-                while not self._stopped:
-                    now_ms = self._clock.monotonic_ms()
-                    if now_ms >= next_check_ms or (self._queued and now_ms >= self._retry_at_ms):
-                        break
-                    wake_ms = next_check_ms if not self._queued else min(next_check_ms, self._retry_at_ms)
-                    self._cond.wait(max(wake_ms - now_ms, 1) / 1000)
-                if self._stopped:
-                    return
-            if self._clock.monotonic_ms() >= next_check_ms:
-                self._periodic_check()
-                next_check_ms = self._clock.monotonic_ms() + self._check_interval_ms
-            if self._clock.monotonic_ms() >= self._retry_at_ms:
-                self._send_round()
+        self._next_check_ms = self._clock.monotonic_ms() + self._check_interval_ms
+        while not self._stopped:
+            guarded_round(self._round)
+
+    def _round(self) -> None:
+        with self._cond:
+            while not self._stopped:
+                now_ms = self._clock.monotonic_ms()
+                if now_ms >= self._next_check_ms or (self._queued and now_ms >= self._retry_at_ms):
+                    break
+                wake_ms = self._next_check_ms if not self._queued else min(self._next_check_ms, self._retry_at_ms)
+                self._cond.wait(max(wake_ms - now_ms, 1) / 1000)
+            if self._stopped:
+                return
+        if self._clock.monotonic_ms() >= self._next_check_ms:
+            self._next_check_ms = self._clock.monotonic_ms() + self._check_interval_ms
+            self._periodic_check()
+        if self._clock.monotonic_ms() >= self._retry_at_ms:
+            self._send_round()
 
     def _periodic_check(self) -> None:
         now_ms = self._clock.monotonic_ms()
