@@ -51,9 +51,22 @@ def trace_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def table(spark, trace_dir):
-    spans = traces.read_spans(spark, [str(trace_dir)])
-    return {r.trace_id[-1]: r.asDict() for r in failovers.failover_table(spans).collect()}
+def spans(spark, trace_dir):
+    spans = traces.read_spans(spark, [str(trace_dir)]).cache()
+    yield spans
+    spans.unpersist()
+
+
+@pytest.fixture(scope="module")
+def table_frame(spans):
+    frame = failovers.failover_table(spans).cache()
+    yield frame
+    frame.unpersist()
+
+
+@pytest.fixture(scope="module")
+def table(table_frame):
+    return {r.trace_id[-1]: r.asDict() for r in table_frame.collect()}
 
 
 def test_one_row_per_failover_and_nothing_else(table):
@@ -90,14 +103,13 @@ def test_controller_failover(table):
     assert (c["detection_ms"], c["detection_source"], c["queue_ms"]) == (6000, "inferred", 0)
 
 
-def test_known_death_times_make_detection_measured(spark, trace_dir, tmp_path):
+def test_known_death_times_make_detection_measured(spark, spans, tmp_path):
     deaths = tmp_path / "deaths.jsonl"
     deaths.write_text("\n".join(json.dumps(d) for d in [
         {"role": "broker", "id": 3, "died_at_ms": int(T0 - 5 - 4000)},     # A: noticed at T0 - 5
         {"role": "broker", "id": 3, "died_at_ms": int(T0 - 90_000)},       # an earlier death: not this one
         {"role": "controller", "id": 1, "died_at_ms": int(T0 + 30_000 - 2500)},
     ]) + "\n")
-    spans = traces.read_spans(spark, [str(trace_dir)])
     rows = {r.trace_id[-1]: r for r in failovers.failover_table(spans, failovers.read_deaths(spark, str(deaths)))
             .collect()}
     assert (rows["1"].detection_ms, rows["1"].detection_source, rows["1"].detection_inferred_ms) == (4000, "measured",
@@ -107,8 +119,8 @@ def test_known_death_times_make_detection_measured(spark, trace_dir, tmp_path):
     assert rows["4"].detection_source == "inferred"
 
 
-def test_percentiles_and_trend(spark, trace_dir):
-    table = failovers.failover_table(traces.read_spans(spark, [str(trace_dir)]))
+def test_percentiles_and_trend(table_frame):
+    table = table_frame
     pct = {(r.kind, r.metric): r for r in failovers.percentiles(table).collect()}
     handling = pct[("broker_failure", "handling_ms")]
     # Handling 110 and 210 ms: exact percentiles interpolate linearly.
