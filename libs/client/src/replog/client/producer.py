@@ -1,7 +1,9 @@
 """Producer: batching, leader discovery, retries and idempotence (KIP-98).
 
-`send()` appends a record to its partition's open batch and returns a Future.
-One sender thread closes batches when full or after `linger_ms`, encodes each
+`send()` appends a record to its partition's open batch and returns a Future
+(`send_batch()` appends many with one Future). One sender thread closes batches
+when full or after `linger_ms` (a lingered batch keeps filling while its
+partition still has a request in flight), encodes each
 once (replog.common.records) with its producer id, epoch and base sequence,
 and sends one ProduceRequest per leader broker. At most one batch per
 partition is in flight, so sequences reach the leader in order. A batch that
@@ -66,7 +68,7 @@ class _Batch:
     topic: str
     partition: int
     records: list = field(default_factory=list)       # (key, value, timestamp_ms)
-    futures: list = field(default_factory=list)
+    futures: list = field(default_factory=list)       # (future, index of its first record in the batch)
     size_bytes: int = 0
     created_s: float = field(default_factory=time.monotonic)
     encoded: bytes | None = None
@@ -140,16 +142,59 @@ class Producer:
             while self._buffered >= self._buffered_max:
                 self._lock.wait()
             batch = self._open.get((topic, partition))
+            wake = batch is None  # the sender must start this batch's linger clock
             if batch is None:
                 batch = self._open[(topic, partition)] = _Batch(topic, partition)
+            batch.futures.append((future, len(batch.records)))
             batch.records.append(record)
-            batch.futures.append(future)
             batch.size_bytes += size
             self._buffered += 1
             if len(batch.records) >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
                 self._ready.append(self._open.pop((topic, partition)))
                 self._lock.notify_all()
+                wake = True
+        if wake:
+            self._wake_sender()
         return future
+
+    def send_batch(self, topic: str, values: list[bytes], *, partition: int, key: bytes | None = None,
+                   timestamp_ms: int | None = None) -> Future:
+        """Send many records with one future, which gives the first record's RecordMetadata.
+
+        For callers that already hold many records (bulk loads, benchmarks): the records
+        join the partition's open batch like `send` would add them (so small calls made
+        while a request is in flight still travel together), minus one future per record.
+        A call that would push the open batch past `batch_bytes_max` starts a new batch.
+        """
+        if not values:
+            raise ValueError("send_batch needs at least one record")
+        stamp = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
+        key_bytes = len(key) if key else 0
+        size = sum(len(v) for v in values) + (key_bytes + 24) * len(values)
+        future: Future = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the producer is closed")
+            while self._buffered and self._buffered + len(values) > self._buffered_max:
+                self._lock.wait()
+            batch = self._open.get((topic, partition))
+            if batch is not None and batch.size_bytes + size > self.batch_bytes_max:
+                self._ready.append(self._open.pop((topic, partition)))
+                batch = None
+            if batch is None:
+                batch = self._open[(topic, partition)] = _Batch(topic, partition)
+            batch.futures.append((future, len(batch.records)))
+            batch.records.extend([(key, value, stamp) for value in values])
+            batch.size_bytes += size
+            self._buffered += len(values)
+            if len(batch.records) >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
+                self._ready.append(self._open.pop((topic, partition)))
+                self._lock.notify_all()
+        self._wake_sender()
+        return future
+
+    def _wake_sender(self) -> None:
+        self._completions.put(None)  # the sender re-plans at once instead of after its idle wait
 
     def flush(self, timeout_s: float | None = None) -> None:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -157,6 +202,7 @@ class Producer:
             self._ready.extend(self._open.values())
             self._open.clear()
             self._lock.notify_all()
+            self._wake_sender()
             while self._buffered > 0:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
@@ -206,8 +252,12 @@ class Producer:
                 if self._closed and not self._ready and not self._open and not self._in_flight:
                     return
                 now = time.monotonic()
+                # A lingered batch leaves only when its partition can send: while a request
+                # is in flight (or a full batch waits) it keeps filling, as Kafka's
+                # accumulator does, instead of splitting into one small request per linger.
+                waiting_keys = self._in_flight | {(b.topic, b.partition) for b in self._ready}
                 for key, batch in list(self._open.items()):
-                    if now - batch.created_s >= self.linger_s:
+                    if now - batch.created_s >= self.linger_s and key not in waiting_keys:
                         self._ready.append(self._open.pop(key))
                 sendable = []
                 waiting = collections.deque()
@@ -295,7 +345,7 @@ class Producer:
         key = (batch.topic, batch.partition)
         retry = code in RETRIABLE or code == common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE
         if code in (common_pb2.ERROR_CODE_NONE, common_pb2.ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER):
-            for i, future in enumerate(batch.futures):
+            for future, i in batch.futures:
                 future.set_result(RecordMetadata(batch.topic, batch.partition, base_offset + i if base_offset >= 0 else -1))
         elif retry and time.monotonic() < batch.deadline_s:
             batch.attempts += 1
@@ -311,7 +361,7 @@ class Producer:
             return
         else:
             error = ProduceError(code, message)
-            for future in batch.futures:
+            for future, _ in batch.futures:
                 future.set_exception(error)
         with self._lock:
             self._in_flight.discard(key)
