@@ -147,14 +147,17 @@ def test_become_leader_and_follower_spans_join_the_controllers_trace(cluster):
                 found.append(json.loads(line))
         return found
 
-    def become_spans():
-        found = [s for s in spans() if s["name"] in ("broker.become_leader", "broker.become_follower")
+    def become_spans_and_parents():
+        everything = spans()
+        by_id = {s["span_id"]: s for s in everything}
+        found = [s for s in everything if s["name"] in ("broker.become_leader", "broker.become_follower")
                  and "traced-0" in s["attributes"].get("partitions", [])]
-        return found if len(found) == 3 else None
+        # Span files are written in batches: wait for the controller's parents too.
+        complete = len(found) == 3 and all(s["parent_span_id"] in by_id for s in found)
+        return (found, by_id) if complete else None
 
-    found = wait_for(become_spans, 15, "three become_* spans for traced-0")
+    found, by_id = wait_for(become_spans_and_parents, 15, "three become_* spans for traced-0 and their parents")
     assert sorted(s["name"] for s in found) == ["broker.become_follower"] * 2 + ["broker.become_leader"]
-    by_id = {s["span_id"]: s for s in spans()}
     for span in found:
         parent = by_id.get(span["parent_span_id"])
         assert parent is not None and parent["name"].startswith("controller."), span
@@ -178,3 +181,22 @@ def test_broker_metrics_are_exposed(cluster):
         assert name in text, name
     leader_count = next(line for line in text.splitlines() if line.startswith("replog_broker_leader_count "))
     assert float(leader_count.split()[1]) >= 1
+
+
+def test_producer_send_batch_and_send_keep_order_and_offsets(cluster):
+    with zk_session(cluster) as zk:
+        create_topic(zk, "mixed", {0: (2, 3, 1)}, {"min.insync.replicas": "2"})
+        wait_for_leader(zk, "mixed", 2, 10)
+    with Producer(bootstrap(cluster), acks=-1, linger_ms=5) as producer:
+        first = producer.send_batch("mixed", [b"a0", b"a1", b"a2"], partition=0)
+        single = producer.send("mixed", b"b0", partition=0)
+        second = producer.send_batch("mixed", [b"c0", b"c1"], partition=0)
+        producer.flush(30)
+        assert [first.result().offset, single.result().offset, second.result().offset] == [0, 3, 4]
+    with Consumer(bootstrap(cluster), "mixed") as consumer:
+        seen = []
+        for _ in range(40):
+            seen += consumer.poll(250)
+            if len(seen) >= 6:
+                break
+    assert [r.value for r in seen] == [b"a0", b"a1", b"a2", b"b0", b"c0", b"c1"]

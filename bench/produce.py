@@ -1,0 +1,306 @@
+"""Benchmark: produce throughput and latency through replicated partitions.
+
+    .venv/bin/python bench/produce.py --acks all --records 2000000
+    .venv/bin/python bench/produce.py --acks all --rate-mb-per-s 10 --seconds 20
+
+Starts its own local cluster in a temporary directory (ZooKeeper, one
+controller, max(3, RF) brokers), creates a topic of `--partitions` partitions
+with `--replication-factor` replicas (min.insync.replicas = min(2, RF)), and
+drives the client library's Producer: `send_batch` hands it `--batch-records`
+records at a time (one future per batch, not per record); the producer encodes
+each batch once (CRC-32C, producer id and sequence when idempotent, which
+acks=all is) and keeps one request in flight per partition.
+
+Throughput mode (default): batches are queued as fast as the producer takes
+them (`--queued-batches` per partition ahead of the one in flight).
+records_per_s / mb_per_s count acknowledged records over the run; p50_ms /
+p99_ms are produce-to-ack times per batch, from `send_batch` to the ack
+(queueing in the producer included).
+
+Latency mode (`--rate-mb-per-s R`): every millisecond the records due at R MB/s
+are handed to the producer as one batch, for `--seconds`; the latencies are the
+same produce-to-ack times at that fixed offered load.
+
+floor_grpc_stream_mb_per_s: measured in the same run, two local processes
+stream 1 MiB messages over one raw gRPC stream (bytes, no schema, no broker):
+the most any gRPC transport moves on this machine. cpu_s gives the CPU seconds
+each role used during the run (from /proc), which shows what bounds it.
+
+`--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
+broker, one follower and this process during the run (py-spy must be on PATH
+or in the venv; it is a profiling tool, not a dependency).
+
+The last line of standard output is one JSON object. Goal (issue 3): acks=all,
+RF 3, 100-byte records, one producer: 421,823 records/s; p99 under 5 ms at a
+fixed 10 MB/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+
+from replog.client import Producer  # noqa: E402
+from replog.common.zk.client import ZkClient  # noqa: E402
+from replog.devcluster import ClusterSpec  # noqa: E402
+
+TOPIC = "produce-bench"
+GOAL_RECORDS_PER_S = 421_823
+GOAL_P99_MS_AT_10_MB_PER_S = 5.0
+MIB = 1024 * 1024
+FLOOR_MESSAGES = 600
+CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+# --- the gRPC floor ---------------------------------------------------------------------------
+
+def _floor_server() -> None:
+    """Child process: a gRPC server with one raw bytes stream method that counts what it gets."""
+    from concurrent import futures
+
+    import grpc
+
+    def sink(request_iterator, context):
+        total = 0
+        for message in request_iterator:
+            total += len(message)
+        return str(total).encode()
+
+    handler = grpc.method_handlers_generic_handler("floor.Sink", {
+        "Stream": grpc.stream_unary_rpc_method_handler(sink),
+    })
+    options = [("grpc.max_receive_message_length", 4 * MIB), ("grpc.max_send_message_length", 4 * MIB)]
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=options)
+    server.add_generic_rpc_handlers((handler,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    print(port, flush=True)
+    sys.stdin.read()  # until the parent closes our stdin
+    server.stop(0)
+
+
+def floor_grpc_stream_mb_per_s() -> float:
+    import grpc
+
+    child = subprocess.Popen([sys.executable, __file__, "--floor-server"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(child.stdout.readline())
+        options = [("grpc.max_receive_message_length", 4 * MIB), ("grpc.max_send_message_length", 4 * MIB)]
+        with grpc.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
+            stream = channel.stream_unary("/floor.Sink/Stream")
+            payload = os.urandom(MIB)
+            stream(iter([payload] * 10), timeout=30)  # warm up the connection
+            started = time.perf_counter()
+            received = int(stream(iter([payload] * FLOOR_MESSAGES), timeout=120))
+            seconds = time.perf_counter() - started
+        assert received == FLOOR_MESSAGES * MIB, received
+        return received / MIB / seconds
+    finally:
+        child.stdin.close()
+        child.wait(timeout=10)
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_S  # utime + stime
+
+
+def cpu_by_process(cluster) -> dict[str, float]:
+    found = {name: cpu_seconds(info.pid) for name, info in cluster.processes.items()}
+    found["bench-producer"] = cpu_seconds(os.getpid())
+    return found
+
+
+class Acks:
+    """Produce-to-ack times per batch and acknowledged records, filled from future callbacks."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.latencies_ms: list[float] = []
+        self.records = 0
+        self.errors: list[str] = []
+        self.last_ack_s = 0.0
+
+    def track(self, future: Future, sent_s: float, count: int, on_done=None) -> None:
+        def done(f: Future) -> None:
+            now = time.perf_counter()
+            with self.lock:
+                if f.exception() is not None:
+                    self.errors.append(str(f.exception()))
+                else:
+                    self.latencies_ms.append((now - sent_s) * 1000)
+                    self.records += count
+                    self.last_ack_s = now
+            if on_done is not None:
+                on_done()
+        future.add_done_callback(done)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def drive_throughput(producer: Producer, args, payload: bytes) -> tuple[Acks, float]:
+    acks = Acks()
+    values = [payload] * args.batch_records
+    batches = (args.records + args.batch_records - 1) // args.batch_records
+    slots = threading.Semaphore(args.partitions * (args.queued_batches + 1))
+    started = time.perf_counter()
+    for i in range(batches):
+        slots.acquire()
+        count = min(args.batch_records, args.records - i * args.batch_records)
+        sent_s = time.perf_counter()
+        future = producer.send_batch(TOPIC, values[:count] if count < len(values) else values,
+                                     partition=i % args.partitions)
+        acks.track(future, sent_s, count, slots.release)
+    producer.flush(timeout_s=300)
+    return acks, acks.last_ack_s - started
+
+
+def drive_fixed_rate(producer: Producer, args, payload: bytes) -> tuple[Acks, float]:
+    acks = Acks()
+    records_per_s = args.rate_mb_per_s * 1_000_000 / args.record_size
+    started = time.perf_counter()
+    due = 0.0
+    sent = 0
+    tick = 0
+    while True:
+        now = time.perf_counter()
+        elapsed = now - started
+        if elapsed >= args.seconds:
+            break
+        due = records_per_s * elapsed
+        count = int(due) - sent
+        if count > 0:
+            future = producer.send_batch(TOPIC, [payload] * count, partition=tick % args.partitions)
+            acks.track(future, now, count)
+            sent += count
+            tick += 1
+        time.sleep(max(0.0, started + (tick + 1) * 0.001 - time.perf_counter()))
+    producer.flush(timeout_s=60)
+    return acks, args.seconds
+
+
+# --- profiling -------------------------------------------------------------------------------------
+
+def start_profilers(args, cluster, leader: int, follower: int, seconds: float) -> list[subprocess.Popen]:
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(py_spy).exists():
+        raise SystemExit("--profile needs py-spy (pip install py-spy in the venv, for profiling only)")
+    out = Path(args.profile)
+    out.mkdir(parents=True, exist_ok=True)
+    targets = {"leader": cluster.processes[f"broker-{leader}"].pid,
+               "follower": cluster.processes[f"broker-{follower}"].pid, "producer": os.getpid()}
+    procs = []
+    for name, pid in targets.items():
+        procs.append(subprocess.Popen(
+            [py_spy, "record", "--pid", str(pid), "--duration", str(int(seconds) + 1), "--rate", "200",
+             "--format", "speedscope", "--output", str(out / f"{name}.speedscope.json"), "--nonblocking"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return procs
+
+
+# --- main ------------------------------------------------------------------------------------------
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--acks", choices=("0", "1", "all"), default="all")
+    parser.add_argument("--record-size", type=int, default=100)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--replication-factor", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--batch-records", type=int, default=8000, help="records per batch (throughput mode)")
+    parser.add_argument("--queued-batches", type=int, default=2, help="batches queued per partition behind the one in flight")
+    parser.add_argument("--rate-mb-per-s", type=float, default=0.0, help="latency mode: fixed offered load")
+    parser.add_argument("--seconds", type=float, default=15.0, help="latency mode: how long")
+    parser.add_argument("--profile", metavar="DIR", help="record py-spy profiles of leader, follower and producer")
+    parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
+    parser.add_argument("--floor-server", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.floor_server:
+        _floor_server()
+        return
+    acks = -1 if args.acks == "all" else int(args.acks)
+    brokers = max(3, args.replication_factor)
+
+    harness.note("measuring the gRPC stream floor")
+    floor = floor_grpc_stream_mb_per_s()
+    harness.note(f"floor: {floor:.0f} MB/s")
+    spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0)
+    with harness.local_cluster(spec, keep=args.keep) as cluster:
+        zk = ZkClient(cluster.zookeeper_connect)
+        zk.start()
+        assignment = harness.rotating_assignment(args.partitions, list(range(1, brokers + 1)),
+                                                 args.replication_factor)
+        harness.create_topic(zk, TOPIC, assignment,
+                             {"min.insync.replicas": str(min(2, args.replication_factor))})
+        harness.wait_until(lambda: all(s is not None and s.leader >= 0 and len(s.isr) == args.replication_factor
+                                       for s in harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)),
+                           30, "partition leaders")
+        zk.stop()
+        bootstrap = [p.address for p in cluster.of_role("broker")]
+        producer = Producer(bootstrap, acks=acks, idempotent=acks == -1, linger_ms=1,
+                            batch_records_max=1_000_000, buffered_records_max=10_000_000, request_timeout_ms=30_000)
+        payload = os.urandom(args.record_size)
+        # Warm up: metadata, connections, the first batches of every partition.
+        for p in range(args.partitions):
+            producer.send_batch(TOPIC, [payload] * 10, partition=p).result(timeout=30)
+        latency_mode = args.rate_mb_per_s > 0
+        expected_s = args.seconds if latency_mode else max(5.0, args.records / 150_000)
+        profilers = start_profilers(args, cluster, assignment[0][0], assignment[0][1], expected_s) \
+            if args.profile else []
+        cpu_before = cpu_by_process(cluster)
+        harness.note(f"producing ({'%.0f MB/s for %gs' % (args.rate_mb_per_s, args.seconds) if latency_mode else '%d records' % args.records})")
+        results, seconds = (drive_fixed_rate if latency_mode else drive_throughput)(producer, args, payload)
+        cpu_after = cpu_by_process(cluster)
+        producer.close(timeout_s=30)
+        for proc in profilers:
+            proc.wait(timeout=60)
+    records_per_s = results.records / seconds if seconds > 0 else 0.0
+    result = {
+        "mode": "latency" if latency_mode else "throughput",
+        "acks": args.acks,
+        "record_size": args.record_size,
+        "replication_factor": args.replication_factor,
+        "partitions": args.partitions,
+        "batch_records": None if latency_mode else args.batch_records,
+        "offered_mb_per_s": args.rate_mb_per_s if latency_mode else None,
+        "records": results.records,
+        "seconds": round(seconds, 3),
+        "records_per_s": round(records_per_s),
+        "mb_per_s": round(records_per_s * args.record_size / 1_000_000, 2),
+        "p50_ms": round(percentile(results.latencies_ms, 0.50), 2),
+        "p99_ms": round(percentile(results.latencies_ms, 0.99), 2),
+        "errors": len(results.errors),
+        "floor_grpc_stream_mb_per_s": round(floor, 1),
+        "cpu_s": {name: round(cpu_after[name] - cpu_before.get(name, 0.0), 2) for name in sorted(cpu_after)},
+        "goal": ({"p99_ms_at_10_mb_per_s": GOAL_P99_MS_AT_10_MB_PER_S} if latency_mode
+                 else {"records_per_s": GOAL_RECORDS_PER_S}),
+    }
+    if results.errors:
+        harness.note(f"{len(results.errors)} batch(es) failed, first: {results.errors[0]}")
+    harness.emit(result)
+
+
+if __name__ == "__main__":
+    main()
