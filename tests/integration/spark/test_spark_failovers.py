@@ -41,7 +41,8 @@ def trace_dir(tmp_path_factory):
     write_jsonl(d / "replog-broker-1.jsonl", [s for s in a_brk if s["resource"]["service.instance.id"] == "1"])
     (d / "replog-broker-3.jsonl").write_text("")  # a process that exported nothing
     # B, in OTLP JSON: controlled shutdown of broker 2, 10 partitions, decide 1, ZooKeeper 2, requests 3.
-    b_root = span(2, "controller.controlled_shutdown", T0 + 20_000, T0 + 20_010, **{
+    # Its controller span has a parent in the broker that asked (not in these files).
+    b_root = span(2, "controller.controlled_shutdown", T0 + 20_000, T0 + 20_010, {"span_id": "00000000000000ff"}, **{
         "broker.id": 2, "partitions.affected": 10, "controller.epoch": 2, "event.queue_time_ms": 0.5})
     b = [b_root, span(2, "controller.decide", T0 + 20_000, T0 + 20_001, b_root),
          span(2, "controller.zookeeper_write", T0 + 20_001, T0 + 20_003, b_root),

@@ -72,7 +72,14 @@ def failover_roots(spans: DataFrame) -> DataFrame:
     """One row per failover trace: its root span's facts."""
     kind = F.element_at(F.create_map(*[F.lit(x) for pair in ROOT_KINDS.items() for x in pair]), F.col("name"))
     dead = F.coalesce(F.from_json(F.col("attributes").getItem("brokers.dead"), "array<int>"), F.array().cast("array<int>"))
-    roots = (spans.where(F.col("parent_span_id").isNull() & F.col("name").isin(*ROOT_KINDS))
+    # The controller's event span is the root of its trace, unless a caller's context came with
+    # the event (a broker's ControlledShutdown RPC, say): a parent from another service, or one
+    # not in these files, still leaves it the failover's top controller span.
+    candidates = spans.where(F.col("name").isin(*ROOT_KINDS)).alias("s")
+    parents = spans.select(F.col("span_id").alias("p_span_id"), F.col("service").alias("p_service"))
+    roots = (candidates.join(parents, F.col("s.parent_span_id") == F.col("p_span_id"), "left")
+             .where(F.col("p_span_id").isNull() | (F.col("p_service") != F.col("s.service")))
+             .select("s.*")
              .withColumn("kind", kind)
              .withColumn("brokers_dead", dead)
              .where((F.col("kind") != "broker_failure") | (F.size("brokers_dead") > 0)))
