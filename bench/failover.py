@@ -64,10 +64,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--partitions", type=int, default=10000)
     parser.add_argument("--session-timeout-ms", type=int, default=3000)
+    parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory for inspection")
     args = parser.parse_args()
     spec = ClusterSpec(controllers=1, brokers=3, gateways=1, zookeeper_session_timeout_ms=args.session_timeout_ms,
                        extra_args={"broker": ["--replica-lag-time-max-ms", "30000"]})
-    with harness.local_cluster(spec) as cluster:
+    with harness.local_cluster(spec, keep=args.keep) as cluster:
+        harness.note(f"state in {cluster.state_dir}")
         zk = ZkClient(cluster.zookeeper_connect)
         zk.start()
         channels = ChannelCache()
