@@ -1,0 +1,123 @@
+"""Adapters that block threads: delayed produces and long polls complete on events,
+expire on time, and release everyone on shutdown."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from replog.broker.adapters.delayed_produces import DelayedProduces
+from replog.broker.adapters.long_poll import long_poll
+from replog.broker.adapters.metadata_cache import MetadataCache
+from replog.broker.adapters.partition_dirs import parse_partition_directory
+from replog.broker.core.errors import ErrorCode
+from replog.broker.core.produce import ProduceProgress, ProduceWait
+from replog.broker.core.topic_partition import TopicPartition
+from replog.common.clock import SystemClock
+from replog.v1 import broker_control_pb2, common_pb2
+
+TP = TopicPartition("t", 0)
+
+
+class Progress:
+    def __init__(self) -> None:
+        self.high_watermark = 0
+
+    def __call__(self, tp: TopicPartition) -> ProduceProgress:
+        return ProduceProgress(is_leader=True, leader_epoch=3, high_watermark=self.high_watermark, isr_size=2)
+
+
+def wait_in_thread(delayed: DelayedProduces, timeout_ms: int):
+    box = {}
+    thread = threading.Thread(target=lambda: box.setdefault("results", delayed.wait(
+        [ProduceWait(TP, 3, 0, 4, 2)], timeout_ms)))
+    thread.start()
+    return thread, box
+
+
+def test_delayed_produce_completes_when_the_hw_passes_it():
+    progress = Progress()
+    delayed = DelayedProduces(progress, SystemClock())
+    thread, box = wait_in_thread(delayed, 10_000)
+    time.sleep(0.05)
+    progress.high_watermark = 3
+    delayed.check(TP)
+    time.sleep(0.05)
+    assert thread.is_alive() and len(delayed) == 1
+    progress.high_watermark = 5
+    delayed.check(TP)
+    thread.join(2)
+    assert [r.error_code for r in box["results"]] == [ErrorCode.NONE] and len(delayed) == 0
+
+
+def test_delayed_produce_times_out_and_close_releases_waiters():
+    delayed = DelayedProduces(Progress(), SystemClock())
+    started = time.monotonic()
+    (result,) = delayed.wait([ProduceWait(TP, 3, 0, 4, 2)], 100)
+    assert result.error_code is ErrorCode.REQUEST_TIMED_OUT and 0.09 < time.monotonic() - started < 2
+    thread, box = wait_in_thread(delayed, 60_000)
+    time.sleep(0.05)
+    delayed.close()
+    thread.join(2)
+    assert box["results"][0].error_code is ErrorCode.REQUEST_TIMED_OUT
+
+
+class Parked:
+    def __init__(self) -> None:
+        self.waiters: set[threading.Event] = set()
+
+    def add_waiter(self, event):
+        self.waiters.add(event)
+
+    def remove_waiter(self, event):
+        self.waiters.discard(event)
+
+    def wake(self):
+        for event in list(self.waiters):
+            event.set()
+
+
+def test_long_poll_answers_on_wake_up_not_on_timeout():
+    parked, available = Parked(), [0]
+    threading.Timer(0.1, lambda: (available.__setitem__(0, 10), parked.wake())).start()
+    started = time.monotonic()
+    answer = long_poll(lambda: ("answer", available[0], False), [parked], min_bytes=1, max_wait_ms=5000,
+                       clock=SystemClock())
+    assert answer == "answer" and time.monotonic() - started < 1 and not parked.waiters
+
+
+def test_long_poll_gives_up_at_its_deadline_and_answers_errors_at_once():
+    parked = Parked()
+    started = time.monotonic()
+    long_poll(lambda: ("empty", 0, False), [parked], min_bytes=1, max_wait_ms=100, clock=SystemClock())
+    assert 0.09 < time.monotonic() - started < 1
+    started = time.monotonic()
+    long_poll(lambda: ("error", 0, True), [parked], min_bytes=1, max_wait_ms=5000, clock=SystemClock())
+    assert time.monotonic() - started < 0.1
+
+
+def test_metadata_cache_full_and_delta_updates():
+    cache = MetadataCache()
+    state = broker_control_pb2.PartitionState(topic="a", partition=0, leader=1, leader_epoch=2, isr=[1, 2],
+                                              replicas=[1, 2, 3])
+    brokers = [common_pb2.BrokerEndpoint(broker_id=b, host="h", port=9000 + b) for b in (1, 2)]
+    cache.update(broker_control_pb2.UpdateMetadataRequest(controller_id=7, live_brokers=brokers, partitions=[state],
+                                                          full=True))
+    reply = cache.metadata_response([])
+    (topic,) = reply.topics
+    assert reply.controller_id == 7 and topic.name == "a"
+    assert list(topic.partitions[0].offline_replicas) == [3]
+    assert cache.broker_address(2) == "h:9002" and cache.broker_address(3) is None
+    offline = broker_control_pb2.PartitionState(topic="a", partition=1, leader=-1, leader_epoch=1, replicas=[3])
+    cache.update(broker_control_pb2.UpdateMetadataRequest(controller_id=7, live_brokers=brokers, partitions=[offline]))
+    partitions = cache.metadata_response(["a"]).topics[0].partitions
+    assert [p.error_code for p in partitions] == [0, common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE]
+    cache.update(broker_control_pb2.UpdateMetadataRequest(controller_id=7, live_brokers=brokers, deleted_topics=["a"]))
+    assert cache.metadata_response(["a"]).topics[0].error_code == common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_partition_directory_names():
+    assert parse_partition_directory("orders-12") == TopicPartition("orders", 12)
+    assert parse_partition_directory("my-topic-3") == TopicPartition("my-topic", 3)
+    assert parse_partition_directory("replication-offset-checkpoint") is None
+    assert parse_partition_directory("-3") is None
