@@ -179,3 +179,56 @@ def test_property_encode_then_decode_is_identity(batches_of_records, base_offset
         expected += [DecodedRecord(offset + i, k, v, ts) for i, (k, v, ts) in enumerate(batch_records)]
         offset += len(batch_records)
     assert decode_records(b"".join(buf)) == expected
+
+
+# --- the fast path for batches of same-size records ----------------------------------------------
+
+def recrc(batch: bytearray) -> bytearray:
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[CRC_START:])))
+    return batch
+
+
+def uniform(n: int = 5, key: bytes | None = b"k", value: bytes = b"v" * 10) -> bytearray:
+    return bytearray(encode_batch([(key, value, T0_MS + i % 3) for i in range(n)]))
+
+
+def test_uniform_batch_with_a_wrong_offset_delta_is_refused():
+    batch = uniform()
+    record_bytes = 16 + 1 + 4 + 10
+    struct.pack_into(">i", batch, HEADER_SIZE + 3 * record_bytes, 7)  # record 3 says offset_delta 7
+    with pytest.raises(CorruptRecordError, match="record 3 has offset_delta 7"):
+        validate_batch(recrc(batch))
+
+
+def test_uniform_batch_with_a_wrong_max_timestamp_is_refused():
+    batch = uniform()
+    struct.pack_into(">q", batch, 35, T0_MS + 99)  # max_timestamp_ms
+    with pytest.raises(CorruptRecordError, match="max_timestamp_ms"):
+        validate_batch(recrc(batch))
+
+
+def test_same_size_records_mixing_null_and_empty_keys_are_valid():
+    batch = encode_batch([(None if i % 2 else b"", b"value", T0_MS) for i in range(6)])
+    assert validate_batch(batch).record_count == 6
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 4), st.integers(0, 40), st.data())
+def test_property_the_fast_path_never_accepts_what_the_full_check_refuses(n, key_bytes, value_bytes, data):
+    from replog.common import records as records_module
+
+    batch = uniform(n, b"k" * key_bytes, b"v" * value_bytes)
+    position = data.draw(st.integers(HEADER_SIZE, len(batch) - 1))
+    batch[position] = data.draw(st.integers(0, 255))
+    recrc(batch)
+    fast = records_module._uniform_records_are_valid(batch, 0, read_header(batch))
+    original = records_module._uniform_records_are_valid
+    records_module._uniform_records_are_valid = lambda *args: False  # the per-record loop alone
+    try:
+        validate_batch(batch)
+        full = True
+    except CorruptRecordError:
+        full = False
+    finally:
+        records_module._uniform_records_are_valid = original
+    assert not fast or full
