@@ -67,6 +67,13 @@ def _check_parquet_metadata(table: str, path: Path) -> None:
     schema.check_columns(table, {f.name: _arrow_type(f.type) for f in arrow_schema}, str(path))
 
 
+def parquet_ddl(path: Path) -> str:
+    """A Parquet file's own schema as Spark DDL (types as written; conform() casts them)."""
+    import pyarrow.parquet as pq
+
+    return ", ".join(f"`{f.name}` {_arrow_type(f.type)}" for f in pq.read_schema(path))
+
+
 def _arrow_type(arrow_type) -> str:
     import pyarrow as pa
 
@@ -101,7 +108,10 @@ def read_export(spark, export_dir: str) -> Topology:
     fmt, paths = export_files(export_dir)
     frames = {}
     for table, path in paths.items():
-        if fmt == "parquet":
+        if fmt == "parquet" and path.is_file():
+            # The footer was read and checked already; giving Spark the schema spares it a job.
+            frame = spark.read.schema(parquet_ddl(path)).parquet(str(path))
+        elif fmt == "parquet":
             frame = spark.read.parquet(str(path))
         else:
             frame = spark.read.schema(schema.ddl(table)).json(str(path))

@@ -39,29 +39,37 @@ from pyspark.sql import functions as F
 # --- pure DataFrame -> DataFrame functions -------------------------------------------
 
 
-def rack_map(brokers: DataFrame):
-    """A map<int,string> column: broker id -> rack, for brokers that have one."""
+def rack_map(brokers: DataFrame) -> tuple[object, int]:
+    """(a map<int,string> column broker id -> rack, the number of distinct racks), from one
+    small collect of the brokers table."""
     rows = brokers.where(F.col("rack").isNotNull() & (F.col("rack") != "")).select("broker_id", "rack").collect()
     if not rows:
-        return F.create_map().cast("map<int,string>")
-    return F.map_from_arrays(F.array([F.lit(r.broker_id) for r in rows]).cast("array<int>"),
-                             F.array([F.lit(r.rack) for r in rows]))
+        return F.create_map().cast("map<int,string>"), 0
+    column = F.map_from_arrays(F.array([F.lit(r.broker_id) for r in rows]).cast("array<int>"),
+                               F.array([F.lit(r.rack) for r in rows]))
+    return column, len({r.rack for r in rows})
+
+
+FLAGGED_COLUMNS = ("topic", "partition", "leader", "replicas", "preferred_leader", "under_replicated",
+                   "unavailable", "under_min_isr")
 
 
 def partition_flags(brokers: DataFrame, partitions: DataFrame) -> DataFrame:
-    """The partitions with replication_factor, racks_spanned, rack_violation, non_preferred_leader."""
-    racks = rack_map(brokers)
-    racks_in_cluster = brokers.where(F.col("rack").isNotNull() & (F.col("rack") != "")).select("rack").distinct().count()
+    """The partitions (only the columns the report reads) with replication_factor, racks_spanned,
+    rack_violation, non_preferred_leader and known_bytes (size_bytes, null when unknown)."""
+    racks, racks_in_cluster = rack_map(brokers)
     replica_racks = F.array_distinct(F.filter(F.transform("replicas", lambda r: F.element_at(racks, r)),
                                               lambda rack: rack.isNotNull()))
     rf = F.size("replicas")
-    return (partitions
-            .withColumn("replication_factor", rf)
-            .withColumn("racks_spanned", F.size(replica_racks))
-            .withColumn("rack_violation", F.col("racks_spanned") < F.least(rf, F.lit(racks_in_cluster)))
-            .withColumn("non_preferred_leader",
-                        (F.col("leader") != -1) & (F.col("leader") != F.col("preferred_leader")))
-            .withColumn("known_bytes", F.when(F.col("size_bytes") >= 0, F.col("size_bytes"))))
+    spanned = F.size(replica_racks)
+    return partitions.select(
+        *FLAGGED_COLUMNS,
+        rf.alias("replication_factor"),
+        spanned.alias("racks_spanned"),
+        (spanned < F.least(rf, F.lit(racks_in_cluster))).alias("rack_violation"),
+        ((F.col("leader") != -1) & (F.col("leader") != F.col("preferred_leader"))).alias("non_preferred_leader"),
+        F.when(F.col("size_bytes") >= 0, F.col("size_bytes")).alias("known_bytes"),
+    )
 
 
 def broker_report(brokers: DataFrame, flagged: DataFrame) -> DataFrame:
@@ -98,6 +106,7 @@ def topic_report(flagged: DataFrame) -> DataFrame:
         F.count("*").alias("partitions"),
         F.max("replication_factor").alias("replication_factor"),
         F.min("replication_factor").alias("replication_factor_min"),
+        F.sum("replication_factor").alias("replicas"),
         count_of("under_replicated"),
         F.count(F.when(F.col("unavailable"), 1)).alias("offline"),
         count_of("under_min_isr"),
@@ -107,8 +116,9 @@ def topic_report(flagged: DataFrame) -> DataFrame:
     ).orderBy("topic"))
 
 
-def cluster_report(broker_table: DataFrame, flagged: DataFrame) -> DataFrame:
-    """One row: counts, skews, violations. ``broker_table`` is broker_report's output."""
+def cluster_report(broker_table: DataFrame, topic_table: DataFrame) -> DataFrame:
+    """One row: counts, skews, violations, from broker_report's and topic_report's small tables
+    (per-topic counts add up to the cluster's, so the partitions are not read again)."""
     per_broker = broker_table.agg(
         F.count("*").alias("brokers"),
         F.count(F.when(F.col("alive"), 1)).alias("alive_brokers"),
@@ -117,22 +127,19 @@ def cluster_report(broker_table: DataFrame, flagged: DataFrame) -> DataFrame:
         F.max("replicas").alias("replicas_max"), F.avg("replicas").alias("replicas_mean"),
         F.max("bytes").alias("bytes_max"), F.avg(F.coalesce("bytes", F.lit(0))).alias("bytes_mean"),
     )
-    per_partition = flagged.agg(
-        F.countDistinct("topic").alias("topics"),
-        F.count("*").alias("partitions"),
-        F.sum("replication_factor").alias("replicas"),
-        F.count(F.when(F.col("under_replicated"), 1)).alias("under_replicated"),
-        F.count(F.when(F.col("unavailable"), 1)).alias("offline"),
-        F.count(F.when(F.col("under_min_isr"), 1)).alias("under_min_isr"),
-        F.count(F.when(F.col("rack_violation"), 1)).alias("rack_violations"),
-        F.count(F.when(F.col("non_preferred_leader"), 1)).alias("non_preferred_leaders"),
-        F.sum("known_bytes").alias("bytes"),
+    zero = F.lit(0).cast("bigint")
+    per_topic = topic_table.agg(
+        F.count("*").alias("topics"),
+        *[F.coalesce(F.sum(c), zero).alias(c) for c in (
+            "partitions", "replicas", "under_replicated", "offline", "under_min_isr", "rack_violations",
+            "non_preferred_leaders")],
+        F.sum("bytes").alias("bytes"),
     )
 
     def skew(max_col: str, mean_col: str):
         return F.when(F.col(mean_col) > 0, F.col(max_col) / F.col(mean_col))
 
-    return per_broker.crossJoin(per_partition).select(
+    return per_broker.crossJoin(per_topic).select(
         "brokers", "alive_brokers", "racks", "topics", "partitions", "replicas",
         skew("leaders_max", "leaders_mean").alias("leader_skew"),
         skew("replicas_max", "replicas_mean").alias("replica_skew"),
@@ -150,14 +157,16 @@ def violations(flagged: DataFrame) -> DataFrame:
 
 
 def report(brokers: DataFrame, partitions: DataFrame) -> dict[str, DataFrame]:
-    """Every table of the report (the flagged partitions are cached: four tables read them)."""
+    """Every table of the report. Cached: the flagged partitions (three tables read them) and
+    each result (printed, then written as Parquet and CSV)."""
     flagged = partition_flags(brokers, partitions).cache()
     per_broker = broker_report(brokers, flagged).cache()
+    per_topic = topic_report(flagged).cache()
     return {
-        "cluster": cluster_report(per_broker, flagged),
+        "cluster": cluster_report(per_broker, per_topic).cache(),
         "brokers": per_broker,
-        "topics": topic_report(flagged),
-        "rack_violations": violations(flagged),
+        "topics": per_topic,
+        "rack_violations": violations(flagged).cache(),
     }
 
 
