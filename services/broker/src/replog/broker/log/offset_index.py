@@ -65,7 +65,8 @@ class OffsetIndex:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             _write_all(fd, data)
-            os.fsync(fd)
+            if data:  # an empty index holds nothing to lose (and is rebuilt from the log)
+                os.fsync(fd)
         finally:
             os.close(fd)
         return index

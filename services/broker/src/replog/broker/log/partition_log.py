@@ -106,12 +106,13 @@ class PartitionLog:
             segments = [LogSegment.open_existing(directory, base, config.index_interval_bytes) for base in bases]
             segments, report, leader_epoch_starts = recover_segments(segments, recovery_point)
         else:
+            # A new, empty log needs no fsync: losing it in a crash loses no record, and the
+            # controller recreates it. (At 100K new partitions the fsyncs alone took minutes.)
             segments = [LogSegment.create(directory, 0, config.index_interval_bytes)]
-            fsync_directory(directory)
             report, leader_epoch_starts = RecoveryReport(), []
         leader_epoch_cache, cache_changed = _load_leader_epoch_cache(directory, segments, leader_epoch_starts)
         log = cls(directory, config, clock, segments, leader_epoch_cache, report)
-        if cache_changed:
+        if cache_changed and (bases or leader_epoch_cache.entries()):
             log._checkpoint_leader_epoch_cache()
         return log
 
