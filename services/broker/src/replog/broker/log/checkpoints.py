@@ -50,8 +50,12 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def write_checkpoint(path: Path, entries: Sequence[Sequence[object]]) -> None:
-    """Atomically replace `path` with a versioned checkpoint of `entries` (rows of fields)."""
+def write_checkpoint(path: Path, entries: Sequence[Sequence[object]], *, durable: bool = True) -> None:
+    """Atomically replace `path` with a versioned checkpoint of `entries` (rows of fields).
+
+    `durable=False` skips the fsyncs: the rename is still atomic for readers,
+    but a crash may leave the old file (or, on some file systems, an empty one).
+    """
     path = Path(path)
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     for fields in entries:
@@ -68,11 +72,13 @@ def write_checkpoint(path: Path, entries: Sequence[Sequence[object]]) -> None:
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(temp_path, path)
-    fsync_directory(path.parent)
+    if durable:
+        fsync_directory(path.parent)
 
 
 def read_checkpoint(path: Path, fields_per_entry: int) -> list[list[str]]:
@@ -126,9 +132,9 @@ def read_offsets_checkpoint(path: Path) -> dict[tuple[str, int], int]:
     return offsets
 
 
-def write_leader_epoch_checkpoint(path: Path, entries: Iterable[tuple[int, int]]) -> None:
+def write_leader_epoch_checkpoint(path: Path, entries: Iterable[tuple[int, int]], *, durable: bool = True) -> None:
     """Atomically write the (leader_epoch, start_offset) entries of one partition."""
-    write_checkpoint(path, list(entries))
+    write_checkpoint(path, list(entries), durable=durable)
 
 
 def read_leader_epoch_checkpoint(path: Path) -> list[tuple[int, int]]:

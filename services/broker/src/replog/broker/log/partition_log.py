@@ -86,6 +86,7 @@ class PartitionLog:
         self._leader_epoch_cache = leader_epoch_cache
         self._flush_policy = FlushPolicy(config.flush_messages, config.flush_interval_ms, clock.monotonic_ms())
         self._recovery_point = self.log_end_offset
+        self._epoch_checkpoint_dirty = False
         self._closed = False
 
     # -- opening -----------------------------------------------------------
@@ -166,7 +167,7 @@ class PartitionLog:
         stamped_header = dataclasses.replace(header, base_offset=base_offset, partition_leader_epoch=leader_epoch)
         self._write_batch(with_offset_and_epoch(batch, base_offset, leader_epoch), stamped_header)
         if self._leader_epoch_cache.assign(leader_epoch, base_offset):
-            self._checkpoint_leader_epoch_cache()
+            self._checkpoint_leader_epoch_cache(durable=False)
         self._after_append(header.record_count, fsync)
         return AppendInfo(
             base_offset=base_offset,
@@ -193,7 +194,7 @@ class PartitionLog:
             self._write_batch(view[position : position + header.size_bytes], header)
             cache_changed |= self._leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         if cache_changed:
-            self._checkpoint_leader_epoch_cache()
+            self._checkpoint_leader_epoch_cache(durable=False)
         record_count = sum(header.record_count for _, header in headers)
         self._after_append(record_count, fsync)
         return AppendInfo(
@@ -235,6 +236,8 @@ class PartitionLog:
     def _roll(self) -> LogSegment:
         old = self._segments[-1]
         old.flush()
+        if self._epoch_checkpoint_dirty:  # entries for the sealed segment are durable with it
+            self._checkpoint_leader_epoch_cache()
         old.index.close()  # immutable from now on; the index stays in memory
         new = LogSegment.create(self.directory, old.next_offset, self.config.index_interval_bytes)
         fsync_directory(self.directory)
@@ -365,8 +368,20 @@ class PartitionLog:
         """(leader_epoch, start_offset) entries, oldest first."""
         return self._leader_epoch_cache.entries()
 
-    def _checkpoint_leader_epoch_cache(self) -> None:
-        write_leader_epoch_checkpoint(self.directory / LEADER_EPOCH_CHECKPOINT_FILE, self._leader_epoch_cache.entries())
+    def _checkpoint_leader_epoch_cache(self, *, durable: bool = True) -> None:
+        """Write the epoch cache's checkpoint.
+
+        An append that starts a new epoch writes it without fsync and marks it
+        dirty; the next flush (policy, roll, `close`, or `fsync=True`) makes it
+        durable together with the records. Until then a crash can lose both the
+        records and their entry, and recovery rebuilds entries from the batch
+        headers it scans, so nothing is lost. Without this, the first append of
+        every partition after a failover paid two fsyncs: seconds for thousands
+        of partitions. Truncations still write durably at once (KIP-101).
+        """
+        write_leader_epoch_checkpoint(self.directory / LEADER_EPOCH_CHECKPOINT_FILE,
+                                      self._leader_epoch_cache.entries(), durable=durable)
+        self._epoch_checkpoint_dirty = not durable
 
     # -- durability, retention, checks -----------------------------------------
 
@@ -374,6 +389,8 @@ class PartitionLog:
         """fsync the active segment and its index; everything below the LEO is then durable."""
         self._assert_open()
         self._segments[-1].flush()
+        if self._epoch_checkpoint_dirty:
+            self._checkpoint_leader_epoch_cache()
         self._recovery_point = self.log_end_offset
         self._flush_policy.on_flush(self._clock.monotonic_ms())
 
