@@ -277,6 +277,7 @@ class Producer:
                 self._ready = waiting
             if sendable:
                 self._send(sendable)
+            self._encode_waiting()
             try:
                 completion = self._completions.get(timeout=self.linger_s if (self._open or self._ready) else 0.05)
             except queue.Empty:
@@ -288,19 +289,31 @@ class Producer:
                 except queue.Empty:
                     completion = None
 
+    def _encode(self, batch: _Batch) -> None:
+        """Encode a batch once, giving it the partition's next sequence (sender thread only,
+        in the partition's send order, so sequences reach the leader in order)."""
+        if batch.encoded is not None:
+            return
+        key = (batch.topic, batch.partition)
+        if self.idempotent:
+            batch.base_sequence = self._next_sequence.get(key, 0)
+            self._next_sequence[key] = (batch.base_sequence + len(batch.records)) % (2**31)
+        batch.encoded = rec.encode_batch(batch.records, producer_id=self.producer_id,
+                                         producer_epoch=self.producer_epoch, base_sequence=batch.base_sequence)
+        batch.deadline_s = time.monotonic() + self.delivery_timeout_s
+
+    def _encode_waiting(self) -> None:
+        """Encode batches that wait behind an in-flight request now, while the network works,
+        so the next request leaves as soon as the previous one is answered."""
+        with self._lock:
+            waiting = [b for b in self._ready if b.encoded is None]
+        for batch in waiting:
+            self._encode(batch)
+
     def _send(self, batches: list[_Batch]) -> None:
         by_leader: dict[str, list[_Batch]] = {}
-        now = time.monotonic()
         for batch in batches:
-            if batch.encoded is None:
-                key = (batch.topic, batch.partition)
-                if self.idempotent:
-                    batch.base_sequence = self._next_sequence.get(key, 0)
-                    self._next_sequence[key] = (batch.base_sequence + len(batch.records)) % (2**31)
-                batch.encoded = rec.encode_batch(batch.records, producer_id=self.producer_id,
-                                                 producer_epoch=self.producer_epoch,
-                                                 base_sequence=batch.base_sequence)
-                batch.deadline_s = now + self.delivery_timeout_s
+            self._encode(batch)
             leader = self.metadata.leader_address(batch.topic, batch.partition)
             if leader is None:
                 try:
