@@ -75,6 +75,7 @@ class _Queued:
     enqueued_ns: int
     reply: Future | None = None
     notice_ms: int = 0
+    links: tuple = ()  # spans of the caller (e.g. a leader's ISR change) this event's span links to
 
 
 class NotController(Exception):
@@ -137,13 +138,13 @@ class ControllerLoop:
         metrics.ACTIVE_CONTROLLER_COUNT.set(0)
 
     def enqueue(self, event, *, generation: int | None = None, reply: Future | None = None,
-                notice_ms: int = 0) -> bool:
+                notice_ms: int = 0, links: tuple = ()) -> bool:
         """Queue an event for the current seat; False when not active or the queue is full."""
         generation = self._generation if generation is None else generation
         if self._seat is None or generation != self._generation:
             return False
         try:
-            self._queue.put_nowait(_Queued(event, generation, time.monotonic_ns(), reply, notice_ms))
+            self._queue.put_nowait(_Queued(event, generation, time.monotonic_ns(), reply, notice_ms, links))
         except queue.Full:
             log.error("controller event queue is full (%d); dropping %s", self._queue.maxsize,
                       type(event).__name__)
@@ -151,10 +152,10 @@ class ControllerLoop:
         metrics.EVENT_QUEUE_SIZE.set(self._queue.qsize())
         return True
 
-    def call(self, event, timeout_s: float = 30.0):
+    def call(self, event, timeout_s: float = 30.0, links: tuple = ()):
         """Enqueue an RPC-driven event and wait for the plan's reply."""
         future: Future = Future()
-        if not self.enqueue(event, reply=future):
+        if not self.enqueue(event, reply=future, links=links):
             raise NotController()
         return future.result(timeout=timeout_s)
 
@@ -221,7 +222,8 @@ class ControllerLoop:
         if item.notice_ms:
             attributes["controller.noticed_at_ms"] = item.notice_ms
             attributes["zookeeper.session_timeout_ms"] = self._session_timeout_ms
-        with tracer.start_as_current_span(SPAN_NAMES.get(name, f"controller.{name}"), attributes=attributes) as span:
+        with tracer.start_as_current_span(SPAN_NAMES.get(name, f"controller.{name}"), attributes=attributes,
+                                          links=[trace.Link(c) for c in item.links]) as span:
             self._execute(item.event, item.generation, item.reply, span)
 
     def _execute(self, event, generation: int, reply: Future | None, span) -> None:

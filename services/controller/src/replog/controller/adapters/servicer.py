@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import concurrent.futures
 
+from opentelemetry import trace
+
+from replog.common import telemetry
 from replog.controller.adapters.event_loop import NotController
 from replog.controller.core import events as ev
 from replog.controller.core.model import TopicPartition
@@ -33,8 +36,10 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
             items.append(ev.AlterPartitionItem(TopicPartition(item.topic, item.partition), item.leader_epoch,
                                                tuple(item.new_isr), item.partition_epoch))
         event = ev.AlterPartitionReceived(request.broker_id, request.broker_epoch, tuple(items))
+        caller = trace.get_current_span(telemetry.extract_context(context.invocation_metadata())).get_span_context()
+        links = (caller,) if caller.is_valid else ()
         try:
-            reply = self._process.loop.call(event, RPC_WAIT_S)
+            reply = self._process.loop.call(event, RPC_WAIT_S, links=links)
         except NotController:
             return controller_pb2.AlterPartitionResponse(error_code=NOT_CONTROLLER, error_message=self._standby_message())
         except concurrent.futures.TimeoutError:

@@ -1,0 +1,157 @@
+"""A failover is one picture: the controller's event span and the brokers'
+become-leader spans share one trace across processes; metrics move when a
+follower dies. Everything read from the real span files and /metrics ports."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import urllib.request
+
+import pytest
+
+from replog.common.zk.client import ZkClient
+from replog.devcluster import ClusterSpec
+
+from .controller_helpers import controller, create_topic, states, wait_for
+
+pytestmark = pytest.mark.integration
+
+SESSION_MS = 3000
+ASSIGNMENT = {p: ((1, 2, 3), (2, 3, 1), (3, 1, 2))[p % 3] for p in range(6)}
+
+
+def read_spans(cluster) -> list[dict]:
+    spans = []
+    for path in cluster.trace_dir.glob("*.jsonl"):
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                spans.append(json.loads(line))
+            except ValueError:
+                pass
+    return spans
+
+
+def trace_of(spans: list[dict], root_name: str, accept) -> tuple[dict, list[dict]] | None:
+    for root in spans:
+        if root["name"] == root_name and accept(root):
+            return root, [s for s in spans if s["trace_id"] == root["trace_id"]]
+    return None
+
+
+def assert_parented_become_leader(root: dict, members: list[dict], brokers: set[str]) -> None:
+    """become_leader spans from at least two of `brokers`, each chained by parents to the controller's root."""
+    by_id = {s["span_id"]: s for s in members}
+    leaders = [s for s in members if s["name"] == "broker.become_leader"]
+    instances = {s["resource"]["service.instance.id"] for s in leaders}
+    assert len(instances & brokers) >= 2, f"become_leader spans only from {instances}"
+    for span in leaders:
+        chain, node = [], span
+        while node.get("parent_span_id"):
+            node = by_id.get(node["parent_span_id"])
+            assert node is not None, f"{span['name']} has a parent outside the trace"
+            chain.append(node["name"])
+        assert node is root, chain
+        assert chain[0] == "controller.send.LeaderAndIsrRequest", chain  # parent across the process boundary
+        assert node["resource"]["service.name"] == "replog-controller"
+
+
+@pytest.fixture
+def cluster_zk(cluster_factory):
+    cluster = cluster_factory(ClusterSpec(zookeeper_session_timeout_ms=SESSION_MS))
+    zk = ZkClient(cluster.zookeeper_connect)
+    zk.start()
+    create_topic(zk, "traced", ASSIGNMENT, {"min.insync.replicas": "1"})
+    wait_for(lambda: all(s and len(s[0].isr) == 3 for s in states(zk, "traced", 6).values()), 20, "the topic")
+    yield cluster, zk
+    zk.stop()
+
+
+def test_broker_death_is_one_trace_across_controller_and_brokers(cluster_zk):
+    cluster, zk = cluster_zk
+    cluster.kill("broker-1")
+    found = wait_for(lambda: trace_of(read_spans(cluster), "controller.broker_change",
+                                      lambda r: r["attributes"].get("brokers.dead") == [1])
+                     and (lambda t: t if sum(s["name"] == "broker.become_leader" for s in t[1]) >= 2 else None)(
+                         trace_of(read_spans(cluster), "controller.broker_change",
+                                  lambda r: r["attributes"].get("brokers.dead") == [1])),
+                     SESSION_MS / 1000 + 15, "the failover's spans")
+    root, members = found
+    assert root["attributes"]["zookeeper.session_timeout_ms"] == SESSION_MS
+    assert root["attributes"]["controller.noticed_at_ms"] > 0
+    assert root["attributes"]["partitions.affected"] >= 2
+    assert_parented_become_leader(root, members, {"2", "3"})
+    names = {s["name"] for s in members}
+    assert {"controller.decide", "controller.zookeeper_write", "controller.send_requests"} <= names
+
+
+def test_controlled_shutdown_is_one_trace(cluster_zk):
+    cluster, _ = cluster_zk
+    cluster.signal("broker-2", signal.SIGTERM)
+
+    def found():
+        hit = trace_of(read_spans(cluster), "controller.controlled_shutdown",
+                       lambda r: r["attributes"].get("broker.id") == 2)
+        return hit if hit and sum(s["name"] == "broker.become_leader" for s in hit[1]) >= 2 else None
+
+    root, members = wait_for(found, 20, "the controlled shutdown's spans")
+    assert_parented_become_leader(root, members, {"1", "3"})
+
+
+def test_controller_failover_with_a_broker_lost_in_the_gap_is_one_trace(cluster_zk):
+    cluster, zk = cluster_zk
+    active, epoch = controller(zk)
+    standby = 2 if active == 1 else 1
+    cluster.kill(f"controller-{active}")
+    cluster.kill("broker-3")
+
+    def found():
+        hit = trace_of(read_spans(cluster), "controller.failover",
+                       lambda r: r["resource"]["service.instance.id"] == str(standby))
+        return hit if hit and sum(s["name"] == "broker.become_leader" for s in hit[1]) >= 2 else None
+
+    root, members = wait_for(found, SESSION_MS / 1000 + 20, "the new controller's failover spans")
+    assert root["attributes"]["controller.epoch"] == epoch + 1
+    assert "controller.load_state" in {s["name"] for s in members}
+    assert_parented_become_leader(root, members, {"1", "2"})
+
+
+def scrape(port: int) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            values[name] = values.get(name, 0.0) + float(value)
+    return values
+
+
+def test_metrics_move_when_a_follower_dies(cluster_factory):
+    # Lag time below the session timeout: the leader notices the silent follower and
+    # shrinks the ISR itself (AlterPartition) before the controller sees the death.
+    cluster = cluster_factory(ClusterSpec(zookeeper_session_timeout_ms=10000,
+                                          extra_args={"broker": ["--replica-lag-time-max-ms", "1000"]}))
+    zk = ZkClient(cluster.zookeeper_connect)
+    zk.start()
+    try:
+        create_topic(zk, "metered", {0: (1, 2, 3), 1: (1, 3, 2)}, {"min.insync.replicas": "2"})
+        wait_for(lambda: all(s and len(s[0].isr) == 3 for s in states(zk, "metered", 2).values()), 20, "the topic")
+        leader = cluster.processes["broker-1"]
+        active, _ = controller(zk)
+        ctl = cluster.processes[f"controller-{active}"]
+        before, ctl_before = scrape(leader.metrics_port), scrape(ctl.metrics_port)
+        assert before["replog_broker_under_replicated_partitions"] == 0
+        assert before["replog_broker_leader_count"] == 2
+        assert ctl_before["replog_controller_active_controller_count"] == 1
+        cluster.kill("broker-3")
+        wait_for(lambda: scrape(leader.metrics_port)["replog_broker_under_replicated_partitions"] == 2, 8,
+                 "broker 1 to shrink both ISRs (before the session timeout)")
+        after, ctl_after = scrape(leader.metrics_port), scrape(ctl.metrics_port)
+        assert after["replog_broker_isr_shrinks_total"] >= before.get("replog_broker_isr_shrinks_total", 0) + 2
+        assert after["replog_broker_at_min_isr_partition_count"] == 2
+        assert ctl_after["replog_controller_isr_shrinks_total"] >= ctl_before.get("replog_controller_isr_shrinks_total", 0) + 2
+        standby = cluster.processes[f"controller-{2 if active == 1 else 1}"]
+        assert scrape(standby.metrics_port)["replog_controller_active_controller_count"] == 0
+    finally:
+        zk.stop()
