@@ -188,6 +188,7 @@ class LocalCluster:
             self._plan()
             try:
                 self._start_all(timeout_s)
+                self.write_prometheus_targets()
                 return
             except ClusterError:
                 if not fresh or attempt == 2:
@@ -196,6 +197,14 @@ class LocalCluster:
                 self.processes = {}
                 if self.state_file.exists():
                     self.state_file.unlink()
+
+    def write_prometheus_targets(self) -> Path:
+        """Every process's /metrics endpoint, in Prometheus' file_sd_configs format."""
+        targets = [{"targets": [f"127.0.0.1:{p.metrics_port}"], "labels": {"role": p.role, "process": p.name}}
+                   for p in self.processes.values() if p.metrics_port]
+        path = self.state_dir / "prometheus-targets.json"
+        path.write_text(json.dumps(targets, indent=2))
+        return path
 
     def _start_all(self, timeout_s: float) -> None:
         self.start("zookeeper")
