@@ -21,6 +21,11 @@ class LogConfig:
     flush_interval_ms: int | None = None  # fsync when this long since the last (None: not by time)
     retention_ms: int | None = None  # delete segments whose newest record is older (None: keep)
     retention_bytes: int | None = None  # delete oldest segments while the log stays above (None: keep)
+    # fsync a segment when it is rolled, inside the append that rolls it. False: the
+    # owner fsyncs rolled segments later, off the append path, through
+    # `PartitionLog.rolled_segments_to_sync` (a broker does, so a 64 MiB fsync does not
+    # stall the partition's produce and fetch); open such a log with a recovery point.
+    fsync_on_roll: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.segment_bytes <= SEGMENT_BYTES_MAX:

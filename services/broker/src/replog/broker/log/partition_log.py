@@ -19,11 +19,14 @@ assign, the end of the last segment, the only one appended to).
   or below `offset`: every batch whose last offset is >= `offset` goes. The
   followers' truncation points are epoch end offsets, which are batch
   boundaries, so then exactly `offset` is kept.
-- Durability: segments are fsynced when rolled and truncated; the active
-  one when the flush policy says so, on `flush()` / `close()`, or per append
-  with `fsync=True`. `recovery_point` is the LEO at the last fsync; the
-  broker checkpoints it and passes it back to `open`, whose recovery then
-  scans from there (see recovery.py).
+- Durability: segments are fsynced when rolled (or, with
+  `LogConfig.fsync_on_roll` False, later by the owner through
+  `rolled_segments_to_sync` / `rolled_segments_synced`, off the append path)
+  and when truncated; the active one when the flush policy says so, on
+  `flush()` / `close()`, or per append with `fsync=True`. `recovery_point` is
+  an offset below which everything was fsynced; the broker checkpoints it and
+  passes it back to `open`, whose recovery then scans from there (see
+  recovery.py).
 
 Not thread-safe: the replica that owns the log serialises calls to it.
 """
@@ -87,6 +90,8 @@ class PartitionLog:
         self._flush_policy = FlushPolicy(config.flush_messages, config.flush_interval_ms, clock.monotonic_ms())
         self._recovery_point = self.log_end_offset
         self._epoch_checkpoint_dirty = False
+        self._unsynced_rolled: list[LogSegment] = []  # rolled, fsync pending (fsync_on_roll False)
+        self._layout_version = 0  # bumped whenever segments are cut or deleted
         self._closed = False
 
     # -- opening -----------------------------------------------------------
@@ -235,7 +240,10 @@ class PartitionLog:
 
     def _roll(self) -> LogSegment:
         old = self._segments[-1]
-        old.flush()
+        if self.config.fsync_on_roll:
+            old.flush()
+        else:
+            self._unsynced_rolled.append(old)
         if self._epoch_checkpoint_dirty:  # entries for the sealed segment are durable with it
             self._checkpoint_leader_epoch_cache()
         old.index.close()  # immutable from now on; the index stays in memory
@@ -333,6 +341,7 @@ class PartitionLog:
         if later:
             fsync_directory(self.directory)
         self._segments[i].truncate_to(position, header.base_offset)
+        self._forget_unsynced_beyond_active()
         new_end_offset = header.base_offset
         if self._leader_epoch_cache.truncate_from_end(new_end_offset):
             self._checkpoint_leader_epoch_cache()
@@ -347,6 +356,7 @@ class PartitionLog:
         for segment in reversed(self._segments):
             segment.delete()
         self._segments = [LogSegment.create(self.directory, offset, self.config.index_interval_bytes)]
+        self._forget_unsynced_beyond_active()
         fsync_directory(self.directory)
         if self._leader_epoch_cache.clear():
             self._checkpoint_leader_epoch_cache()
@@ -386,13 +396,44 @@ class PartitionLog:
     # -- durability, retention, checks -----------------------------------------
 
     def flush(self) -> None:
-        """fsync the active segment and its index; everything below the LEO is then durable."""
+        """fsync the active segment and its index (and any rolled segment not yet synced);
+        everything below the LEO is then durable."""
         self._assert_open()
+        for segment in self._unsynced_rolled:
+            segment.flush()
+        self._unsynced_rolled = []
         self._segments[-1].flush()
         if self._epoch_checkpoint_dirty:
             self._checkpoint_leader_epoch_cache()
         self._recovery_point = self.log_end_offset
         self._flush_policy.on_flush(self._clock.monotonic_ms())
+
+    def rolled_segments_to_sync(self) -> tuple[int, list[tuple[int, int]]]:
+        """Rolled segments whose fsync is still pending, as (duplicated fd, next offset), oldest first.
+
+        The caller fsyncs and closes the descriptors without holding the log, then
+        reports with `rolled_segments_synced(token, ...)`; `token` ties the report to
+        this layout (a truncation or deletion in between voids it).
+        """
+        self._assert_open()
+        return self._layout_version, [(s.duplicate_fd(), s.next_offset) for s in self._unsynced_rolled]
+
+    def rolled_segments_synced(self, token: int, next_offset: int) -> None:
+        """The rolled segments listed under `token`, up to `next_offset`, are now on disk."""
+        self._assert_open()
+        if token != self._layout_version:
+            return
+        self._unsynced_rolled = [s for s in self._unsynced_rolled if s.next_offset > next_offset]
+        if not self._unsynced_rolled:
+            assert next_offset <= self._segments[-1].base_offset, (next_offset, self._segments[-1].base_offset)
+            self._recovery_point = max(self._recovery_point, next_offset)
+
+    def _forget_unsynced_beyond_active(self) -> None:
+        """After segments were cut or deleted: only segments still rolled may wait for an fsync
+        (a cut segment is fsynced by the cut)."""
+        self._layout_version += 1
+        rolled = {id(segment) for segment in self._segments[:-1]}
+        self._unsynced_rolled = [s for s in self._unsynced_rolled if id(s) in rolled]
 
     def maybe_flush(self) -> bool:
         """Flush if the interval policy says it is time; for a periodic caller. True if flushed."""
@@ -428,6 +469,7 @@ class PartitionLog:
             return []
         doomed = self._segments[:count]
         del self._segments[:count]
+        self._forget_unsynced_beyond_active()
         for segment in doomed:  # oldest first: a crash leaves a suffix of the log
             segment.delete()
         fsync_directory(self.directory)

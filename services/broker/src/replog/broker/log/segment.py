@@ -133,6 +133,10 @@ class LogSegment:
         os.fsync(self._fd)
         self.index.flush()
 
+    def duplicate_fd(self) -> int:
+        """A new descriptor of the segment file, for an fsync made without the log's owner's lock."""
+        return os.dup(self._fd)
+
     def close(self) -> None:
         self.index.close()
         if self._fd >= 0:
