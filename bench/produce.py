@@ -234,6 +234,7 @@ def main() -> None:
     parser.add_argument("--rate-mb-per-s", type=float, default=0.0, help="latency mode: fixed offered load")
     parser.add_argument("--seconds", type=float, default=15.0, help="latency mode: how long")
     parser.add_argument("--profile", metavar="DIR", help="record py-spy profiles of leader, follower and producer")
+    parser.add_argument("--broker-args", default="", help="extra broker flags, e.g. '--segment-bytes 1073741824'")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
     parser.add_argument("--floor-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -246,7 +247,7 @@ def main() -> None:
     harness.note("measuring the gRPC stream floor")
     floor = floor_grpc_stream_mb_per_s()
     harness.note(f"floor: {floor:.0f} MB/s")
-    spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0)
+    spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": args.broker_args.split()})
     with harness.local_cluster(spec, keep=args.keep) as cluster:
         zk = ZkClient(cluster.zookeeper_connect)
         zk.start()

@@ -95,6 +95,7 @@ class BrokerProcess:
             max_batch_bytes=config.message_max_bytes,
             flush_messages=config.flush_messages or None,
             flush_interval_ms=config.flush_interval_ms or None,
+            fsync_on_roll=False,  # the checkpointer fsyncs rolled segments off the append path
         )
         replicas = ReplicaManager(broker_id=config.broker_id, log_dir=Path(config.log_dir), log_config=log_config,
                                   clock=self.clock)

@@ -1,7 +1,10 @@
-"""Periodic durability chores: flush logs whose interval is due, checkpoint HWs and recovery points.
+"""Periodic durability chores: fsync rolled segments, flush logs whose interval is due,
+checkpoint HWs and recovery points.
 
-One thread. Every `flush_check_interval_ms` it asks each log whether its
-interval flush policy is due (`PartitionLog.maybe_flush`), and every
+One thread. Every `flush_check_interval_ms` it fsyncs the segments each log
+rolled since the last tick (off the append path, see
+HostedPartition.sync_rolled_segments), asks each log whether its interval
+flush policy is due (`PartitionLog.maybe_flush`), and every
 `checkpoint_interval_ms` it atomically rewrites the HW and recovery-point
 checkpoint files (ReplicaManager.write_checkpoints). A failure to write a
 checkpoint is logged and retried next round: the previous file stays intact
@@ -45,6 +48,8 @@ class Checkpointer:
 
     def _round(self) -> None:
         try:
+            for hosted in self._replicas.hosted():
+                hosted.sync_rolled_segments()
             if self._clock.monotonic_ms() >= self._next_checkpoint_ms:
                 self._replicas.write_checkpoints(flush_if_due=True)
                 self._next_checkpoint_ms = self._clock.monotonic_ms() + self._checkpoint_interval_ms

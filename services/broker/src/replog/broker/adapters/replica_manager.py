@@ -64,7 +64,9 @@ class ReplicaManager:
         dropped = 0
         for topic_partition, path in local_partition_directories(self.log_dir).items():
             key = (topic_partition.topic, topic_partition.partition)
-            partition_log = PartitionLog.open(path, self._log_config, self._clock, recovery_point=recovery_points.get(key))
+            # No recovery point recorded: scan every segment (rolled ones may never have been fsynced).
+            partition_log = PartitionLog.open(path, self._log_config, self._clock,
+                                              recovery_point=recovery_points.get(key, 0))
             report = partition_log.recovery_report
             if not report.clean:
                 dropped += report.bytes_dropped
