@@ -107,3 +107,25 @@ def test_corrupted_byte_in_a_follower_segment_is_detected_and_refetched(start_cl
         wait_for_isr(zk, "rot", {1, 2}, 20)
     wait_caught_up(cluster, (1, 2), "rot", total, 10)
     assert segment_path(cluster, 2, "rot").read_bytes() == segment_path(cluster, 1, "rot").read_bytes()
+
+
+def test_replica_of_a_topic_deleted_while_the_broker_was_down_is_removed_at_start_up(start_cluster):
+    from replog.common.zk import schema
+
+    cluster = start_cluster(ClusterSpec(controllers=1, gateways=0))
+    with zk_session(cluster) as zk:
+        create_topic(zk, "gone", {0: (1, 2, 3)})
+        wait_for_leader(zk, "gone", 1, 10)
+        wait_for(lambda: (d := describe(cluster, 1, "gone")) and d.leader, 10, "leadership")
+        produce_batches(cluster, 1, "gone", acks=-1)
+        directory = segment_path(cluster, 3, "gone").parent
+        assert directory.exists()
+        cluster.stop("broker-3")
+        zk.kazoo.create(schema.delete_topic_path("gone"))
+        wait_for(lambda: zk.get(schema.topic_path("gone")) is None, 30, "the topic's deletion")
+        assert directory.exists(), "broker 3 was down and kept its replica"
+        cluster.start("broker-3")
+        cluster.wait_healthy(["broker-3"], 30)
+    wait_for(lambda: not directory.exists(), 10, "broker 3 to delete its stale replica")
+    assert not segment_path(cluster, 1, "gone").parent.exists()
+    assert "not assigned to broker 3 any more" in cluster.tail("broker-3", 50)
