@@ -104,7 +104,7 @@ def test_killed_follower_leaves_the_isr_within_the_lag_time_and_rejoins(start_cl
                                           extra_args={"broker": ["--replica-lag-time-max-ms", str(LAG_MS)]}))
     with zk_session(cluster) as zk:
         create_topic(zk, "fol", {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
-        wait_for_leader(zk, "fol", 1, 10)
+        wait_for_leader(zk, "fol", 1, 30)
         producer = BackgroundProducer(bootstrap(cluster), "fol").start()
         try:
             wait_for(lambda: producer.acked_count() > 200, 20, "acks before the kill")
@@ -136,7 +136,7 @@ def test_killed_leader_loses_no_acknowledged_record_and_duplicates_none(start_cl
     cluster = start_cluster(ClusterSpec(controllers=1, gateways=0, zookeeper_session_timeout_ms=3000))
     with zk_session(cluster) as zk:
         create_topic(zk, "idem", {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
-        wait_for_leader(zk, "idem", 1, 10)
+        wait_for_leader(zk, "idem", 1, 30)
         producer = BackgroundProducer(bootstrap(cluster), "idem").start()
         try:
             wait_for(lambda: producer.acked_count() > 300, 20, "acks before the kill")
@@ -170,7 +170,7 @@ def test_controlled_shutdown_moves_leadership_before_the_leader_stops(start_clus
     cluster = start_cluster(ClusterSpec(controllers=1, gateways=0))
     with zk_session(cluster) as zk:
         create_topic(zk, "calm", {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
-        wait_for_leader(zk, "calm", 1, 10)
+        wait_for_leader(zk, "calm", 1, 30)
         producer = BackgroundProducer(bootstrap(cluster), "calm").start()
         try:
             wait_for(lambda: producer.acked_count() > 200, 20, "acks before the stop")
