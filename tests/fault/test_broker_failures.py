@@ -186,3 +186,27 @@ def test_controlled_shutdown_moves_leadership_before_the_leader_stops(start_clus
             producer.stop()
     assert not producer.errors, producer.errors[:3]
     assert "controlled shutdown done" in cluster.tail("broker-1", 20)
+
+
+def test_paused_broker_whose_session_expired_registers_again_and_rejoins(start_cluster):
+    """A pause longer than the ZooKeeper session (a long GC, a frozen VM): the controller
+    drops the broker; when it wakes, it registers under a new broker epoch and catches up."""
+    import signal
+
+    from replog.common.zk import schema
+
+    cluster = start_cluster(ClusterSpec(controllers=1, gateways=0, zookeeper_session_timeout_ms=3000))
+    with zk_session(cluster) as zk:
+        create_topic(zk, "nap", {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
+        wait_for_leader(zk, "nap", 1, 30)
+        _, before = zk.get(schema.broker_path(3))
+        cluster.signal("broker-3", signal.SIGSTOP)
+        try:
+            wait_for_isr(zk, "nap", {1, 2}, 20)
+            wait_for(lambda: zk.get(schema.broker_path(3)) is None, 20, "broker 3's registration to expire")
+        finally:
+            cluster.signal("broker-3", signal.SIGCONT)
+        found = wait_for(lambda: zk.get(schema.broker_path(3)), 20, "broker 3 to register again")
+        assert found[1].czxid > before.czxid
+        wait_for_isr(zk, "nap", {1, 2, 3}, 30)
+    assert "registered /brokers/ids/3" in cluster.tail("broker-3", 50)
