@@ -60,6 +60,7 @@ GOAL_RECORDS_PER_S = 421_823
 GOAL_P99_MS_AT_10_MB_PER_S = 5.0
 MIB = 1024 * 1024
 FLOOR_MESSAGES = 600
+BATCH_BYTES_MAX = MIB  # the producer's and the brokers' default batch limit
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
@@ -192,8 +193,12 @@ def drive_fixed_rate(producer: Producer, args, payload: bytes) -> tuple[Acks, fl
         due = records_per_s * elapsed
         count = int(due) - sent
         if count > 0:
-            future = producer.send_batch(TOPIC, [payload] * count, partition=tick % args.partitions)
-            acks.track(future, now, count)
+            # Normally a millisecond's worth; after a stall of this process, more, in pieces
+            # that each fit in one batch.
+            for start in range(0, count, args.batch_records):
+                piece = min(args.batch_records, count - start)
+                future = producer.send_batch(TOPIC, [payload] * piece, partition=tick % args.partitions)
+                acks.track(future, now, piece)
             sent += count
             tick += 1
         time.sleep(max(0.0, started + (tick + 1) * 0.001 - time.perf_counter()))
@@ -229,7 +234,8 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--replication-factor", type=int, default=3)
     parser.add_argument("--partitions", type=int, default=1)
-    parser.add_argument("--batch-records", type=int, default=8000, help="records per batch (throughput mode)")
+    parser.add_argument("--batch-records", type=int, default=0,
+                        help="records per send_batch call (default: 8,000, or fewer so a call fits in 1 MiB)")
     parser.add_argument("--queued-batches", type=int, default=2, help="batches queued per partition behind the one in flight")
     parser.add_argument("--rate-mb-per-s", type=float, default=0.0, help="latency mode: fixed offered load")
     parser.add_argument("--seconds", type=float, default=15.0, help="latency mode: how long")
@@ -242,6 +248,8 @@ def main() -> None:
         _floor_server()
         return
     acks = -1 if args.acks == "all" else int(args.acks)
+    fitting = (BATCH_BYTES_MAX - 4096) // (args.record_size + 24)  # the producer's per-record size estimate
+    args.batch_records = min(args.batch_records or 8000, fitting)
     brokers = max(3, args.replication_factor)
 
     harness.note("measuring the gRPC stream floor")

@@ -164,13 +164,17 @@ class Producer:
         For callers that already hold many records (bulk loads, benchmarks): the records
         join the partition's open batch like `send` would add them (so small calls made
         while a request is in flight still travel together), minus one future per record.
-        A call that would push the open batch past `batch_bytes_max` starts a new batch.
+        A call that would push the open batch past `batch_bytes_max` starts a new batch;
+        one call must fit in `batch_bytes_max` itself (a broker refuses larger batches).
         """
         if not values:
             raise ValueError("send_batch needs at least one record")
         stamp = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
         key_bytes = len(key) if key else 0
         size = sum(len(v) for v in values) + (key_bytes + 24) * len(values)
+        if size > self.batch_bytes_max:
+            raise ValueError(f"{len(values)} records take about {size} bytes, more than batch_bytes_max "
+                             f"{self.batch_bytes_max}; split the call")
         future: Future = Future()
         with self._lock:
             if self._closed:
