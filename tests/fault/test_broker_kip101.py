@@ -80,7 +80,7 @@ def test_scenario_1_restarted_follower_keeps_records_above_its_stale_hw(start_cl
     with zk_session(cluster) as zk:
         create_topic(zk, topic, {0: (1, 2)}, {"min.insync.replicas": "1"})
         wait_for_leader(zk, topic, 1, 30)
-        wait_for(lambda: (d := describe(cluster, 1, topic)) and d.leader, 30, "leadership"))
+        wait_for(lambda: (d := describe(cluster, 1, topic)) and d.leader, 30, "leadership")
         for value in (b"m1", b"m2"):
             assert produce_raw(cluster, 1, topic, batch_of([value]), acks=-1).error_code == common_pb2.ERROR_CODE_NONE
         wait_caught_up(cluster, (1, 2), topic, 2, 10)
@@ -101,7 +101,7 @@ def test_scenario_1_restarted_follower_keeps_records_above_its_stale_hw(start_cl
         zk.kazoo.create(schema.UNCLEAN_LEADER_ELECTION, schema.ElectionRequest(((topic, 0),)).encode())
         state = wait_for(lambda: (s := partition_state(zk, topic)).leader == 2 and s, 10, "broker 2 elected")
     assert state.leader_epoch >= 1
-    leader = wait_for(lambda: (d := describe(cluster, 2, topic)) and d.leader and d, 30, "broker 2 leading"))
+    leader = wait_for(lambda: (d := describe(cluster, 2, topic)) and d.leader and d, 30, "broker 2 leading")
     assert leader.log_end_offset == 2, "m1 and m2 survived the stale HW"
     assert values_on_disk(cluster, 2, topic) == [b"m1", b"m2"]
     assert "truncated" not in cluster.tail("broker-2", 200)
@@ -122,7 +122,7 @@ def test_scenario_2_diverged_replica_truncates_to_the_last_common_epoch(start_cl
     with zk_session(cluster) as zk:
         create_topic(zk, topic, {0: (1, 2)}, {"min.insync.replicas": "1"})
         wait_for_leader(zk, topic, 1, 30)
-        wait_for(lambda: (d := describe(cluster, 1, topic)) and d.leader, 30, "leadership"))
+        wait_for(lambda: (d := describe(cluster, 1, topic)) and d.leader, 30, "leadership")
         assert produce_raw(cluster, 1, topic, batch_of([b"m1"]), acks=-1).error_code == common_pb2.ERROR_CODE_NONE
         assert produce_raw(cluster, 1, topic, batch_of([b"m2"]), acks=-1).error_code == common_pb2.ERROR_CODE_NONE
         wait_caught_up(cluster, (1, 2), topic, 2, 10)

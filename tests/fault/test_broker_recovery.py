@@ -62,7 +62,7 @@ def test_torn_write_at_the_end_of_a_segment_is_cut_at_start_up(start_cluster):
     with zk_session(cluster) as zk:
         create_topic(zk, "torn", {0: (1,)})
         wait_for_leader(zk, "torn", 1, 30)
-        wait_for(lambda: (d := describe(cluster, 1, "torn")) and d.leader, 30, "leadership"))
+        wait_for(lambda: (d := describe(cluster, 1, "torn")) and d.leader, 30, "leadership")
         produce_batches(cluster, 1, "torn", acks=1)
         cluster.stop("broker-1")
         segment = segment_path(cluster, 1, "torn")
@@ -88,7 +88,7 @@ def test_corrupted_byte_in_a_follower_segment_is_detected_and_refetched(start_cl
     with zk_session(cluster) as zk:
         create_topic(zk, "rot", {0: (1, 2)}, {"min.insync.replicas": "2"})
         wait_for_leader(zk, "rot", 1, 30)
-        wait_for(lambda: (d := describe(cluster, 1, "rot")) and d.leader and len(d.isr) == 2, 30, "ISR of two"))
+        wait_for(lambda: (d := describe(cluster, 1, "rot")) and d.leader and len(d.isr) == 2, 30, "ISR of two")
         produce_batches(cluster, 1, "rot", acks=-1)
         total = BATCHES * RECORDS_PER_BATCH
         wait_caught_up(cluster, (1, 2), "rot", total, 10)
@@ -116,7 +116,7 @@ def test_replica_of_a_topic_deleted_while_the_broker_was_down_is_removed_at_star
     with zk_session(cluster) as zk:
         create_topic(zk, "gone", {0: (1, 2, 3)})
         wait_for_leader(zk, "gone", 1, 30)
-        wait_for(lambda: (d := describe(cluster, 1, "gone")) and d.leader, 30, "leadership"))
+        wait_for(lambda: (d := describe(cluster, 1, "gone")) and d.leader, 30, "leadership")
         produce_batches(cluster, 1, "gone", acks=-1)
         directory = segment_path(cluster, 3, "gone").parent
         assert directory.exists()

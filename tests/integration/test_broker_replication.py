@@ -118,7 +118,7 @@ def test_long_poll_fetch_answers_when_records_arrive(cluster):
         create_topic(zk, "poll", {0: (3, 1, 2)})
         wait_for_leader(zk, "poll", 3, 30)
     leader = log_stub(cluster, 3)
-    wait_for(lambda: describe(cluster, 3, "poll") and describe(cluster, 3, "poll").leader, 30, "leadership"))
+    wait_for(lambda: describe(cluster, 3, "poll") and describe(cluster, 3, "poll").leader, 30, "leadership")
 
     def produce_later():
         time.sleep(0.5)
