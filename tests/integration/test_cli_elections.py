@@ -13,52 +13,16 @@ import time
 
 import grpc
 import pytest
-from kazoo.client import KazooClient
 
 from replog.cli.main import main
 from replog.common.zk import schema
-from replog.devcluster import ClusterSpec, LocalCluster
-from replog.devcluster.cluster import ClusterError
+from replog.devcluster import ClusterSpec
 from replog.v1 import admin_pb2 as A
 from replog.v1 import admin_pb2_grpc
 
+from .gateway_helpers import cli_runner, kazoo_client, running_cluster
+
 pytestmark = pytest.mark.integration
-UP_ATTEMPTS = 5
-
-
-def running_cluster(base, spec):
-    """Start a LocalCluster and tear it down after. `up()` is retried: LocalCluster.is_running
-    reads an empty /proc/<pid>/cmdline while a process is still exec'ing (java's launcher
-    takes a while) and reports it as exited (devcluster's issue, reported). A retried up()
-    keeps what is running and starts only what is not. A broker answers health checks
-    before it registers, so also wait until every broker is in /brokers/ids."""
-    cluster = LocalCluster(base, spec)
-    try:
-        for attempt in range(UP_ATTEMPTS):
-            try:
-                cluster.up()
-                break
-            except ClusterError:
-                if attempt == UP_ATTEMPTS - 1:
-                    raise
-                time.sleep(0.2)
-        wait_registered(cluster, spec.brokers)
-        yield cluster
-    finally:
-        cluster.down()
-
-
-def wait_registered(cluster, brokers: int, timeout_s: float = 15.0) -> None:
-    client = KazooClient(cluster.zookeeper_connect)
-    client.start()
-    try:
-        deadline = time.monotonic() + timeout_s
-        while len(client.get_children(schema.BROKER_IDS)) < brokers:
-            assert time.monotonic() < deadline, "brokers did not register in time"
-            time.sleep(0.05)
-    finally:
-        client.stop()
-        client.close()
 
 
 @pytest.fixture(scope="module")
@@ -68,24 +32,12 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def kazoo(cluster):
-    client = KazooClient(cluster.zookeeper_connect)
-    client.start()
-    yield client
-    client.stop()
-    client.close()
+    yield from kazoo_client(cluster)
 
 
 @pytest.fixture
 def replog(cluster, capsys):
-    def run(*argv: str) -> tuple[int, str, str]:
-        try:
-            code = main(["--gateway", cluster.gateway_address, *argv])
-        except SystemExit as exc:
-            code = exc.code
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
+    return cli_runner(cluster, capsys)
 
 
 def set_states(kazoo, topic: str, states: dict[int, tuple[int, list[int]]]) -> None:

@@ -9,58 +9,19 @@ gateway writes, not at what a controller would do with it.
 from __future__ import annotations
 
 import threading
-import time
 
 import grpc
 import pytest
-from kazoo.client import KazooClient
 
 from replog.common.zk import schema
-from replog.devcluster import ClusterSpec, LocalCluster
-from replog.devcluster.cluster import ClusterError
+from replog.devcluster import ClusterSpec
 from replog.v1 import admin_pb2 as A
 from replog.v1 import admin_pb2_grpc
 from replog.v1 import common_pb2 as C
 
+from .gateway_helpers import kazoo_client, running_cluster
+
 pytestmark = pytest.mark.integration
-UP_ATTEMPTS = 5
-
-
-def running_cluster(base, spec):
-    """Start a LocalCluster and tear it down after. `up()` is retried: LocalCluster.is_running
-    reads an empty /proc/<pid>/cmdline while a process is still exec'ing (java's launcher
-    takes a while) and reports it as exited (devcluster's issue, reported). A retried up()
-    keeps what is running and starts only what is not. A broker answers health checks
-    before it registers, so also wait until every broker is in /brokers/ids."""
-    cluster = LocalCluster(base, spec)
-    try:
-        for attempt in range(UP_ATTEMPTS):
-            try:
-                cluster.up()
-                break
-            except ClusterError:
-                if attempt == UP_ATTEMPTS - 1:
-                    raise
-                time.sleep(0.2)
-        wait_registered(cluster, spec.brokers)
-        yield cluster
-    finally:
-        cluster.down()
-
-
-def wait_registered(cluster, brokers: int, timeout_s: float = 15.0) -> None:
-    client = KazooClient(cluster.zookeeper_connect)
-    client.start()
-    try:
-        deadline = time.monotonic() + timeout_s
-        while len(client.get_children(schema.BROKER_IDS)) < brokers:
-            assert time.monotonic() < deadline, "brokers did not register in time"
-            time.sleep(0.05)
-    finally:
-        client.stop()
-        client.close()
-
-
 WATCHED = ("/brokers/topics", "/config", "/admin")
 
 
@@ -71,11 +32,7 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def kazoo(cluster):
-    client = KazooClient(cluster.zookeeper_connect)
-    client.start()
-    yield client
-    client.stop()
-    client.close()
+    yield from kazoo_client(cluster)
 
 
 @pytest.fixture(scope="module")

@@ -63,8 +63,14 @@ def start_server(
     port: int,
     max_workers: int = 32,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
+    serving: bool = True,
 ) -> RunningServer:
-    """Start serving `bindings` plus health and reflection; returns the bound port."""
+    """Start serving `bindings` plus health and reflection; returns the bound port.
+
+    With `serving=False` health answers NOT_SERVING until `set_serving(True)`:
+    for a process that is not ready when it starts listening (a broker before it
+    registers in ZooKeeper).
+    """
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
         options=SERVER_OPTIONS,
@@ -83,6 +89,6 @@ def start_server(
         raise OSError(f"cannot listen on {host}:{port} (in use or not allowed)")
     server.start()
     running = RunningServer(server=server, port=bound, health=health_servicer, health_names=("", *names))
-    running.set_serving(True)
+    running.set_serving(serving)
     log.info("serving %s on %s:%d", ", ".join(names), host, bound)
     return running

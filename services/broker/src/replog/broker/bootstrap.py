@@ -76,7 +76,7 @@ class BrokerProcess:
         self._build()
         self.server = start_server(
             bindings(self.control_servicer, self.replication_servicer, self.log_servicer),
-            host=config.host, port=config.port, max_workers=config.grpc_workers,
+            host=config.host, port=config.port, max_workers=config.grpc_workers, serving=False,
         )
         metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         self.metrics.watch_partitions(lambda: self.replicas.summary(self.topic_configs.min_insync_replicas))
@@ -84,6 +84,7 @@ class BrokerProcess:
         self.isr_changes.start()
         self.checkpointer.start()
         self._register(metrics_port)
+        self.server.set_serving(True)  # healthy means registered: peers and the controller can see it
         self.zk.add_session_listener(self._on_session)
         log.info("broker %d up: grpc %s:%d, metrics %d, rack %r, %d local replicas", config.broker_id, config.host,
                  self.server.port, metrics_port, config.rack, len(self.replicas.topic_partitions()))
