@@ -279,7 +279,8 @@ def main() -> None:
         profilers = start_profilers(args, cluster, assignment[0][0], assignment[0][1], expected_s) \
             if args.profile else []
         cpu_before = cpu_by_process(cluster)
-        harness.note(f"producing ({'%.0f MB/s for %gs' % (args.rate_mb_per_s, args.seconds) if latency_mode else '%d records' % args.records})")
+        what = f"{args.rate_mb_per_s:.0f} MB/s for {args.seconds:g} s" if latency_mode else f"{args.records} records"
+        harness.note(f"producing ({what})")
         results, seconds = (drive_fixed_rate if latency_mode else drive_throughput)(producer, args, payload)
         cpu_after = cpu_by_process(cluster)
         producer.close(timeout_s=30)

@@ -16,8 +16,22 @@ from replog.common.zk.client import ZkClient
 from replog.v1 import common_pb2, log_pb2, log_pb2_grpc
 from tests.integration.controller_helpers import create_topic, wait_for
 
-__all__ = ["start_cluster", "stop_brokers_first", "create_topic", "wait_for", "zk_session", "log_stub", "describe", "partition_state", "wait_for_isr",
-           "wait_for_leader", "produce_raw", "batch_of", "broker_name", "wait_caught_up"]
+__all__ = [
+    "start_cluster",
+    "stop_brokers_first",
+    "create_topic",
+    "wait_for",
+    "zk_session",
+    "log_stub",
+    "describe",
+    "partition_state",
+    "wait_for_isr",
+    "wait_for_leader",
+    "produce_raw",
+    "batch_of",
+    "broker_name",
+    "wait_caught_up",
+]
 
 
 @contextlib.contextmanager
