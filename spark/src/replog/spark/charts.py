@@ -41,7 +41,8 @@ def broker_bytes(brokers: Sequence[Mapping], path: Path) -> None:
 def _per_broker(brokers: Sequence[Mapping], path: Path, title: str, series, unit: str) -> None:
     plt = _pyplot()
     rows = sorted(brokers, key=lambda b: b["broker_id"])
-    fig, ax = plt.subplots(figsize=(max(6.4, min(16, 0.35 * len(rows) + 3)), 4.2))
+    width = max(6.4, min(16, 0.35 * len(rows) + 3)) if len(rows) <= BARS_MAX else 10
+    fig, ax = plt.subplots(figsize=(width, 4.2))
     if len(rows) <= BARS_MAX:
         positions = range(len(rows))
         width = 0.8 / len(series)
@@ -59,6 +60,7 @@ def _per_broker(brokers: Sequence[Mapping], path: Path, title: str, series, unit
     for key, label, color in series:
         mean = sum(r[key] or 0 for r in rows) / max(1, len(rows))
         ax.axhline(mean, color=color, linestyle="--", linewidth=1, label=f"mean {label} {mean:.1f}")
+    ax.set_ylim(bottom=0)
     ax.set_ylabel(unit)
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
