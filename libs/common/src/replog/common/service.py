@@ -43,6 +43,34 @@ def run(prog: str, body: Callable[[], int | None]) -> int:
         return EXIT_OK
 
 
+def raise_open_files_limit(wanted: int = 1_048_576) -> int:
+    """Raise RLIMIT_NOFILE towards `wanted` (a broker keeps one open segment per
+    replica: 100K replicas need 100K descriptors); returns the soft limit in force.
+
+    The soft limit goes up to the hard one; as root the hard one goes up too
+    (bounded by the kernel's fs.nr_open).
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else max(hard, wanted)
+    try:
+        with open("/proc/sys/fs/nr_open") as handle:
+            target = min(target, int(handle.read()))
+    except (OSError, ValueError):
+        pass
+    for new_soft, new_hard in ((target, max(hard, target) if hard != resource.RLIM_INFINITY else hard),
+                               (hard if hard != resource.RLIM_INFINITY else target, hard)):
+        if new_soft <= soft:
+            continue
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, new_hard))
+            return new_soft
+        except (ValueError, OSError):
+            continue
+    return soft
+
+
 class StopSignal:
     """Set by SIGTERM or SIGINT; services wait on it and then shut down cleanly."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from replog.broker.config import BrokerConfig
@@ -18,6 +19,9 @@ def main(argv: list[str] | None = None) -> int:
         from replog.common.logs import setup_logging
 
         setup_logging("broker", str(config.broker_id), config.log_level)
+        open_files = service.raise_open_files_limit()
+        logging.getLogger(PROG).info("open files limit %d (one descriptor per hosted replica's active segment)",
+                                     open_files)
         process = BrokerProcess(config)
         process.start()
         stop = service.StopSignal()
