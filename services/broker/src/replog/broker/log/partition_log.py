@@ -120,7 +120,13 @@ class PartitionLog:
         log = cls(directory, config, clock, segments, leader_epoch_cache, report)
         if cache_changed and (bases or leader_epoch_cache.entries()):
             log._checkpoint_leader_epoch_cache()
+        log.release_descriptors()  # reopened on first use: idle replicas hold no file open
         return log
+
+    def release_descriptors(self) -> None:
+        """Close every open file of the log until its next use (see LogSegment.release_descriptor)."""
+        for segment in self._segments:
+            segment.release_descriptor()
 
     # -- state -------------------------------------------------------------
 

@@ -107,7 +107,8 @@ class LogSegment:
         self.size_bytes = size_bytes
         self.next_offset = base_offset  # set by the log for immutable segments, kept by appends
         self.index = OffsetIndex(self.index_path, base_offset)
-        self._fd = fd
+        self._fd_open = fd  # -1 while released; opened again on the next use
+        self._closed = False
         self._index_interval_bytes = index_interval_bytes
         self._bytes_since_index_entry = 0
         self._max_timestamp_ms: int | None = -1 if size_bytes == 0 else None
@@ -129,6 +130,26 @@ class LogSegment:
         size_bytes = os.fstat(fd).st_size
         return cls(directory, base_offset, fd, size_bytes, index_interval_bytes)
 
+    @property
+    def _fd(self) -> int:
+        """The segment file's descriptor, opened on first use after a release."""
+        assert not self._closed, f"{self.log_path} is closed"
+        if self._fd_open < 0:
+            self._fd_open = os.open(self.log_path, os.O_RDWR)
+        return self._fd_open
+
+    def release_descriptor(self) -> None:
+        """Close the file descriptor until the next use; the segment stays usable.
+
+        A broker may host far more replicas than it may open files (100K replicas
+        against a 20K descriptor limit here), so idle segments hold none. The
+        caller holds the log's owner's lock, as for every other call.
+        """
+        if self._fd_open >= 0:
+            os.close(self._fd_open)
+            self._fd_open = -1
+        self.index.close()
+
     def flush(self) -> None:
         os.fsync(self._fd)
         self.index.flush()
@@ -139,9 +160,10 @@ class LogSegment:
 
     def close(self) -> None:
         self.index.close()
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        if self._fd_open >= 0:
+            os.close(self._fd_open)
+            self._fd_open = -1
+        self._closed = True
 
     def delete(self) -> None:
         self.close()
