@@ -101,11 +101,11 @@ def test_corrupted_byte_in_a_follower_segment_is_detected_and_refetched(start_cl
         segment.write_bytes(bytes(data))
         cluster.start("broker-2")
         cluster.wait_healthy(["broker-2"], 30)
-        (warning,) = wait_for(lambda: recovery_warnings(cluster, "broker-2"), 10, "the recovery report")
+        (warning,) = wait_for(lambda: recovery_warnings(cluster, "broker-2"), 30, "the recovery report")
         assert "CRC" in warning["msg"]
         assert f"dropped {len(data) - position} bytes" in warning["msg"]
-        wait_for_isr(zk, "rot", {1, 2}, 20)
-    wait_caught_up(cluster, (1, 2), "rot", total, 10)
+        wait_for_isr(zk, "rot", {1, 2}, 60)
+    wait_caught_up(cluster, (1, 2), "rot", total, 30)
     assert segment_path(cluster, 2, "rot").read_bytes() == segment_path(cluster, 1, "rot").read_bytes()
 
 
