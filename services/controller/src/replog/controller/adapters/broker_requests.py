@@ -27,7 +27,16 @@ from replog.v1 import broker_control_pb2, broker_control_pb2_grpc, common_pb2
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.controller")
 
-REQUEST_TIMEOUT_S = 30.0
+# The loop waits for every broker's answer, so a frozen broker (SIGSTOP, a GC
+# pause) must not hold it long: the deadline grows with the request's size
+# (a 100K-partition INIT takes seconds to apply) from a small base.
+REQUEST_TIMEOUT_BASE_S = 3.0
+REQUEST_TIMEOUT_PER_PARTITION_S = 0.0002
+REQUEST_TIMEOUT_MAX_S = 60.0
+
+
+def request_timeout_s(partitions: int) -> float:
+    return min(REQUEST_TIMEOUT_MAX_S, REQUEST_TIMEOUT_BASE_S + partitions * REQUEST_TIMEOUT_PER_PARTITION_S)
 RECONNECT_WAIT_S = 1.5
 
 
@@ -152,7 +161,7 @@ class BrokerRequestSender:
                 partitions=self._protos(request.partitions, cache), leaders=endpoints,
                 broker_epoch=request.broker_epoch,
             )
-            return stub.LeaderAndIsr(message, timeout=REQUEST_TIMEOUT_S, metadata=metadata)
+            return stub.LeaderAndIsr(message, timeout=request_timeout_s(len(message.partitions)), metadata=metadata)
         if isinstance(request, p.UpdateMetadata):
             message = broker_control_pb2.UpdateMetadataRequest(
                 controller_id=self._controller_id, controller_epoch=self._controller_epoch,
@@ -160,7 +169,7 @@ class BrokerRequestSender:
                 partitions=self._protos(request.partitions, cache), deleted_topics=request.deleted_topics,
                 full=request.full,
             )
-            return stub.UpdateMetadata(message, timeout=REQUEST_TIMEOUT_S, metadata=metadata)
+            return stub.UpdateMetadata(message, timeout=request_timeout_s(len(message.partitions)), metadata=metadata)
         message = broker_control_pb2.StopReplicaRequest(
             controller_id=self._controller_id, controller_epoch=self._controller_epoch,
             partitions=[broker_control_pb2.StopReplicaPartition(topic=x.partition.topic, partition=x.partition.partition,
@@ -168,7 +177,7 @@ class BrokerRequestSender:
                         for x in request.partitions],
             broker_epoch=request.broker_epoch,
         )
-        return stub.StopReplica(message, timeout=REQUEST_TIMEOUT_S, metadata=metadata)
+        return stub.StopReplica(message, timeout=request_timeout_s(len(message.partitions)), metadata=metadata)
 
 
 def _await_reconnect(channel: grpc.Channel) -> None:

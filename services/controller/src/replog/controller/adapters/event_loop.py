@@ -113,6 +113,16 @@ class ControllerLoop:
     def stop(self) -> None:
         self._stopped.set()
         self._generation += 1
+        self._seat = None
+        # Answer queued RPCs at once (NOT_CONTROLLER: the caller retries elsewhere)
+        # rather than letting them wait out their deadline on a process going away.
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, _Queued) and item.reply is not None and not item.reply.done():
+                item.reply.set_exception(NotController())
         self._queue.put(None)
         self._thread.join(timeout=10)
         self._channels.close()
