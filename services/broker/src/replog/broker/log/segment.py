@@ -109,6 +109,7 @@ class LogSegment:
         self.index = OffsetIndex(self.index_path, base_offset)
         self._fd_open = fd  # -1 while released; opened again on the next use
         self._closed = False
+        self._unsynced = False  # written since the last fsync
         self._index_interval_bytes = index_interval_bytes
         self._bytes_since_index_entry = 0
         self._max_timestamp_ms: int | None = -1 if size_bytes == 0 else None
@@ -151,7 +152,10 @@ class LogSegment:
         self.index.close()
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        """fsync what was written since the last flush; nothing to do (and no file opened) when clean."""
+        if self._unsynced:
+            os.fsync(self._fd)
+            self._unsynced = False
         self.index.flush()
 
     def duplicate_fd(self) -> int:
@@ -190,6 +194,7 @@ class LogSegment:
             os.ftruncate(self._fd, position)
             raise
         self.size_bytes = position + len(batch)
+        self._unsynced = True
         self._bytes_since_index_entry += len(batch)
         self.next_offset = header.next_offset
         if self._max_timestamp_ms is not None and header.max_timestamp_ms > self._max_timestamp_ms:
