@@ -242,6 +242,8 @@ def main() -> None:
     parser.add_argument("--profile", metavar="DIR", help="record py-spy profiles of leader, follower and producer")
     parser.add_argument("--broker-args", default="", help="extra broker flags, e.g. '--segment-bytes 1073741824'")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
+    parser.add_argument("--tracing", choices=("on", "off"), default="on",
+                        help="off starts the services with OTEL_SDK_DISABLED=true (no spans at all)")
     parser.add_argument("--floor-server", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor_server:
@@ -255,7 +257,8 @@ def main() -> None:
     harness.note("measuring the gRPC stream floor")
     floor = floor_grpc_stream_mb_per_s()
     harness.note(f"floor: {floor:.0f} MB/s")
-    spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": args.broker_args.split()})
+    spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": args.broker_args.split()},
+                       env={"OTEL_SDK_DISABLED": "true"} if args.tracing == "off" else {})
     with harness.local_cluster(spec, keep=args.keep) as cluster:
         zk = ZkClient(cluster.zookeeper_connect)
         zk.start()
@@ -302,6 +305,7 @@ def main() -> None:
         "p50_ms": round(percentile(results.latencies_ms, 0.50), 2),
         "p99_ms": round(percentile(results.latencies_ms, 0.99), 2),
         "errors": len(results.errors),
+        "tracing": args.tracing,
         "floor_grpc_stream_mb_per_s": round(floor, 1),
         "cpu_s": {name: round(cpu_after[name] - cpu_before.get(name, 0.0), 2) for name in sorted(cpu_after)},
         "goal": ({"p99_ms_at_10_mb_per_s": GOAL_P99_MS_AT_10_MB_PER_S} if latency_mode
