@@ -74,6 +74,8 @@ def execute(name: str, args: argparse.Namespace) -> int:
         return module.run(spark, args)
     except (ExportError, JobError) as exc:
         return fail(str(exc))
+    except OSError as exc:  # an output directory or file that cannot be written
+        return fail(f"cannot write {exc.filename or ''}: {exc.strerror or exc}".replace("write : ", "write: "))
     except Exception as exc:
         from pyspark.errors import PySparkException
 
