@@ -74,8 +74,8 @@ def execute(name: str, args: argparse.Namespace) -> int:
         return module.run(spark, args)
     except (ExportError, JobError) as exc:
         return fail(str(exc))
-    except OSError as exc:  # an output directory or file that cannot be written
-        return fail(f"cannot write {exc.filename or ''}: {exc.strerror or exc}".replace("write : ", "write: "))
+    except OSError as exc:  # a file or directory that cannot be read or written
+        return fail(f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc))
     except Exception as exc:
         from pyspark.errors import PySparkException
 
