@@ -23,6 +23,7 @@ cached; it is only needed by retention and timestamp lookups.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import Iterator
@@ -139,6 +140,21 @@ class LogSegment:
             self._fd_open = os.open(self.log_path, os.O_RDWR)
         return self._fd_open
 
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[int]:
+        """A descriptor for reads: the held one if the segment is open for writing,
+        else a temporary one closed afterwards, so reading an idle replica (a new
+        leader rebuilding its producer state, a fetch) leaves no file open."""
+        if self._fd_open >= 0:
+            yield self._fd_open
+            return
+        assert not self._closed, f"{self.log_path} is closed"
+        fd = os.open(self.log_path, os.O_RDONLY)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
     def release_descriptor(self) -> None:
         """Close the file descriptor until the next use; the segment stays usable.
 
@@ -152,11 +168,16 @@ class LogSegment:
         self.index.close()
 
     def flush(self) -> None:
-        """fsync what was written since the last flush; nothing to do (and no file opened) when clean."""
+        """fsync what was written since the last flush; nothing to do (and no file opened) when clean.
+
+        The descriptor is then released: a replica holds a file open only between
+        an append and the next flush, so the periodic flush bounds open files by the
+        replicas written to recently, not by all replicas hosted."""
         if self._unsynced:
             os.fsync(self._fd)
             self._unsynced = False
         self.index.flush()
+        self.release_descriptor()
 
     def duplicate_fd(self) -> int:
         """A new descriptor of the segment file, for an fsync made without the log's owner's lock."""
@@ -216,20 +237,24 @@ class LogSegment:
     # -- reads -----------------------------------------------------------
 
     def read_bytes(self, position: int, length: int) -> bytes:
-        data = os.pread(self._fd, length, position)
+        with self._reading() as fd:
+            data = os.pread(fd, length, position)
         assert len(data) == length, f"{self.name}: short read at {position}"
         return data
 
     def iter_headers(self, position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
         """(position, header) of each batch from `position` (a batch boundary) to the end."""
-        reader = _ChunkReader(self._fd, self.size_bytes, HEADER_SCAN_CHUNK_BYTES)
-        while position < self.size_bytes:
-            buf, at = reader.get(position, HEADER_SIZE)
-            header = read_header(buf, at)
-            if header.magic != MAGIC or header.batch_length < MIN_BATCH_LENGTH:
-                raise CorruptRecordError(f"{self.name}: no batch at position {position}")
-            yield position, header
-            position += header.size_bytes
+        if position >= self.size_bytes:
+            return
+        with self._reading() as fd:
+            reader = _ChunkReader(fd, self.size_bytes, HEADER_SCAN_CHUNK_BYTES)
+            while position < self.size_bytes:
+                buf, at = reader.get(position, HEADER_SIZE)
+                header = read_header(buf, at)
+                if header.magic != MAGIC or header.batch_length < MIN_BATCH_LENGTH:
+                    raise CorruptRecordError(f"{self.name}: no batch at position {position}")
+                yield position, header
+                position += header.size_bytes
 
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
         """(position, header) of the batch holding `offset`, or None if past the end."""
