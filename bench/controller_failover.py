@@ -28,20 +28,6 @@ from replog.devcluster import ClusterSpec  # noqa: E402
 TOPIC = "controller-failover-bench"
 
 
-def hosted(address: str) -> int:
-    """How many replicas the broker at `address` hosts (LogService.DescribeReplicas)."""
-    import grpc
-
-    from replog.v1 import log_pb2, log_pb2_grpc
-
-    try:
-        with grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 256 << 20)]) as channel:
-            reply = log_pb2_grpc.LogServiceStub(channel).DescribeReplicas(log_pb2.DescribeReplicasRequest(), timeout=60)
-        return len(reply.replicas)
-    except grpc.RpcError:
-        return 0
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--partitions", type=int, default=100000)
@@ -61,7 +47,7 @@ def main() -> None:
                                                    harness.read_states(cluster.zookeeper_connect, t, per_topic)),
                                1800, f"partition states of {topic}")
         harness.note("all partition states exist; waiting for every broker to host every replica")
-        harness.wait_until(lambda: all(hosted(p.address) >= per_topic * args.topics for p in cluster.of_role("broker")),
+        harness.wait_until(lambda: all(harness.hosted(p.address) >= per_topic * args.topics for p in cluster.of_role("broker")),
                            1800, "every broker to host its replicas", interval_s=2)
         paths = [schema.partition_state_path(t, p) for t in topics for p in range(per_topic)]
         started = time.monotonic()

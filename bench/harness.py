@@ -115,3 +115,17 @@ def read_span_files(trace_dir: Path) -> list[dict]:
 
 def children_of(spans: list[dict], parent: dict) -> list[dict]:
     return [s for s in spans if s["trace_id"] == parent["trace_id"] and s.get("parent_span_id") == parent["span_id"]]
+
+
+def hosted(address: str) -> int:
+    """How many replicas the broker at `address` hosts (LogService.DescribeReplicas)."""
+    import grpc
+
+    from replog.v1 import log_pb2, log_pb2_grpc
+
+    try:
+        with grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 256 << 20)]) as channel:
+            reply = log_pb2_grpc.LogServiceStub(channel).DescribeReplicas(log_pb2.DescribeReplicasRequest(), timeout=60)
+        return len(reply.replicas)
+    except grpc.RpcError:
+        return 0
