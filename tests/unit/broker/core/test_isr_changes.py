@@ -2,7 +2,7 @@
 
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, IsrChangeKind
-from replog.broker.core.leader import AnswerIgnored, IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
+from replog.broker.core.leader import INELIGIBLE_RETRY_MS, AnswerIgnored, IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
 
 from tests.unit.broker.core.builders import TP, append, fetch_as_prefix, start_leader
 from tests.unit.broker.core.fake_log import FakeLog
@@ -94,6 +94,20 @@ def test_a_refused_proposal_is_dropped_and_proposed_again_later():
     assert isinstance(outcome, ProposalDropped) and outcome.error_code is ErrorCode.INELIGIBLE_REPLICA
     assert leader.pending_proposal is None and leader.isr == (1, 2, 3)
     assert leader.maybe_shrink_isr(now_ms=LAG_MS + 2, replica_lag_time_max_ms=LAG_MS, log=log) is not None
+
+
+def test_a_follower_refused_as_ineligible_is_not_proposed_again_on_every_fetch():
+    # A shutting-down broker keeps fetching until it exits (KIP-841): one proposal per back-off, not per fetch.
+    log = FakeLog()
+    leader = start_leader(log, isr=(1, 2), now_ms=0)
+    append(log, leader, 5)
+    fetch_as_prefix(leader, log, 2, 5, now_ms=1)
+    assert fetch_as_prefix(leader, log, 3, 5, now_ms=2).isr_proposal is not None
+    assert isinstance(refuse(leader, log), ProposalDropped)
+    assert fetch_as_prefix(leader, log, 3, 5, now_ms=10).isr_proposal is None  # the back-off starts here
+    assert fetch_as_prefix(leader, log, 3, 5, now_ms=10 + INELIGIBLE_RETRY_MS - 1).isr_proposal is None
+    again = fetch_as_prefix(leader, log, 3, 5, now_ms=10 + INELIGIBLE_RETRY_MS).isr_proposal
+    assert again is not None and again.new_isr == (1, 2, 3)
 
 
 def test_fenced_leader_keeps_its_proposal_and_waits_for_leader_and_isr():
@@ -213,3 +227,39 @@ def test_expansion_committed_then_fenced_still_counts_the_new_member():
     append(log, leader, 2)
     fetch_as_prefix(leader, log, 2, 5, now_ms=3)
     assert 3 in leader.maximal_isr and leader.high_watermark == 3, "replica 3 (in the controller's ISR) holds only 3"
+
+
+def test_repeated_fetches_from_an_idle_follower_keep_it_in_sync_and_the_hw_where_it_is():
+    log = FakeLog()
+    leader = start_leader(log, now_ms=0)
+    append(log, leader, 3)
+    fetch_as_prefix(leader, log, 2, 3, now_ms=10)
+    fetch_as_prefix(leader, log, 3, 3, now_ms=10)
+    assert leader.high_watermark == 3
+    for now_ms in range(100, 10 * LAG_MS, 100):  # the same position again and again
+        read = fetch_as_prefix(leader, log, 2, 3, now_ms=now_ms)
+        fetch_as_prefix(leader, log, 3, 3, now_ms=now_ms)
+        assert read.high_watermark == 3 and not read.high_watermark_update.advanced
+    assert leader.maybe_shrink_isr(now_ms=10 * LAG_MS, replica_lag_time_max_ms=LAG_MS, log=log) is None
+    append(log, leader, 2)  # records arrive; a follower that stays behind is caught up only until then
+    fetch_as_prefix(leader, log, 2, 5, now_ms=10 * LAG_MS + 1)
+    fetch_as_prefix(leader, log, 3, 3, now_ms=10 * LAG_MS + 1)
+    assert leader.high_watermark == 3
+    proposal = leader.maybe_shrink_isr(now_ms=12 * LAG_MS, replica_lag_time_max_ms=LAG_MS, log=log)
+    assert proposal is not None and proposal.new_isr == (1, 2)
+
+
+def test_a_refused_expansion_releases_the_hw_it_was_holding_back():
+    # The pending expansion counts the joining follower; once refused, the HW must not wait for it,
+    # even if no fetch ever comes again (an idle follower in a fetch session is not re-read).
+    log = FakeLog()
+    leader = start_leader(log, isr=(1, 2), now_ms=0)
+    append(log, leader, 5)
+    fetch_as_prefix(leader, log, 2, 5, now_ms=1)
+    assert fetch_as_prefix(leader, log, 3, 5, now_ms=2).isr_proposal is not None
+    append(log, leader, 1)
+    fetch_as_prefix(leader, log, 2, 6, now_ms=3)
+    assert leader.high_watermark == 5  # held back by the joining replica 3
+    outcome = refuse(leader, log)
+    assert isinstance(outcome, ProposalDropped) and outcome.high_watermark_update.advanced
+    assert leader.high_watermark == 6

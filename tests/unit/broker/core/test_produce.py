@@ -84,3 +84,24 @@ def test_timeout_keeps_resolved_partitions_and_times_out_the_rest():
     assert purgatory.expire(now_ms=999) == []
     assert purgatory.expire(now_ms=1_000) == [op]
     assert [r.error_code for r in op.results] == [ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NONE]
+
+
+def test_a_check_on_one_partition_reads_only_that_partition():
+    # A request over thousands of partitions must not re-read all of them on every HW advance.
+    state = {TP: progress(hw=0), TP2: progress(hw=0)}
+    reads: list[TopicPartition] = []
+
+    def progress_of(tp):
+        reads.append(tp)
+        return state[tp]
+
+    waits = [WAIT, ProduceWait(TP2, leader_epoch=3, base_offset=0, last_offset=0, min_insync_replicas=2)]
+    op = DelayedProduce(waits, progress_of)
+    purgatory: Purgatory[DelayedProduce, TopicPartition] = Purgatory(operations_max=10)
+    purgatory.add(op, op.keys, deadline_ms=1_000)
+    reads.clear()
+    state[TP2] = progress(hw=1)
+    assert purgatory.check(TP2) == [] and reads == [TP2]
+    reads.clear()
+    state[TP] = progress(hw=13)
+    assert purgatory.check(TP) == [op] and reads == [TP]

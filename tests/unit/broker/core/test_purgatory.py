@@ -7,10 +7,12 @@ class Op:
     def __init__(self, ready=False):
         self.ready = ready
         self.tries = 0
+        self.changed = []
         self.expired = False
 
-    def try_complete(self):
+    def try_complete(self, changed=None):
         self.tries += 1
+        self.changed.append(changed)
         return self.ready
 
     def on_expire(self):
@@ -34,6 +36,7 @@ def test_check_completes_ops_on_any_of_their_keys_once():
     assert purgatory.check("b") == [only_b]
     assert purgatory.check("b") == [] and len(purgatory) == 0
     assert purgatory.watched_count("a") == purgatory.watched_count("b") == 0
+    assert both.changed == [None, "a", "a"]  # add asks about everything, check about its key
 
 
 def test_expire_in_deadline_order_and_not_twice():

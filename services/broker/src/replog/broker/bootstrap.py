@@ -134,6 +134,7 @@ class BrokerProcess:
         self.checkpointer = Checkpointer(
             replicas, clock, checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
             flush_check_interval_ms=config.flush_interval_ms or DEFAULT_FLUSH_CHECK_MS,
+            interval_flush=config.flush_interval_ms > 0,
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
@@ -188,6 +189,7 @@ class BrokerProcess:
         if self._stopping:
             return
         if self.server is not None and self.config.controlled_shutdown_enable and self.broker_epoch:
+            self.state_changes.begin_shutdown()
             controlled_shutdown(self.controller, self.config.broker_id, self.broker_epoch)
         self._stopping = True
         if self.server is not None:

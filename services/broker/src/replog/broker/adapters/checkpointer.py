@@ -4,7 +4,8 @@ checkpoint HWs and recovery points.
 One thread. Every `flush_check_interval_ms` it fsyncs the segments each log
 rolled since the last tick (off the append path, see
 HostedPartition.sync_rolled_segments), asks each log whether its interval
-flush policy is due (`PartitionLog.maybe_flush`), and every
+flush policy is due (`PartitionLog.maybe_flush`; skipped when no flush
+interval is configured, so 10K idle partitions cost a tick nothing), and every
 `checkpoint_interval_ms` it atomically rewrites the HW and recovery-point
 checkpoint files (ReplicaManager.write_checkpoints). A failure to write a
 checkpoint is logged and retried next round: the previous file stays intact
@@ -26,9 +27,10 @@ log = logging.getLogger(__name__)
 
 class Checkpointer:
     def __init__(self, replicas: ReplicaManager, clock: Clock, *, checkpoint_interval_ms: int,
-                 flush_check_interval_ms: int) -> None:
+                 flush_check_interval_ms: int, interval_flush: bool = True) -> None:
         self._replicas = replicas
         self._clock = clock
+        self._interval_flush = interval_flush
         self._checkpoint_interval_ms = checkpoint_interval_ms
         self._tick_ms = max(min(flush_check_interval_ms, checkpoint_interval_ms), 10)
         self._stop = threading.Event()
@@ -53,7 +55,7 @@ class Checkpointer:
             if self._clock.monotonic_ms() >= self._next_checkpoint_ms:
                 self._replicas.write_checkpoints(flush_if_due=True)
                 self._next_checkpoint_ms = self._clock.monotonic_ms() + self._checkpoint_interval_ms
-            else:
+            elif self._interval_flush:
                 for hosted in self._replicas.hosted():
                     hosted.checkpoint_offsets(flush_if_due=True)
         except OSError as exc:

@@ -4,11 +4,16 @@ Theory of operation (DESIGN.md §2 "Replication", §4 "Truncation"; Kafka
 `ReplicaFetcherThread` / `AbstractFetcherThread`):
 
 The fetcher holds a target per partition: the leader epoch it follows in (from
-the LeaderAndIsr that started it) and a back-off deadline. Each round it asks
-every ready partition for its fetch position (follower_side.py), sends one
-ReplicaFetch for all of them to the leader (a long poll: the leader answers
-when it has records or after `max_wait_ms`), and hands each partition's
-answer back: append and move the follower HW; truncate on a diverging epoch
+the LeaderAndIsr that started it) and a back-off deadline. It fetches in a
+session with the leader (fetch_sessions.py): the first request names every
+ready partition with its fetch position (follower_side.py); later ones name
+only the partitions whose position may have changed (they had an answer, or
+their back-off ended), and the leader answers only partitions with something
+new, so an idle partition costs nothing per round. Each request is a long
+poll (the leader answers when it has records or after `max_wait_ms`). Adding
+or removing a partition, a failed or cancelled request, or the leader
+refusing the session starts a new session. Each partition's answer is
+handled against the position the session holds for it: append and move the follower HW; truncate on a diverging epoch
 (KIP-101/320, as a `broker.truncate` span under the LeaderAndIsr that made us
 follow); reset an out-of-range offset; back off a partition the leader refused
 (it may not have taken the LeaderAndIsr yet). A transport failure backs off
@@ -102,6 +107,15 @@ class ReplicaFetcher:
         self._restart_requested = False
         self._stopped = False
         self._transport_backoff_ms = 0
+        # The fetch session with the leader (fetch_sessions.py): id 0 means open a new one next;
+        # the generation counts resets, so an answer that raced with one is not taken for the new session.
+        self._session_id = 0
+        self._session_generation = 0
+        self._session_epoch = 0
+        # Positions the session holds (as last sent), to read the leader's answers against.
+        self._session_positions: dict[TopicPartition, tuple[_Target, FetchPosition]] = {}
+        # Partitions to name in the next incremental request: their position may have changed.
+        self._dirty: set[TopicPartition] = set()
         self._thread = threading.Thread(target=self._run, name=f"replica-fetcher-{leader_id}", daemon=True)
 
     # --- control (any thread) ---------------------------------------------------------
@@ -113,13 +127,15 @@ class ReplicaFetcher:
         with self._cond:
             self._targets[topic_partition] = _Target(leader_epoch, trace_context)
             self._restart_requested = True
+            self._reset_session_locked()
             if self._call is not None:
                 self._call.cancel()
             self._cond.notify_all()
 
     def remove(self, topic_partition: TopicPartition) -> None:
         with self._cond:
-            self._targets.pop(topic_partition, None)
+            if self._targets.pop(topic_partition, None) is not None:
+                self._reset_session_locked()  # the next request opens a session without it
 
     def partition_count(self) -> int:
         with self._cond:
@@ -141,21 +157,39 @@ class ReplicaFetcher:
             guarded_round(self._round)
 
     def _round(self) -> None:
-        ready = self._wait_for_ready_targets()
-        if ready is None:
+        work = self._wait_for_work()
+        if work is None:
             return
+        ready, generation, session_epoch = work
         positions = self._positions(ready)
-        if positions:
-            self._fetch_once(positions)
+        if positions or session_epoch > 0:
+            self._fetch_once(positions, generation, session_epoch)
 
-    def _wait_for_ready_targets(self) -> dict[TopicPartition, _Target] | None:
+    def _wait_for_work(self) -> tuple[dict[TopicPartition, _Target], int, int] | None:
+        """What the next request names, with the session generation and epoch, once any partition may fetch.
+
+        Opening a session names every partition not backing off; an incremental request only
+        the dirty ones whose back-off is over (possibly none: an idle long poll)."""
         with self._cond:
             while not self._stopped:
                 now_ms = self._clock.monotonic_ms()
-                ready = {tp: t for tp, t in self._targets.items() if t.backoff_until_ms <= now_ms}
-                if ready:
+                if self._session_id == 0:
+                    ready = {tp: t for tp, t in self._targets.items() if t.backoff_until_ms <= now_ms}
+                    if ready:
+                        self._restart_requested = False
+                        self._session_positions = {}
+                        # Those backing off join the session by name once their back-off is over.
+                        self._dirty = {tp for tp in self._targets if tp not in ready}
+                        return ready, self._session_generation, 0
+                elif any(t.backoff_until_ms <= now_ms for t in self._targets.values()):
+                    ready = {}
+                    for tp in self._dirty:
+                        target = self._targets.get(tp)
+                        if target is not None and target.backoff_until_ms <= now_ms:
+                            ready[tp] = target
+                    self._dirty.difference_update(ready)
                     self._restart_requested = False
-                    return ready
+                    return ready, self._session_generation, self._session_epoch + 1
                 wake_ms = min((t.backoff_until_ms for t in self._targets.values()), default=None)
                 self._cond.wait(None if wake_ms is None else max(wake_ms - now_ms, 1) / 1000)
             return None
@@ -171,7 +205,8 @@ class ReplicaFetcher:
                 positions[topic_partition] = (target, position)
         return positions
 
-    def _fetch_once(self, positions: dict[TopicPartition, tuple[_Target, FetchPosition]]) -> None:
+    def _fetch_once(self, positions: dict[TopicPartition, tuple[_Target, FetchPosition]], generation: int,
+                    session_epoch: int) -> None:
         address = self._address_of(self.leader_id)
         if address is None:
             log.warning("no address known for leader broker %d; backing off", self.leader_id)
@@ -184,11 +219,14 @@ class ReplicaFetcher:
             min_bytes=1,
             max_bytes=settings.bytes_max,
             replica_broker_epoch=self._broker_epoch_of(),
+            session_id=self._session_id if session_epoch > 0 else 0,
+            session_epoch=session_epoch,
             partitions=[
                 replication_pb2.ReplicaFetchPartition(
                     topic=tp.topic, partition=tp.partition, current_leader_epoch=target.leader_epoch,
                     fetch_offset=position.fetch_offset, last_fetched_epoch=position.last_fetched_epoch,
                     log_start_offset=position.log_start_offset, partition_max_bytes=settings.partition_bytes_max,
+                    known_high_watermark=position.high_watermark,
                 )
                 for tp, (target, position) in positions.items()
             ],
@@ -207,17 +245,39 @@ class ReplicaFetcher:
             with self._cond:
                 self._call = None
         self._transport_backoff_ms = 0
+        if response.error_code in (ErrorCode.FETCH_SESSION_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH):
+            log.info("leader %d: %s; opening a new fetch session", self.leader_id, response.error_message)
+            self._reset_session()
+            return
         if response.error_code != ErrorCode.NONE:
             log.warning("leader %d refused ReplicaFetch: %s %s", self.leader_id,
                         ErrorCode(response.error_code).name, response.error_message)
             self._back_off_all(ERROR_BACKOFF_MS)
             return
+        with self._cond:
+            if self._restart_requested or self._session_generation != generation:
+                return  # re-targeted while the request was out; a new session starts next round
+            self._session_id, self._session_epoch = response.session_id, session_epoch
+            self._session_positions.update(positions)
+            session_positions = self._session_positions
         for data in response.partitions:
-            entry = positions.get(TopicPartition(data.topic, data.partition))
+            topic_partition = TopicPartition(data.topic, data.partition)
+            entry = session_positions.get(topic_partition)
             if entry is not None:
-                self._handle_partition(TopicPartition(data.topic, data.partition), *entry, data)
+                self._handle_partition(topic_partition, *entry, data)
+                with self._cond:
+                    self._dirty.add(topic_partition)  # it moved, or must be named again after a back-off
+
+    def _reset_session(self) -> None:
+        with self._cond:
+            self._reset_session_locked()
+
+    def _reset_session_locked(self) -> None:
+        self._session_id = 0
+        self._session_generation += 1
 
     def _on_transport_failure(self, address: str, exc: BaseException) -> None:
+        self._reset_session()  # the leader may have used up wake-ups for the answer we lost
         with self._cond:
             if self._stopped or self._restart_requested:
                 return  # cancelled on purpose
@@ -299,6 +359,7 @@ class ReplicaFetcher:
 
     def _back_off_all(self, delay_ms: int) -> None:
         with self._cond:
+            self._reset_session_locked()
             until_ms = self._clock.monotonic_ms() + delay_ms
             for target in self._targets.values():
                 target.backoff_until_ms = max(target.backoff_until_ms, until_ms)

@@ -31,6 +31,7 @@ class FetchPosition:
     fetch_offset: int
     last_fetched_epoch: int
     log_start_offset: int
+    high_watermark: int
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ def fetch_position(hosted: HostedPartition, *, leader_epoch: int) -> FetchPositi
         if not _follows(hosted, leader_epoch):
             return None
         position = core_fetch_position(hosted.log)
-        return FetchPosition(position.fetch_offset, position.last_fetched_epoch, hosted.log.log_start_offset)
+        return FetchPosition(position.fetch_offset, position.last_fetched_epoch, hosted.log.log_start_offset,
+                             hosted.replica.high_watermark)
 
 
 def append_from_leader(

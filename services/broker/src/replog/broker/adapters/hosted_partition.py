@@ -16,8 +16,9 @@ partition lock touches the delayed produces. Callers collect what a step
 changed (an HW that advanced, effects to run) and act on it after release.
 
 Waiters: a long-poll (consumer Fetch, follower ReplicaFetch) registers one
-`threading.Event` with each partition it reads; `wake()` sets them when
-records are appended, the HW moves or the role changes. No polling loop.
+`Waiter` (long_poll.py) with each partition it reads; `wake()` notifies them,
+naming this partition, when records are appended, the HW moves or the role
+changes. No polling loop.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import os
 import threading
 
+from replog.broker.adapters.long_poll import Waiter
 from replog.broker.core.leader import HighWatermarkUpdate
 from replog.broker.core.partition import Applied, LeaderAndIsrDecision, PartitionOutcome, Unchanged
 from replog.broker.core.producer_state import ProducerStateTable
@@ -50,22 +52,22 @@ class HostedPartition:
         self.replica = PartitionReplica(topic_partition, broker_id, high_watermark=min(high_watermark, log.log_end_offset))
         self.producer_state = producer_state
         self.usable = True  # False once the log is deleted or closed
-        self._waiters: set[threading.Event] = set()
+        self._waiters: set[Waiter] = set()
 
-    # --- long-poll waiters (lock held by the caller for add/remove, or not: sets are tiny) ---
+    # --- long-poll waiters ------------------------------------------------------------
 
-    def add_waiter(self, event: threading.Event) -> None:
+    def add_waiter(self, waiter: Waiter) -> None:
         with self.lock:
-            self._waiters.add(event)
+            self._waiters.add(waiter)
 
-    def remove_waiter(self, event: threading.Event) -> None:
+    def remove_waiter(self, waiter: Waiter) -> None:
         with self.lock:
-            self._waiters.discard(event)
+            self._waiters.discard(waiter)
 
     def wake_locked(self) -> None:
         """Wake every long-poll parked here; the caller holds `lock`."""
-        for event in self._waiters:
-            event.set()
+        for waiter in self._waiters:
+            waiter.notify(self)
 
     def wake(self) -> None:
         with self.lock:
@@ -132,6 +134,8 @@ class HostedPartition:
         checkpointer calls this every tick instead. The recovery point moves past
         them only afterwards, so a crash before then rescans them at start-up.
         """
+        if not self.log.has_rolled_segments_to_sync:  # read without the lock: a miss waits one tick
+            return
         with self.lock:
             if not self.usable:
                 return

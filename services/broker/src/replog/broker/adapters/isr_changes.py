@@ -121,14 +121,17 @@ class IsrChangeSender:
 
     def _periodic_check(self) -> None:
         now_ms = self._clock.monotonic_ms()
+        shrinks: list[str] = []
         for hosted in self._hosted():
             proposal = maybe_shrink_isr(hosted, now_ms=now_ms, replica_lag_time_max_ms=self._lag_ms)
             if proposal is not None:
-                log.info("%s: proposing ISR shrink to %s (followers out of sync)", hosted.topic_partition,
-                         list(proposal.new_isr))
+                shrinks.append(f"{hosted.topic_partition} to {list(proposal.new_isr)}")
             if proposal is not None or proposal_to_resend(hosted) is not None:
                 with self._cond:
                     self._queued[hosted.topic_partition] = None
+        if shrinks:
+            log.info("proposing ISR shrinks for %d partition(s) with followers out of sync: %s%s", len(shrinks),
+                     ", ".join(shrinks[:5]), f" and {len(shrinks) - 5} more" if len(shrinks) > 5 else "")
 
     def _send_round(self) -> None:
         with self._cond:
@@ -149,11 +152,13 @@ class IsrChangeSender:
             return
         self._backoff_ms = 0
         retry = {}
+        summary = _AnswerSummary()
         for result in response.partitions:
             topic_partition = TopicPartition(result.topic, result.partition)
             entry = proposals.get(topic_partition)
-            if entry is not None and self._apply(topic_partition, *entry, result):
+            if entry is not None and self._apply(topic_partition, *entry, result, summary):
                 retry[topic_partition] = entry
+        summary.log()
         if retry:
             self._retry_later(retry)
 
@@ -184,7 +189,7 @@ class IsrChangeSender:
             return response
 
     def _apply(self, topic_partition: TopicPartition, hosted: HostedPartition, proposal: AlterPartitionProposal,
-               result: controller_pb2.AlterPartitionResult) -> bool:
+               result: controller_pb2.AlterPartitionResult, summary: _AnswerSummary) -> bool:
         """Apply one answer; True when the proposal must be sent again."""
         answer = AlterPartitionAnswer(
             error_code=ErrorCode(result.error_code), leader_id=result.leader, leader_epoch=result.leader_epoch,
@@ -196,17 +201,17 @@ class IsrChangeSender:
             self._delayed.check(topic_partition)
         if isinstance(outcome, IsrCommitted):
             (self._metrics.isr_expands if outcome.kind is IsrChangeKind.EXPAND else self._metrics.isr_shrinks).inc()
-            log.info("%s: ISR is now %s (partition epoch %d, %s accepted)", topic_partition, list(outcome.isr),
-                     outcome.partition_epoch, outcome.kind.value)
+            summary.add(f"ISR {outcome.kind.value} accepted",
+                        f"{topic_partition} now {list(outcome.isr)} (partition epoch {outcome.partition_epoch})")
             self._delayed.check(topic_partition)
         elif isinstance(outcome, IsrRefreshed):
-            log.info("%s: adopted the controller's ISR %s (partition epoch %d)", topic_partition,
-                     list(outcome.isr), outcome.partition_epoch)
+            summary.add("adopted the controller's newer ISR",
+                        f"{topic_partition} now {list(outcome.isr)} (partition epoch {outcome.partition_epoch})")
             self._delayed.check(topic_partition)
         elif isinstance(outcome, ProposalDropped | ProposalStillPending):
             self._metrics.failed_isr_updates.inc()
-            log.info("%s: ISR proposal %s refused: %s %s", topic_partition, list(proposal.new_isr),
-                     outcome.error_code.name, result.error_message)
+            summary.add(f"refused with {outcome.error_code.name}",
+                        f"{topic_partition} proposal {list(proposal.new_isr)}: {result.error_message}")
             return isinstance(outcome, ProposalStillPending) and outcome.resend
         return False
 
@@ -217,3 +222,26 @@ class IsrChangeSender:
             self._retry_at_ms = self._clock.monotonic_ms() + self._backoff_ms
             for topic_partition in proposals:
                 self._queued[topic_partition] = None
+
+
+class _AnswerSummary:
+    """One log line per kind of answer in an AlterPartition response, with a few examples: after a
+    broker failure thousands of partitions change at once, and a line each would cost more than the change."""
+
+    EXAMPLES = 3
+
+    def __init__(self) -> None:
+        self._by_kind: dict[str, list[str]] = {}
+        self._counts: dict[str, int] = {}
+
+    def add(self, kind: str, example: str) -> None:
+        self._counts[kind] = self._counts.get(kind, 0) + 1
+        examples = self._by_kind.setdefault(kind, [])
+        if len(examples) < self.EXAMPLES:
+            examples.append(example)
+
+    def log(self) -> None:
+        for kind, count in self._counts.items():
+            examples = "; ".join(self._by_kind[kind])
+            more = f"; and {count - len(self._by_kind[kind])} more" if count > len(self._by_kind[kind]) else ""
+            log.info("AlterPartition: %s for %d partition(s): %s%s", kind, count, examples, more)

@@ -19,7 +19,15 @@ from replog.broker.adapters.producer_headers import producer_header
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
-from replog.broker.core.leader import AlterPartitionOutcome, AnswerIgnored, DivergingEpoch, HighWatermarkUpdate
+from replog.broker.core.leader import (
+    AlterPartitionOutcome,
+    AnswerIgnored,
+    DivergingEpoch,
+    HighWatermarkUpdate,
+    IsrCommitted,
+    IsrRefreshed,
+    ProposalDropped,
+)
 from replog.broker.core.log_view import EpochEndOffset
 from replog.broker.core.produce import ProduceProgress
 from replog.broker.core.producer_state import Duplicate
@@ -41,9 +49,15 @@ class LeaderAppend:
 
 
 def append_produced(
-    hosted: HostedPartition, *, acks: int, min_insync_replicas: int, batch: bytes, header: BatchHeader, fsync: bool
+    hosted: HostedPartition, *, acks: int, min_insync_replicas: int, batch: bytes, header: BatchHeader, fsync: bool,
+    wake: bool = True,
 ) -> LeaderAppend:
-    """Append one validated producer batch (or answer a retried one with its original offsets)."""
+    """Append one validated producer batch (or answer a retried one with its original offsets).
+
+    `wake=False` leaves waking the partition's long polls to the caller, which appends every
+    partition of a request first: a follower woken by the first append would otherwise come
+    back for each of the others, one round trip per partition.
+    """
     with hosted.lock:
         if not hosted.usable:
             return LeaderAppend(*_GONE)
@@ -76,7 +90,8 @@ def append_produced(
                 hosted.producer_state.record(stored)
         assert replica.leader is not None
         hw_update = replica.leader.on_local_append(log)
-        hosted.wake_locked()
+        if wake:
+            hosted.wake_locked()
         return LeaderAppend(
             ErrorCode.NONE, "", info.base_offset, info.last_offset, leader_epoch, log.log_start_offset,
             high_watermark_update=hw_update,
@@ -246,7 +261,8 @@ def apply_alter_partition_answer(
         if not hosted.usable:
             return AnswerIgnored("replica no longer hosted")
         outcome = hosted.replica.on_alter_partition_answer(proposal, answer, log=hosted.log)
-        update = getattr(outcome, "high_watermark_update", None)
-        if update is not None and update.advanced:
+        if isinstance(outcome, IsrCommitted | IsrRefreshed | ProposalDropped):
+            # The HW may have moved, and with no proposal pending a follower may now be proposed:
+            # wake the long polls, so fetch sessions read the partition again even if it is idle.
             hosted.wake_locked()
         return outcome

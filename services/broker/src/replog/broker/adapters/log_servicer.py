@@ -72,18 +72,13 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         hosted = {tp: self._lookup(tp) for tp in topic_partitions}
         bytes_max = min(request.max_bytes or self._fetch_bytes_max, self._fetch_bytes_max)
 
-        def read():
-            answers, available, budget = [], 0, bytes_max
-            for partition, tp in zip(request.partitions, topic_partitions):
-                answer = self._read_one(partition, hosted[tp], tp, budget)
-                answers.append(answer)
-                available += len(answer.records)
-                budget = max(budget - len(answer.records), 1)
-            return answers, available, any(a.error_code is not ErrorCode.NONE for a in answers)
-
-        answers = long_poll(read, [h for h in hosted.values() if h is not None], min_bytes=request.min_bytes,
-                            max_wait_ms=min(request.max_wait_ms, FETCH_WAIT_MS_MAX), clock=self._clock,
-                            stopping=self._stopping)
+        answers = long_poll(
+            lambda i, bytes_left: self._read_one(request.partitions[i], hosted[topic_partitions[i]],
+                                                 topic_partitions[i], bytes_left),
+            [hosted[tp] for tp in topic_partitions], bytes_max=bytes_max, size=lambda a: len(a.records),
+            urgent=lambda a: a.error_code is not ErrorCode.NONE, min_bytes=request.min_bytes,
+            max_wait_ms=min(request.max_wait_ms, FETCH_WAIT_MS_MAX), clock=self._clock, stopping=self._stopping,
+        )
         partitions = [
             self._partition_data(tp, partition.fetch_offset, answer, request.decode_records)
             for tp, partition, answer in zip(topic_partitions, request.partitions, answers)

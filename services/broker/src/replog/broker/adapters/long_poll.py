@@ -1,50 +1,115 @@
 """Long-polling reads (consumer Fetch, follower ReplicaFetch), woken by events.
 
-`long_poll(read, partitions, ...)` reads once; if fewer than `min_bytes` are
-available and the request may wait, it registers one `threading.Event` with
-every partition read (`HostedPartition.add_waiter`), reads again (closing the
-race with an append between the first read and the registration), and then
-sleeps on the event until an append, HW move or role change sets it or the
-deadline passes, re-reading after each wake-up. No timer loop, no polling.
+`long_poll(read_one, partitions, ...)` parks one `Waiter` on every partition
+of the request (`HostedPartition.add_waiter`), then reads each partition once
+(`read_one(index, bytes_left)`). If fewer than `min_bytes` are available, no
+answer is urgent (an error, a diverging epoch) and the request may wait, it
+sleeps on the waiter until an append, HW move or role change on one of its
+partitions wakes it or the deadline passes. After a wake-up only the
+partitions that signalled are read again: a follower's request carries every
+partition it follows on this leader (thousands after a failover), and one
+append must not cost a re-read of all of them. Parking before the first read
+closes the race with an append in between. No timer loop, no polling.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Protocol, Sequence, TypeVar
 
-from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.common.clock import Clock
 
-T = TypeVar("T")
+A = TypeVar("A")
+
+
+class Waiter:
+    """One long poll's wake-up call: which partitions signalled since it last looked."""
+
+    __slots__ = ("_lock", "_event", "_woken")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._event = threading.Event()
+        self._woken: set[int] = set()
+
+    def notify(self, source: object) -> None:
+        """Called by a partition (under its own lock): something about it changed."""
+        with self._lock:
+            self._woken.add(id(source))
+        self._event.set()
+
+    def wait(self, timeout_s: float) -> None:
+        self._event.wait(timeout_s)
+
+    def take(self) -> set[int]:
+        """The ids of the partitions that signalled since the last take; resets the wake-up."""
+        with self._lock:
+            woken, self._woken = self._woken, set()
+            self._event.clear()
+        return woken
+
+
+class Waitable(Protocol):
+    def add_waiter(self, waiter: Waiter) -> None: ...
+
+    def remove_waiter(self, waiter: Waiter) -> None: ...
 
 
 def long_poll(
-    read: Callable[[], tuple[T, int, bool]],
-    partitions: Iterable[HostedPartition],
+    read_one: Callable[[int, int], A],
+    partitions: Sequence[Waitable | None],
     *,
+    bytes_max: int,
+    size: Callable[[A], int],
+    urgent: Callable[[A], bool],
     min_bytes: int,
     max_wait_ms: int,
     clock: Clock,
     stopping: Callable[[], bool] = lambda: False,
-) -> T:
-    """`read()` returns (answer, bytes available, answer-now flag, e.g. for an error)."""
-    answer, available_bytes, answer_now = read()
-    if answer_now or available_bytes >= min_bytes or max_wait_ms <= 0:
-        return answer
+) -> list[A]:
+    """One answer per entry of `partitions` (None: not hosted; `read_one` answers it at once).
+
+    `read_one(index, bytes_left)` reads partition `index` with what is left of
+    the request's byte budget (at least 1, so every partition can make progress).
+    """
+    answers: list[A | None] = [None] * len(partitions)
+    sent = 0
+
+    def read(indices) -> bool:
+        nonlocal sent
+        for i in indices:
+            if answers[i] is not None:
+                sent -= size(answers[i])
+        now = False
+        for i in indices:
+            answer = answers[i] = read_one(i, max(bytes_max - sent, 1))
+            sent += size(answer)
+            now = now or urgent(answer)
+        return now
+
+    if max_wait_ms <= 0:
+        read(range(len(partitions)))
+        return answers  # type: ignore[return-value]
     deadline_ms = clock.monotonic_ms() + max_wait_ms
-    event = threading.Event()
-    parked = list(partitions)
-    for hosted in parked:
-        hosted.add_waiter(event)
+    waiter = Waiter()
+    positions: dict[int, list[int]] = {}
+    parked: dict[int, Waitable] = {}
+    for i, hosted in enumerate(partitions):
+        if hosted is not None:
+            positions.setdefault(id(hosted), []).append(i)
+            parked[id(hosted)] = hosted
+    for hosted in parked.values():
+        hosted.add_waiter(waiter)
     try:
+        answer_now = read(range(len(partitions)))
         while True:
-            answer, available_bytes, answer_now = read()
             remaining_ms = deadline_ms - clock.monotonic_ms()
-            if answer_now or available_bytes >= min_bytes or remaining_ms <= 0 or stopping():
-                return answer
-            event.wait(remaining_ms / 1000)
-            event.clear()
+            if answer_now or sent >= min_bytes or remaining_ms <= 0 or stopping():
+                return answers  # type: ignore[return-value]
+            waiter.wait(remaining_ms / 1000)
+            woken = waiter.take()
+            if woken:
+                answer_now = read(sorted(i for source in woken for i in positions.get(source, ())))
     finally:
-        for hosted in parked:
-            hosted.remove_waiter(event)
+        for hosted in parked.values():
+            hosted.remove_waiter(waiter)

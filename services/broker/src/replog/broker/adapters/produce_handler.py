@@ -73,6 +73,7 @@ class ProduceHandler:
         answers: dict[int, log_pb2.ProducePartitionResponse] = {}
         waits: list[tuple[int, ProduceWait]] = []
         seen: set[TopicPartition] = set()
+        appended: list[HostedPartition] = []
         for index, data in enumerate(request.partitions):
             tp = TopicPartition(data.topic, data.partition)
             if acks not in VALID_ACKS:
@@ -81,11 +82,13 @@ class ProduceHandler:
                 answers[index] = _answer(tp, ErrorCode.INVALID_REQUEST, f"{tp} appears twice in the request")
             else:
                 seen.add(tp)
-                answer, wait = self._produce_one(tp, data, acks)
+                answer, wait = self._produce_one(tp, data, acks, appended)
                 if wait is None:
                     answers[index] = answer
                 else:
                     waits.append((index, wait))
+        for hosted in appended:  # wake followers and consumers once the whole request is in the logs
+            hosted.wake()
         if waits:
             timeout_ms = request.timeout_ms if request.timeout_ms > 0 else self._request_timeout_ms
             results = self._delayed.wait([w for _, w in waits], min(timeout_ms, PRODUCE_TIMEOUT_MS_MAX))
@@ -104,7 +107,8 @@ class ProduceHandler:
             return log_pb2.ProduceResponse()
         return log_pb2.ProduceResponse(partitions=ordered)
 
-    def _produce_one(self, tp: TopicPartition, data: log_pb2.ProducePartitionData, acks: int):
+    def _produce_one(self, tp: TopicPartition, data: log_pb2.ProducePartitionData, acks: int,
+                     appended_to: list[HostedPartition]):
         hosted = self._lookup(tp)
         if hosted is None:
             known = self._metadata.has_partition(tp.topic, tp.partition)
@@ -117,8 +121,9 @@ class ProduceHandler:
         min_insync_replicas = self._topic_configs.min_insync_replicas(tp.topic)
         appended = append_produced(
             hosted, acks=acks, min_insync_replicas=min_insync_replicas, batch=batch, header=header,
-            fsync=self._fsync_acks_all and acks == ACKS_ALL,
+            fsync=self._fsync_acks_all and acks == ACKS_ALL, wake=False,
         )
+        appended_to.append(hosted)
         if appended.high_watermark_update is not None and appended.high_watermark_update.advanced:
             self._delayed.check(tp)
         if appended.error_code is not ErrorCode.NONE:

@@ -52,6 +52,7 @@ class ReplicaManager:
         self._clock = clock
         self._lock = threading.Lock()
         self._partitions: dict[TopicPartition, HostedPartition] = {}
+        self._per_topic: dict[str, int] = {}  # entries in _partitions per topic, so hosts_topic is O(1)
         self._checkpoint_lock = threading.Lock()
 
     # --- start-up -----------------------------------------------------------------
@@ -72,10 +73,10 @@ class ReplicaManager:
                 dropped += report.bytes_dropped
                 log.warning("%s: start-up recovery dropped %d bytes from %s (%s)", topic_partition,
                             report.bytes_dropped, report.segment, report.reason)
-            self._partitions[topic_partition] = HostedPartition(
+            self._put(topic_partition, HostedPartition(
                 topic_partition, self.broker_id, partition_log,
                 high_watermark=high_watermarks.get(key, 0), producer_state=rebuild_from_log(partition_log),
-            )
+            ))
         log.info("loaded %d local replicas from %s (recovery dropped %d bytes in all)",
                  len(self._partitions), self.log_dir, dropped)
 
@@ -104,8 +105,8 @@ class ReplicaManager:
                     topic_partition, self.broker_id, partition_log,
                     high_watermark=0, producer_state=rebuild_from_log(partition_log),
                 )
-                self._partitions[topic_partition] = hosted
-                log.info("%s: hosting a new replica at %s", topic_partition, directory)
+                self._put(topic_partition, hosted)
+                log.debug("%s: hosting a new replica at %s", topic_partition, directory)
             return hosted
 
     def topic_partitions(self) -> list[TopicPartition]:
@@ -117,7 +118,9 @@ class ReplicaManager:
             return [hosted for hosted in self._partitions.values() if hosted.usable]
 
     def hosts_topic(self, topic: str) -> bool:
-        return any(tp.topic == topic for tp in self.topic_partitions())
+        """Any replica of `topic` here (one being deleted counts until it is forgotten)."""
+        with self._lock:
+            return topic in self._per_topic
 
     def produce_progress(self, topic_partition: TopicPartition) -> ProduceProgress:
         hosted = self.get(topic_partition)
@@ -130,7 +133,7 @@ class ReplicaManager:
 
     def delete(self, topic_partition: TopicPartition) -> None:
         with self._lock:
-            hosted = self._partitions.pop(topic_partition, None)
+            hosted = self._pop(topic_partition)
         if hosted is not None:
             hosted.delete_unassigned()
 
@@ -139,7 +142,22 @@ class ReplicaManager:
         with self._lock:
             hosted = self._partitions.get(topic_partition)
             if hosted is not None and not hosted.usable:
-                del self._partitions[topic_partition]
+                self._pop(topic_partition)
+
+    def _put(self, topic_partition: TopicPartition, hosted: HostedPartition) -> None:
+        if topic_partition not in self._partitions:
+            self._per_topic[topic_partition.topic] = self._per_topic.get(topic_partition.topic, 0) + 1
+        self._partitions[topic_partition] = hosted
+
+    def _pop(self, topic_partition: TopicPartition) -> HostedPartition | None:
+        hosted = self._partitions.pop(topic_partition, None)
+        if hosted is not None:
+            left = self._per_topic[topic_partition.topic] - 1
+            if left:
+                self._per_topic[topic_partition.topic] = left
+            else:
+                del self._per_topic[topic_partition.topic]
+        return hosted
 
     # --- checkpoints and shutdown ---------------------------------------------------------
 

@@ -7,7 +7,11 @@ after the partition lock is released) and may propose an ISR expansion
 (handed to the ISR sender). With no records to send the request long-polls
 on the partitions' wake-up events (long_poll.py) up to `max_wait_ms`.
 A fetch from a broker not in a partition's assignment is refused per
-partition by the core (NOT_ASSIGNED_REPLICA).
+partition by the core (NOT_ASSIGNED_REPLICA). The answer leaves out partitions
+with nothing new for the follower (no records, no error, no HW above the one
+it says it holds): after a failover a follower carries thousands of idle
+partitions on each leader, and answering each of them every round was most of
+the replication cost.
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ import time
 from typing import Callable
 
 from replog.broker.adapters.delayed_produces import DelayedProduces
+from replog.broker.adapters.fetch_sessions import FetchSessions
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.isr_changes import IsrChangeSender
 from replog.broker.adapters.leader_side import FollowerFetchAnswer, offset_for_leader_epoch, read_for_follower
-from replog.broker.adapters.long_poll import long_poll
 from replog.broker.adapters.metrics import BrokerMetrics
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
@@ -50,6 +54,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         self._metrics = metrics
         self._fetch_bytes_max = fetch_bytes_max
         self._stopping = stopping
+        self._sessions = FetchSessions(lookup)
 
     def ReplicaFetch(self, request, context):
         started = time.perf_counter()
@@ -59,27 +64,35 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         if self._stopping():
             return replication_pb2.ReplicaFetchResponse(
                 error_code=ErrorCode.BROKER_SHUTTING_DOWN, error_message="the broker is shutting down")
-        topic_partitions = [TopicPartition(p.topic, p.partition) for p in request.partitions]
-        hosted = {tp: self._lookup(tp) for tp in topic_partitions}
         bytes_max = min(request.max_bytes or self._fetch_bytes_max, self._fetch_bytes_max)
-
-        def read():
-            answers, available, budget = [], 0, bytes_max
-            for partition, tp in zip(request.partitions, topic_partitions):
-                answer = self._read_one(request.replica_id, partition, hosted[tp], tp, budget)
-                answers.append(answer)
-                available += len(answer.records)
-                budget = max(budget - len(answer.records), 1)
-            urgent = any(a.error_code is not ErrorCode.NONE or a.diverging is not None for a in answers)
-            return answers, available, urgent
-
-        answers = long_poll(
-            read, [h for h in hosted.values() if h is not None], min_bytes=max(request.min_bytes, 1),
-            max_wait_ms=min(request.max_wait_ms, FETCH_WAIT_MS_MAX), clock=self._clock, stopping=self._stopping,
-        )
-        response = replication_pb2.ReplicaFetchResponse(
-            partitions=[_partition_data(tp, a) for tp, a in zip(topic_partitions, answers)])
-        sent = sum(len(a.records) for a in answers)
+        if request.session_epoch == 0:
+            session = self._sessions.open(request.replica_id)
+        else:
+            session = self._sessions.find(request.replica_id, request.session_id)
+            if isinstance(session, Refusal):
+                return replication_pb2.ReplicaFetchResponse(error_code=session.code, error_message=session.reason)
+        context.add_callback(session.interrupt)
+        with session.lock:
+            if session.closed or request.session_epoch not in (0, session.epoch + 1):
+                if session.closed:
+                    session.unpark_all()
+                return replication_pb2.ReplicaFetchResponse(
+                    error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH,
+                    error_message=f"fetch session {session.session_id} expects epoch {session.epoch + 1}, "
+                                  f"not {request.session_epoch}; open a new one")
+            session.epoch = request.session_epoch
+            answers = session.poll(
+                session.listed(request.partitions),
+                lambda tp, position, hosted, bytes_left: self._read_one(
+                    request.replica_id, position, hosted, tp, bytes_left),
+                bytes_max=bytes_max, min_bytes=max(request.min_bytes, 1),
+                max_wait_ms=min(request.max_wait_ms, FETCH_WAIT_MS_MAX), clock=self._clock,
+                stopping=lambda: self._stopping() or not context.is_active(),
+            )
+            known = {tp: p.known_high_watermark for tp, p in session.positions(answers)}
+        response = replication_pb2.ReplicaFetchResponse(session_id=session.session_id, partitions=[
+            _partition_data(tp, a) for tp, a in answers.items() if _news(a, known[tp])])
+        sent = sum(len(a.records) for a in answers.values())
         self._metrics.fetch_requests.labels("follower").inc()
         self._metrics.bytes_out.labels("follower").inc(sent)
         self._metrics.fetch_latency_ms.labels("follower").observe((time.perf_counter() - started) * 1000)
@@ -122,6 +135,12 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
                     epoch_end_offset=common_pb2.EpochEndOffset(leader_epoch=found.leader_epoch,
                                                                end_offset=found.end_offset)))
         return replication_pb2.OffsetForLeaderEpochResponse(partitions=results)
+
+
+def _news(answer: FollowerFetchAnswer, known_high_watermark: int) -> bool:
+    """Whether the follower learns anything from this partition's answer (else it is left out)."""
+    return (bool(answer.records) or answer.error_code is not ErrorCode.NONE or answer.diverging is not None
+            or answer.high_watermark > known_high_watermark)
 
 
 def _partition_data(tp: TopicPartition, answer: FollowerFetchAnswer) -> replication_pb2.ReplicaFetchPartitionData:

@@ -87,6 +87,7 @@ class ReplicaStateChanges:
         self._topic_configs = topic_configs
         self._now_ms = now_ms
         self._lock = threading.Lock()  # one controller request at a time (Kafka's replicaStateChangeLock)
+        self._shutting_down = False
 
     def leader_and_isr(
         self, decisions: list[LeaderAndIsrDecision], *, init: bool, parent: otel_context.Context | None
@@ -102,15 +103,29 @@ class ReplicaStateChanges:
             if following:
                 with self._span("broker.become_follower", following, parent) as span:
                     results += [self._apply(d, starts) for d in following]
+                    if self._shutting_down:
+                        starts = []
                     self._start_fetchers(starts)
                     span.set_attribute("fetchers.started", len(starts))
             if init:
                 self._delete_unlisted({d.topic_partition for d in decisions})
+            _log_summary("LeaderAndIsr", results, extra=f"{len(leading)} to lead, {len(following)} to follow"
+                         + (", init" if init else ""))
             return results
+
+    def begin_shutdown(self) -> None:
+        """This broker is in controlled shutdown: partitions it hands over make it a follower that
+        does not fetch. It exits in a moment and cannot rejoin an ISR anyway (KIP-841); fetching
+        would only load the new leaders while they take over."""
+        with self._lock:
+            self._shutting_down = True
 
     def stop_replicas(self, requests: list[StopRequest]) -> list[PartitionResult]:
         with self._lock:
-            return [self._stop(request) for request in requests]
+            results = [self._stop(request) for request in requests]
+            deleting = sum(1 for r in requests if r.delete)
+            _log_summary("StopReplica", results, extra=f"{deleting} to delete" if deleting else "")
+            return results
 
     # --- internals -----------------------------------------------------------------------
 
@@ -135,12 +150,12 @@ class ReplicaStateChanges:
         self._topic_configs.watch(topic_partition.topic)
         outcome, hw_update = hosted.apply_leader_and_isr(decision, self._now_ms())
         if isinstance(outcome, Refusal):
-            log.info("%s: LeaderAndIsr refused: %s", topic_partition, outcome.reason)
             return PartitionResult(topic_partition, outcome.code, outcome.reason)
         if isinstance(outcome, Applied):
-            log.info("%s: %s at leader epoch %d (leader %d, ISR %s, partition epoch %d)", topic_partition,
-                     outcome.change.value, decision.leader_epoch, decision.leader_id, list(decision.isr),
-                     decision.partition_epoch)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("%s: %s at leader epoch %d (leader %d, ISR %s, partition epoch %d)", topic_partition,
+                          outcome.change.value, decision.leader_epoch, decision.leader_id, list(decision.isr),
+                          decision.partition_epoch)
             self._run_effects(topic_partition, outcome, starts)
         if hw_update is not None and hw_update.advanced:
             self._delayed.check(topic_partition)
@@ -184,7 +199,7 @@ class ReplicaStateChanges:
         if isinstance(outcome, Refusal):
             return PartitionResult(topic_partition, outcome.code, outcome.reason)
         if isinstance(outcome, Applied):
-            log.info("%s: stopped%s", topic_partition, " and deleted" if request.delete else "")
+            log.debug("%s: stopped%s", topic_partition, " and deleted" if request.delete else "")
             self._fetchers.remove(topic_partition)
             self._run_effects(topic_partition, outcome, [])
             self._delayed.check(topic_partition)
@@ -200,3 +215,17 @@ class ReplicaStateChanges:
             self._delayed.check(topic_partition)
             if not self._replicas.hosts_topic(topic_partition.topic):
                 self._topic_configs.unwatch(topic_partition.topic)
+
+
+def _log_summary(what: str, results: list[PartitionResult], *, extra: str) -> None:
+    """One line per controller request (a line per partition would cost more than applying it at 10K
+    partitions); refusals are named, a few at a time, so an operator sees which and why."""
+    refused = [r for r in results if r.error_code != ErrorCode.NONE]
+    detail = f" ({extra})" if extra else ""
+    if not refused:
+        log.info("%s applied to %d partition(s)%s", what, len(results), detail)
+        return
+    examples = "; ".join(f"{r.topic_partition}: {ErrorCode(r.error_code).name} {r.message}" for r in refused[:5])
+    more = f"; and {len(refused) - 5} more" if len(refused) > 5 else ""
+    log.warning("%s applied to %d partition(s)%s, refused for %d: %s%s", what, len(results) - len(refused), detail,
+                len(refused), examples, more)

@@ -89,7 +89,7 @@ class DelayedFetch:
         self.expired = False
         self.completed = False
 
-    def try_complete(self) -> bool:
+    def try_complete(self, changed: object = None) -> bool:
         probe = self._probe()
         if probe.partition_changed or probe.available_bytes >= self._min_bytes:
             self.completed = True

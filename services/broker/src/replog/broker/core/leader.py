@@ -25,6 +25,11 @@ Events and what they return (every result is a frozen value):
 - `apply_committed_state(...)`: a LeaderAndIsr ISR-only update (same leader epoch).
 - `offset_for_leader_epoch(...)`: answers a follower's OffsetForLeaderEpoch.
 
+A replica the controller refused as INELIGIBLE_REPLICA (it is shutting down,
+KIP-841) is not proposed again for `INELIGIBLE_RETRY_MS` from its next fetch:
+a shutting-down follower keeps fetching until it exits, and proposing it on
+every fetch would send thousands of doomed AlterPartitions a second.
+
 Invariants: the leader is in its committed ISR; ISR within the assignment;
 HW never decreases and never passes the leader's LEO (all asserted); the
 ISR view (committed + pending) stays a superset of any ISR the controller
@@ -57,6 +62,7 @@ from replog.broker.core.isr_proposal import (
 from replog.broker.core.log_view import EpochEndOffset, LogView, epoch_end_offset
 from replog.broker.core.topic_partition import TopicPartition
 
+INELIGIBLE_RETRY_MS = 5_000
 
 @dataclass(frozen=True)
 class HighWatermarkUpdate:
@@ -111,10 +117,13 @@ class IsrRefreshed:
 
 @dataclass(frozen=True)
 class ProposalDropped:
-    """Refused against exactly our committed state (INELIGIBLE_REPLICA); a later check proposes again."""
+    """Refused against exactly our committed state (INELIGIBLE_REPLICA); a later check proposes again.
+
+    A dropped expansion shrinks the maximal ISR, so the HW may advance at once."""
 
     error_code: ErrorCode
     proposal: AlterPartitionProposal
+    high_watermark_update: HighWatermarkUpdate
 
 
 @dataclass(frozen=True)
@@ -175,6 +184,10 @@ class LeaderReplica:
         self._isr: tuple[int, ...] = ()
         self._partition_epoch = partition_epoch
         self._followers: dict[int, FollowerProgress] = {}
+        # replica -> no expansion proposal before this time; None: refused, the clock starts at its next fetch
+        self._ineligible: dict[int, int | None] = {}
+        # replica -> (fetch offset, last fetched epoch) of its last fetch found consistent with our log
+        self._accepted_position: dict[int, tuple[int, int]] = {}
         self._set_membership(replicas, isr, now_ms=now_ms)
 
     @classmethod
@@ -272,6 +285,9 @@ class LeaderReplica:
         refusal = self._refuse_follower(replica_id, current_leader_epoch)
         if refusal is not None:
             return refusal
+        if self._accepted_position.get(replica_id) == (fetch_offset, last_fetched_epoch) \
+                and log.log_start_offset <= fetch_offset:
+            return self._repeat_fetch(replica_id, fetch_offset, now_ms, log)
         diverging = find_divergence(log, fetch_offset=fetch_offset, last_fetched_epoch=last_fetched_epoch)
         if diverging is not None:
             return DivergingEpoch(diverging, self._high_watermark, log.log_start_offset, self._leader_epoch)
@@ -286,8 +302,9 @@ class LeaderReplica:
             leader_log_end_offset=log.log_end_offset,
             now_ms=now_ms,
         )
+        self._accepted_position[replica_id] = (fetch_offset, last_fetched_epoch)
         hw_update = self._update_high_watermark(log)
-        proposal = self._maybe_expand_isr(replica_id)
+        proposal = self._maybe_expand_isr(replica_id, now_ms)
         return FollowerRead(
             fetch_offset=fetch_offset,
             read_upto_offset=log.log_end_offset,
@@ -296,6 +313,27 @@ class LeaderReplica:
             leader_epoch=self._leader_epoch,
             high_watermark_update=hw_update,
             isr_proposal=proposal,
+        )
+
+    def _repeat_fetch(self, replica_id: int, fetch_offset: int, now_ms: int, log: LogView) -> FollowerRead:
+        """A fetch from the position this follower's last accepted fetch named (an idle partition in
+        a follower's every request). The log only grew since, so the position is still consistent; the
+        follower's LEO did not move, so neither did the HW it bounds (every other input to the HW has
+        its own event). Only the caught-up time and a rejoin can change."""
+        self._followers[replica_id] = after_fetch(
+            self._followers[replica_id],
+            fetch_offset=fetch_offset,
+            leader_log_end_offset=log.log_end_offset,
+            now_ms=now_ms,
+        )
+        return FollowerRead(
+            fetch_offset=fetch_offset,
+            read_upto_offset=log.log_end_offset,
+            high_watermark=self._high_watermark,
+            log_start_offset=log.log_start_offset,
+            leader_epoch=self._leader_epoch,
+            high_watermark_update=HighWatermarkUpdate(self._high_watermark, self._high_watermark),
+            isr_proposal=self._maybe_expand_isr(replica_id, now_ms),
         )
 
     def on_local_append(self, log: LogView) -> HighWatermarkUpdate:
@@ -369,7 +407,9 @@ class LeaderReplica:
             return AnswerIgnored("answer for a proposal no longer pending")
         if answer.error_code is ErrorCode.INELIGIBLE_REPLICA:
             self._clear_pending()
-            return ProposalDropped(answer.error_code, proposal)
+            for replica_id in set(proposal.new_isr) - set(self._isr):
+                self._ineligible[replica_id] = None
+            return ProposalDropped(answer.error_code, proposal, self._update_high_watermark(log))
         if answer.error_code is ErrorCode.NONE:
             return AnswerIgnored(f"accepted, but {stale}")
         self._awaiting_new_state = answer.error_code in _AWAIT_NEW_STATE
@@ -427,9 +467,17 @@ class LeaderReplica:
         )
         return HighWatermarkUpdate(previous, self._high_watermark)
 
-    def _maybe_expand_isr(self, replica_id: int) -> AlterPartitionProposal | None:
+    def _maybe_expand_isr(self, replica_id: int, now_ms: int) -> AlterPartitionProposal | None:
         if self._pending is not None or replica_id in self._isr:
             return None
+        if replica_id in self._ineligible:
+            retry_at_ms = self._ineligible[replica_id]
+            if retry_at_ms is None:
+                self._ineligible[replica_id] = now_ms + INELIGIBLE_RETRY_MS
+                return None
+            if now_ms < retry_at_ms:
+                return None
+            del self._ineligible[replica_id]
         if not may_rejoin_isr(
             self._followers[replica_id],
             high_watermark=self._high_watermark,
@@ -468,6 +516,7 @@ class LeaderReplica:
         self._replicas = tuple(replicas)
         self._isr = in_assignment_order(isr, self._replicas)
         kept = {r: p for r, p in self._followers.items() if r in self._replicas}
+        self._accepted_position = {r: pos for r, pos in self._accepted_position.items() if r in kept}
         for replica_id in self._replicas:
             if replica_id != self._broker_id and replica_id not in kept:
                 in_isr = replica_id in self._isr

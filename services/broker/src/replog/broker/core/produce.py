@@ -120,6 +120,7 @@ class DelayedProduce:
         self._waits = tuple(waits)
         self._progress_of = progress_of
         self._results: dict[TopicPartition, ProduceResult] = {}
+        self._unresolved: dict[TopicPartition, ProduceWait] = {w.topic_partition: w for w in self._waits}
 
     @property
     def keys(self) -> tuple[TopicPartition, ...]:
@@ -134,17 +135,24 @@ class DelayedProduce:
     def is_done(self) -> bool:
         return len(self._results) == len(self._waits)
 
-    def try_complete(self) -> bool:
-        for wait in self._waits:
-            if wait.topic_partition not in self._results:
-                result = produce_completion(wait, self._progress_of(wait.topic_partition))
-                if result is not None:
-                    self._results[wait.topic_partition] = result
+    def try_complete(self, changed: TopicPartition | None = None) -> bool:
+        """Resolve what can be resolved; with `changed`, only that partition is read again."""
+        if changed is None:
+            candidates = list(self._unresolved.values())
+        else:
+            wait = self._unresolved.get(changed)
+            candidates = [] if wait is None else [wait]
+        for wait in candidates:
+            result = produce_completion(wait, self._progress_of(wait.topic_partition))
+            if result is not None:
+                self._results[wait.topic_partition] = result
+                del self._unresolved[wait.topic_partition]
         return self.is_done
 
     def on_expire(self) -> None:
         for wait in self._waits:
             self._results.setdefault(wait.topic_partition, _result(wait, ErrorCode.REQUEST_TIMED_OUT))
+        self._unresolved.clear()
 
 
 def _result(wait: ProduceWait, error_code: ErrorCode) -> ProduceResult:

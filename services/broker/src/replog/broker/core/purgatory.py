@@ -7,7 +7,8 @@ long-poll fetch waiting for bytes) is parked here, watching one or more keys
 (usually `TopicPartition`s), with a deadline. Nothing polls: the adapter calls
 - `check(key)` when something about `key` changed (HW advanced, records
   appended, role or ISR changed). Every op watching `key` is asked
-  `try_complete()`; those that say True leave the purgatory (from all their
+  `try_complete(key)` (only that key changed: an op over a thousand
+  partitions does not re-read the other 999 each time); those that say True leave the purgatory (from all their
   keys) and are returned for the adapter to answer.
 - `expire(now_ms)` from a timer. Ops whose deadline passed get `on_expire()`
   and are returned, earliest deadline first.
@@ -27,8 +28,10 @@ from typing import Generic, Hashable, Iterable, Protocol, TypeVar
 
 
 class DelayedOperation(Protocol):
-    def try_complete(self) -> bool:
-        """True when the op is done (it records its own result)."""
+    def try_complete(self, changed: Hashable | None = None) -> bool:
+        """True when the op is done (it records its own result). `changed` is the key that
+        changed (from `check`), so an op over many keys need look only at that one; None
+        means look at everything."""
         ...
 
     def on_expire(self) -> None:
@@ -88,7 +91,7 @@ class Purgatory(Generic[OpT, KeyT]):
         completed: list[OpT] = []
         for entry_id in list(self._watchers.get(key, {})):
             entry = self._entries[entry_id]
-            if entry.op.try_complete():
+            if entry.op.try_complete(key):
                 self._remove(entry_id)
                 completed.append(entry.op)
         return completed

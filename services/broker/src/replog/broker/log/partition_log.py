@@ -414,6 +414,11 @@ class PartitionLog:
         self._recovery_point = self.log_end_offset
         self._flush_policy.on_flush(self._clock.monotonic_ms())
 
+    @property
+    def has_rolled_segments_to_sync(self) -> bool:
+        """A cheap check before `rolled_segments_to_sync` (a periodic caller skips idle logs)."""
+        return bool(self._unsynced_rolled)
+
     def rolled_segments_to_sync(self) -> tuple[int, list[tuple[int, int]]]:
         """Rolled segments whose fsync is still pending, as (duplicated fd, next offset), oldest first.
 

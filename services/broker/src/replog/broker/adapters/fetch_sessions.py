@@ -1,0 +1,196 @@
+"""Replica fetch sessions on the leader: a follower's long poll costs what changed, not what it follows.
+
+Theory of operation (DESIGN.md §4 "Replication"; the idea of Kafka's KIP-227
+incremental fetch sessions, kept to replication):
+
+A follower's fetcher carries every partition it follows on this leader,
+thousands after a failover. Without sessions each round trip re-sends and
+re-reads all of them, and at 10K partitions idle replication alone kept the
+brokers a third busy. With a session the leader remembers, per follower
+broker, each partition's last fetch position and keeps one `Waiter`
+(long_poll.py) parked on all of them for the session's life, so appends, HW
+moves and role changes accumulate between requests. A request then reads only:
+- the partitions it lists (new to the session, or whose position changed:
+  the follower appended or truncated),
+- the partitions that signalled since the last request (the waiter),
+- the partitions still pending (had records the byte budget left unsent),
+and long-polls on the waiter if none has anything to send. A partition left
+unread has nothing new: its follower sits at the position the leader knows,
+and one that is at the leader's LEO is in sync however long it idles
+(follower_progress.py). A leader that can act on an idle follower again (an
+ISR answer cleared its pending proposal) wakes the partition's waiters; and
+every SWEEP_INTERVAL_MS a request reads the whole session anyway, as a net
+under anything that changes with time alone.
+
+`session_epoch` 0 opens a session (replacing the follower's previous one,
+whose waiter is unparked); later requests carry the next epoch. A request for
+an unknown session or out of sequence is refused as a whole
+(FETCH_SESSION_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH) and the follower opens
+a new one; so does a follower whose request failed or was cancelled, since the
+leader may have consumed wake-ups for an answer the follower never saw.
+
+One request at a time per session (its lock). A hosted partition replaced
+under the same name (deleted, created again) is re-parked on first use.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Callable, Iterable
+
+from replog.broker.adapters.hosted_partition import HostedPartition
+from replog.broker.adapters.leader_side import FollowerFetchAnswer
+from replog.broker.adapters.long_poll import Waiter
+from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.topic_partition import TopicPartition
+from replog.common.clock import Clock
+from replog.v1 import replication_pb2
+
+# Every partition of a session is read again at least this often, even if nothing signalled:
+# a safety net for a decision that depends on time rather than on an event.
+SWEEP_INTERVAL_MS = 5_000
+
+ReadOne = Callable[[TopicPartition, replication_pb2.ReplicaFetchPartition, HostedPartition | None, int],
+                   FollowerFetchAnswer]
+
+
+class FetchSession:
+    def __init__(self, replica_id: int, session_id: int, lookup: Callable[[TopicPartition], HostedPartition | None]):
+        self.replica_id = replica_id
+        self.session_id = session_id
+        self.epoch = 0
+        self.lock = threading.Lock()
+        self.closed = False
+        self._lookup = lookup
+        self._waiter = Waiter()
+        self._positions: dict[TopicPartition, replication_pb2.ReplicaFetchPartition] = {}
+        self._parked: dict[TopicPartition, HostedPartition] = {}
+        self._by_source: dict[int, TopicPartition] = {}
+        self._pending: set[TopicPartition] = set()
+        self._next_sweep_ms = 0
+
+    # --- lifecycle (close from any thread; the rest under `lock`) ---------------------------
+
+    def close(self) -> None:
+        """Replaced by a newer session: end any poll in progress; unpark now or when it ends."""
+        self.closed = True
+        self._waiter.notify(self)
+        if self.lock.acquire(blocking=False):
+            try:
+                self.unpark_all()
+            finally:
+                self.lock.release()
+
+    def interrupt(self) -> None:
+        """The RPC ended (cancelled, deadline): wake the poll so it notices."""
+        self._waiter.notify(self)
+
+    def unpark_all(self) -> None:
+        for hosted in self._parked.values():
+            hosted.remove_waiter(self._waiter)
+        self._parked.clear()
+        self._by_source.clear()
+
+    # --- one request ------------------------------------------------------------------------
+
+    def listed(self, partitions: Iterable[replication_pb2.ReplicaFetchPartition]) -> set[TopicPartition]:
+        """Record the positions the request names; returns their partitions."""
+        named = set()
+        for position in partitions:
+            tp = TopicPartition(position.topic, position.partition)
+            self._positions[tp] = position
+            named.add(tp)
+        return named
+
+    def positions(self, tps: Iterable[TopicPartition]):
+        """(partition, the position the session holds for it) for each of `tps`."""
+        return [(tp, self._positions[tp]) for tp in tps]
+
+    def poll(
+        self, to_read: set[TopicPartition], read_one: ReadOne, *, bytes_max: int, min_bytes: int, max_wait_ms: int,
+        clock: Clock, stopping: Callable[[], bool],
+    ) -> dict[TopicPartition, FollowerFetchAnswer]:
+        """Answers for every partition read (the caller leaves out those with nothing new)."""
+        now_ms = clock.monotonic_ms()
+        if now_ms >= self._next_sweep_ms:
+            self._next_sweep_ms = now_ms + SWEEP_INTERVAL_MS
+            to_read = set(self._positions)
+        to_read = to_read | self._pending | self._woken()
+        deadline_ms = now_ms + max(max_wait_ms, 0)
+        answers: dict[TopicPartition, FollowerFetchAnswer] = {}
+        sent = 0
+        while True:
+            urgent = False
+            for tp in to_read:
+                previous = answers.get(tp)
+                if previous is not None:
+                    sent -= len(previous.records)
+                answer = answers[tp] = read_one(tp, self._positions[tp], self._park(tp), max(bytes_max - sent, 1))
+                sent += len(answer.records)
+                urgent = urgent or answer.error_code is not ErrorCode.NONE or answer.diverging is not None
+            remaining_ms = deadline_ms - clock.monotonic_ms()
+            if urgent or sent >= min_bytes or remaining_ms <= 0 or stopping() or self.closed:
+                break
+            self._waiter.wait(remaining_ms / 1000)
+            to_read = self._woken()
+        for tp, answer in answers.items():
+            unsent = (not answer.records and answer.error_code is ErrorCode.NONE and answer.diverging is None
+                      and self._positions[tp].fetch_offset < answer.log_end_offset)
+            if unsent:
+                self._pending.add(tp)
+            else:
+                self._pending.discard(tp)
+        if self.closed:
+            self.unpark_all()  # replaced while we polled; close() could not take the lock
+        return answers
+
+    def _woken(self) -> set[TopicPartition]:
+        by_source = self._by_source
+        return {by_source[source] for source in self._waiter.take() if source in by_source}
+
+    def _park(self, tp: TopicPartition) -> HostedPartition | None:
+        """The hosted partition now, with the session's waiter parked on it (before it is read)."""
+        hosted = self._lookup(tp)
+        parked = self._parked.get(tp)
+        if hosted is not parked:
+            if parked is not None:
+                parked.remove_waiter(self._waiter)
+                del self._parked[tp]
+                self._by_source.pop(id(parked), None)
+            if hosted is not None:
+                hosted.add_waiter(self._waiter)
+                self._parked[tp] = hosted
+                self._by_source[id(hosted)] = tp
+        return hosted
+
+
+class FetchSessions:
+    """The open session of each follower broker."""
+
+    def __init__(self, lookup: Callable[[TopicPartition], HostedPartition | None]) -> None:
+        self._lookup = lookup
+        self._lock = threading.Lock()
+        self._by_replica: dict[int, FetchSession] = {}
+        self._ids = itertools.count(1)
+
+    def open(self, replica_id: int) -> FetchSession:
+        with self._lock:
+            session = FetchSession(replica_id, next(self._ids), self._lookup)
+            previous = self._by_replica.get(replica_id)
+            self._by_replica[replica_id] = session
+        if previous is not None:
+            previous.close()
+        return session
+
+    def find(self, replica_id: int, session_id: int) -> FetchSession | Refusal:
+        with self._lock:
+            session = self._by_replica.get(replica_id)
+        if session is None or session.session_id != session_id:
+            return Refusal(ErrorCode.FETCH_SESSION_NOT_FOUND,
+                           f"no fetch session {session_id} for replica {replica_id}; open a new one")
+        return session
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._by_replica)

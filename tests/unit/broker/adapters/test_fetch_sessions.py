@@ -1,0 +1,112 @@
+"""Leader-side replica fetch sessions: a round reads what changed, not every partition followed."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from replog.broker.adapters.fetch_sessions import FetchSessions
+from replog.broker.adapters.leader_side import FollowerFetchAnswer
+from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.topic_partition import TopicPartition
+from replog.common.clock import SystemClock
+from replog.v1 import replication_pb2
+
+
+class FakePartition:
+    """Stands in for a HostedPartition: a log end offset, waiters, a read counter."""
+
+    def __init__(self, tp: TopicPartition) -> None:
+        self.tp = tp
+        self.log_end_offset = 10
+        self.waiters: set = set()
+        self.reads = 0
+
+    def add_waiter(self, waiter):
+        self.waiters.add(waiter)
+
+    def remove_waiter(self, waiter):
+        self.waiters.discard(waiter)
+
+    def append(self, count: int) -> None:
+        self.log_end_offset += count
+        for waiter in list(self.waiters):
+            waiter.notify(self)
+
+
+PARTITIONS = {TopicPartition("t", p): FakePartition(TopicPartition("t", p)) for p in range(100)}
+
+
+def fresh_partitions():
+    for tp in PARTITIONS:
+        PARTITIONS[tp] = FakePartition(tp)
+
+
+def read_one(tp, position, hosted, bytes_left):
+    hosted.reads += 1
+    records = b"x" * (hosted.log_end_offset - position.fetch_offset)  # one batch: all of it, or none
+    return FollowerFetchAnswer(ErrorCode.NONE, "", 10, 0, hosted.log_end_offset, 1,
+                               records=records if len(records) <= bytes_left else b"")
+
+
+def position(tp, offset=10):
+    return replication_pb2.ReplicaFetchPartition(topic=tp.topic, partition=tp.partition, current_leader_epoch=1,
+                                                 fetch_offset=offset, last_fetched_epoch=1)
+
+
+def poll(session, listed, *, max_wait_ms=50, bytes_max=1 << 20):
+    with session.lock:
+        return session.poll(session.listed(listed), read_one, bytes_max=bytes_max, min_bytes=1,
+                            max_wait_ms=max_wait_ms, clock=SystemClock(), stopping=lambda: False)
+
+
+def test_an_incremental_round_reads_only_what_it_names_or_what_woke():
+    fresh_partitions()
+    sessions = FetchSessions(PARTITIONS.get)
+    session = sessions.open(replica_id=2)
+    assert poll(session, [position(tp) for tp in PARTITIONS]) and all(p.reads == 1 for p in PARTITIONS.values())
+    busy, moved = PARTITIONS[TopicPartition("t", 7)], TopicPartition("t", 8)
+    busy.append(3)  # between requests: the session's waiter remembers it
+    answers = poll(session, [position(moved, offset=10)])
+    assert set(answers) == {busy.tp, moved} and answers[busy.tp].records == b"xxx"
+    assert sum(p.reads for p in PARTITIONS.values()) == 100 + 2
+
+
+def test_an_idle_incremental_round_waits_for_a_wake_up():
+    fresh_partitions()
+    session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+    poll(session, [position(tp) for tp in PARTITIONS])
+    target = PARTITIONS[TopicPartition("t", 42)]
+    threading.Timer(0.05, lambda: target.append(1)).start()
+    started = time.monotonic()
+    answers = poll(session, [], max_wait_ms=5000)
+    assert list(answers) == [target.tp] and time.monotonic() - started < 1
+
+
+def test_records_the_byte_budget_left_unsent_are_read_again_next_round():
+    fresh_partitions()
+    session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+    first, second = PARTITIONS[TopicPartition("t", 0)], PARTITIONS[TopicPartition("t", 1)]
+    first.log_end_offset = second.log_end_offset = 20
+    answers = poll(session, [position(first.tp), position(second.tp)], bytes_max=10)
+    sent = [tp for tp, a in answers.items() if a.records]
+    unsent = [tp for tp, a in answers.items() if not a.records]
+    assert len(sent) == 1 and len(unsent) == 1
+    again = poll(session, [position(sent[0], offset=20)])
+    assert again[unsent[0]].records == b"x" * 10
+
+
+def test_a_new_session_replaces_the_old_one_and_ends_its_poll():
+    fresh_partitions()
+    sessions = FetchSessions(PARTITIONS.get)
+    old = sessions.open(replica_id=2)
+    poll(old, [position(tp) for tp in PARTITIONS])
+    done = threading.Event()
+    threading.Thread(target=lambda: (poll(old, [], max_wait_ms=10_000), done.set())).start()
+    time.sleep(0.05)
+    new = sessions.open(replica_id=2)
+    assert done.wait(2) and old.closed
+    assert all(len(p.waiters) == 0 for p in PARTITIONS.values())  # the old waiter is gone everywhere
+    refused = sessions.find(2, old.session_id)
+    assert isinstance(refused, Refusal) and refused.code is ErrorCode.FETCH_SESSION_NOT_FOUND
+    assert sessions.find(2, new.session_id) is new
