@@ -152,3 +152,15 @@ def test_partition_directory_names():
     assert parse_partition_directory("my-topic-3") == TopicPartition("my-topic", 3)
     assert parse_partition_directory("replication-offset-checkpoint") is None
     assert parse_partition_directory("-3") is None
+
+
+def test_wait_slots_keep_threads_for_replication():
+    from replog.broker.adapters.wait_slots import RESERVED_THREADS, WaitSlots
+
+    slots = WaitSlots(grpc_workers=64)
+    assert slots.capacity == 64 - RESERVED_THREADS
+    taken = [slots.try_take() for _ in range(slots.capacity)]
+    assert all(taken) and not slots.try_take()  # the rest stay free for followers and the controller
+    slots.give_back()
+    assert slots.try_take()
+    assert WaitSlots(grpc_workers=8).capacity == 4  # small pools still lend half

@@ -30,6 +30,7 @@ from replog.broker.adapters.replica_manager import ReplicaManager
 from replog.broker.adapters.replication_servicer import ReplicationServicer
 from replog.broker.adapters.servicers import bindings
 from replog.broker.adapters.state_changes import ReplicaStateChanges
+from replog.broker.adapters.wait_slots import WaitSlots
 from replog.broker.adapters.topic_configs import TopicConfigs
 from replog.broker.config import BrokerConfig
 from replog.broker.log import CheckpointError, LogConfig
@@ -144,16 +145,17 @@ class BrokerProcess:
             isr_changes=self.isr_changes, clock=clock, metrics=metrics, fetch_bytes_max=config.replica_fetch_max_bytes,
             stopping=stopping,
         )
+        wait_slots = WaitSlots(config.grpc_workers)
         produce = ProduceHandler(
             lookup=replicas.get, metadata=self.metadata, topic_configs=self.topic_configs,
             delayed_produces=self.delayed_produces, clock=clock, metrics=metrics,
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
-            fsync_acks_all=config.fsync_acks_all,
+            fsync_acks_all=config.fsync_acks_all, wait_slots=wait_slots,
         )
         self.log_servicer = LogServicer(
             broker_id=config.broker_id, produce=produce, lookup=replicas.get, hosted=replicas.hosted,
             metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
-            metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping,
+            metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
         )
 
     # --- registration --------------------------------------------------------------------

@@ -34,4 +34,5 @@ class BrokerConfig:
     replica_high_watermark_checkpoint_interval_ms: int = setting(
         5000, "how often the HW and recovery-point checkpoint files are rewritten", positive)
     fetch_max_bytes: int = setting(8 * 1024 * 1024, "bytes a consumer Fetch returns at most", positive)
-    grpc_workers: int = setting(64, "gRPC handler threads (long-polls and acks=-1 waits each hold one)", positive)
+    grpc_workers: int = setting(128, "gRPC handler threads (long-polls and acks=-1 waits each hold one; "
+                                     "16 are kept for replication and the controller)", positive)

@@ -18,6 +18,7 @@ from kazoo.exceptions import KazooException
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.leader_side import ConsumerFetchAnswer, list_offset, read_for_consumer
 from replog.broker.adapters.long_poll import long_poll
+from replog.broker.adapters.wait_slots import WaitSlots
 from replog.broker.adapters.metadata_cache import MetadataCache
 from replog.broker.adapters.metrics import BrokerMetrics
 from replog.broker.adapters.produce_handler import ProduceHandler
@@ -49,7 +50,9 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         metrics: BrokerMetrics,
         fetch_bytes_max: int,
         stopping: Callable[[], bool],
+        wait_slots: WaitSlots,
     ) -> None:
+        self._wait_slots = wait_slots
         self._broker_id = broker_id
         self._produce = produce
         self._lookup = lookup
@@ -72,13 +75,19 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         hosted = {tp: self._lookup(tp) for tp in topic_partitions}
         bytes_max = min(request.max_bytes or self._fetch_bytes_max, self._fetch_bytes_max)
 
-        answers = long_poll(
-            lambda i, bytes_left: self._read_one(request.partitions[i], hosted[topic_partitions[i]],
-                                                 topic_partitions[i], bytes_left),
-            [hosted[tp] for tp in topic_partitions], bytes_max=bytes_max, size=lambda a: len(a.records),
-            urgent=lambda a: a.error_code is not ErrorCode.NONE, min_bytes=request.min_bytes,
-            max_wait_ms=min(request.max_wait_ms, FETCH_WAIT_MS_MAX), clock=self._clock, stopping=self._stopping,
-        )
+        may_wait = request.max_wait_ms > 0 and self._wait_slots.try_take()  # else answer what there is now
+        try:
+            answers = long_poll(
+                lambda i, bytes_left: self._read_one(request.partitions[i], hosted[topic_partitions[i]],
+                                                     topic_partitions[i], bytes_left),
+                [hosted[tp] for tp in topic_partitions], bytes_max=bytes_max, size=lambda a: len(a.records),
+                urgent=lambda a: a.error_code is not ErrorCode.NONE, min_bytes=request.min_bytes,
+                max_wait_ms=min(request.max_wait_ms, FETCH_WAIT_MS_MAX) if may_wait else 0, clock=self._clock,
+                stopping=self._stopping,
+            )
+        finally:
+            if may_wait:
+                self._wait_slots.give_back()
         partitions = [
             self._partition_data(tp, partition.fetch_offset, answer, request.decode_records)
             for tp, partition, answer in zip(topic_partitions, request.partitions, answers)

@@ -17,7 +17,9 @@ Theory of operation (DESIGN.md §4 "Produce"; core/produce.py order):
 4. acks=0/1 answer now; acks=-1 waits in the delayed produces until the HW
    passes every appended batch (NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when
    the ISR shrank below the minimum meanwhile), leadership is lost
-   (NOT_LEADER) or the timeout passes (REQUEST_TIMED_OUT).
+   (NOT_LEADER) or the timeout passes (REQUEST_TIMED_OUT). An acks=-1 request
+   first takes a wait slot (wait_slots.py); with none free it is refused with
+   REQUEST_TIMED_OUT before anything is appended.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from replog.broker.adapters.leader_side import append_produced
 from replog.broker.adapters.metadata_cache import MetadataCache
 from replog.broker.adapters.metrics import BrokerMetrics
 from replog.broker.adapters.topic_configs import TopicConfigs
+from replog.broker.adapters.wait_slots import WaitSlots
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.produce import ACKS_ALL, ACKS_NONE, VALID_ACKS, ProduceWait
 from replog.broker.core.topic_partition import TopicPartition
@@ -54,6 +57,7 @@ class ProduceHandler:
         batch_bytes_max: int,
         request_timeout_ms: int,
         fsync_acks_all: bool,
+        wait_slots: WaitSlots,
     ) -> None:
         self._lookup = lookup
         self._metadata = metadata
@@ -64,8 +68,24 @@ class ProduceHandler:
         self._batch_bytes_max = batch_bytes_max
         self._request_timeout_ms = request_timeout_ms
         self._fsync_acks_all = fsync_acks_all
+        self._wait_slots = wait_slots
 
     def produce(self, request: log_pb2.ProduceRequest) -> log_pb2.ProduceResponse:
+        if request.acks != ACKS_ALL:
+            return self._produce(request)
+        if not self._wait_slots.try_take():
+            self._metrics.produce_errors.labels(ErrorCode.REQUEST_TIMED_OUT.name).inc(len(request.partitions))
+            message = (f"this broker already holds {self._wait_slots.capacity} requests waiting for replication; "
+                       "nothing was appended, retry")
+            return log_pb2.ProduceResponse(partitions=[
+                _answer(TopicPartition(p.topic, p.partition), ErrorCode.REQUEST_TIMED_OUT, message)
+                for p in request.partitions])
+        try:
+            return self._produce(request)
+        finally:
+            self._wait_slots.give_back()
+
+    def _produce(self, request: log_pb2.ProduceRequest) -> log_pb2.ProduceResponse:
         started = time.perf_counter()
         acks = request.acks
         acks_label = str(acks) if acks in VALID_ACKS else "invalid"
