@@ -1,13 +1,13 @@
-"""Controlled shutdown benchmark: a broker leading a third of the partitions asks
-the controller to move its leaderships away; `seconds` is from the request to
-the reply, which the controller sends once the new states are written and every
-broker has acknowledged its LeaderAndIsr.
+"""Controlled shutdown benchmark: SIGTERM the broker leading a third of the
+partitions; it asks the controller to move its leaderships away before it exits.
+`seconds` is from its request to the reply (its `broker.controlled_shutdown`
+span, retries included), which the controller sends once the new states are
+written and every broker has acknowledged its requests.
 
     .venv/bin/python bench/controlled_shutdown.py --partitions 10000
 
-The request is sent exactly as the broker sends it on SIGTERM (ControllerService.
-ControlledShutdown with its id and broker epoch). floor_zk_multi_s is the raw
-ZooKeeper cost of the same number of state writes, measured in the same run.
+Also reported: the controller's phases from its trace, and floor_zk_multi_s,
+the raw ZooKeeper cost of the same number of state writes in the same run.
 """
 
 from __future__ import annotations
@@ -17,16 +17,12 @@ import sys
 import time
 from pathlib import Path
 
-import grpc
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 
-from replog.common.zk import schema  # noqa: E402
 from replog.common.zk.client import ZkClient  # noqa: E402
 from replog.devcluster import ClusterSpec  # noqa: E402
-from replog.v1 import controller_pb2, controller_pb2_grpc  # noqa: E402
 
 TOPIC = "shutdown-bench"
 
@@ -34,9 +30,12 @@ TOPIC = "shutdown-bench"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--partitions", type=int, default=10000)
+    parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory for inspection")
+    parser.add_argument("--profile", metavar="DIR", help="record py-spy profiles of the brokers and the controller "
+                                                         "during the shutdown")
     args = parser.parse_args()
     spec = ClusterSpec(controllers=1, brokers=3, gateways=1)
-    with harness.local_cluster(spec) as cluster:
+    with harness.local_cluster(spec, keep=args.keep) as cluster:
         zk = ZkClient(cluster.zookeeper_connect)
         zk.start()
         harness.note(f"creating {args.partitions} partitions")
@@ -49,23 +48,42 @@ def main() -> None:
         states = harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)
         led = sum(1 for s in states if s.leader == 1)
         floor_s = harness.zk_multi_floor_s(zk, led)
-        _, stat = zk.kazoo.get(schema.broker_path(1))
-        record = schema.ControllerRecord.decode(zk.get(schema.CONTROLLER)[0])
-        stub = controller_pb2_grpc.ControllerServiceStub(grpc.insecure_channel(f"{record.host}:{record.port}"))
-        harness.note(f"broker 1 leads {led} partitions; asking for a controlled shutdown")
-        started = time.monotonic()
-        reply = stub.ControlledShutdown(controller_pb2.ControlledShutdownRequest(broker_id=1, broker_epoch=stat.czxid),
-                                        timeout=120)
-        seconds = time.monotonic() - started
+        profilers = harness.start_profilers(args.profile, {
+            name: cluster.processes[name].pid for name in ("broker-1", "broker-2", "broker-3", "controller-1")}, 8) \
+            if args.profile else []
+        if profilers:
+            time.sleep(2)  # py-spy needs a moment to attach
+        harness.note(f"broker 1 leads {led} partitions; stopping it with SIGTERM (controlled shutdown)")
+        cluster.stop("broker-1", timeout_s=60)
+        for proc in profilers:
+            proc.wait(timeout=60)
+        time.sleep(1.0)  # the controller's span processor flushes every 0.5 s
         after = harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)
         still = sum(1 for s in after if s.leader == 1)
+        spans = harness.read_span_files(cluster.trace_dir)
+        asked = [s for s in spans if s["name"] == "broker.controlled_shutdown" and s["attributes"].get("broker.id") == 1]
+        if not asked:
+            raise SystemExit("no broker.controlled_shutdown span from broker 1 in the trace files")
+        asked = asked[-1]
+        handled = [s for s in spans if s["name"] == "controller.controlled_shutdown"
+                   and s["attributes"].get("broker.id") == 1 and s["start_ns"] >= asked["start_ns"]]
+        phases = {}
+        if handled:
+            phases = {c["name"]: round((c["end_ns"] - c["start_ns"]) / 1e9, 4)
+                      for c in harness.children_of(spans, handled[0])}
         result = {
             "partitions": args.partitions,
             "leaders_moved": led - still,
-            "remaining_partitions": len(reply.remaining_partitions),
-            "error_code": reply.error_code,
-            "seconds": round(seconds, 3),
+            "attempts": asked["attributes"].get("attempts"),
+            "gave_up": bool(asked["attributes"].get("gave_up")),
+            "seconds": round((asked["end_ns"] - asked["start_ns"]) / 1e9, 3),
+            "controller_phases_s": {
+                "decide": phases.get("controller.decide"),
+                "zookeeper_writes": phases.get("controller.zookeeper_write"),
+                "requests_until_brokers_done": phases.get("controller.send_requests"),
+            },
             "floor_zk_multi_s": round(floor_s, 4),
+            "goal_s": 1.0,
         }
         zk.stop()
     harness.emit(result)

@@ -8,6 +8,8 @@ measures the relevant floor in the same run, so ratios hold on a noisy machine.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,8 +39,6 @@ def local_cluster(spec: ClusterSpec, keep: bool = False):
     finally:
         cluster.down()
         if not keep:
-            import shutil
-
             shutil.rmtree(state_dir, ignore_errors=True)
 
 
@@ -129,3 +129,19 @@ def hosted(address: str) -> int:
         return len(reply.replicas)
     except grpc.RpcError:
         return 0
+
+
+def start_profilers(out_dir: str, pids: dict[str, int], seconds: float) -> list[subprocess.Popen]:
+    """Record py-spy profiles (speedscope JSON) of the named processes for `seconds`."""
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(py_spy).exists():
+        raise SystemExit("--profile needs py-spy (pip install py-spy in the venv, for profiling only)")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return [
+        subprocess.Popen(
+            [py_spy, "record", "--pid", str(pid), "--duration", str(int(seconds) + 1), "--rate", "200",
+             "--format", "speedscope", "--output", str(out / f"{name}.speedscope.json"), "--nonblocking"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for name, pid in pids.items()
+    ]

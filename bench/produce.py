@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -208,23 +207,6 @@ def drive_fixed_rate(producer: Producer, args, payload: bytes) -> tuple[Acks, fl
 
 # --- profiling -------------------------------------------------------------------------------------
 
-def start_profilers(args, cluster, leader: int, follower: int, seconds: float) -> list[subprocess.Popen]:
-    py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    if not Path(py_spy).exists():
-        raise SystemExit("--profile needs py-spy (pip install py-spy in the venv, for profiling only)")
-    out = Path(args.profile)
-    out.mkdir(parents=True, exist_ok=True)
-    targets = {"leader": cluster.processes[f"broker-{leader}"].pid,
-               "follower": cluster.processes[f"broker-{follower}"].pid, "producer": os.getpid()}
-    procs = []
-    for name, pid in targets.items():
-        procs.append(subprocess.Popen(
-            [py_spy, "record", "--pid", str(pid), "--duration", str(int(seconds) + 1), "--rate", "200",
-             "--format", "speedscope", "--output", str(out / f"{name}.speedscope.json"), "--nonblocking"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    return procs
-
-
 # --- main ------------------------------------------------------------------------------------------
 
 def main() -> None:
@@ -279,8 +261,10 @@ def main() -> None:
             producer.send_batch(TOPIC, [payload] * 10, partition=p).result(timeout=30)
         latency_mode = args.rate_mb_per_s > 0
         expected_s = args.seconds if latency_mode else max(5.0, args.records / 150_000)
-        profilers = start_profilers(args, cluster, assignment[0][0], assignment[0][1], expected_s) \
-            if args.profile else []
+        profilers = harness.start_profilers(args.profile, {
+            "leader": cluster.processes[f"broker-{assignment[0][0]}"].pid,
+            "follower": cluster.processes[f"broker-{assignment[0][1]}"].pid,
+            "producer": os.getpid()}, expected_s) if args.profile else []
         cpu_before = cpu_by_process(cluster)
         what = f"{args.rate_mb_per_s:.0f} MB/s for {args.seconds:g} s" if latency_mode else f"{args.records} records"
         harness.note(f"producing ({what})")
