@@ -110,3 +110,26 @@ def test_a_new_session_replaces_the_old_one_and_ends_its_poll():
     refused = sessions.find(2, old.session_id)
     assert isinstance(refused, Refusal) and refused.code is ErrorCode.FETCH_SESSION_NOT_FOUND
     assert sessions.find(2, new.session_id) is new
+
+
+def test_followers_outside_the_isr_are_looked_at_again_without_a_wake_up(monkeypatch):
+    # Whether a follower may rejoin can change with time alone (an INELIGIBLE_REPLICA back-off ends).
+    from replog.broker.adapters import fetch_sessions
+
+    monkeypatch.setattr(fetch_sessions, "SWEEP_INTERVAL_MS", 50)
+    fresh_partitions()
+    outside = {TopicPartition("t", 3)}
+
+    def read(tp, position, hosted, bytes_left):
+        answer = read_one(tp, position, hosted, bytes_left)
+        return FollowerFetchAnswer(answer.error_code, "", 10, 0, answer.log_end_offset, 1,
+                                   follower_in_isr=tp not in outside)
+
+    session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+    with session.lock:
+        session.poll(session.listed([position(tp) for tp in PARTITIONS]), read, bytes_max=1 << 20, min_bytes=1,
+                     max_wait_ms=0, clock=SystemClock(), stopping=lambda: False)
+        time.sleep(0.06)
+        answers = session.poll(set(), read, bytes_max=1 << 20, min_bytes=1, max_wait_ms=0, clock=SystemClock(),
+                               stopping=lambda: False)
+    assert set(answers) == outside

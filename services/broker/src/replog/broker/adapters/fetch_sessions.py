@@ -19,8 +19,8 @@ unread has nothing new: its follower sits at the position the leader knows,
 and one that is at the leader's LEO is in sync however long it idles
 (follower_progress.py). A leader that can act on an idle follower again (an
 ISR answer cleared its pending proposal) wakes the partition's waiters; and
-every SWEEP_INTERVAL_MS a request reads the whole session anyway, as a net
-under anything that changes with time alone.
+every SWEEP_INTERVAL_MS a request reads again the partitions whose follower
+is outside the ISR, since whether it may rejoin can change with time alone.
 
 `session_epoch` 0 opens a session (replacing the follower's previous one,
 whose waiter is unparked); later requests carry the next epoch. A request for
@@ -47,9 +47,11 @@ from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import Clock
 from replog.v1 import replication_pb2
 
-# Every partition of a session is read again at least this often, even if nothing signalled:
-# a safety net for a decision that depends on time rather than on an event.
-SWEEP_INTERVAL_MS = 5_000
+# Partitions whose follower is outside the ISR are read again at least this often, even if
+# nothing signalled: whether it may rejoin can change with time alone (an INELIGIBLE_REPLICA
+# back-off ending). A follower in the ISR needs no such look: idle at the leader's LEO it is
+# in sync, and behind it the appends wake it.
+SWEEP_INTERVAL_MS = 2_000
 
 ReadOne = Callable[[TopicPartition, replication_pb2.ReplicaFetchPartition, HostedPartition | None, int],
                    FollowerFetchAnswer]
@@ -68,6 +70,7 @@ class FetchSession:
         self._parked: dict[TopicPartition, HostedPartition] = {}
         self._by_source: dict[int, TopicPartition] = {}
         self._pending: set[TopicPartition] = set()
+        self._outside_isr: set[TopicPartition] = set()
         self._next_sweep_ms = 0
 
     # --- lifecycle (close from any thread; the rest under `lock`) ---------------------------
@@ -115,7 +118,7 @@ class FetchSession:
         now_ms = clock.monotonic_ms()
         if now_ms >= self._next_sweep_ms:
             self._next_sweep_ms = now_ms + SWEEP_INTERVAL_MS
-            to_read = set(self._positions)
+            to_read = to_read | self._outside_isr
         to_read = to_read | self._pending | self._woken()
         deadline_ms = now_ms + max(max_wait_ms, 0)
         answers: dict[TopicPartition, FollowerFetchAnswer] = {}
@@ -141,6 +144,10 @@ class FetchSession:
                 self._pending.add(tp)
             else:
                 self._pending.discard(tp)
+            if answer.follower_in_isr:
+                self._outside_isr.discard(tp)
+            else:
+                self._outside_isr.add(tp)
         if self.closed:
             self.unpark_all()  # replaced while we polled; close() could not take the lock
         return answers

@@ -115,6 +115,7 @@ class FollowerFetchAnswer:
     records: bytes = b""
     high_watermark_update: HighWatermarkUpdate | None = None
     isr_proposal: AlterPartitionProposal | None = None
+    follower_in_isr: bool = True  # False: the leader should look at this follower again even if it idles
 
 
 def read_for_follower(
@@ -158,7 +159,7 @@ def read_for_follower(
         return FollowerFetchAnswer(
             ErrorCode.NONE, "", result.high_watermark, result.log_start_offset, log.log_end_offset,
             result.leader_epoch, records=records, high_watermark_update=result.high_watermark_update,
-            isr_proposal=result.isr_proposal,
+            isr_proposal=result.isr_proposal, follower_in_isr=replica_id in replica.leader.isr,
         )
 
 
