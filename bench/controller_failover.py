@@ -32,8 +32,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--partitions", type=int, default=100000)
     parser.add_argument("--topics", type=int, default=10, help="spread the partitions over this many topics")
+    parser.add_argument("--session-timeout-ms", type=int, default=10000)
     args = parser.parse_args()
-    spec = ClusterSpec(controllers=2, brokers=3, gateways=1, zookeeper_session_timeout_ms=3000)
+    # Brokers applying a 100K-partition LeaderAndIsr can starve their ZooKeeper heartbeat thread for
+    # a few seconds (the GIL); with 3 s sessions they then expire and re-register in a loop. The
+    # session timeout only affects how soon the standby notices, which `seconds` does not include.
+    spec = ClusterSpec(controllers=2, brokers=3, gateways=1, zookeeper_session_timeout_ms=args.session_timeout_ms)
     per_topic = args.partitions // args.topics
     with harness.local_cluster(spec) as cluster:
         zk = ZkClient(cluster.zookeeper_connect)
