@@ -8,6 +8,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from typing import Callable, TypeVar
 
 from replog.common.config import ConfigError, _UsageError
@@ -71,6 +72,9 @@ def raise_open_files_limit(wanted: int = 1_048_576) -> int:
     return soft
 
 
+SIGNAL_POLL_S = 0.2
+
+
 class StopSignal:
     """Set by SIGTERM or SIGINT; services wait on it and then shut down cleanly."""
 
@@ -83,4 +87,17 @@ class StopSignal:
         self.event.set()
 
     def wait(self, timeout_s: float | None = None) -> bool:
-        return self.event.wait(timeout_s)
+        """Wait for the signal, waking every 0.2 s.
+
+        Python runs signal handlers only in the main thread, between bytecodes. When the
+        kernel delivers SIGTERM to another thread (a broker has dozens), a main thread
+        parked in an untimed wait never wakes to run the handler: a broker ignored SIGTERM
+        for 20 s and was SIGKILLed without its controlled shutdown. Short waits bound that.
+        """
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            step = SIGNAL_POLL_S if deadline is None else min(SIGNAL_POLL_S, max(deadline - time.monotonic(), 0))
+            if self.event.wait(step):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
