@@ -201,3 +201,28 @@ def test_preferred_election_moves_leadership_back(cluster):
     replog(cluster, "elect-leaders", "--preferred", "--all")
     wait_for(lambda: partitions(cluster, "pref")[0]["leader"] == 1, 20, "leadership back on the preferred replica")
     assert [partitions(cluster, "pref")[p]["leader"] for p in range(3)] == [1, 2, 3]
+
+
+def test_an_unclean_topic_comes_back_on_a_returning_out_of_sync_replica(cluster):
+    # Kafka's unclean.leader.election.enable: with every ISR member dead, a returning replica
+    # that was not in the ISR may lead (losing what it missed); without it the partition waits.
+    ensure_all_brokers(cluster)
+    replog(cluster, "topics", "create", "risky", "--partitions", "1", "--replication-factor", "2",
+           "--config", "unclean.leader.election.enable=true")
+    wait_for(lambda: fully_replicated(cluster, "risky", 1), 30, "a fully replicated topic")
+    leader = partitions(cluster, "risky")[0]["leader"]
+    follower = next(r for r in partitions(cluster, "risky")[0]["replicas"] if r != leader)
+    cluster.kill(f"broker-{follower}")
+    wait_for(lambda: partitions(cluster, "risky")[0]["isr"] == [leader], SESSION_MS / 1000 + 15,
+             "the dead follower out of the ISR")
+    cluster.kill(f"broker-{leader}")
+    wait_for(lambda: partitions(cluster, "risky")[0]["leader"] == -1, SESSION_MS / 1000 + 15, "an offline partition")
+    cluster.start(f"broker-{follower}")
+    cluster.wait_healthy([f"broker-{follower}"])
+    wait_for(lambda: partitions(cluster, "risky")[0]["leader"] == follower, 20,
+             "the returning out-of-sync replica elected (unclean)")
+    with Producer(brokers(cluster), acks=-1, delivery_timeout_ms=30000) as producer:  # the ISR is the new leader
+        future = producer.send("risky", b"back", partition=0)
+        producer.flush(30)
+    assert future.exception() is None
+    ensure_all_brokers(cluster)

@@ -65,3 +65,12 @@ def test_a_config_for_a_topic_not_known_yet_is_kept_for_when_it_arrives():
     config = TopicConfig(retention_ms=1000)
     _, after = run(cluster(), TopicConfigChanged("later", config))
     assert after.config_of("later") == config
+
+
+def test_a_topic_whose_partitions_arrived_first_still_gets_its_config():
+    # The topic znode's watch can deliver PartitionsAdded before TopicsCreated; the config must not be lost.
+    state = cluster(live=(1, 2, 3))
+    _, state = run(state, PartitionsAdded("risky", {0: (1, 2)}))
+    config = TopicConfig(unclean_leader_election=True)
+    _, after = run(state, TopicsCreated({"risky": {0: (1, 2)}}, {"risky": config}))
+    assert after.config_of("risky").unclean_leader_election

@@ -85,9 +85,12 @@ class Watches:
             record = schema.TopicAssignment.decode(topic, data)
             assignments[topic] = {p: tuple(r) for p, r in record.partitions.items()}
             configs[topic] = self._read_config(topic)
-            DataWatch(self._zk.kazoo, schema.topic_path(topic), self._topic_data_changed(topic))
         if assignments:
             self._enqueue(ev.TopicsCreated(assignments, {t: c for t, c in configs.items() if c is not None}))
+        # Only now: a DataWatch fires at once, and its PartitionsAdded must come after TopicsCreated,
+        # or the topic starts without its config (unclean.leader.election.enable was lost that way).
+        for topic in assignments:
+            DataWatch(self._zk.kazoo, schema.topic_path(topic), self._topic_data_changed(topic))
         return True
 
     def _topic_data_changed(self, topic: str):

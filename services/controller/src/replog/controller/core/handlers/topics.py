@@ -29,9 +29,14 @@ from .leadership import initialize_partition, restore_leadership
 
 def on_topics_created(b: PlanBuilder, event: TopicsCreated) -> None:
     for topic in sorted(event.assignments):
-        if topic in b.base.partitions_by_topic or b.is_deleting(topic):
+        if b.is_deleting(topic):
             continue
         config = event.configs.get(topic)
+        if topic in b.base.partitions_by_topic:
+            # Known already (a re-fired watch, or its partitions arrived first): keep the config.
+            if config is not None and topic not in b.base.topic_configs:
+                on_topic_config_changed(b, TopicConfigChanged(topic, config))
+            continue
         if config is not None:
             b.set_config(topic, config)
         _start_partitions(b, topic, event.assignments[topic])
