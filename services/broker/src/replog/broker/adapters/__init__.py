@@ -19,8 +19,9 @@ Controller requests
 
 Replication
 - replication_servicer.py  ReplicationService: ReplicaFetch long-poll, OffsetForLeaderEpoch
-- fetcher.py / fetcher_manager.py  one fetcher thread per leader broker
-- long_poll.py          event-driven long polls (no polling loop)
+- fetch_sessions.py     the leader's fetch session per follower: read only what moved or signalled
+- fetcher.py / fetcher_manager.py  one fetcher thread per leader broker, in a fetch session
+- long_poll.py          event-driven long polls (no polling loop); the Waiter
 
 ISR and the controller
 - isr_changes.py        periodic shrink check, AlterPartition sending and answers
@@ -31,6 +32,7 @@ Clients
 - log_servicer.py       LogService: Fetch, ListOffsets, Metadata, InitProducerId, DescribeReplicas
 - produce_handler.py    Produce: validation, append, acks
 - delayed_produces.py   acks=-1 waits: the core purgatory behind one lock
+- wait_slots.py         the bound on client waits that hold a handler thread
 - topic_configs.py      min.insync.replicas from /config/topics (DataWatch)
 - producer_ids.py       producer id blocks in /latest_producer_id_block
 
