@@ -285,26 +285,32 @@ class LeaderReplica:
         refusal = self._refuse_follower(replica_id, current_leader_epoch)
         if refusal is not None:
             return refusal
-        if self._accepted_position.get(replica_id) == (fetch_offset, last_fetched_epoch) \
-                and log.log_start_offset <= fetch_offset:
-            return self._repeat_fetch(replica_id, fetch_offset, now_ms, log)
-        diverging = find_divergence(log, fetch_offset=fetch_offset, last_fetched_epoch=last_fetched_epoch)
-        if diverging is not None:
-            return DivergingEpoch(diverging, self._high_watermark, log.log_start_offset, self._leader_epoch)
-        if not log.log_start_offset <= fetch_offset <= log.log_end_offset:
-            return Refusal(
-                ErrorCode.OFFSET_OUT_OF_RANGE,
-                f"fetch offset {fetch_offset} outside [{log.log_start_offset}, {log.log_end_offset}]",
-            )
+        # A repeat fetch names the position this follower's last accepted fetch named (an idle
+        # partition in a follower's every request). The log only grew since, so the position is
+        # still consistent; the follower's LEO did not move, so neither did the HW it bounds (every
+        # other input to the HW has its own event). Only the caught-up time and a rejoin can change.
+        repeat = (self._accepted_position.get(replica_id) == (fetch_offset, last_fetched_epoch)
+                  and log.log_start_offset <= fetch_offset)
+        if not repeat:
+            diverging = find_divergence(log, fetch_offset=fetch_offset, last_fetched_epoch=last_fetched_epoch)
+            if diverging is not None:
+                return DivergingEpoch(diverging, self._high_watermark, log.log_start_offset, self._leader_epoch)
+            if not log.log_start_offset <= fetch_offset <= log.log_end_offset:
+                return Refusal(
+                    ErrorCode.OFFSET_OUT_OF_RANGE,
+                    f"fetch offset {fetch_offset} outside [{log.log_start_offset}, {log.log_end_offset}]",
+                )
         self._followers[replica_id] = after_fetch(
             self._followers[replica_id],
             fetch_offset=fetch_offset,
             leader_log_end_offset=log.log_end_offset,
             now_ms=now_ms,
         )
-        self._accepted_position[replica_id] = (fetch_offset, last_fetched_epoch)
-        hw_update = self._update_high_watermark(log)
-        proposal = self._maybe_expand_isr(replica_id, now_ms)
+        if repeat:
+            hw_update = HighWatermarkUpdate(self._high_watermark, self._high_watermark)
+        else:
+            self._accepted_position[replica_id] = (fetch_offset, last_fetched_epoch)
+            hw_update = self._update_high_watermark(log)
         return FollowerRead(
             fetch_offset=fetch_offset,
             read_upto_offset=log.log_end_offset,
@@ -312,27 +318,6 @@ class LeaderReplica:
             log_start_offset=log.log_start_offset,
             leader_epoch=self._leader_epoch,
             high_watermark_update=hw_update,
-            isr_proposal=proposal,
-        )
-
-    def _repeat_fetch(self, replica_id: int, fetch_offset: int, now_ms: int, log: LogView) -> FollowerRead:
-        """A fetch from the position this follower's last accepted fetch named (an idle partition in
-        a follower's every request). The log only grew since, so the position is still consistent; the
-        follower's LEO did not move, so neither did the HW it bounds (every other input to the HW has
-        its own event). Only the caught-up time and a rejoin can change."""
-        self._followers[replica_id] = after_fetch(
-            self._followers[replica_id],
-            fetch_offset=fetch_offset,
-            leader_log_end_offset=log.log_end_offset,
-            now_ms=now_ms,
-        )
-        return FollowerRead(
-            fetch_offset=fetch_offset,
-            read_upto_offset=log.log_end_offset,
-            high_watermark=self._high_watermark,
-            log_start_offset=log.log_start_offset,
-            leader_epoch=self._leader_epoch,
-            high_watermark_update=HighWatermarkUpdate(self._high_watermark, self._high_watermark),
             isr_proposal=self._maybe_expand_isr(replica_id, now_ms),
         )
 
