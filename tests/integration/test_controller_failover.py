@@ -9,6 +9,9 @@ import pytest
 from replog.common.zk.client import ZkClient
 from replog.devcluster import ClusterSpec
 
+from replog.v1 import common_pb2, log_pb2
+
+from .broker_helpers import batch_of, log_stub, produce_raw
 from .controller_helpers import controller, create_topic, states, wait_for
 
 pytestmark = pytest.mark.integration
@@ -77,6 +80,58 @@ def test_standby_takes_over_and_handles_a_broker_killed_in_the_gap(cluster_and_z
     found = wait_for(handled, SESSION_MS / 1000 + 10, "broker 2's partitions to move")
     assert all(rec.leader >= 0 for rec, _ in found.values())
     assert {rec.controller_epoch for rec, _ in found.values() if rec.leader_epoch > 0} == {epoch + 1}
+
+
+def metadata(cluster, broker_id: int, topic: str) -> log_pb2.MetadataResponse:
+    return log_stub(cluster, broker_id).Metadata(log_pb2.MetadataRequest(topics=[topic]), timeout=5)
+
+
+def log_lines_since(cluster, name: str, start: int) -> str:
+    return cluster.log_path(name).read_text(errors="replace")[start:]
+
+
+def test_a_new_controller_confirms_brokers_that_hold_its_state_and_resends_the_rest(cluster_and_zk):
+    cluster, zk = cluster_and_zk
+    rotations = ((1, 2, 3), (2, 3, 1), (3, 1, 2))
+    create_topic(zk, "kept", {p: rotations[p % 3] for p in range(9)})
+    wait_for(lambda: all_states(zk, "kept", 9), 10, "partition states")
+    wait_for(lambda: all(len(metadata(cluster, b, "kept").topics[0].partitions) == 9 for b in (1, 2, 3)),
+             10, "every broker's metadata to list the topic")
+    active, epoch = controller(zk)
+    standby = 2 if active == 1 else 1
+    starts = {b: cluster.log_path(f"broker-{b}").stat().st_size for b in (1, 2, 3)}
+
+    # Nothing changes while no controller acts: every broker confirms, none is sent the INIT.
+    cluster.kill(f"controller-{active}")
+    wait_for(lambda: controller(zk) == (standby, epoch + 1), SESSION_MS / 1000 + 10, "the standby to take the seat")
+    for b in (1, 2, 3):
+        lines = wait_for(lambda b=b: (t := log_lines_since(cluster, f"broker-{b}", starts[b]))
+                         and "UpdateMetadata confirm" in t and t, 15, f"broker {b} to confirm")
+        assert "LeaderAndIsr confirm: 9 replica(s) match" in lines, lines
+        assert "UpdateMetadata confirm: 9 partition(s) match" in lines, lines
+        assert ", init)" not in lines, lines
+        assert metadata(cluster, b, "kept").controller_id == standby
+    answer = produce_raw(cluster, 1, "kept", batch_of([b"after the failover"]), acks=-1, partition=0)
+    assert answer.error_code == common_pb2.ERROR_CODE_NONE, answer
+
+    # Broker 3 dies in the next gap: the leaders it had move, so brokers 1 and 2 no longer hold
+    # the new controller's state and get the full INIT; clients see the new leaders.
+    starts = {b: cluster.log_path(f"broker-{b}").stat().st_size for b in (1, 2)}
+    cluster.kill(f"controller-{standby}")
+    cluster.kill("broker-3")
+    cluster.start(f"controller-{active}")
+    wait_for(lambda: controller(zk) == (active, epoch + 2), SESSION_MS / 1000 + 20,
+             "the restarted one to take the seat")
+    for b in (1, 2):
+        lines = wait_for(lambda b=b: (t := log_lines_since(cluster, f"broker-{b}", starts[b]))
+                         and "UpdateMetadata confirm" in t and ", init)" in t and t, 15, f"broker {b}'s full INIT")
+        assert "LeaderAndIsr confirm: 9 replica(s) do not match" in lines, lines
+        assert "UpdateMetadata confirm: 9 partition(s) do not match" in lines, lines
+        leaders = wait_for(lambda b=b: (ps := metadata(cluster, b, "kept").topics[0].partitions)
+                           and all(x.leader in (1, 2) for x in ps) and ps, 10, "leaders off broker 3")
+        assert {x.leader for x in leaders} == {1, 2}
+    answer = produce_raw(cluster, 1, "kept", batch_of([b"after the second failover"]), acks=-1, partition=0)
+    assert answer.error_code == common_pb2.ERROR_CODE_NONE, answer
 
 
 def test_no_live_isr_member_means_offline_and_back_when_it_returns(cluster_and_zk):

@@ -60,6 +60,8 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
         refused = self._refuse(request.controller_epoch, request.broker_epoch)
         if refused is not None:
             return broker_control_pb2.LeaderAndIsrResponse(error_code=refused[0], error_message=refused[1])
+        if request.replica_state_digest:
+            return self._confirm_replicas(request)
         malformed = [ps for ps in request.partitions if not ps.topic or ps.partition < 0]
         if malformed:
             return broker_control_pb2.LeaderAndIsrResponse(
@@ -78,6 +80,15 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
         results = self._state_changes.leader_and_isr(decisions, init=request.init, parent=parent)
         return broker_control_pb2.LeaderAndIsrResponse(partitions=_errors(results))
 
+    def _confirm_replicas(self, request) -> broker_control_pb2.LeaderAndIsrResponse:
+        if request.init or request.partitions:
+            return broker_control_pb2.LeaderAndIsrResponse(
+                error_code=ErrorCode.INVALID_REQUEST,
+                error_message="replica_state_digest confirms a state: send it without init and without partitions")
+        self._metadata.remember_leader_endpoints(request.leaders)
+        matched = self._state_changes.confirm_replicas(request.replica_state_digest)
+        return broker_control_pb2.LeaderAndIsrResponse(state_digest_matched=matched)
+
     def StopReplica(self, request, context):
         refused = self._refuse(request.controller_epoch, request.broker_epoch)
         if refused is not None:
@@ -92,6 +103,13 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
         refused = self._refuse(request.controller_epoch, 0)
         if refused is not None:
             return broker_control_pb2.UpdateMetadataResponse(error_code=refused[0], error_message=refused[1])
+        if request.metadata_digest:
+            if request.full or request.partitions or request.deleted_topics:
+                return broker_control_pb2.UpdateMetadataResponse(
+                    error_code=ErrorCode.INVALID_REQUEST,
+                    error_message="metadata_digest confirms a state: "
+                                  "send it without full, partitions or deleted topics")
+            return broker_control_pb2.UpdateMetadataResponse(state_digest_matched=self._metadata.confirm(request))
         self._metadata.update(request)
         return broker_control_pb2.UpdateMetadataResponse()
 

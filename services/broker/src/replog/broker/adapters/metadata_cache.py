@@ -9,11 +9,15 @@ fences stale senders (controller epoch) before anything reaches here.
 
 from __future__ import annotations
 
+import logging
 import threading
 
+from replog.common import state_digest
 from replog.v1 import broker_control_pb2, common_pb2, log_pb2
 
 NO_CONTROLLER = -1
+
+log = logging.getLogger(__name__)
 
 
 class MetadataCache:
@@ -34,6 +38,21 @@ class MetadataCache:
             for state in request.partitions:
                 topics.setdefault(state.topic, {})[state.partition] = state
             self._topics = topics
+
+    def confirm(self, request: broker_control_pb2.UpdateMetadataRequest) -> bool:
+        """A confirm-only update: take its live brokers and controller; True when the cache's
+        partitions have `request.metadata_digest`, i.e. the full update would change none."""
+        with self._lock:
+            self._controller_id = request.controller_id
+            self._brokers = {b.broker_id: b for b in request.live_brokers}
+            held = state_digest.Digest.of(
+                state_digest.metadata_term(s.topic, s.partition, s.leader, s.leader_epoch, s.partition_epoch,
+                                           s.isr, s.replicas, s.adding_replicas, s.removing_replicas)
+                for partitions in self._topics.values() for s in partitions.values())
+        matched = state_digest.matches(request.metadata_digest, held)
+        log.info("UpdateMetadata confirm: %d partition(s) %s the controller's state", held.count,
+                 "match" if matched else "do not match")
+        return matched
 
     def has_partition(self, topic: str, partition: int) -> bool:
         with self._lock:

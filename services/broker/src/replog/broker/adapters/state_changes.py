@@ -50,6 +50,7 @@ from replog.broker.core.partition import (
     StopFetcher,
 )
 from replog.broker.core.topic_partition import TopicPartition
+from replog.common import state_digest
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.broker")
@@ -112,6 +113,19 @@ class ReplicaStateChanges:
             _log_summary("LeaderAndIsr", results, extra=f"{len(leading)} to lead, {len(following)} to follow"
                          + (", init" if init else ""))
             return results
+
+    def confirm_replicas(self, encoded_digest: bytes) -> bool:
+        """True when the hosted replicas have the controller's digest: an INIT LeaderAndIsr would
+        find every partition unchanged and none to delete, so it need not be sent."""
+        with self._lock:
+            held = state_digest.Digest.of(
+                state_digest.replica_term(s.topic_partition.topic, s.topic_partition.partition,
+                                          s.leader_epoch, s.partition_epoch)
+                for s in (hosted.replica.state for hosted in self._replicas.hosted()))
+            matched = state_digest.matches(encoded_digest, held)
+        log.info("LeaderAndIsr confirm: %d replica(s) %s the controller's state", held.count,
+                 "match" if matched else "do not match")
+        return matched
 
     def begin_shutdown(self) -> None:
         """This broker is in controlled shutdown: partitions it hands over make it a follower that

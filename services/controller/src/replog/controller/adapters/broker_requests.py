@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from replog.common import telemetry
+from replog.common import state_digest, telemetry
 from replog.common.channels import ChannelCache
 from replog.controller.core import plan as p
 from replog.controller.core.model import ControllerState, TopicPartition
@@ -70,8 +70,8 @@ class BrokerRequestSender:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def send(self, state: ControllerState, plan: p.Plan) -> list[BrokerOutcome]:
-        """Send every request of `plan`; returns one outcome per broker contacted."""
+    def start(self, state: ControllerState, plan: p.Plan) -> dict[int, Future]:
+        """Start sending every request of `plan`: a future of its outcome per broker contacted."""
         per_broker: dict[int, list] = {}
         for request in plan.leader_and_isr:
             per_broker.setdefault(request.broker_id, []).append(request)
@@ -80,15 +80,12 @@ class BrokerRequestSender:
                 per_broker.setdefault(broker_id, []).append(update)
         for request in plan.stop_replica:
             per_broker.setdefault(request.broker_id, []).append(request)
-        if not per_broker:
-            return []
         proto_cache: dict[int, broker_control_pb2.PartitionState] = {}
         ctx = otel_context.get_current()
-        futures = [
-            self._pool.submit(self._send_to_broker, state, broker_id, requests, proto_cache, ctx)
+        return {
+            broker_id: self._pool.submit(self._send_to_broker, state, broker_id, requests, proto_cache, ctx)
             for broker_id, requests in per_broker.items()
-        ]
-        return [f.result() for f in futures]
+        }
 
     def _protos(self, decisions, cache) -> list:
         out = []
@@ -156,6 +153,13 @@ class BrokerRequestSender:
         if isinstance(request, p.LeaderAndIsrRequest):
             leaders = sorted({d.state.leader for d in request.partitions if d.state.leader >= 0})
             endpoints = _endpoints(state, leaders)
+            if request.init:
+                reply = stub.LeaderAndIsr(broker_control_pb2.LeaderAndIsrRequest(
+                    controller_id=self._controller_id, controller_epoch=self._controller_epoch, leaders=endpoints,
+                    broker_epoch=request.broker_epoch, replica_state_digest=_replica_digest(request.partitions),
+                ), timeout=REQUEST_TIMEOUT_BASE_S, metadata=metadata)
+                if _confirmed(reply):
+                    return reply
             message = broker_control_pb2.LeaderAndIsrRequest(
                 controller_id=self._controller_id, controller_epoch=self._controller_epoch, init=request.init,
                 partitions=self._protos(request.partitions, cache), leaders=endpoints,
@@ -163,6 +167,18 @@ class BrokerRequestSender:
             )
             return stub.LeaderAndIsr(message, timeout=request_timeout_s(len(message.partitions)), metadata=metadata)
         if isinstance(request, p.UpdateMetadata):
+            if request.full:
+                key = ("metadata digest", id(request))
+                digest = cache.get(key)
+                if digest is None:
+                    digest = cache[key] = _metadata_digest(request.partitions)
+                reply = stub.UpdateMetadata(broker_control_pb2.UpdateMetadataRequest(
+                    controller_id=self._controller_id, controller_epoch=self._controller_epoch,
+                    live_brokers=_endpoints(state, [b.broker_id for b in request.live_brokers], request.live_brokers),
+                    metadata_digest=digest,
+                ), timeout=REQUEST_TIMEOUT_BASE_S, metadata=metadata)
+                if _confirmed(reply):
+                    return reply
             message = broker_control_pb2.UpdateMetadataRequest(
                 controller_id=self._controller_id, controller_epoch=self._controller_epoch,
                 live_brokers=_endpoints(state, [b.broker_id for b in request.live_brokers], request.live_brokers),
@@ -178,6 +194,31 @@ class BrokerRequestSender:
             broker_epoch=request.broker_epoch,
         )
         return stub.StopReplica(message, timeout=request_timeout_s(len(message.partitions)), metadata=metadata)
+
+
+def _replica_digest(decisions) -> bytes:
+    """What the broker's replicas hold after this INIT (see `state_digest`)."""
+    term = state_digest.replica_term
+    return state_digest.Digest.of(
+        term(d.partition.topic, d.partition.partition, d.state.leader_epoch, d.state.partition_epoch)
+        for d in decisions).encode()
+
+
+def _metadata_digest(decisions) -> bytes:
+    """What a broker's metadata cache holds after this full UpdateMetadata (see `state_digest`)."""
+    term = state_digest.metadata_term
+    return state_digest.Digest.of(
+        term(d.partition.topic, d.partition.partition, d.state.leader, d.state.leader_epoch,
+             d.state.partition_epoch, d.state.isr, d.assignment.replicas, d.assignment.adding, d.assignment.removing)
+        for d in decisions).encode()
+
+
+def _confirmed(reply) -> bool:
+    """A confirm-only request answered: True when the full request can be skipped. A refusal
+    (fencing) is final too: the full request would be refused for the same reason."""
+    confirmed = reply.error_code != common_pb2.ERROR_CODE_NONE or reply.state_digest_matched
+    trace.get_current_span().set_attribute("state_digest_matched", bool(reply.state_digest_matched))
+    return confirmed
 
 
 def _await_reconnect(channel: grpc.Channel) -> None:

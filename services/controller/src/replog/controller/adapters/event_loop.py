@@ -264,7 +264,16 @@ class ControllerLoop:
                 gc.freeze()  # the loaded state lives as long as the seat: keep it out of every collection
             self._record_metrics(plan, started)
             with tracer.start_as_current_span("controller.send_requests") as send_span:
-                outcomes = self._sender.send(self._state, plan)
+                futures = self._sender.start(self._state, plan)
+                if reply is not None and isinstance(event, ev.ControlledShutdownRequested):
+                    # The stopping broker may go as soon as the partitions it hands over
+                    # have their new leaders; its own StopReplica and LeaderAndIsr (it
+                    # follows from now on) need not hold it. Kafka does not wait at all.
+                    for broker_id, future in futures.items():
+                        if broker_id != event.broker_id:
+                            future.result()
+                    reply.set_result(plan.reply)
+                outcomes = [f.result() for f in futures.values()]
                 send_span.set_attribute("brokers", [o.broker_id for o in outcomes])
             if reply is not None and not reply.done():
                 reply.set_result(plan.reply)
