@@ -19,6 +19,15 @@ def test_paths_follow_the_documented_layout():
     assert schema.topic_config_path("orders") == "/config/topics/orders"
 
 
+def test_watched_paths_are_named_by_what_they_hold():
+    assert schema.parse_topic_path(schema.topic_path("orders")) == ("assignment", "orders", None)
+    assert schema.parse_topic_path(schema.partition_state_path("orders", 12)) == ("state", "orders", 12)
+    assert schema.parse_topic_path(schema.topic_config_path("orders")) == ("config", "orders", None)
+    for other in (schema.partitions_path("orders"), schema.partition_path("orders", 3), schema.TOPICS,
+                  schema.CONFIG_TOPICS, schema.broker_path(1), "/brokers/topics/t/partitions/x/state"):
+        assert schema.parse_topic_path(other) is None, other
+
+
 def test_partition_state_has_kafkas_shape():
     record = schema.PartitionStateRecord(leader=2, leader_epoch=5, isr=(2, 3), controller_epoch=4)
     assert json.loads(record.encode()) == {

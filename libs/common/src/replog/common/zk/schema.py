@@ -85,6 +85,22 @@ def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
 
 
+def parse_topic_path(path: str) -> tuple[str, str, int | None] | None:
+    """Name a znode under /brokers/topics or /config/topics: ("assignment", topic, None),
+    ("state", topic, partition) or ("config", topic, None); None for any other path."""
+    if path.startswith(CONFIG_TOPICS + "/"):
+        topic = path[len(CONFIG_TOPICS) + 1:]
+        return ("config", topic, None) if topic and "/" not in topic else None
+    if not path.startswith(TOPICS + "/"):
+        return None
+    parts = path[len(TOPICS) + 1:].split("/")
+    if len(parts) == 1 and parts[0]:
+        return "assignment", parts[0], None
+    if len(parts) == 4 and parts[1] == "partitions" and parts[3] == "state" and parts[2].isdigit():
+        return "state", parts[0], int(parts[2])
+    return None
+
+
 # --- helpers ----------------------------------------------------------------
 
 def _dump(value: Mapping[str, Any]) -> bytes:

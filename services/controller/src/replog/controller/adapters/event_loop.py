@@ -33,6 +33,7 @@ from replog.controller.adapters import metrics
 from replog.controller.adapters.broker_requests import BrokerRequestSender
 from replog.controller.adapters.loader import load_snapshot
 from replog.controller.adapters.seat import Seat
+from replog.controller.adapters.standby_mirror import StandbyMirror
 from replog.controller.adapters.watches import Watches
 from replog.controller.adapters.zk_writer import SeatLostError, ZkWriter, ZkWriteError
 from replog.controller.core import events as ev
@@ -99,6 +100,8 @@ class ControllerLoop:
         self._writer: ZkWriter | None = None
         self._sender: BrokerRequestSender | None = None
         self._watches: Watches | None = None
+        self._mirror: StandbyMirror | None = None
+        self._mirror_lock = threading.Lock()
         self._channels = ChannelCache()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="controller-loop", daemon=True)
@@ -107,11 +110,13 @@ class ControllerLoop:
     # --- outside threads -----------------------------------------------------------------
 
     def start(self) -> None:
+        self._start_mirror()
         self._thread.start()
         self._ticker.start()
 
     def stop(self) -> None:
         self._stopped.set()
+        self._close_mirror()
         self._generation += 1
         self._seat = None
         # Answer queued RPCs at once (NOT_CONTROLLER: the caller retries elsewhere)
@@ -146,6 +151,21 @@ class ControllerLoop:
         self._generation += 1
         self._seat = None
         metrics.ACTIVE_CONTROLLER_COUNT.set(0)
+        if not self._stopped.is_set():
+            self._start_mirror()  # a standby again: keep a copy for the next take-over
+
+    def _start_mirror(self) -> None:
+        with self._mirror_lock:
+            if self._mirror is None:
+                self._mirror = StandbyMirror(self._zk.connect_string,
+                                             session_timeout_s=self._session_timeout_ms / 1000)
+                self._mirror.start()
+
+    def _close_mirror(self) -> None:
+        with self._mirror_lock:
+            mirror, self._mirror = self._mirror, None
+        if mirror is not None:
+            mirror.close()
 
     def enqueue(self, event, *, generation: int | None = None, reply: Future | None = None,
                 notice_ms: int = 0, links: tuple = ()) -> bool:
@@ -212,8 +232,15 @@ class ControllerLoop:
             "zookeeper.session_timeout_ms": self._session_timeout_ms,
             "controller.seat_won_at_ns": item.won_ns,
         }) as span:
-            with tracer.start_as_current_span("controller.load_state"):
-                snapshot = load_snapshot(self._zk.connect_string, self._controller_id, seat.controller_epoch)
+            with tracer.start_as_current_span("controller.load_state") as load_span:
+                with self._mirror_lock:
+                    mirror, self._mirror = self._mirror, None
+                snapshot = mirror.take(self._controller_id, seat.controller_epoch) if mirror else None
+                if mirror is not None:
+                    mirror.close()
+                load_span.set_attribute("controller.standby_copy", snapshot is not None)
+                if snapshot is None:
+                    snapshot = load_snapshot(self._zk.connect_string, self._controller_id, seat.controller_epoch)
             span.set_attribute("partitions", len(snapshot.assignments))
             span.set_attribute("brokers", sorted(snapshot.live_brokers))
             self._execute(ev.Startup(snapshot), item.generation, None, span)

@@ -66,32 +66,51 @@ def read_reassignment_request(data: bytes | None) -> dict[TopicPartition, tuple[
     return {TopicPartition(t, p): (tuple(r) if r else None) for (t, p), r in request.targets.items()}
 
 
-def load_snapshot(connect: str, controller_id: int, controller_epoch: int) -> ClusterSnapshot:
-    started = time.monotonic()
-    brokers = read_live_brokers(connect)
-    topics, deleting = bulk.children_many(connect, [schema.TOPICS, schema.DELETE_TOPICS], sessions=1)
-    topics = sorted(topics or [])
-    assignments: dict[TopicPartition, ReplicaAssignment] = {}
+def read_assignments(connect: str, topics: list[str]) -> dict[str, dict[int, ReplicaAssignment] | None]:
+    """Each topic's assignment; None for a topic gone or unreadable."""
+    out: dict[str, dict[int, ReplicaAssignment] | None] = {}
     for topic, item in zip(topics, bulk.get_many(connect, [schema.topic_path(t) for t in topics])):
+        out[topic] = None
         if item is None:
             continue
         try:
-            record = schema.TopicAssignment.decode(topic, item[0])
+            out[topic] = assignment_from_record(schema.TopicAssignment.decode(topic, item[0]))
         except schema.ZkDataError as exc:
             log.error("ignoring topic with an unreadable assignment: %s", exc)
-            continue
-        for p, replica_assignment in assignment_from_record(record).items():
-            assignments[TopicPartition(topic, p)] = replica_assignment
-    keys = list(assignments)
-    states: dict[TopicPartition, LeaderAndIsr] = {}
+    return out
+
+
+def read_partition_states(connect: str, keys: list[TopicPartition]) -> dict[TopicPartition, LeaderAndIsr | None]:
+    """Each partition's state; None where it does not exist (yet)."""
     found = bulk.get_many(connect, [schema.partition_state_path(tp.topic, tp.partition) for tp in keys])
+    states: dict[TopicPartition, LeaderAndIsr | None] = {}
     for tp, item in zip(keys, found):
         if item is None:
-            continue  # created by the controller on Startup (a topic whose creation was cut short)
+            states[tp] = None  # created by the controller on Startup (a topic whose creation was cut short)
+            continue
         record = schema.PartitionStateRecord.decode(item[0], schema.partition_state_path(*tp))
         states[tp] = LeaderAndIsr(record.leader, record.leader_epoch, tuple(record.isr),
                                   record.controller_epoch, item[1].version)
+    return states
+
+
+def read_cluster_rest(connect: str) -> tuple[dict[int, BrokerInfo], frozenset[str], dict]:
+    """The small part of the state, always read afresh: live brokers, deletions, reassignment requests."""
+    brokers = read_live_brokers(connect)
+    deleting = bulk.children_many(connect, [schema.DELETE_TOPICS], sessions=1)[0]
     reassign = bulk.get_many(connect, [schema.REASSIGN_PARTITIONS], sessions=1)[0]
+    return brokers, frozenset(deleting or ()), read_reassignment_request(reassign[0] if reassign else None)
+
+
+def load_snapshot(connect: str, controller_id: int, controller_epoch: int) -> ClusterSnapshot:
+    started = time.monotonic()
+    brokers, deleting, reassignments = read_cluster_rest(connect)
+    topics = sorted(bulk.children_many(connect, [schema.TOPICS], sessions=1)[0] or [])
+    assignments: dict[TopicPartition, ReplicaAssignment] = {}
+    for topic, partitions in read_assignments(connect, topics).items():
+        for p, replica_assignment in (partitions or {}).items():
+            assignments[TopicPartition(topic, p)] = replica_assignment
+    states = {tp: s for tp, s in read_partition_states(connect, list(assignments)).items() if s is not None}
     snapshot = ClusterSnapshot(
         controller_id=controller_id,
         controller_epoch=controller_epoch,
@@ -99,8 +118,8 @@ def load_snapshot(connect: str, controller_id: int, controller_epoch: int) -> Cl
         assignments=assignments,
         partition_states=states,
         topic_configs=read_topic_configs(connect, topics),
-        topics_being_deleted=frozenset(deleting or ()),
-        reassignment_requests=read_reassignment_request(reassign[0] if reassign else None),
+        topics_being_deleted=deleting,
+        reassignment_requests=reassignments,
     )
     log.info("loaded %d brokers, %d topics, %d partitions from ZooKeeper in %.2f s",
              len(brokers), len(topics), len(assignments), time.monotonic() - started)

@@ -1,0 +1,189 @@
+"""A ZooKeeper session that reports every change under some paths: persistent
+recursive watches (ZooKeeper 3.6+), which kazoo does not speak.
+
+Why: a standby controller keeps a copy of the cluster's state so that taking
+the seat does not start with reading 100K znodes (DESIGN.md §5 "Seat"). One
+watch per znode would mean 100K one-shot watches to re-arm; one persistent
+recursive watch on ``/brokers/topics`` reports every created, deleted or
+changed znode below it, for as long as the session lives.
+
+What it gives: ``on_change(path)`` for each notification (chroot removed), on
+the feed's reader thread, and ``on_change(None)`` once if the session breaks
+(notifications may then have been missed: the caller must re-read
+everything). ``barrier()`` returns once every notification for a change
+committed before the call has been delivered: ZooKeeper sends a session's
+notifications and replies in order, so the reply to a ``sync`` sent now comes
+after them.
+
+Wire format (jute, as in ``bulk``): AddWatch is op 106 with a path and an
+int32 mode (1 = persistent recursive) and an empty reply; a notification is a
+reply with xid -1 whose body is type i32, state i32, path; pings are op 11
+with xid -2. Only the reader thread reads the socket; requests are written
+under a lock and their replies (ZooKeeper answers in order) complete a FIFO of
+waiters.
+"""
+
+from __future__ import annotations
+
+import collections
+import socket
+import threading
+from typing import Callable, Sequence
+
+from replog.common.zk.bulk import _CONNECT, _I32, _REPLY_HEADER, _REQUEST_HEADER, BulkReadError
+
+OP_SYNC = 9
+OP_PING = 11
+OP_ADD_WATCH = 106
+MODE_PERSISTENT_RECURSIVE = 1
+XID_NOTIFICATION = -1
+XID_PING = -2
+
+
+class ChangeFeedBroken(RuntimeError):
+    pass
+
+
+class ChangeFeed:
+    def __init__(self, connect: str, paths: Sequence[str], on_change: Callable[[str | None], None], *,
+                 session_timeout_s: float = 10.0) -> None:
+        hosts, _, chroot = connect.partition("/")
+        self._chroot = ("/" + chroot).rstrip("/") if chroot else ""
+        self._hosts = [h.rsplit(":", 1) for h in hosts.split(",")]
+        self._paths = tuple(paths)
+        self._on_change = on_change
+        self._session_timeout_s = session_timeout_s
+        self._sock: socket.socket | None = None
+        self._write_lock = threading.Lock()
+        self._waiters: collections.deque[tuple[threading.Event, list]] = collections.deque()
+        self._xid = 0
+        self._closed = threading.Event()
+        self._broken = False
+        self._reader: threading.Thread | None = None
+        self._pinger: threading.Thread | None = None
+
+    # --- life cycle ----------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Connect and watch every path; changes from now on are reported."""
+        last_error: Exception | None = None
+        for host, port in self._hosts:
+            try:
+                sock = socket.create_connection((host, int(port)), timeout=self._session_timeout_s)
+                break
+            except OSError as exc:
+                last_error = exc
+        else:
+            raise ChangeFeedBroken(f"cannot connect to ZooKeeper: {last_error}")
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        body = _CONNECT.pack(0, 0, int(self._session_timeout_s * 1000), 0, 16) + b"\0" * 16 + b"\0"
+        sock.sendall(_I32.pack(len(body)) + body)
+        self._sock = sock
+        self._buffer = bytearray()
+        if len(self._read_frame()) < 20:
+            raise ChangeFeedBroken("ZooKeeper refused the session")
+        sock.settimeout(None)
+        self._reader = threading.Thread(target=self._read_loop, name="zk-change-feed", daemon=True)
+        self._reader.start()
+        self._pinger = threading.Thread(target=self._ping_loop, name="zk-change-feed-ping", daemon=True)
+        self._pinger.start()
+        for path in self._paths:
+            self._request(OP_ADD_WATCH, self._encode_path(path) + _I32.pack(MODE_PERSISTENT_RECURSIVE))
+
+    def close(self) -> None:
+        self._closed.set()
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                with self._write_lock:
+                    sock.sendall(_REQUEST_HEADER.pack(8, 0x7FFFFFF0, -11))
+            except OSError:
+                pass
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        self._fail_waiters()
+
+    @property
+    def broken(self) -> bool:
+        return self._broken
+
+    def barrier(self, timeout_s: float = 10.0) -> None:
+        """Return when every notification of a change committed before now has been delivered."""
+        self._request(OP_SYNC, self._encode_path("/"), timeout_s)
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _encode_path(self, path: str) -> bytes:
+        encoded = (self._chroot + path).rstrip("/").encode() or b"/"
+        return _I32.pack(len(encoded)) + encoded
+
+    def _request(self, op: int, body: bytes, timeout_s: float = 10.0) -> None:
+        done = threading.Event()
+        outcome: list = []
+        with self._write_lock:
+            if self._sock is None or self._broken:
+                raise ChangeFeedBroken("the change feed's session is gone")
+            self._xid += 1
+            self._waiters.append((done, outcome))
+            try:
+                self._sock.sendall(_REQUEST_HEADER.pack(8 + len(body), self._xid, op) + body)
+            except OSError as exc:
+                raise ChangeFeedBroken(f"writing to ZooKeeper failed: {exc}") from exc
+        if not done.wait(timeout_s):
+            raise ChangeFeedBroken(f"ZooKeeper did not answer op {op} in {timeout_s} s")
+        if not outcome or outcome[0] != 0:
+            raise ChangeFeedBroken(f"ZooKeeper answered op {op} with error {outcome[0] if outcome else 'none'}")
+
+    def _read_frame(self) -> bytes:
+        buffer = self._buffer
+        while True:
+            if len(buffer) >= 4:
+                (length,) = _I32.unpack_from(buffer, 0)
+                if len(buffer) >= 4 + length:
+                    frame = bytes(buffer[4:4 + length])
+                    del buffer[:4 + length]
+                    return frame
+            chunk = self._sock.recv(1 << 16)
+            if not chunk:
+                raise BulkReadError("ZooKeeper closed the connection")
+            buffer += chunk
+
+    def _read_loop(self) -> None:
+        strip = len(self._chroot)
+        try:
+            while not self._closed.is_set():
+                frame = self._read_frame()
+                xid, _zxid, err = _REPLY_HEADER.unpack_from(frame, 0)
+                if xid == XID_NOTIFICATION:
+                    (length,) = _I32.unpack_from(frame, 24)
+                    path = frame[28:28 + length].decode()[strip:] or "/"
+                    self._on_change(path)
+                elif xid != XID_PING:
+                    done, outcome = self._waiters.popleft()
+                    outcome.append(err)
+                    done.set()
+        except (OSError, BulkReadError, IndexError, AttributeError):
+            pass
+        if not self._closed.is_set():
+            self._broken = True
+            self._fail_waiters()
+            self._on_change(None)
+
+    def _ping_loop(self) -> None:
+        interval_s = self._session_timeout_s / 3
+        while not self._closed.wait(interval_s):
+            try:
+                with self._write_lock:
+                    if self._sock is None:
+                        return
+                    self._sock.sendall(_REQUEST_HEADER.pack(8, XID_PING, OP_PING))
+            except OSError:
+                return  # the reader sees the broken socket
+
+    def _fail_waiters(self) -> None:
+        while self._waiters:
+            done, _ = self._waiters.popleft()
+            done.set()
