@@ -95,8 +95,16 @@ def test_a_new_controller_confirms_brokers_that_hold_its_state_and_resends_the_r
     rotations = ((1, 2, 3), (2, 3, 1), (3, 1, 2))
     create_topic(zk, "kept", {p: rotations[p % 3] for p in range(9)})
     wait_for(lambda: all_states(zk, "kept", 9), 10, "partition states")
-    wait_for(lambda: all(len(metadata(cluster, b, "kept").topics[0].partitions) == 9 for b in (1, 2, 3)),
-             10, "every broker's metadata to list the topic")
+    # Broker 3 leaves the ISRs and comes back through AlterPartition: the followers of those
+    # partitions now hold older partition epochs than ZooKeeper (only metadata tells them).
+    cluster.kill("broker-3")
+    wait_for(lambda: (f := all_states(zk, "kept", 9)) and all(3 not in r.isr for r, _ in f.values()),
+             SESSION_MS / 1000 + 10, "broker 3 to leave every ISR")
+    cluster.start("broker-3")
+    wait_for(lambda: (f := all_states(zk, "kept", 9)) and all(len(r.isr) == 3 for r, _ in f.values()),
+             30, "broker 3 back in every ISR")
+    wait_for(lambda: all(len(p.isr) == 3 for b in (1, 2, 3) for p in metadata(cluster, b, "kept").topics[0].partitions),
+             10, "every broker's metadata to have the full ISRs")
     active, epoch = controller(zk)
     standby = 2 if active == 1 else 1
     starts = {b: cluster.log_path(f"broker-{b}").stat().st_size for b in (1, 2, 3)}

@@ -15,8 +15,8 @@ pytestmark = pytest.mark.integration
 def test_another_process_computes_the_same_digest():
     """String hashing is randomised per process; the digest must not depend on it."""
     code = ("from replog.common import state_digest as sd;"
-            "print(sd.Digest.of(sd.replica_term('orders', p, p % 3, p) for p in range(50)).encode().hex())")
+            "print(sd.Digest.of(sd.replica_term('orders', p, 1, p % 3, p, 1) for p in range(50)).encode().hex())")
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={"PYTHONHASHSEED": "12345", "PATH": ""}).stdout.strip()
-    mine = sd.Digest.of(sd.replica_term("orders", p, p % 3, p) for p in range(50)).encode().hex()
+    mine = sd.Digest.of(sd.replica_term("orders", p, 1, p % 3, p, 1) for p in range(50)).encode().hex()
     assert other == mine

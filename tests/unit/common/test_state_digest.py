@@ -5,8 +5,12 @@ from __future__ import annotations
 from replog.common import state_digest as sd
 
 
+BROKER = 1
+
+
 def replicas(states):
-    return sd.Digest.of(sd.replica_term(t, p, le, pe) for (t, p), (le, pe) in states.items())
+    """states: (topic, partition) -> (leader epoch, partition epoch); broker 1 leads every partition."""
+    return sd.Digest.of(sd.replica_term(t, p, BROKER, le, pe, BROKER) for (t, p), (le, pe) in states.items())
 
 
 STATES = {("orders", p): (p % 3, p) for p in range(50)} | {("audit", 0): (4, 9)}
@@ -29,9 +33,17 @@ def test_one_epoch_a_missing_or_an_extra_partition_disagrees():
 
 def test_a_running_digest_follows_changes_one_partition_at_a_time():
     running = replicas(STATES)
-    running.remove(sd.replica_term("orders", 7, 1, 7))
-    running.add(sd.replica_term("orders", 7, 1, 8))
+    running.remove(sd.replica_term("orders", 7, BROKER, 1, 7, BROKER))
+    running.add(sd.replica_term("orders", 7, BROKER, 1, 8, BROKER))
     assert running == replicas(STATES | {("orders", 7): (1, 8)})
+
+
+def test_a_followers_partition_epoch_does_not_count_but_its_leader_does():
+    """Followers learn ISR changes from metadata only, so they hold older partition epochs."""
+    assert sd.replica_term("t", 0, 2, 5, 7, BROKER) == sd.replica_term("t", 0, 2, 5, 9, BROKER)
+    assert sd.replica_term("t", 0, 2, 5, 7, BROKER) != sd.replica_term("t", 0, 3, 5, 7, BROKER)
+    assert sd.replica_term("t", 0, 2, 5, 7, BROKER) != sd.replica_term("t", 0, 2, 6, 7, BROKER)
+    assert sd.replica_term("t", 0, BROKER, 5, 7, BROKER) != sd.replica_term("t", 0, BROKER, 5, 9, BROKER)
 
 
 def test_metadata_terms_cover_isr_and_replica_lists():

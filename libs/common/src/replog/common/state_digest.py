@@ -5,9 +5,13 @@ What it owns: the two digest formats, which the controller computes from what it
 would send and a broker from what it holds (DESIGN.md §5 "Seat"):
 
 - the *replica digest* covers the partitions a broker hosts, each as (topic,
-  partition, leader epoch, partition epoch). Those are exactly what makes a
-  LeaderAndIsr decision "unchanged" on the broker, so equal digests mean an
-  INIT LeaderAndIsr would change nothing and delete nothing;
+  partition, leader, leader epoch, and the partition epoch where the broker
+  leads). Equal digests mean an INIT LeaderAndIsr would delete nothing, change
+  no leadership, and change no ISR the broker owns. A follower's ISR and
+  partition epoch are left out: ISR changes the leader makes through
+  AlterPartition reach followers only in metadata (as in Kafka), so a follower
+  normally holds an older partition epoch, and nothing it does depends on it
+  -- its next LeaderAndIsr carries the current one;
 - the *metadata digest* covers every partition of a full UpdateMetadata, each as
   (topic, partition, leader, leader epoch, partition epoch, ISR, replicas,
   adding, removing). Equal digests mean the full update would leave the cache
@@ -39,8 +43,10 @@ def _topic_key(topic: str) -> int:
     return zlib.crc32(topic.encode()) | (len(topic) << 32)
 
 
-def replica_term(topic: str, partition: int, leader_epoch: int, partition_epoch: int) -> int:
-    return hash((_topic_key(topic), partition, leader_epoch, partition_epoch))
+def replica_term(topic: str, partition: int, leader: int, leader_epoch: int, partition_epoch: int,
+                 broker_id: int) -> int:
+    """The term of one replica held by `broker_id`."""
+    return hash((_topic_key(topic), partition, leader, leader_epoch, partition_epoch if leader == broker_id else -1))
 
 
 def metadata_term(topic: str, partition: int, leader: int, leader_epoch: int, partition_epoch: int,
