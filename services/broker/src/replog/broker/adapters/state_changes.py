@@ -18,6 +18,9 @@ This module runs them after the partition lock is released:
 
 With `init` (sent on controller failover and broker registration, listing every
 replica the broker hosts) local replicas not listed are stopped and deleted.
+Before an INIT the controller sends the digest of what it would list
+(`confirm_replicas`, `replog.common.state_digest`); when the hosted replicas
+have the same digest, the INIT would change nothing and is not sent.
 
 Tracing: the partitions becoming leaders are applied inside one
 `broker.become_leader` span, the rest inside `broker.become_follower`, each a
@@ -94,33 +97,51 @@ class ReplicaStateChanges:
         self, decisions: list[LeaderAndIsrDecision], *, init: bool, parent: otel_context.Context | None
     ) -> list[PartitionResult]:
         with self._lock:
-            leading = [d for d in decisions if d.leader_id == self._broker_id]
-            following = [d for d in decisions if d.leader_id != self._broker_id]
-            results: list[PartitionResult] = []
-            starts: list[tuple[TopicPartition, StartFetcher]] = []
-            if leading:
-                with self._span("broker.become_leader", leading, parent):
-                    results += [self._apply(d, starts) for d in leading]
-            if following:
-                with self._span("broker.become_follower", following, parent) as span:
-                    results += [self._apply(d, starts) for d in following]
-                    if self._shutting_down:
-                        starts = []
-                    self._start_fetchers(starts)
-                    span.set_attribute("fetchers.started", len(starts))
+            # New leader epochs first, with their fetchers: clients and followers wait for those,
+            # while ISR-only updates (a dead follower leaving the ISR) wait for nobody. After a
+            # broker failure the controller's request holds both, the second kind twice as many.
+            new_epochs, same_epochs = self._new_epochs_first(decisions)
+            results = self._apply_batch(new_epochs, parent) + self._apply_batch(same_epochs, parent)
             if init:
                 self._delete_unlisted({d.topic_partition for d in decisions})
-            _log_summary("LeaderAndIsr", results, extra=f"{len(leading)} to lead, {len(following)} to follow"
+            leading = sum(1 for d in decisions if d.leader_id == self._broker_id)
+            _log_summary("LeaderAndIsr", results, extra=f"{leading} to lead, {len(decisions) - leading} to follow, "
+                         f"{len(new_epochs)} at a new leader epoch"
                          + (", init" if init else ""))
             return results
 
+    def _new_epochs_first(self, decisions: list[LeaderAndIsrDecision]):
+        new_epochs, same_epochs = [], []
+        for decision in decisions:
+            hosted = self._replicas.get(decision.topic_partition)
+            same = hosted is not None and hosted.replica.state.leader_epoch == decision.leader_epoch
+            (same_epochs if same else new_epochs).append(decision)
+        return new_epochs, same_epochs
+
+    def _apply_batch(self, decisions: list[LeaderAndIsrDecision], parent) -> list[PartitionResult]:
+        leading = [d for d in decisions if d.leader_id == self._broker_id]
+        following = [d for d in decisions if d.leader_id != self._broker_id]
+        results: list[PartitionResult] = []
+        starts: list[tuple[TopicPartition, StartFetcher]] = []
+        if leading:
+            with self._span("broker.become_leader", leading, parent):
+                results += [self._apply(d, starts) for d in leading]
+        if following:
+            with self._span("broker.become_follower", following, parent) as span:
+                results += [self._apply(d, starts) for d in following]
+                if self._shutting_down:
+                    starts = []
+                self._start_fetchers(starts)
+                span.set_attribute("fetchers.started", len(starts))
+        return results
+
     def confirm_replicas(self, encoded_digest: bytes) -> bool:
         """True when the hosted replicas have the controller's digest: an INIT LeaderAndIsr would
-        find every partition unchanged and none to delete, so it need not be sent."""
+        delete nothing and change no leadership (see `state_digest`), so it need not be sent."""
         with self._lock:
             held = state_digest.Digest.of(
-                state_digest.replica_term(s.topic_partition.topic, s.topic_partition.partition,
-                                          s.leader_epoch, s.partition_epoch)
+                state_digest.replica_term(s.topic_partition.topic, s.topic_partition.partition, s.leader_id,
+                                          s.leader_epoch, s.partition_epoch, self._broker_id)
                 for s in (hosted.replica.state for hosted in self._replicas.hosted()))
             matched = state_digest.matches(encoded_digest, held)
         log.info("LeaderAndIsr confirm: %d replica(s) %s the controller's state", held.count,
