@@ -28,10 +28,11 @@ from replog.broker.adapters.producer_ids import ProducerIdAllocator
 from replog.broker.adapters.registration import register_broker
 from replog.broker.adapters.replica_manager import ReplicaManager
 from replog.broker.adapters.replication_servicer import ReplicationServicer
+from replog.broker.adapters.replication_throttle import ReplicationThrottle
 from replog.broker.adapters.servicers import bindings
 from replog.broker.adapters.state_changes import ReplicaStateChanges
-from replog.broker.adapters.wait_slots import WaitSlots
 from replog.broker.adapters.topic_configs import TopicConfigs
+from replog.broker.adapters.wait_slots import WaitSlots
 from replog.broker.config import BrokerConfig
 from replog.broker.log import CheckpointError, LogConfig
 from replog.common import telemetry
@@ -82,6 +83,7 @@ class BrokerProcess:
         metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         self.metrics.watch_partitions(lambda: self.replicas.summary(self.topic_configs.min_insync_replicas))
         self.controller.start()
+        self.throttle.watch(self.zk)
         self.isr_changes.start()
         self.checkpointer.start()
         self._register(metrics_port)
@@ -140,10 +142,11 @@ class BrokerProcess:
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
             state_changes=self.state_changes, metadata=self.metadata, broker_epoch_of=lambda: self.broker_epoch)
+        self.throttle = ReplicationThrottle(clock)
         self.replication_servicer = ReplicationServicer(
             broker_id=config.broker_id, lookup=replicas.get, delayed_produces=self.delayed_produces,
             isr_changes=self.isr_changes, clock=clock, metrics=metrics, fetch_bytes_max=config.replica_fetch_max_bytes,
-            stopping=stopping,
+            stopping=stopping, throttle=self.throttle,
         )
         wait_slots = WaitSlots(config.grpc_workers)
         produce = ProduceHandler(

@@ -14,12 +14,14 @@ Replicas and their lock
 
 Controller requests
 - control_servicer.py   BrokerControlService: controller / broker epoch fencing, proto <-> decisions
-- state_changes.py      LeaderAndIsr / StopReplica applied: core decisions, effects, become_* spans
-- metadata_cache.py     UpdateMetadata -> Metadata answers, broker addresses
+- state_changes.py      LeaderAndIsr / StopReplica applied: core decisions, effects, become_* spans;
+                        the replica digest a new controller confirms instead of an INIT
+- metadata_cache.py     UpdateMetadata -> Metadata answers, broker addresses, the metadata digest
 
 Replication
 - replication_servicer.py  ReplicationService: ReplicaFetch long-poll, OffsetForLeaderEpoch
 - fetch_sessions.py     the leader's fetch session per follower: read only what moved or signalled
+- replication_throttle.py  the reassignment throttle: replicas being added are fed at its rate
 - fetcher.py / fetcher_manager.py  one fetcher thread per leader broker, in a fetch session
 - long_poll.py          event-driven long polls (no polling loop); the Waiter
 

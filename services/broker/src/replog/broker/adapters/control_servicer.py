@@ -71,7 +71,7 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
             LeaderAndIsrDecision(
                 topic_partition=TopicPartition(ps.topic, ps.partition), leader_id=ps.leader,
                 leader_epoch=ps.leader_epoch, isr=tuple(ps.isr), partition_epoch=ps.partition_epoch,
-                replicas=tuple(ps.replicas), is_new=ps.is_new,
+                replicas=tuple(ps.replicas), is_new=ps.is_new, adding=tuple(ps.adding_replicas),
             )
             for ps in request.partitions
         ]

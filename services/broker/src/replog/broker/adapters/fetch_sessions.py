@@ -13,7 +13,8 @@ moves and role changes accumulate between requests. A request then reads only:
 - the partitions it lists (new to the session, or whose position changed:
   the follower appended or truncated),
 - the partitions that signalled since the last request (the waiter),
-- the partitions still pending (had records the byte budget left unsent),
+- the partitions still pending (had records the byte budget or the
+  reassignment throttle, replication_throttle.py, left unsent),
 and long-polls on the waiter if none has anything to send. A partition left
 unread has nothing new: its follower sits at the position the leader knows,
 and one that is at the leader's LEO is in sync however long it idles
@@ -42,6 +43,7 @@ from typing import Callable, Iterable
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.leader_side import FollowerFetchAnswer
 from replog.broker.adapters.long_poll import Waiter
+from replog.broker.adapters.replication_throttle import ReplicationThrottle
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import Clock
@@ -58,8 +60,10 @@ ReadOne = Callable[[TopicPartition, replication_pb2.ReplicaFetchPartition, Hoste
 
 
 class FetchSession:
-    def __init__(self, replica_id: int, session_id: int, lookup: Callable[[TopicPartition], HostedPartition | None]):
+    def __init__(self, replica_id: int, session_id: int, lookup: Callable[[TopicPartition], HostedPartition | None],
+                 throttle: ReplicationThrottle | None = None):
         self.replica_id = replica_id
+        self._throttle = throttle
         self.session_id = session_id
         self.epoch = 0
         self.lock = threading.Lock()
@@ -122,14 +126,29 @@ class FetchSession:
         to_read = to_read | self._pending | self._woken()
         deadline_ms = now_ms + max(max_wait_ms, 0)
         answers: dict[TopicPartition, FollowerFetchAnswer] = {}
+        held_back: set[TopicPartition] = set()  # records for a replica being added, over the throttle
         sent = 0
         while True:
             urgent = False
             for tp in to_read:
+                hosted = self._park(tp)
+                budget = max(bytes_max - sent, 1)
+                throttled = (self._throttle is not None and hosted is not None
+                             and self.replica_id in hosted.replica.state.adding)
+                if throttled:
+                    allowance = self._throttle.allowance()
+                    if allowance == 0:
+                        held_back.add(tp)
+                        continue
+                    if allowance is not None:
+                        budget = min(budget, allowance)
                 previous = answers.get(tp)
                 if previous is not None:
                     sent -= len(previous.records)
-                answer = answers[tp] = read_one(tp, self._positions[tp], self._park(tp), max(bytes_max - sent, 1))
+                answer = answers[tp] = read_one(tp, self._positions[tp], hosted, budget)
+                held_back.discard(tp)
+                if throttled:
+                    self._throttle.record(len(answer.records))
                 sent += len(answer.records)
                 urgent = urgent or answer.error_code is not ErrorCode.NONE or answer.diverging is not None
             remaining_ms = deadline_ms - clock.monotonic_ms()
@@ -148,6 +167,7 @@ class FetchSession:
                 self._outside_isr.discard(tp)
             else:
                 self._outside_isr.add(tp)
+        self._pending |= held_back - answers.keys()
         if self.closed:
             self.unpark_all()  # replaced while we polled; close() could not take the lock
         return answers
@@ -175,15 +195,17 @@ class FetchSession:
 class FetchSessions:
     """The open session of each follower broker."""
 
-    def __init__(self, lookup: Callable[[TopicPartition], HostedPartition | None]) -> None:
+    def __init__(self, lookup: Callable[[TopicPartition], HostedPartition | None],
+                 throttle: ReplicationThrottle | None = None) -> None:
         self._lookup = lookup
+        self._throttle = throttle
         self._lock = threading.Lock()
         self._by_replica: dict[int, FetchSession] = {}
         self._ids = itertools.count(1)
 
     def open(self, replica_id: int) -> FetchSession:
         with self._lock:
-            session = FetchSession(replica_id, next(self._ids), self._lookup)
+            session = FetchSession(replica_id, next(self._ids), self._lookup, self._throttle)
             previous = self._by_replica.get(replica_id)
             self._by_replica[replica_id] = session
         if previous is not None:

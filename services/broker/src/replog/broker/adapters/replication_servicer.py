@@ -25,6 +25,7 @@ from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.isr_changes import IsrChangeSender
 from replog.broker.adapters.leader_side import FollowerFetchAnswer, offset_for_leader_epoch, read_for_follower
 from replog.broker.adapters.metrics import BrokerMetrics
+from replog.broker.adapters.replication_throttle import ReplicationThrottle
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import Clock
@@ -45,6 +46,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         metrics: BrokerMetrics,
         fetch_bytes_max: int,
         stopping: Callable[[], bool],
+        throttle: ReplicationThrottle | None = None,
     ) -> None:
         self._broker_id = broker_id
         self._lookup = lookup
@@ -54,7 +56,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         self._metrics = metrics
         self._fetch_bytes_max = fetch_bytes_max
         self._stopping = stopping
-        self._sessions = FetchSessions(lookup)
+        self._sessions = FetchSessions(lookup, throttle)
 
     def ReplicaFetch(self, request, context):
         started = time.perf_counter()

@@ -89,6 +89,7 @@ class PartitionState:
     isr: tuple[int, ...]
     partition_epoch: int
     replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()  # replicas a reassignment is adding (their traffic may be throttled)
 
     @classmethod
     def new(cls, topic_partition: TopicPartition, broker_id: int) -> PartitionState:
@@ -119,6 +120,7 @@ class LeaderAndIsrDecision:
     partition_epoch: int
     replicas: tuple[int, ...]
     is_new: bool = False
+    adding: tuple[int, ...] = ()
 
 
 # --- effects: what the adapter must do, in the order given -------------------
@@ -260,6 +262,7 @@ def _same_leader_epoch(current: PartitionState, decision: LeaderAndIsrDecision) 
         isr=tuple(decision.isr),
         partition_epoch=decision.partition_epoch,
         replicas=tuple(decision.replicas),
+        adding=tuple(decision.adding),
     )
     effects: tuple[Effect, ...] = (CompleteDelayedOperations(),) if current.is_leader else ()
     return Applied(updated, current, ChangeKind.ISR_UPDATE, effects)
@@ -285,6 +288,7 @@ def _new_leader_epoch(current: PartitionState, decision: LeaderAndIsrDecision) -
         isr=tuple(decision.isr),
         partition_epoch=decision.partition_epoch,
         replicas=tuple(decision.replicas),
+        adding=tuple(decision.adding),
     )
     return Applied(state, current, change, tuple(effects))
 
