@@ -147,6 +147,26 @@ def test_metadata_cache_full_and_delta_updates():
     assert cache.metadata_response(["a"]).topics[0].error_code == common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION
 
 
+def test_metadata_cache_never_takes_a_partition_back_to_an_older_state():
+    """A delta the controller gave up on (deadline) may be applied after a newer one."""
+    cache = MetadataCache()
+
+    def state(leader_epoch, partition_epoch, isr):
+        return broker_control_pb2.PartitionState(topic="a", partition=0, leader=1, leader_epoch=leader_epoch,
+                                                 partition_epoch=partition_epoch, isr=isr, replicas=[1, 2, 3])
+
+    def delta(*states, full=False):
+        cache.update(broker_control_pb2.UpdateMetadataRequest(controller_id=7, partitions=states, full=full))
+        return list(cache.metadata_response(["a"]).topics[0].partitions[0].isr)
+
+    assert delta(state(2, 5, [1, 2, 3])) == [1, 2, 3]
+    assert delta(state(2, 4, [1, 2])) == [1, 2, 3]  # older partition epoch: ignored
+    assert delta(state(1, 9, [1])) == [1, 2, 3]  # older leader epoch: ignored
+    assert delta(state(2, 6, [1, 3])) == [1, 3]
+    assert delta(state(3, 0, [1])) == [1]  # a higher leader epoch is newer, whatever its partition epoch
+    assert delta(state(1, 0, [1, 2]), full=True) == [1, 2]  # a full update is the whole truth
+
+
 def test_partition_directory_names():
     assert parse_partition_directory("orders-12") == TopicPartition("orders", 12)
     assert parse_partition_directory("my-topic-3") == TopicPartition("my-topic", 3)

@@ -3,8 +3,11 @@
 Any broker answers a client's Metadata request from this cache (Kafka's
 MetadataCache): live brokers, every partition's leader, leader epoch, replicas
 and ISR, and the controller's id. A full update replaces the cache; a delta
-adds or replaces partition states and forgets deleted topics. The controller
-fences stale senders (controller epoch) before anything reaches here.
+adds or replaces partition states and forgets deleted topics; it never
+replaces a partition's state with an older one (lower leader epoch, or the
+same with a lower partition epoch), since a request the controller gave up on
+may still arrive after a newer one. The controller fences stale senders
+(controller epoch) before anything reaches here.
 """
 
 from __future__ import annotations
@@ -36,7 +39,13 @@ class MetadataCache:
             for topic in request.deleted_topics:
                 topics.pop(topic, None)
             for state in request.partitions:
-                topics.setdefault(state.topic, {})[state.partition] = state
+                partitions = topics.setdefault(state.topic, {})
+                held = partitions.get(state.partition)
+                # A delta never takes a partition back to an older state: a request that timed
+                # out at the controller may still be applied after a newer one.
+                if request.full or held is None or \
+                        (state.leader_epoch, state.partition_epoch) >= (held.leader_epoch, held.partition_epoch):
+                    partitions[state.partition] = state
             self._topics = topics
 
     def confirm(self, request: broker_control_pb2.UpdateMetadataRequest) -> bool:
