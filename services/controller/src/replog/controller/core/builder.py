@@ -460,7 +460,17 @@ class PlanBuilder:
         decisions: dict[TopicPartition, PartitionDecision],
     ) -> None:
         """Every replica the broker holds, for its INIT request (deleted topics left out)."""
-        for tp in self.base.partitions_by_broker.get(broker_id, ()):
+        held = self.base.partitions_by_broker.get(broker_id, ())
+        if not (self._deleting or self._base_deleting or self._stopped or self._assignments):
+            # The common case (a controller failover): every partition the index names is the
+            # broker's and told as it stands. The same decisions serve every broker.
+            known = decisions.get
+            for tp in held:
+                decision = known(tp) or self._decision(tp, decisions)
+                if decision is not None:
+                    entries[tp] = decision
+            return
+        for tp in held:
             if self.is_deleting(tp.topic) or (tp, broker_id) in self._stopped:
                 continue
             assignment = self.assignment_of(tp)
@@ -478,9 +488,12 @@ class PlanBuilder:
         full_to = tuple(sorted(b for b in self._full_metadata_brokers if b in self.live))
         if full_to:
             every = []
-            for tp in {**dict.fromkeys(self._base_states), **dict.fromkeys(self._states)}:
-                if not self.is_deleting(tp.topic):
-                    decision = self._decision(tp, decisions)
+            partitions = {**dict.fromkeys(self._base_states), **dict.fromkeys(self._states)}
+            deleting = self._deleting or self._base_deleting
+            known = decisions.get
+            for tp in partitions:
+                if not deleting or not self.is_deleting(tp.topic):
+                    decision = known(tp) or self._decision(tp, decisions)
                     if decision is not None:
                         every.append(decision)
             requests.append(UpdateMetadata(full_to, live_brokers, tuple(every), (), True))

@@ -48,11 +48,20 @@ def startup_builder(state: ControllerState, event: Startup) -> PlanBuilder:
     _resume_half_written_reassignments(b, loaded)
     deleting = {t for t in snapshot.topics_being_deleted if t in loaded.partitions_by_topic}
     live = loaded.live_brokers
+    healthy: dict[tuple[int, tuple[int, ...]], bool] = {}  # (leader, ISR) -> all alive; few distinct pairs
+    states = loaded.partition_states
     for tp in loaded.assignments:
-        if tp.topic in deleting:
+        if deleting and tp.topic in deleting:
             continue
-        current = loaded.partition_states.get(tp)
-        if current is None or current.leader not in live or any(x not in live for x in current.isr):
+        current = states.get(tp)
+        if current is None:
+            restore_leadership(b, tp)
+            continue
+        key = (current.leader, current.isr)
+        ok = healthy.get(key)
+        if ok is None:
+            ok = healthy[key] = current.leader in live and all(x in live for x in current.isr)
+        if not ok:
             restore_leadership(b, tp)
     for topic in sorted(snapshot.topics_being_deleted):
         if topic in deleting:
@@ -77,8 +86,15 @@ def _resume_half_written_reassignments(b: PlanBuilder, loaded: ControllerState) 
     *removing* replicas, which makes it a reassignment in progress again; it
     then finishes the normal way.  Nothing is lost and no ISR is trusted less.
     """
+    inside: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}  # (ISR, replicas) -> ISR within; few pairs
     for tp, state in loaded.partition_states.items():
         assignment = loaded.assignments[tp]
+        key = (state.isr, assignment.replicas)
+        ok = inside.get(key)
+        if ok is None:
+            ok = inside[key] = all(x in assignment.replicas for x in state.isr)
+        if ok:
+            continue
         strays = tuple(x for x in state.isr if x not in assignment.replicas)
         if strays:
             b.set_assignment(tp, ReplicaAssignment(
