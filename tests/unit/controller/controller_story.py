@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import random
 from collections.abc import Iterable, Mapping
 
@@ -103,8 +105,16 @@ def writes(plan: Plan) -> dict[TopicPartition, LeaderAndIsr]:
 
 
 def leader_and_isr(plan: Plan) -> dict[int, LeaderAndIsrRequest]:
-    requests = {r.broker_id: r for r in plan.leader_and_isr}
-    assert len(requests) == len(plan.leader_and_isr), "two LeaderAndIsr requests to one broker"
+    """Each broker's LeaderAndIsr: its first-wave request (new leader epochs) and the later one,
+    merged in the order sent. Within a wave, one request per broker."""
+    for wave in (plan.first_wave, plan.leader_and_isr):
+        ids = [r.broker_id for r in wave]
+        assert len(ids) == len(set(ids)), "two LeaderAndIsr requests to one broker in one wave"
+    assert not any(r.init for r in plan.first_wave)
+    requests: dict[int, LeaderAndIsrRequest] = {}
+    for r in plan.first_wave + plan.leader_and_isr:
+        held = requests.get(r.broker_id)
+        requests[r.broker_id] = r if held is None else dataclasses.replace(held, partitions=held.partitions + r.partitions)
     return requests
 
 

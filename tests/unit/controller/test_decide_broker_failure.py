@@ -39,6 +39,28 @@ def test_every_change_goes_out_in_one_leader_and_isr_per_surviving_broker():
     assert metadata.broker_ids == (2, 3) and len(metadata.partitions) == 4
 
 
+def test_new_leaderships_are_written_first_and_go_out_in_a_first_wave():
+    """The moved leaderships are sent as soon as they are written; ISR-only changes follow."""
+    state = cluster(topics={"orders": [(1, 2, 3), (2, 3, 1), (3, 1, 2)], "audit": [(1, 2), (2, 3)]})
+    plan, _ = kill(state, 1)
+    moved = {tp("orders", 0), tp("audit", 0)}  # broker 1 led them; elsewhere it only leaves the ISR
+    assert plan.first_wave_writes == 2
+    assert {w.partition for w in plan.zk_writes[:2]} == moved
+    assert {w.partition for w in plan.zk_writes[2:]} == {tp("orders", 1), tp("orders", 2)}
+    first = {r.broker_id: {d.partition for d in r.partitions} for r in plan.first_wave}
+    assert first == {2: moved, 3: {tp("orders", 0)}}
+    later = {r.broker_id: {d.partition for d in r.partitions} for r in plan.leader_and_isr}
+    assert later == {2: {tp("orders", 1), tp("orders", 2)}, 3: {tp("orders", 1), tp("orders", 2)}}
+
+
+def test_a_plan_that_writes_more_than_states_sends_everything_after_its_writes():
+    from replog.controller.core.events import TopicsCreated
+
+    state = cluster(topics={"orders": [(1, 2, 3)]})
+    plan, _ = run(state, TopicsCreated({"new": {0: (1, 2, 3)}}))
+    assert plan.first_wave == () and plan.first_wave_writes == 0 and plan.leader_and_isr
+
+
 def test_with_no_live_isr_member_the_partition_goes_offline_and_keeps_one_isr_member():
     state = cluster(topics={"orders": [(1, 2, 3)]}, states={("orders", 0): (1, (1,))})
     plan, after = kill(state, 1)

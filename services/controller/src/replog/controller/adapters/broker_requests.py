@@ -76,15 +76,16 @@ class BrokerRequestSender:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def start(self, state: ControllerState, plan: p.Plan) -> dict[int, Future]:
-        """Start sending every request of `plan`: a future of its outcome per broker contacted."""
+    def start(self, state: ControllerState, leader_and_isr=(), update_metadata=(), stop_replica=()) -> dict[int, Future]:
+        """Start sending the requests: a future of the outcome per broker contacted. To one
+        broker they go in the order LeaderAndIsr, UpdateMetadata, StopReplica."""
         per_broker: dict[int, list] = {}
-        for request in plan.leader_and_isr:
+        for request in leader_and_isr:
             per_broker.setdefault(request.broker_id, []).append(request)
-        for update in plan.update_metadata:
+        for update in update_metadata:
             for broker_id in update.broker_ids:
                 per_broker.setdefault(broker_id, []).append(update)
-        for request in plan.stop_replica:
+        for request in stop_replica:
             per_broker.setdefault(request.broker_id, []).append(request)
         proto_cache: dict[int, broker_control_pb2.PartitionState] = {}
         ctx = otel_context.get_current()

@@ -15,6 +15,7 @@ check and brokers refuse its requests by controller epoch.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import queue
@@ -277,8 +278,19 @@ class ControllerLoop:
             _describe(span, self._state, event, plan)
             if generation != self._generation:
                 raise NotController()
+            first_wave: dict[int, Future] = {}
             with tracer.start_as_current_span("controller.zookeeper_write") as write_span:
-                stats = self._writer.write(plan.zk_writes)
+                if plan.first_wave and self._knows_leaders(plan.first_wave):
+                    # New leaderships go out once written; the ISR-only changes are written meanwhile.
+                    stats = self._writer.write(plan.zk_writes[:plan.first_wave_writes])
+                    first_wave = self._sender.start(self._state, plan.first_wave)
+                    stats = stats + self._writer.write(plan.zk_writes[plan.first_wave_writes:])
+                    write_span.set_attribute("first_wave.partitions", plan.first_wave_writes)
+                else:
+                    stats = self._writer.write(plan.zk_writes)
+                    if plan.first_wave:
+                        plan = dataclasses.replace(plan, leader_and_isr=plan.first_wave + plan.leader_and_isr,
+                                                   first_wave=())
                 write_span.set_attributes({"zookeeper.transactions": stats.transactions,
                                            "zookeeper.ops": stats.operations, "zookeeper.bytes": stats.bytes})
             gc.disable()
@@ -291,17 +303,19 @@ class ControllerLoop:
                 gc.freeze()  # the loaded state lives as long as the seat: keep it out of every collection
             self._record_metrics(plan, started)
             with tracer.start_as_current_span("controller.send_requests") as send_span:
-                futures = self._sender.start(self._state, plan)
+                futures = self._sender.start(self._state, plan.leader_and_isr, plan.update_metadata,
+                                             plan.stop_replica)
                 if reply is not None and isinstance(event, ev.ControlledShutdownRequested):
-                    # The stopping broker may go as soon as the partitions it hands over
-                    # have their new leaders; its own StopReplica and LeaderAndIsr (it
-                    # follows from now on) need not hold it. Kafka does not wait at all.
-                    for broker_id, future in futures.items():
+                    # The stopping broker may go as soon as everything is written and the
+                    # partitions it hands over have their new leaders (the first wave, or
+                    # everything without one); its own requests need not hold it, nor the
+                    # ISR-only changes. Kafka does not wait for any broker at all.
+                    for broker_id, future in (first_wave or futures).items():
                         if broker_id != event.broker_id:
                             future.result()
                     reply.set_result(plan.reply)
-                outcomes = [f.result() for f in futures.values()]
-                send_span.set_attribute("brokers", [o.broker_id for o in outcomes])
+                outcomes = [f.result() for f in (*first_wave.values(), *futures.values())]
+                send_span.set_attribute("brokers", sorted({o.broker_id for o in outcomes}))
             if reply is not None and not reply.done():
                 reply.set_result(plan.reply)
             for follow_up in plan.follow_ups:
@@ -327,6 +341,12 @@ class ControllerLoop:
         finally:
             metrics.EVENT_PROCESSING_TIME.labels(type(event).__name__).observe((time.monotonic() - started) * 1000)
 
+    def _knows_leaders(self, requests) -> bool:
+        """The first wave goes out before `apply`: every broker it names must be known already."""
+        live = self._state.live_brokers
+        return all(r.broker_id in live and all(d.state.leader in live for d in r.partitions if d.state.leader >= 0)
+                   for r in requests)
+
     def _record_metrics(self, plan, started: float) -> None:
         facts = plan.metrics
         if facts.leader_elections:
@@ -349,7 +369,7 @@ class ControllerLoop:
 
 def _describe(span, state: ControllerState, event, plan) -> None:
     """Attributes that explain the event in its trace."""
-    changed = {d.partition for r in plan.leader_and_isr for d in r.partitions}
+    changed = {d.partition for r in (*plan.first_wave, *plan.leader_and_isr) for d in r.partitions}
     span.set_attribute("partitions.affected", len(changed))
     span.set_attribute("leader_elections", plan.metrics.leader_elections)
     if isinstance(event, ev.BrokersChanged):

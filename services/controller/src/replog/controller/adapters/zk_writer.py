@@ -43,6 +43,10 @@ class WriteStats:
     operations: int
     bytes: int
 
+    def __add__(self, other: "WriteStats") -> "WriteStats":
+        return WriteStats(self.transactions + other.transactions, self.operations + other.operations,
+                          self.bytes + other.bytes)
+
 
 Op = Callable[[object], None]  # applies itself to a kazoo transaction
 

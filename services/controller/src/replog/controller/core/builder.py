@@ -331,8 +331,11 @@ class PlanBuilder:
     def finish(self) -> Plan:
         decisions: dict[TopicPartition, PartitionDecision] = {}
         leader_and_isr, changed = self._leader_and_isr_requests(decisions)
+        zk_writes, first_wave_writes, first_wave, leader_and_isr = self._first_wave(self._zk_writes(), leader_and_isr)
         return Plan(
-            zk_writes=self._zk_writes(),
+            zk_writes=zk_writes,
+            first_wave_writes=first_wave_writes,
+            first_wave=first_wave,
             state_updates=tuple(self._state_updates),
             leader_and_isr=leader_and_isr,
             update_metadata=self._update_metadata(decisions, changed),
@@ -376,6 +379,35 @@ class PlanBuilder:
             writes.append(ClearReassignment(tuple(self._cleared_requests)))
         writes += self._other_writes
         return tuple(writes)
+
+    def _first_wave(self, writes: tuple[ZkWrite, ...], requests: tuple[LeaderAndIsrRequest, ...]):
+        """(writes, first_wave_writes, first_wave, the other LeaderAndIsr requests): see ``Plan``.
+
+        Only for a plan that writes nothing but existing partitions' states (a broker
+        failure, a controlled shutdown, an election): the new leader epochs are written
+        first and their LeaderAndIsr goes out at once, while the ISR-only changes are still
+        being written. A plan that also writes assignments or creates partitions keeps
+        every request until everything is written (crash safety, see ``_zk_writes``).
+        """
+        if not writes or any(type(w) is not SetPartitionState for w in writes):
+            return writes, 0, (), requests
+        base = self._base_states
+        moved = {w.partition for w in writes if w.state.leader_epoch != base[w.partition].leader_epoch}
+        if not moved:
+            return writes, 0, (), requests
+        ordered = tuple(w for w in writes if w.partition in moved) + tuple(w for w in writes if w.partition not in moved)
+        first, rest = [], []
+        for request in requests:
+            if request.init:
+                rest.append(request)
+                continue
+            now = tuple(d for d in request.partitions if d.partition in moved)
+            later = tuple(d for d in request.partitions if d.partition not in moved)
+            if now:
+                first.append(LeaderAndIsrRequest(request.broker_id, request.broker_epoch, False, now))
+            if later:
+                rest.append(LeaderAndIsrRequest(request.broker_id, request.broker_epoch, False, later))
+        return ordered, len(moved), tuple(first), tuple(rest)
 
     def _decision(self, tp: TopicPartition, decisions: dict[TopicPartition, PartitionDecision]) -> PartitionDecision | None:
         decision = decisions.get(tp)

@@ -19,6 +19,15 @@ in this order:
 3. Broker requests, one of each kind per broker, sent in parallel across
    brokers and, to one broker, in the order LeaderAndIsr, UpdateMetadata,
    StopReplica.  A plan never both starts and stops the same replica.
+
+   The first wave: a plan that writes only existing partitions' states and
+   moves some leaderships (a broker failure, a controlled shutdown, an
+   election) orders the new leader epochs first (``first_wave_writes`` of
+   them) and carries their LeaderAndIsr apart (``first_wave``, at most one
+   per broker). The executor sends it as soon as those writes are done, while
+   the ISR-only changes -- twice as many after a broker failure -- are still
+   being written; everything else waits for step 2 as usual. Clients wait
+   for new leaders, nobody waits for a dead follower leaving an ISR.
 4. ``reply`` to the RPC that caused the event, if any.
 5. ``follow_ups`` back onto the controller's queue.
 
@@ -301,6 +310,10 @@ class PlanMetrics:
 @dataclass(frozen=True, slots=True)
 class Plan:
     zk_writes: tuple[ZkWrite, ...] = ()
+    # The first `first_wave_writes` writes are new leader epochs; once they are written,
+    # `first_wave` (their LeaderAndIsr) may go out before the rest is written.
+    first_wave_writes: int = 0
+    first_wave: tuple[LeaderAndIsrRequest, ...] = ()
     state_updates: tuple[StateUpdate, ...] = ()
     leader_and_isr: tuple[LeaderAndIsrRequest, ...] = ()
     update_metadata: tuple[UpdateMetadata, ...] = ()
