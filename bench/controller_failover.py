@@ -5,9 +5,12 @@ broker having acknowledged its INIT LeaderAndIsr.
     .venv/bin/python bench/controller_failover.py --partitions 100000
 
 Phases come from the new controller's `controller.failover` span: loading the
-state from ZooKeeper (pipelined bulk reads over several sessions), deciding,
-and the requests. floor_zk_bulk_read_s is the raw cost, in this run, of reading
-the same znodes the load reads.
+state (from the standby's copy when it has one, `standby_copy_used`; else
+pipelined bulk reads over several sessions), deciding, and the requests (INIT
+LeaderAndIsr and full UpdateMetadata, each first as a digest;
+`brokers_confirmed_by_digest` names the brokers that held the state already).
+floor_zk_bulk_read_s is the raw cost, in this run, of reading the same znodes a
+full load reads. The controller is killed once every ISR is full.
 """
 
 from __future__ import annotations
@@ -33,13 +36,14 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=100000)
     parser.add_argument("--topics", type=int, default=10, help="spread the partitions over this many topics")
     parser.add_argument("--session-timeout-ms", type=int, default=10000)
+    parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory for inspection")
     args = parser.parse_args()
     # Brokers applying a 100K-partition LeaderAndIsr can starve their ZooKeeper heartbeat thread for
     # a few seconds (the GIL); with 3 s sessions they then expire and re-register in a loop. The
     # session timeout only affects how soon the standby notices, which `seconds` does not include.
     spec = ClusterSpec(controllers=2, brokers=3, gateways=1, zookeeper_session_timeout_ms=args.session_timeout_ms)
     per_topic = args.partitions // args.topics
-    with harness.local_cluster(spec) as cluster:
+    with harness.local_cluster(spec, keep=args.keep) as cluster:
         zk = ZkClient(cluster.zookeeper_connect)
         zk.start()
         topics = [f"{TOPIC}-{i}" for i in range(args.topics)]
@@ -53,6 +57,10 @@ def main() -> None:
         harness.note("all partition states exist; waiting for every broker to host every replica")
         harness.wait_until(lambda: all(harness.hosted(p.address) >= per_topic * args.topics for p in cluster.of_role("broker")),
                            1800, "every broker to host its replicas", interval_s=2)
+        harness.note("waiting for every ISR to be full, so the controller is killed in a settled cluster")
+        harness.wait_until(lambda: all(all(s is not None and len(s.isr) == 3 for s in
+                                           harness.read_states(cluster.zookeeper_connect, t, per_topic))
+                                       for t in topics), 1800, "full ISRs", interval_s=2)
         paths = [schema.partition_state_path(t, p) for t in topics for p in range(per_topic)]
         started = time.monotonic()
         bulk.get_many(cluster.zookeeper_connect, paths)
@@ -76,10 +84,22 @@ def main() -> None:
         done_ns = sends["end_ns"] if sends else root["end_ns"]
         phase = lambda name: round((children[name]["end_ns"] - children[name]["start_ns"]) / 1e9, 3) \
             if name in children else None  # noqa: E731
+        confirmed: dict[str, list[int]] = {}  # per request kind, the brokers that confirmed by digest
+        for span in spans:
+            if span["trace_id"] == root["trace_id"] and span["name"] in (
+                    "controller.send.LeaderAndIsrRequest", "controller.send.UpdateMetadata"):
+                brokers = confirmed.setdefault(span["name"].rsplit(".", 1)[1], [])
+                if span["attributes"].get("state_digest_matched"):
+                    brokers.append(span["attributes"]["broker.id"])
         result = {
             "partitions": per_topic * args.topics,
             "seconds": round((done_ns - won_ns) / 1e9, 3),
+            "standby_copy_used": bool(children.get("controller.load_state", {}).get("attributes", {})
+                                      .get("controller.standby_copy")),
+            "brokers_confirmed_by_digest": {kind: sorted(b) for kind, b in confirmed.items()},
             "phases": {
+                "seat_to_loop_s": round((root["start_ns"] - won_ns) / 1e9, 3),
+                "watch_s": phase("controller.watch"),
                 "load_state_s": phase("controller.load_state"),
                 "decide_s": phase("controller.decide"),
                 "zookeeper_writes_s": phase("controller.zookeeper_write"),

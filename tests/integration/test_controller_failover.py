@@ -155,3 +155,33 @@ def test_no_live_isr_member_means_offline_and_back_when_it_returns(cluster_and_z
     record = wait_for(lambda: (lambda s: s if s and s[0][0].leader == 3 else None)(all_states(zk, "solo", 1)),
                       15, "the partition to come back")[0][0]
     assert record.leader_epoch == 2
+
+
+def test_a_broker_a_request_did_not_reach_in_time_gets_its_state_again(cluster_factory):
+    import signal
+    import time
+
+    cluster = cluster_factory(ClusterSpec(zookeeper_session_timeout_ms=15000))
+    zk = ZkClient(cluster.zookeeper_connect)
+    zk.start()
+    try:
+        create_topic(zk, "before", {0: (1, 2, 3)})
+        wait_for(lambda: all_states(zk, "before", 1), 10, "partition state")
+        # Broker 3 freezes (a GC pause, an overloaded host) but stays registered: the
+        # controller's requests for a new topic time out (deadline 3 s) and it resyncs broker 3.
+        confirms_before = cluster.tail("broker-3", 10_000).count("LeaderAndIsr confirm")
+        cluster.signal("broker-3", signal.SIGSTOP)
+        try:
+            create_topic(zk, "during", {0: (1, 2, 3)})
+            time.sleep(5)
+        finally:
+            cluster.signal("broker-3", signal.SIGCONT)
+        active, _ = controller(zk)
+        assert "to broker 3 failed: DEADLINE_EXCEEDED" in cluster.tail(f"controller-{active}", 400)
+        wait_for(lambda: cluster.tail("broker-3", 10_000).count("LeaderAndIsr confirm") > confirms_before,
+                 20, "the controller to resync broker 3")
+        partitions = wait_for(lambda: metadata(cluster, 3, "during").topics[0].partitions, 10,
+                              "broker 3's metadata to hold the new topic")
+        assert [p.leader for p in partitions] == [1] and sorted(partitions[0].isr) == [1, 2, 3]
+    finally:
+        zk.stop()

@@ -127,3 +127,19 @@ def test_only_the_dead_brokers_partitions_are_examined():
     plan, _ = kill(state, 1)
     assert set(writes(plan)) == {tp("a", 0)}
     assert set(leader_and_isr(plan)) == {2}
+
+
+def test_a_broker_that_missed_a_request_gets_its_whole_state_again():
+    from replog.controller.core.events import BrokerResyncRequested
+
+    state = cluster(topics={"orders": [(1, 2, 3)], "audit": [(1, 3)]})
+    epoch = state.live_brokers[2].broker_epoch
+    plan, _ = run(state, BrokerResyncRequested(2, epoch))
+    (request,) = plan.leader_and_isr
+    assert request.broker_id == 2 and request.init
+    assert {d.partition for d in request.partitions} == {tp("orders", 0)}
+    assert [u.broker_ids for u in plan.update_metadata if u.full] == [(2,)]
+    assert not plan.zk_writes
+    # A newer registration got its INIT when it registered; a broker gone needs nothing.
+    assert run(state, BrokerResyncRequested(2, epoch + 1))[0].leader_and_isr == ()
+    assert run(state, BrokerResyncRequested(9, epoch))[0].leader_and_isr == ()

@@ -52,6 +52,10 @@ class BrokerOutcome:
     ok: bool
     seconds: float
     error: str = ""
+    # A request failed in transit (deadline, connection) to this registration (broker_epoch):
+    # the broker may have missed it and should get its whole state again.
+    transport_failed: bool = False
+    broker_epoch: int = 0
     # StopReplica results: partitions stopped / failed (for topic deletion).
     stopped: list[TopicPartition] = field(default_factory=list)
     failed: list[TopicPartition] = field(default_factory=list)
@@ -116,6 +120,7 @@ class BrokerRequestSender:
                     if isinstance(request, p.StopReplicaRequest):
                         outcome.failed.extend(x.partition for x in request.partitions if x.delete)
                 return outcome
+            outcome.broker_epoch = broker.broker_epoch
             channel = self._channels.get(f"{broker.host}:{broker.port}")
             _await_reconnect(channel)
             stub = broker_control_pb2_grpc.BrokerControlServiceStub(channel)
@@ -137,6 +142,7 @@ class BrokerRequestSender:
                 reply = self._call(state, stub, request, cache)
             except grpc.RpcError as exc:
                 outcome.ok = False
+                outcome.transport_failed = True
                 outcome.error = f"{kind} to broker {broker_id} failed: {exc.code().name}"
                 span.set_attribute("error", outcome.error)
                 log.warning("%s", outcome.error)

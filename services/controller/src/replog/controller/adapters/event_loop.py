@@ -45,9 +45,12 @@ from replog.controller.core.model import ControllerSettings, ControllerState
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.controller")
 
+RESYNC_DELAY_S = 1.0  # after a request to a broker failed in transit
+
 SPAN_NAMES = {
     "Startup": "controller.failover",
     "BrokersChanged": "controller.broker_change",
+    "BrokerResyncRequested": "controller.broker_resync",
     "TopicsCreated": "controller.topic_change",
     "PartitionsAdded": "controller.partition_modification",
     "TopicDeletionRequested": "controller.topic_deletion",
@@ -102,7 +105,8 @@ class ControllerLoop:
         self._sender: BrokerRequestSender | None = None
         self._watches: Watches | None = None
         self._mirror: StandbyMirror | None = None
-        self._mirror_lock = threading.Lock()
+        self._mirror_lock = threading.Lock()  # also guards _resyncs
+        self._resyncs: set[int] = set()  # brokers with a resync scheduled
         self._channels = ChannelCache()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="controller-loop", daemon=True)
@@ -224,18 +228,21 @@ class ControllerLoop:
             self._watches.close()
         self._writer = ZkWriter(self._zk, self._controller_id, seat.controller_epoch, seat.controller_epoch_zk_version)
         self._sender = BrokerRequestSender(self._channels, self._controller_id, seat.controller_epoch)
-        # Watches first, so no change after the snapshot is missed; their first
-        # firings queue behind this Startup and decide nothing new.
-        self._watches = Watches(self._zk, lambda event, **kw: self.enqueue(event, generation=item.generation, **kw))
-        self._watches.start()
         with tracer.start_as_current_span("controller.failover", attributes={
             "controller.id": self._controller_id, "controller.epoch": seat.controller_epoch,
             "zookeeper.session_timeout_ms": self._session_timeout_ms,
             "controller.seat_won_at_ns": item.won_ns,
         }) as span:
+            with self._mirror_lock:
+                mirror, self._mirror = self._mirror, None
+            # Watches first, so no change after the snapshot is missed; their first
+            # firings queue behind this Startup and decide nothing new.
+            with tracer.start_as_current_span("controller.watch"):
+                self._watches = Watches(self._zk, lambda event, **kw: self.enqueue(event, generation=item.generation,
+                                                                                   **kw),
+                                        known_topics=mirror.topics() if mirror else frozenset())
+                self._watches.start()
             with tracer.start_as_current_span("controller.load_state") as load_span:
-                with self._mirror_lock:
-                    mirror, self._mirror = self._mirror, None
                 snapshot = mirror.take(self._controller_id, seat.controller_epoch) if mirror else None
                 if mirror is not None:
                     mirror.close()
@@ -321,6 +328,8 @@ class ControllerLoop:
             for follow_up in plan.follow_ups:
                 self.enqueue(follow_up, generation=generation)
             for outcome in outcomes:
+                if outcome.transport_failed:
+                    self._resync_later(outcome.broker_id, outcome.broker_epoch, generation)
                 if outcome.stopped or outcome.failed:
                     self.enqueue(ev.TopicDeletionReplicaStopped(outcome.broker_id, tuple(outcome.stopped),
                                                                 tuple(outcome.failed)), generation=generation)
@@ -340,6 +349,23 @@ class ControllerLoop:
                 reply.set_exception(exc)
         finally:
             metrics.EVENT_PROCESSING_TIME.labels(type(event).__name__).observe((time.monotonic() - started) * 1000)
+
+    def _resync_later(self, broker_id: int, broker_epoch: int, generation: int) -> None:
+        """After a request to a broker failed in transit, resend it its whole state (confirmed
+        by digest first) in a moment; one resync per broker at a time."""
+        with self._mirror_lock:
+            if broker_id in self._resyncs:
+                return
+            self._resyncs.add(broker_id)
+
+        def fire() -> None:
+            with self._mirror_lock:
+                self._resyncs.discard(broker_id)
+            self.enqueue(ev.BrokerResyncRequested(broker_id, broker_epoch), generation=generation)
+
+        timer = threading.Timer(RESYNC_DELAY_S, fire)
+        timer.daemon = True
+        timer.start()
 
     def _knows_leaders(self, requests) -> bool:
         """The first wave goes out before `apply`: every broker it names must be known already."""

@@ -75,6 +75,11 @@ class StandbyMirror:
 
     # --- the seat ------------------------------------------------------------------------
 
+    def topics(self) -> frozenset[str]:
+        """The topics in the copy now (empty without a complete copy)."""
+        with self._lock:
+            return frozenset() if self._lost else frozenset(self._assignments)
+
     def take(self, controller_id: int, controller_epoch: int) -> ClusterSnapshot | None:
         """The state as of now, from the copy; None when there is no complete copy."""
         started = time.monotonic()

@@ -29,11 +29,13 @@ Enqueue = Callable[..., bool]
 
 
 class Watches:
-    def __init__(self, zk: ZkClient, enqueue: Enqueue) -> None:
+    def __init__(self, zk: ZkClient, enqueue: Enqueue, known_topics: frozenset[str] = frozenset()) -> None:
+        """`known_topics`: topics the coming Startup snapshot holds anyway (a standby's copy); the
+        first firing does not read their assignments again (100K partitions take a second)."""
         self._zk = zk
         self._enqueue = enqueue
         self._closed = threading.Event()
-        self._topics: set[str] = set()
+        self._topics: set[str] = set(known_topics)
         self._config_topics: set[str] = set()
         self._lock = threading.Lock()
 

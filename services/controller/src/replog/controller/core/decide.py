@@ -31,6 +31,7 @@ from .errors import ErrorCode
 from .events import (
     AlterPartitionReceived,
     AutoRebalanceTick,
+    BrokerResyncRequested,
     BrokersChanged,
     ControlledShutdownRequested,
     Event,
@@ -46,7 +47,7 @@ from .events import (
     UncleanElectionRequested,
 )
 from .handlers.alter_partition import on_alter_partition
-from .handlers.brokers import on_brokers_changed
+from .handlers.brokers import on_broker_resync, on_brokers_changed
 from .handlers.deletion import on_replica_stopped, on_topic_deletion_requested
 from .handlers.elections import on_auto_rebalance, on_preferred_election, on_unclean_election
 from .handlers.reassignment import on_isr_changed, on_reassignment_requested
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
 
 _HANDLERS: dict[type, Callable[[PlanBuilder, object], None]] = {
     BrokersChanged: on_brokers_changed,
+    BrokerResyncRequested: on_broker_resync,
     TopicsCreated: on_topics_created,
     PartitionsAdded: on_partitions_added,
     TopicDeletionRequested: on_topic_deletion_requested,

@@ -165,9 +165,21 @@ class TopicConfigChanged:
     config: TopicConfig
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerResyncRequested:
+    """A request to a live broker failed in transit (deadline, connection): it may have
+    missed a decision. It gets its whole state again -- an INIT LeaderAndIsr and full
+    metadata, each confirmed by digest first, so a broker that has it all costs two small
+    requests. ``broker_epoch`` is the registration the failed request was addressed to."""
+
+    broker_id: int
+    broker_epoch: int
+
+
 Event = (
     Startup
     | BrokersChanged
+    | BrokerResyncRequested
     | TopicsCreated
     | PartitionsAdded
     | TopicDeletionRequested

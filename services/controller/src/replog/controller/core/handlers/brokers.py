@@ -26,7 +26,7 @@ being deleted are left alone throughout.
 from __future__ import annotations
 
 from ..builder import PlanBuilder
-from ..events import BrokersChanged
+from ..events import BrokerResyncRequested, BrokersChanged
 from ..model import NO_LEADER
 from .deletion import forget_dead_replicas
 from .leadership import initialize_partition, restore_leadership
@@ -86,3 +86,11 @@ def _handle_return(b: PlanBuilder, broker_id: int) -> None:
             restore_leadership(b, tp)
 
 
+
+
+def on_broker_resync(b: PlanBuilder, event: BrokerResyncRequested) -> None:
+    """Resend a broker its whole state after a failed request (a registration since then got
+    its INIT already; a broker gone needs nothing)."""
+    info = b.live.get(event.broker_id)
+    if info is not None and info.broker_epoch == event.broker_epoch:
+        b.init_broker(event.broker_id)
