@@ -45,7 +45,8 @@ from replog.controller.core.model import ControllerSettings, ControllerState
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.controller")
 
-RESYNC_DELAY_S = 1.0  # after a request to a broker failed in transit
+RESYNC_DELAY_S = 1.0  # after a request to a broker failed in transit; doubled while it keeps failing
+RESYNC_DELAY_MAX_S = 30.0
 
 SPAN_NAMES = {
     "Startup": "controller.failover",
@@ -107,6 +108,7 @@ class ControllerLoop:
         self._mirror: StandbyMirror | None = None
         self._mirror_lock = threading.Lock()  # also guards _resyncs
         self._resyncs: set[int] = set()  # brokers with a resync scheduled
+        self._resync_delays: dict[int, float] = {}  # the last wait before a resync, per failing broker
         self._channels = ChannelCache()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="controller-loop", daemon=True)
@@ -314,11 +316,14 @@ class ControllerLoop:
                                              plan.stop_replica)
                 if reply is not None and isinstance(event, ev.ControlledShutdownRequested):
                     # The stopping broker may go as soon as everything is written and the
-                    # partitions it hands over have their new leaders (the first wave, or
-                    # everything without one); its own requests need not hold it, nor the
-                    # ISR-only changes. Kafka does not wait for any broker at all.
+                    # partitions it hands over have their new leaders (the brokers taking a
+                    # leadership in the first wave; every other broker without one); its own
+                    # requests need not hold it, nor followers or ISR-only changes. Kafka does
+                    # not wait for any broker at all.
+                    leaders = {r.broker_id for r in plan.first_wave
+                               if any(d.state.leader == r.broker_id for d in r.partitions)}
                     for broker_id, future in (first_wave or futures).items():
-                        if broker_id != event.broker_id:
+                        if broker_id != event.broker_id and (not first_wave or broker_id in leaders):
                             future.result()
                     reply.set_result(plan.reply)
                 outcomes = [f.result() for f in (*first_wave.values(), *futures.values())]
@@ -330,6 +335,8 @@ class ControllerLoop:
             for outcome in outcomes:
                 if outcome.transport_failed:
                     self._resync_later(outcome.broker_id, outcome.broker_epoch, generation)
+                elif outcome.ok:
+                    self._resync_delays.pop(outcome.broker_id, None)
                 if outcome.stopped or outcome.failed:
                     self.enqueue(ev.TopicDeletionReplicaStopped(outcome.broker_id, tuple(outcome.stopped),
                                                                 tuple(outcome.failed)), generation=generation)
@@ -352,18 +359,22 @@ class ControllerLoop:
 
     def _resync_later(self, broker_id: int, broker_epoch: int, generation: int) -> None:
         """After a request to a broker failed in transit, resend it its whole state (confirmed
-        by digest first) in a moment; one resync per broker at a time."""
+        by digest first) in a moment; one resync per broker at a time. The wait doubles while
+        the broker keeps failing (an overloaded broker must not be buried in full states) and
+        starts again from RESYNC_DELAY_S once a request to it succeeds."""
         with self._mirror_lock:
             if broker_id in self._resyncs:
                 return
             self._resyncs.add(broker_id)
+            delay_s = self._resync_delays[broker_id] = min(
+                RESYNC_DELAY_MAX_S, self._resync_delays.get(broker_id, RESYNC_DELAY_S / 2) * 2)
 
         def fire() -> None:
             with self._mirror_lock:
                 self._resyncs.discard(broker_id)
             self.enqueue(ev.BrokerResyncRequested(broker_id, broker_epoch), generation=generation)
 
-        timer = threading.Timer(RESYNC_DELAY_S, fire)
+        timer = threading.Timer(delay_s, fire)
         timer.daemon = True
         timer.start()
 

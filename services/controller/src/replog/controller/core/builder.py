@@ -398,8 +398,8 @@ class PlanBuilder:
         ordered = tuple(w for w in writes if w.partition in moved) + tuple(w for w in writes if w.partition not in moved)
         first, rest = [], []
         for request in requests:
-            if request.init:
-                rest.append(request)
+            if request.init or request.broker_id in self.shutting_down:
+                rest.append(request)  # a stopping broker's new role (follower) waits for nobody
                 continue
             now = tuple(d for d in request.partitions if d.partition in moved)
             later = tuple(d for d in request.partitions if d.partition not in moved)
