@@ -114,7 +114,8 @@ def leader_and_isr(plan: Plan) -> dict[int, LeaderAndIsrRequest]:
     requests: dict[int, LeaderAndIsrRequest] = {}
     for r in plan.first_wave + plan.leader_and_isr:
         held = requests.get(r.broker_id)
-        requests[r.broker_id] = r if held is None else dataclasses.replace(held, partitions=held.partitions + r.partitions)
+        requests[r.broker_id] = r if held is None else dataclasses.replace(
+            held, partitions=held.partitions + r.partitions)
     return requests
 
 

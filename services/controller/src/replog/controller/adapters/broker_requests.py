@@ -80,7 +80,8 @@ class BrokerRequestSender:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def start(self, state: ControllerState, leader_and_isr=(), update_metadata=(), stop_replica=()) -> dict[int, Future]:
+    def start(self, state: ControllerState, leader_and_isr=(), update_metadata=(),
+              stop_replica=()) -> dict[int, Future]:
         """Start sending the requests: a future of the outcome per broker contacted. To one
         broker they go in the order LeaderAndIsr, UpdateMetadata, StopReplica."""
         per_broker: dict[int, list] = {}

@@ -18,7 +18,7 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
-from replog.controller.adapters.loader import assignment_from_record, read_reassignment_request
+from replog.controller.adapters.loader import read_reassignment_request
 from replog.controller.core import events as ev
 from replog.controller.core.model import BrokerInfo, TopicPartition
 from replog.controller.core.topic_config import TopicConfig

@@ -395,7 +395,8 @@ class PlanBuilder:
         moved = {w.partition for w in writes if w.state.leader_epoch != base[w.partition].leader_epoch}
         if not moved:
             return writes, 0, (), requests
-        ordered = tuple(w for w in writes if w.partition in moved) + tuple(w for w in writes if w.partition not in moved)
+        ordered = (tuple(w for w in writes if w.partition in moved)
+                   + tuple(w for w in writes if w.partition not in moved))
         first, rest = [], []
         for request in requests:
             if request.init or request.broker_id in self.shutting_down:
