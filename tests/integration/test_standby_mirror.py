@@ -94,3 +94,16 @@ def test_a_broken_feed_means_no_copy_until_everything_is_loaded_again(zk_client,
     finally:
         mirror.close()
     assert taken is not None and taken.partition_states[("t", 0)].leader_epoch == 4
+
+
+def test_an_unreadable_znode_means_no_copy_rather_than_a_partial_one(zk_client, fast_refresh):
+    zk = zk_client
+    create_topic(zk, "t", {0: (1,), 1: (1,)})
+    write_state(zk, "t", 0, 1, (1,))
+    zk.kazoo.create(schema.partition_state_path("t", 1), b"not json", makepath=True)
+    mirror = StandbyMirror(zk.connect_string)
+    mirror.start()
+    try:
+        assert mirror.take(1, 1) is None  # the controller then loads everything itself
+    finally:
+        mirror.close()

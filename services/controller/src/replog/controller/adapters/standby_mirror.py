@@ -31,7 +31,7 @@ import threading
 import time
 
 from replog.common.zk import bulk, schema
-from replog.common.zk.change_feed import ChangeFeed, ChangeFeedBroken
+from replog.common.zk.change_feed import ChangeFeed
 from replog.controller.adapters.loader import (
     read_assignments,
     read_cluster_rest,
@@ -93,8 +93,9 @@ class StandbyMirror:
                 feed.barrier()
                 brokers, deleting, reassignments = read_cluster_rest(self._connect)
                 dirty = self._refresh()
-            except (ChangeFeedBroken, bulk.BulkReadError, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - the caller loads everything instead
                 log.warning("standby copy unusable at take-over (%s); loading everything", exc)
+                self._lost = True
                 return None
             if self._lost:
                 return None
@@ -136,7 +137,7 @@ class StandbyMirror:
                 else:
                     with self._lock:
                         self._refresh()
-            except (ChangeFeedBroken, bulk.BulkReadError, OSError) as exc:
+            except Exception as exc:  # noqa: BLE001 - never trust a partial copy: load it again
                 log.warning("standby copy of the cluster state lost (%s); loading it again", exc)
                 self._lost = True
                 self._stopped.wait(RETRY_INTERVAL_S)
@@ -151,13 +152,14 @@ class StandbyMirror:
             # The feed first: a change after this point is dirty, one before it is in the load.
             self._feed = ChangeFeed(self._connect, [schema.TOPICS, schema.CONFIG_TOPICS], self._on_change,
                                     session_timeout_s=self._session_timeout_s)
-            self._lost = False
+            self._lost = True  # until the load below completes
             self._feed.open()
             topics = sorted(bulk.children_many(self._connect, [schema.TOPICS], sessions=1)[0] or [])
             self._assignments = {t: a for t, a in read_assignments(self._connect, topics).items() if a is not None}
             keys = [TopicPartition(t, p) for t, partitions in self._assignments.items() for p in partitions]
             self._states = {tp: s for tp, s in read_partition_states(self._connect, keys).items() if s is not None}
             self._configs = read_topic_configs(self._connect, topics)
+            self._lost = self._feed.broken  # a feed that broke meanwhile may have missed changes
         log.info("standby copy loaded: %d topics, %d partitions in %.2f s", len(self._assignments), len(keys),
                  time.monotonic() - started)
 
