@@ -122,9 +122,15 @@ def test_generate_execute_verify_round_trip(replog, kazoo, tmp_path):
     assert listed["throttle_bytes_per_s"] == 1048576
     assert [(p["partition"], p["adding_replicas"]) for p in listed["partitions"]][1] == (1, [1])
 
+    assert kazoo.exists(schema.REASSIGNMENT_THROTTLE)  # still moving: the throttle stays
     controller_finishes(kazoo)
     code, out, _ = replog("reassign", "verify", "--reassignment-json-file", str(plan))
     assert code == 0 and out.splitlines()[0] == "Reassignment complete: 3 of 3 partition(s) done, 0 in progress, 0 failed."
+    # Nothing moves any more: verify lifts the throttle (as kafka-reassign-partitions --verify does).
+    assert out.splitlines()[1] == "The reassignment throttle was removed."
+    assert not kazoo.exists(schema.REASSIGNMENT_THROTTLE)
+    code, out, _ = replog("reassign", "verify", "--reassignment-json-file", str(plan))
+    assert code == 0 and "throttle" not in out
     assert {tuple(r) for r in assignment_of(kazoo, "moves").partitions.values()} == \
         {tuple(p["replicas"]) for p in proposed["partitions"]}
 

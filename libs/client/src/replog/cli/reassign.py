@@ -44,7 +44,8 @@ def add_parser(sub) -> None:
     _watch_flags(execute)
     execute.set_defaults(run=run_execute)
 
-    verify = verbs.add_parser("verify", help="is the plan complete? progress per partition")
+    verify = verbs.add_parser(
+        "verify", help="is the plan complete? progress per partition; lifts the throttle once nothing moves")
     verify.add_argument("--reassignment-json-file", required=True, metavar="FILE")
     _watch_flags(verify)
     verify.set_defaults(run=run_verify)
@@ -159,8 +160,9 @@ def run_verify(args, channel) -> int:
     reply = stub.VerifyReassignment(admin_pb2.VerifyReassignmentRequest(partitions=_plan_proto(entries)),
                                     timeout=ADMIN_RPC_TIMEOUT_S)
     rows = _progress_rows(reply)
-    data = {"complete": reply.complete, "partitions": rows}
-    emit(args.output, data, _progress_table(rows), lines=[_summary(data)])
+    data = {"complete": reply.complete, "partitions": rows, "throttle_removed": reply.throttle_removed}
+    lines = [_summary(data)] + (["The reassignment throttle was removed."] if reply.throttle_removed else [])
+    emit(args.output, data, _progress_table(rows), lines=lines)
     return 1 if any(r["status"] == "failed" for r in rows) else 0
 
 

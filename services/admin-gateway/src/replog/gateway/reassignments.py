@@ -13,7 +13,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from replog.common.zk import schema
 from replog.gateway import convert, log_stats
 from replog.gateway.core import reassignments as core
-from replog.gateway.core.model import ClusterView
+from replog.gateway.core.model import NO_ZNODE, ClusterView
 from replog.gateway.deps import GatewayDeps
 from replog.gateway.zk_view import load_view
 from replog.gateway.zk_writes import Conflict, commit, create_or_set, retrying
@@ -56,9 +56,23 @@ def verify(deps: GatewayDeps, request: admin_pb2.VerifyReassignmentRequest) -> a
     view = load_view(deps.connect, topics=topics, states=True)
     targets = core.validate_plan(view, plan, check_brokers=False)
     rows = _progress_rows(deps, view, core.progress(view, targets))
+    complete = all(r.status == admin_pb2.REASSIGNMENT_STATUS_COMPLETE for r in rows)
     return admin_pb2.VerifyReassignmentResponse(
-        partitions=rows, complete=all(r.status == admin_pb2.REASSIGNMENT_STATUS_COMPLETE for r in rows)
+        partitions=rows, complete=complete, throttle_removed=complete and _remove_idle_throttle(deps)
     )
+
+
+def _remove_idle_throttle(deps: GatewayDeps) -> bool:
+    """Remove the reassignment throttle when no reassignment runs any more (as Kafka's --verify
+    does); a throttle set or a reassignment started meanwhile keeps it (version check)."""
+    view = load_view(deps.connect)
+    if view.throttle_version == NO_ZNODE or core.in_progress(view):
+        return False
+    try:
+        deps.kazoo.delete(schema.REASSIGNMENT_THROTTLE, version=view.throttle_version)
+    except (BadVersionError, NoNodeError):
+        return False
+    return True
 
 
 def cancel(deps: GatewayDeps, request: admin_pb2.CancelReassignmentRequest) -> admin_pb2.CancelReassignmentResponse:
