@@ -4,6 +4,14 @@ enqueues one event; none decides anything.
 Watches are registered when the controller takes its seat and stop themselves
 (by returning False to kazoo) once `close()` is called, so a resigned
 controller's watches go quiet.
+
+The seat's snapshot is read after `start()` returns, and its Startup is decided
+before any queued event. A broker list read before that is therefore older than
+the snapshot, and applied after it would undo it: a broker that registered in
+between would look dead, lose its leaderships, and then come back (a spurious
+leader-epoch bump that clients see as NOT_LEADER). So broker lists whose firing
+began before `start()` returned are not enqueued; the snapshot covers them.
+Other watches' first firings are harmless (their handlers are idempotent).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ class Watches:
         self._topics: set[str] = set(known_topics)
         self._config_topics: set[str] = set()
         self._lock = threading.Lock()
+        self._started = False  # set when start() returns: firings before then are covered by the snapshot
 
     def close(self) -> None:
         self._closed.set()
@@ -51,12 +60,15 @@ class Watches:
         DataWatch(kazoo, schema.REASSIGN_PARTITIONS, self._reassignment_changed)
         DataWatch(kazoo, schema.PREFERRED_REPLICA_ELECTION, self._election_changed(preferred=True))
         DataWatch(kazoo, schema.UNCLEAN_LEADER_ELECTION, self._election_changed(preferred=False))
+        self._started = True
 
     # Each callback returns False to remove its watch once closed.
 
     def _brokers_changed(self, children: list[str]) -> bool:
         if self._closed.is_set():
             return False
+        if not self._started:
+            return True  # older than the snapshot the seat reads next (see the module doc)
         notice_ms = int(time.time() * 1000)
         live: dict[int, BrokerInfo] = {}
         for child in children:
