@@ -127,6 +127,11 @@ def test_standby_controller_takes_over_when_the_active_one_dies(cluster_factory)
             time.sleep(0.1)
         else:
             pytest.fail("no standby took the seat within 20 s")
+        # The seat is /controller first, then the epoch increment (as in Kafka): wait for both.
+        while time.monotonic() < deadline:
+            if schema.decode_controller_epoch(zk.get(schema.CONTROLLER_EPOCH)[0]) == epoch + 1:
+                break
+            time.sleep(0.1)
         assert schema.decode_controller_epoch(zk.get(schema.CONTROLLER_EPOCH)[0]) == epoch + 1
     finally:
         zk.stop()
