@@ -58,13 +58,54 @@ class BulkReadError(RuntimeError):
     pass
 
 
+def parse_connect(connect: str) -> tuple[list[list[str]], str]:
+    """(host, port) pairs and the chroot ("" for none) of a connect string."""
+    hosts, _, chroot = connect.partition("/")
+    return [h.rsplit(":", 1) for h in hosts.split(",")], ("/" + chroot).rstrip("/") if chroot else ""
+
+
+def open_session(hosts: list[list[str]], timeout_s: float, *, receive_buffer: int = 0) -> socket.socket:
+    """A new ZooKeeper session on the first host that answers (the socket, handshake done)."""
+    last_error: Exception | None = None
+    for host, port in hosts:
+        try:
+            sock = socket.create_connection((host, int(port)), timeout=timeout_s)
+            break
+        except OSError as exc:
+            last_error = exc
+    else:
+        raise BulkReadError(f"cannot connect to ZooKeeper: {last_error}")
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if receive_buffer:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    body = _CONNECT.pack(0, 0, int(timeout_s * 1000), 0, 16) + b"\0" * 16 + b"\0"
+    sock.sendall(_I32.pack(len(body)) + body)
+    if len(read_frame(sock, bytearray())) < 20:
+        sock.close()
+        raise BulkReadError("ZooKeeper refused the session")
+    return sock
+
+
+def read_frame(sock: socket.socket, buffer: bytearray) -> bytes:
+    """The next length-prefixed frame; `buffer` keeps what was received beyond it."""
+    while True:
+        if len(buffer) >= 4:
+            (length,) = _I32.unpack_from(buffer, 0)
+            if len(buffer) >= 4 + length:
+                frame = bytes(buffer[4:4 + length])
+                del buffer[:4 + length]
+                return frame
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise BulkReadError("ZooKeeper closed the connection")
+        buffer += chunk
+
+
 class BulkReader:
     """A short-lived session for bulk reads: `with BulkReader(connect) as r: r.get_many(paths)`."""
 
     def __init__(self, connect: str, timeout_s: float = 30.0) -> None:
-        hosts, _, chroot = connect.partition("/")
-        self._chroot = ("/" + chroot).rstrip("/") if chroot else ""
-        self._hosts = [h.rsplit(":", 1) for h in hosts.split(",")]
+        self._hosts, self._chroot = parse_connect(connect)
         self._timeout_s = timeout_s
         self._sock: socket.socket | None = None
         self._buffer = bytearray()
@@ -77,23 +118,7 @@ class BulkReader:
         self.close()
 
     def open(self) -> None:
-        last_error: Exception | None = None
-        for host, port in self._hosts:
-            try:
-                sock = socket.create_connection((host, int(port)), timeout=self._timeout_s)
-                break
-            except OSError as exc:
-                last_error = exc
-        else:
-            raise BulkReadError(f"cannot connect to ZooKeeper: {last_error}")
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-        self._sock = sock
-        body = _CONNECT.pack(0, 0, int(self._timeout_s * 1000), 0, 16) + b"\0" * 16 + b"\0"
-        sock.sendall(_I32.pack(len(body)) + body)
-        reply = self._read_frame()
-        if len(reply) < 20:
-            raise BulkReadError("ZooKeeper refused the session")
+        self._sock = open_session(self._hosts, self._timeout_s, receive_buffer=4 << 20)
 
     def close(self) -> None:
         if self._sock is None:
@@ -106,18 +131,7 @@ class BulkReader:
         self._sock = None
 
     def _read_frame(self) -> bytes:
-        sock, buffer = self._sock, self._buffer
-        while True:
-            if len(buffer) >= 4:
-                (length,) = _I32.unpack_from(buffer, 0)
-                if len(buffer) >= 4 + length:
-                    frame = bytes(buffer[4:4 + length])
-                    del buffer[:4 + length]
-                    return frame
-            chunk = sock.recv(1 << 20)
-            if not chunk:
-                raise BulkReadError("ZooKeeper closed the connection during a bulk read")
-            buffer += chunk
+        return read_frame(self._sock, self._buffer)
 
     def _encode(self, xid: int, op: int, path: str) -> bytes:
         encoded = (self._chroot + path).encode()

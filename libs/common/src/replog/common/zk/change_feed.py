@@ -30,7 +30,15 @@ import socket
 import threading
 from typing import Callable, Sequence
 
-from replog.common.zk.bulk import _CONNECT, _I32, _REPLY_HEADER, _REQUEST_HEADER, BulkReadError
+from replog.common.zk.bulk import (
+    _I32,
+    _REPLY_HEADER,
+    _REQUEST_HEADER,
+    BulkReadError,
+    open_session,
+    parse_connect,
+    read_frame,
+)
 
 OP_SYNC = 9
 OP_PING = 11
@@ -47,9 +55,7 @@ class ChangeFeedBroken(RuntimeError):
 class ChangeFeed:
     def __init__(self, connect: str, paths: Sequence[str], on_change: Callable[[str | None], None], *,
                  session_timeout_s: float = 10.0) -> None:
-        hosts, _, chroot = connect.partition("/")
-        self._chroot = ("/" + chroot).rstrip("/") if chroot else ""
-        self._hosts = [h.rsplit(":", 1) for h in hosts.split(",")]
+        self._hosts, self._chroot = parse_connect(connect)
         self._paths = tuple(paths)
         self._on_change = on_change
         self._session_timeout_s = session_timeout_s
@@ -66,22 +72,12 @@ class ChangeFeed:
 
     def open(self) -> None:
         """Connect and watch every path; changes from now on are reported."""
-        last_error: Exception | None = None
-        for host, port in self._hosts:
-            try:
-                sock = socket.create_connection((host, int(port)), timeout=self._session_timeout_s)
-                break
-            except OSError as exc:
-                last_error = exc
-        else:
-            raise ChangeFeedBroken(f"cannot connect to ZooKeeper: {last_error}")
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        body = _CONNECT.pack(0, 0, int(self._session_timeout_s * 1000), 0, 16) + b"\0" * 16 + b"\0"
-        sock.sendall(_I32.pack(len(body)) + body)
+        try:
+            sock = open_session(self._hosts, self._session_timeout_s)
+        except (BulkReadError, OSError) as exc:
+            raise ChangeFeedBroken(str(exc)) from None
         self._sock = sock
         self._buffer = bytearray()
-        if len(self._read_frame()) < 20:
-            raise ChangeFeedBroken("ZooKeeper refused the session")
         sock.settimeout(None)
         self._reader = threading.Thread(target=self._read_loop, name="zk-change-feed", daemon=True)
         self._reader.start()
@@ -138,18 +134,7 @@ class ChangeFeed:
             raise ChangeFeedBroken(f"ZooKeeper answered op {op} with error {outcome[0] if outcome else 'none'}")
 
     def _read_frame(self) -> bytes:
-        buffer = self._buffer
-        while True:
-            if len(buffer) >= 4:
-                (length,) = _I32.unpack_from(buffer, 0)
-                if len(buffer) >= 4 + length:
-                    frame = bytes(buffer[4:4 + length])
-                    del buffer[:4 + length]
-                    return frame
-            chunk = self._sock.recv(1 << 16)
-            if not chunk:
-                raise BulkReadError("ZooKeeper closed the connection")
-            buffer += chunk
+        return read_frame(self._sock, self._buffer)
 
     def _read_loop(self) -> None:
         strip = len(self._chroot)
