@@ -157,3 +157,19 @@ def test_up_twice_is_harmless_and_down_leaves_nothing_running(cluster_factory):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", info.port))
             sock.listen()
+
+
+def test_a_planned_cluster_never_gives_two_processes_one_port(tmp_path):
+    # CI once gave two controllers the same port: the second could not bind and died.
+    from replog.devcluster import ClusterSpec, LocalCluster
+    from replog.devcluster.cluster import _ephemeral_range
+
+    ports = []
+    for n in range(20):
+        cluster = LocalCluster(tmp_path / f"c{n}", ClusterSpec(controllers=3, brokers=6, gateways=2))
+        cluster._plan()
+        ports += [p for info in cluster.processes.values() for p in (info.port, info.metrics_port) if p]
+    assert len(ports) == len(set(ports)) == 20 * (1 + 2 * 11)
+    # Below the range the kernel hands to outgoing connections, which could otherwise take a
+    # planned port between planning and a restart.
+    assert max(ports) < _ephemeral_range()[0]
