@@ -35,7 +35,7 @@ from replog.broker.adapters.topic_configs import TopicConfigs
 from replog.broker.adapters.wait_slots import WaitSlots
 from replog.broker.config import BrokerConfig
 from replog.broker.log import CheckpointError, LogConfig
-from replog.common import telemetry
+from replog.common import gc_policy, telemetry
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import start_server
@@ -76,6 +76,7 @@ class BrokerProcess:
         self.zk.ensure_layout()
         self.replicas.delete_unassigned(assigned_here(self.zk, config.broker_id))
         self._build()
+        gc_policy.settle()  # the loaded replicas live as long as the process
         self.server = start_server(
             bindings(self.control_servicer, self.replication_servicer, self.log_servicer),
             host=config.host, port=config.port, max_workers=config.grpc_workers, serving=False,

@@ -7,7 +7,11 @@ HostedPartition.sync_rolled_segments), asks each log whether its interval
 flush policy is due (`PartitionLog.maybe_flush`; skipped when no flush
 interval is configured, so 10K idle partitions cost a tick nothing), and every
 `checkpoint_interval_ms` it atomically rewrites the HW and recovery-point
-checkpoint files (ReplicaManager.write_checkpoints). A failure to write a
+checkpoint files (ReplicaManager.write_checkpoints). Once at least
+`SETTLE_AFTER_CREATED` replicas have been created since it last looked, it also
+settles the garbage collector (replog.common.gc_policy): thousands of new
+replicas are long-lived state that every later full collection would scan
+again, on whatever request thread allocates at that moment. A failure to write a
 checkpoint is logged and retried next round: the previous file stays intact
 (temp file + rename), so the broker only restarts from an older, still safe,
 point. Shutdown writes them once more after closing every log.
@@ -20,9 +24,12 @@ import threading
 
 from replog.broker.adapters.replica_manager import ReplicaManager
 from replog.broker.adapters.thread_guard import guarded_round
+from replog.common import gc_policy
 from replog.common.clock import Clock
 
 log = logging.getLogger(__name__)
+
+SETTLE_AFTER_CREATED = 500
 
 
 class Checkpointer:
@@ -33,6 +40,7 @@ class Checkpointer:
         self._interval_flush = interval_flush
         self._checkpoint_interval_ms = checkpoint_interval_ms
         self._tick_ms = max(min(flush_check_interval_ms, checkpoint_interval_ms), 10)
+        self._created = 0  # replicas created since the collector was last settled
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="checkpointer", daemon=True)
 
@@ -49,6 +57,11 @@ class Checkpointer:
             guarded_round(self._round, self._stop)
 
     def _round(self) -> None:
+        self._created += self._replicas.take_created()
+        if self._created >= SETTLE_AFTER_CREATED:
+            seconds = gc_policy.settle()
+            log.info("%d new replicas: collected garbage and froze the survivors in %.3f s", self._created, seconds)
+            self._created = 0
         try:
             for hosted in self._replicas.hosted():
                 hosted.sync_rolled_segments()

@@ -52,6 +52,7 @@ class ReplicaManager:
         self._clock = clock
         self._lock = threading.Lock()
         self._partitions: dict[TopicPartition, HostedPartition] = {}
+        self._created_since_settle = 0
         self._per_topic: dict[str, int] = {}  # entries in _partitions per topic, so hosts_topic is O(1)
         self._checkpoint_lock = threading.Lock()
 
@@ -106,8 +107,15 @@ class ReplicaManager:
                     high_watermark=0, producer_state=rebuild_from_log(partition_log),
                 )
                 self._put(topic_partition, hosted)
+                self._created_since_settle += 1
                 log.debug("%s: hosting a new replica at %s", topic_partition, directory)
             return hosted
+
+    def take_created(self) -> int:
+        """Replicas created since the last call (the checkpointer settles the collector after many)."""
+        with self._lock:
+            created, self._created_since_settle = self._created_since_settle, 0
+            return created
 
     def topic_partitions(self) -> list[TopicPartition]:
         with self._lock:

@@ -53,7 +53,7 @@ from replog.broker.core.partition import (
     StopFetcher,
 )
 from replog.broker.core.topic_partition import TopicPartition
-from replog.common import state_digest
+from replog.common import gc_policy, state_digest
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.broker")
@@ -101,7 +101,8 @@ class ReplicaStateChanges:
             # while ISR-only updates (a dead follower leaving the ISR) wait for nobody. After a
             # broker failure the controller's request holds both, the second kind twice as many.
             new_epochs, same_epochs = self._new_epochs_first(decisions)
-            results = self._apply_batch(new_epochs, parent) + self._apply_batch(same_epochs, parent)
+            with gc_policy.paused():  # applying builds no cycles; a collection mid-batch scanned every replica
+                results = self._apply_batch(new_epochs, parent) + self._apply_batch(same_epochs, parent)
             if init:
                 self._delete_unlisted({d.topic_partition for d in decisions})
             leading = sum(1 for d in decisions if d.leader_id == self._broker_id)

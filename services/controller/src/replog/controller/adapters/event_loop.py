@@ -16,7 +16,6 @@ check and brokers refuse its requests by controller epoch.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import logging
 import queue
 import random
@@ -28,6 +27,7 @@ from typing import Callable
 
 from opentelemetry import trace
 
+from replog.common import gc_policy
 from replog.common.channels import ChannelCache
 from replog.common.zk.client import ZkClient
 from replog.controller.adapters import metrics
@@ -278,12 +278,8 @@ class ControllerLoop:
         try:
             # The core builds no reference cycles; at 100K partitions the cyclic
             # collector scanning a plan's fresh objects costs a third of decide().
-            gc.disable()
-            try:
-                with tracer.start_as_current_span("controller.decide"):
-                    plan = decide(self._state, event, self._rng)
-            finally:
-                gc.enable()
+            with gc_policy.paused(), tracer.start_as_current_span("controller.decide"):
+                plan = decide(self._state, event, self._rng)
             _describe(span, self._state, event, plan)
             if generation != self._generation:
                 raise NotController()
@@ -302,14 +298,10 @@ class ControllerLoop:
                                                    first_wave=())
                 write_span.set_attributes({"zookeeper.transactions": stats.transactions,
                                            "zookeeper.ops": stats.operations, "zookeeper.bytes": stats.bytes})
-            gc.disable()
-            try:
+            with gc_policy.paused():
                 self._state = apply(self._state, plan)
-            finally:
-                gc.enable()
             if isinstance(event, ev.Startup):
-                gc.collect()
-                gc.freeze()  # the loaded state lives as long as the seat: keep it out of every collection
+                gc_policy.settle()  # the loaded state lives as long as the seat
             self._record_metrics(plan, started)
             with tracer.start_as_current_span("controller.send_requests") as send_span:
                 futures = self._sender.start(self._state, plan.leader_and_isr, plan.update_metadata,

