@@ -33,6 +33,7 @@ import harness  # noqa: E402
 
 from replog.common import records  # noqa: E402
 from replog.common.channels import ChannelCache  # noqa: E402
+from replog.common.zk import bulk, schema  # noqa: E402
 from replog.common.zk.client import ZkClient  # noqa: E402
 from replog.devcluster import ClusterSpec  # noqa: E402
 from replog.v1 import common_pb2, log_pb2, log_pb2_grpc  # noqa: E402
@@ -77,8 +78,8 @@ def produce_round(cluster, channels, states, pending: set[int], batch: bytes, ti
 
 def probe_until_writable(cluster, channels, moved: list[int], batch: bytes, partitions: int,
                          deadline_s: float) -> dict[int, float]:
-    """When each moved partition first acknowledges an acks=all write. ZooKeeper is read every 0.25 s
-    until every moved partition names a live leader; each chunk of partitions is probed by its own
+    """When each moved partition first acknowledges an acks=all write. The moved partitions' states
+    are read from ZooKeeper every 0.25 s until each names a live leader; each chunk of partitions is probed by its own
     thread as soon as its leaders are known, with a long produce timeout, so a probe sent before the
     followers replicate completes at the moment they do (and the probes add little load)."""
     dead = {1}
@@ -89,11 +90,19 @@ def probe_until_writable(cluster, channels, moved: list[int], batch: bytes, part
     finished = threading.Event()
 
     def refresh() -> None:
-        while not finished.wait(0.25):
-            now = harness.read_states(cluster.zookeeper_connect, TOPIC, partitions)
-            states["now"] = now
-            if all(now[p] is not None and now[p].leader >= 0 and now[p].leader not in dead for p in moved):
-                return
+        # One session, and only the partitions still without a live leader: opening sessions and
+        # re-reading every state four times a second loaded the ZooKeeper server (a session is a
+        # logged transaction) and the 2 cores while the controller was writing.
+        unresolved = list(moved)
+        with bulk.BulkReader(cluster.zookeeper_connect) as reader:
+            while unresolved and not finished.wait(0.25):
+                found = reader.get_many([schema.partition_state_path(TOPIC, p) for p in unresolved])
+                now = list(states["now"])
+                for p, entry in zip(unresolved, found):
+                    now[p] = schema.PartitionStateRecord.decode(entry[0]) if entry else None
+                states["now"] = now
+                unresolved = [p for p in unresolved
+                              if now[p] is None or now[p].leader < 0 or now[p].leader in dead]
 
     def probe(chunk: list[int]) -> None:
         pending = set(chunk)

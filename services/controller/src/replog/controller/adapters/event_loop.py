@@ -22,6 +22,7 @@ import random
 import threading
 import time
 from concurrent.futures import Future
+from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 from typing import Callable
 
@@ -47,6 +48,7 @@ tracer = trace.get_tracer("replog.controller")
 
 RESYNC_DELAY_S = 1.0  # after a request to a broker failed in transit; doubled while it keeps failing
 RESYNC_DELAY_MAX_S = 30.0
+FIRST_WAVE_HEAD_START_S = 1.0  # how long ISR-only writes wait for the brokers taking new leaderships
 
 SPAN_NAMES = {
     "Startup": "controller.failover",
@@ -286,9 +288,14 @@ class ControllerLoop:
             first_wave: dict[int, Future] = {}
             with tracer.start_as_current_span("controller.zookeeper_write") as write_span:
                 if plan.first_wave and self._knows_leaders(plan.first_wave):
-                    # New leaderships go out once written; the ISR-only changes are written meanwhile.
+                    # New leaderships go out once written. The ISR-only changes are written once
+                    # the brokers have taken them (or after a bounded head start): partitions without
+                    # a leader take neither reads nor writes. On 2 cores, writing the rest meanwhile
+                    # held back the new leaders: in a 10K-partition failover they began applying
+                    # 0.7 s after their request was sent, and 0.05 s with the head start.
                     stats = self._writer.write(plan.zk_writes[:plan.first_wave_writes])
                     first_wave = self._sender.start(self._state, plan.first_wave)
+                    futures_wait(first_wave.values(), timeout=FIRST_WAVE_HEAD_START_S)
                     stats = stats + self._writer.write(plan.zk_writes[plan.first_wave_writes:])
                     write_span.set_attribute("first_wave.partitions", plan.first_wave_writes)
                 else:
