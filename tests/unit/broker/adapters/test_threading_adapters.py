@@ -167,6 +167,35 @@ def test_metadata_cache_never_takes_a_partition_back_to_an_older_state():
     assert delta(state(1, 0, [1, 2]), full=True) == [1, 2]  # a full update is the whole truth
 
 
+def test_metadata_cache_confirms_by_a_digest_kept_current_through_deltas_and_deletions():
+    from replog.common import state_digest
+
+    cache = MetadataCache()
+
+    def state(topic, partition, leader_epoch, partition_epoch, isr):
+        return broker_control_pb2.PartitionState(topic=topic, partition=partition, leader=isr[0],
+                                                 leader_epoch=leader_epoch, partition_epoch=partition_epoch, isr=isr,
+                                                 replicas=[1, 2, 3])
+
+    def confirmed(*expected):
+        digest = state_digest.Digest.of(state_digest.metadata_term(
+            s.topic, s.partition, s.leader, s.leader_epoch, s.partition_epoch, s.isr, s.replicas,
+            s.adding_replicas, s.removing_replicas) for s in expected)
+        return cache.confirm(broker_control_pb2.UpdateMetadataRequest(controller_id=7,
+                                                                      metadata_digest=digest.encode()))
+
+    a0, a1, b0 = state("a", 0, 1, 1, [1, 2, 3]), state("a", 1, 1, 1, [2, 3]), state("b", 0, 4, 2, [3])
+    cache.update(broker_control_pb2.UpdateMetadataRequest(controller_id=7, partitions=[a0, a1, b0], full=True))
+    assert confirmed(a0, a1, b0) and not confirmed(a0, a1)
+    newer = state("a", 1, 2, 1, [3])
+    cache.update(broker_control_pb2.UpdateMetadataRequest(controller_id=7, partitions=[newer, state("a", 0, 0, 9, [1])]))
+    assert confirmed(a0, newer, b0)  # the older state of a-0 was ignored, and left the digest alone
+    cache.update(broker_control_pb2.UpdateMetadataRequest(controller_id=7, deleted_topics=["a"]))
+    assert confirmed(b0)
+    cache.update(broker_control_pb2.UpdateMetadataRequest(controller_id=7, partitions=[a0], full=True))
+    assert confirmed(a0)
+
+
 def test_partition_directory_names():
     assert parse_partition_directory("orders-12") == TopicPartition("orders", 12)
     assert parse_partition_directory("my-topic-3") == TopicPartition("my-topic", 3)

@@ -28,6 +28,7 @@ class MetadataCache:
         self._lock = threading.Lock()
         self._brokers: dict[int, common_pb2.BrokerEndpoint] = {}
         self._topics: dict[str, dict[int, broker_control_pb2.PartitionState]] = {}
+        self._digest = state_digest.Digest()  # of every partition in _topics (state_digest.metadata_term)
         self._controller_id = NO_CONTROLLER
         self._leader_endpoints: dict[int, common_pb2.BrokerEndpoint] = {}  # from LeaderAndIsr, for fetchers
 
@@ -35,9 +36,13 @@ class MetadataCache:
         with self._lock:
             self._controller_id = request.controller_id
             self._brokers = {b.broker_id: b for b in request.live_brokers}
-            topics = {} if request.full else self._topics
+            if request.full:
+                topics, digest = {}, state_digest.Digest()
+            else:
+                topics, digest = self._topics, self._digest
             for topic in request.deleted_topics:
-                topics.pop(topic, None)
+                for gone in topics.pop(topic, {}).values():
+                    digest.remove(_term(gone))
             for state in request.partitions:
                 partitions = topics.setdefault(state.topic, {})
                 held = partitions.get(state.partition)
@@ -45,21 +50,22 @@ class MetadataCache:
                 # out at the controller may still be applied after a newer one.
                 if request.full or held is None or \
                         (state.leader_epoch, state.partition_epoch) >= (held.leader_epoch, held.partition_epoch):
+                    if held is not None:
+                        digest.remove(_term(held))
                     partitions[state.partition] = state
-            self._topics = topics
+                    digest.add(_term(state))
+            self._topics, self._digest = topics, digest
 
     def confirm(self, request: broker_control_pb2.UpdateMetadataRequest) -> bool:
         """A confirm-only update: take its live brokers and controller; True when the cache's
-        partitions have `request.metadata_digest`, i.e. the full update would change none."""
+        partitions have `request.metadata_digest`, i.e. the full update would change none.
+        The cache's digest is kept current by every update, so confirming costs nothing per partition."""
         with self._lock:
             self._controller_id = request.controller_id
             self._brokers = {b.broker_id: b for b in request.live_brokers}
-            held = state_digest.Digest.of(
-                state_digest.metadata_term(s.topic, s.partition, s.leader, s.leader_epoch, s.partition_epoch,
-                                           s.isr, s.replicas, s.adding_replicas, s.removing_replicas)
-                for partitions in self._topics.values() for s in partitions.values())
-        matched = state_digest.matches(request.metadata_digest, held)
-        log.info("UpdateMetadata confirm: %d partition(s) %s the controller's state", held.count,
+            count = self._digest.count
+            matched = state_digest.matches(request.metadata_digest, self._digest)
+        log.info("UpdateMetadata confirm: %d partition(s) %s the controller's state", count,
                  "match" if matched else "do not match")
         return matched
 
@@ -87,6 +93,12 @@ class MetadataCache:
             described = [_topic_metadata(name, self._topics.get(name), live) for name in names]
             controller_id = self._controller_id
         return log_pb2.MetadataResponse(brokers=brokers, controller_id=controller_id, topics=described)
+
+
+def _term(state: broker_control_pb2.PartitionState) -> int:
+    return state_digest.metadata_term(state.topic, state.partition, state.leader, state.leader_epoch,
+                                      state.partition_epoch, state.isr, state.replicas, state.adding_replicas,
+                                      state.removing_replicas)
 
 
 def _topic_metadata(

@@ -16,6 +16,7 @@ brokers seconds to apply.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -76,6 +77,9 @@ class BrokerRequestSender:
         self._controller_id = controller_id
         self._controller_epoch = controller_epoch
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="broker-rpc")
+        # One full UpdateMetadata goes to every broker: its digest (0.36 s at 100K partitions) is
+        # computed by the first sender thread to need it while the others wait, not by each.
+        self._digest_lock = threading.Lock()
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -183,9 +187,10 @@ class BrokerRequestSender:
         if isinstance(request, p.UpdateMetadata):
             if request.full:
                 key = ("metadata digest", id(request))
-                digest = cache.get(key)
-                if digest is None:
-                    digest = cache[key] = _metadata_digest(request.partitions)
+                with self._digest_lock:
+                    digest = cache.get(key)
+                    if digest is None:
+                        digest = cache[key] = _metadata_digest(request.partitions)
                 reply = stub.UpdateMetadata(broker_control_pb2.UpdateMetadataRequest(
                     controller_id=self._controller_id, controller_epoch=self._controller_epoch,
                     live_brokers=_endpoints(state, [b.broker_id for b in request.live_brokers], request.live_brokers),
