@@ -54,10 +54,10 @@ def position(tp, offset=10):
                                                  fetch_offset=offset, last_fetched_epoch=1)
 
 
-def poll(session, listed, *, max_wait_ms=50, bytes_max=1 << 20):
+def poll(session, listed, *, max_wait_ms=50, bytes_max=1 << 20, resend=False):
     with session.lock:
         return session.poll(session.listed(listed), read_one, bytes_max=bytes_max, min_bytes=1,
-                            max_wait_ms=max_wait_ms, clock=SystemClock(), stopping=lambda: False)
+                            max_wait_ms=max_wait_ms, clock=SystemClock(), stopping=lambda: False, resend=resend)
 
 
 def test_an_incremental_round_reads_only_what_it_names_or_what_woke():
@@ -70,6 +70,31 @@ def test_an_incremental_round_reads_only_what_it_names_or_what_woke():
     answers = poll(session, [position(moved, offset=10)])
     assert set(answers) == {busy.tp, moved} and answers[busy.tp].records == b"xxx"
     assert sum(p.reads for p in PARTITIONS.values()) == 100 + 2
+
+
+def test_a_resend_reads_again_what_the_lost_answer_carried():
+    # The follower cancelled its long poll (a partition joined) and may never have seen the answer:
+    # without a second look those records would wait for the partition's next append.
+    busy, joining = TopicPartition("t", 3), TopicPartition("t", 99)
+    for resend in (False, True):
+        fresh_partitions()
+        session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+        poll(session, [position(tp) for tp in PARTITIONS if tp != joining])
+        PARTITIONS[busy].append(2)
+        assert list(poll(session, [])) == [busy]  # this answer is lost on the way
+        answers = poll(session, [position(joining)], resend=resend)
+        assert set(answers) == ({busy, joining} if resend else {joining})
+    assert answers[busy].records == b"xx"
+
+
+def test_a_resend_may_skip_the_cancelled_epoch_which_is_refused_if_it_arrives_late():
+    session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+    session.epoch = 4
+    assert session.admits(5, resend=False) and not session.admits(6, resend=False)
+    assert session.admits(6, resend=True)  # epoch 5 was cancelled before it reached the leader
+    session.epoch = 6
+    assert not session.admits(5, resend=False)  # epoch 5, late: out of sequence
+    assert not session.admits(5, resend=True) and not session.admits(6, resend=True)
 
 
 def test_an_idle_incremental_round_waits_for_a_wake_up():

@@ -24,11 +24,19 @@ every SWEEP_INTERVAL_MS a request reads again the partitions whose follower
 is outside the ISR, since whether it may rejoin can change with time alone.
 
 `session_epoch` 0 opens a session (replacing the follower's previous one,
-whose waiter is unparked); later requests carry the next epoch. A request for
-an unknown session or out of sequence is refused as a whole
+whose waiter is unparked); later requests carry the next epoch, and may name
+partitions new to the session (a follower joins the partitions it starts
+following, after a leader change, without opening a new session). A request
+for an unknown session or out of sequence is refused as a whole
 (FETCH_SESSION_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH) and the follower opens
-a new one; so does a follower whose request failed or was cancelled, since the
-leader may have consumed wake-ups for an answer the follower never saw.
+a new one; so does a follower whose request failed in transit, since the
+leader may have consumed wake-ups for an answer the follower never saw. The
+one exception is a *resend*: a follower that cancelled its own long poll (to
+name a joining partition at once) flags its next request, one epoch on. The
+leader accepts it whether or not the cancelled request reached it (so the epoch
+may skip one), and reads again every partition of its last answer, which the
+follower may never have seen. A cancelled request that reaches the leader after
+its resend is out of sequence, and refused before it touches anything.
 
 One request at a time per session (its lock). A hosted partition replaced
 under the same name (deleted, created again) is re-parked on first use.
@@ -75,6 +83,7 @@ class FetchSession:
         self._by_source: dict[int, TopicPartition] = {}
         self._pending: set[TopicPartition] = set()
         self._outside_isr: set[TopicPartition] = set()
+        self._last_answered: set[TopicPartition] = set()  # read by the last request, for a resend
         self._next_sweep_ms = 0
 
     # --- lifecycle (close from any thread; the rest under `lock`) ---------------------------
@@ -101,6 +110,13 @@ class FetchSession:
 
     # --- one request ------------------------------------------------------------------------
 
+    def admits(self, epoch: int, *, resend: bool) -> bool:
+        """Whether a request at `epoch` comes next. A resend may skip the epoch of the request its
+        follower cancelled, whether or not that one reached us; that one, arriving late, does not."""
+        if epoch == 0:
+            return True  # a session just opened for this request
+        return epoch == self.epoch + 1 or (resend and epoch == self.epoch + 2)
+
     def listed(self, partitions: Iterable[replication_pb2.ReplicaFetchPartition]) -> set[TopicPartition]:
         """Record the positions the request names; returns their partitions."""
         named = set()
@@ -116,10 +132,13 @@ class FetchSession:
 
     def poll(
         self, to_read: set[TopicPartition], read_one: ReadOne, *, bytes_max: int, min_bytes: int, max_wait_ms: int,
-        clock: Clock, stopping: Callable[[], bool],
+        clock: Clock, stopping: Callable[[], bool], resend: bool = False,
     ) -> dict[TopicPartition, FollowerFetchAnswer]:
-        """Answers for every partition read (the caller leaves out those with nothing new)."""
+        """Answers for every partition read (the caller leaves out those with nothing new).
+        `resend`: the follower may not have seen the last answer; its partitions are read again."""
         now_ms = clock.monotonic_ms()
+        if resend:
+            to_read = to_read | self._last_answered
         if now_ms >= self._next_sweep_ms:
             self._next_sweep_ms = now_ms + SWEEP_INTERVAL_MS
             to_read = to_read | self._outside_isr
@@ -168,6 +187,7 @@ class FetchSession:
             else:
                 self._outside_isr.add(tp)
         self._pending |= held_back - answers.keys()
+        self._last_answered = set(answers)
         if self.closed:
             self.unpark_all()  # replaced while we polled; close() could not take the lock
         return answers

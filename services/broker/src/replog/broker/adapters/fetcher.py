@@ -21,6 +21,12 @@ the whole fetcher, exponentially up to a second.
 
 Adding a partition cancels a long poll in flight, so a new follower (say,
 after a leader change) starts fetching at once instead of after the poll.
+With a session open, the partition joins it: the next request is a resend
+(fetch_sessions.py), one epoch on, naming the new partitions and those of the
+cancelled request, not all of them. After a
+failover a follower took 3,334 new partitions on a leader it already followed
+for 3,333; reopening the session had named all 6,667 at both ends. Without a
+session (none yet, or one being opened) adding starts a new one.
 An answer for a target that changed while the request was out is ignored;
 so is one the replica no longer wants (checked under its lock).
 """
@@ -105,6 +111,10 @@ class ReplicaFetcher:
         self._targets: dict[TopicPartition, _Target] = {}
         self._call = None
         self._restart_requested = False
+        # A partition joined the open session: a request built before it is not sent, and one in
+        # flight was cancelled on purpose; either way its partitions are named again (a resend).
+        self._joining = False
+        self._resend = False  # the next request follows one add() cancelled (see fetch_sessions.py)
         self._stopped = False
         self._transport_backoff_ms = 0
         # The fetch session with the leader (fetch_sessions.py): id 0 means open a new one next;
@@ -126,8 +136,12 @@ class ReplicaFetcher:
     def add(self, topic_partition: TopicPartition, leader_epoch: int, trace_context: otel_context.Context | None) -> None:
         with self._cond:
             self._targets[topic_partition] = _Target(leader_epoch, trace_context)
-            self._restart_requested = True
-            self._reset_session_locked()
+            if self._session_id == 0:
+                self._restart_requested = True
+                self._reset_session_locked()
+            else:
+                self._dirty.add(topic_partition)
+                self._joining = True
             if self._call is not None:
                 self._call.cancel()
             self._cond.notify_all()
@@ -176,7 +190,7 @@ class ReplicaFetcher:
                 if self._session_id == 0:
                     ready = {tp: t for tp, t in self._targets.items() if t.backoff_until_ms <= now_ms}
                     if ready:
-                        self._restart_requested = False
+                        self._restart_requested = self._joining = False
                         self._session_positions = {}
                         # Those backing off join the session by name once their back-off is over.
                         self._dirty = {tp for tp in self._targets if tp not in ready}
@@ -188,7 +202,7 @@ class ReplicaFetcher:
                         if target is not None and target.backoff_until_ms <= now_ms:
                             ready[tp] = target
                     self._dirty.difference_update(ready)
-                    self._restart_requested = False
+                    self._restart_requested = self._joining = False
                     return ready, self._session_generation, self._session_epoch + 1
                 wake_ms = min((t.backoff_until_ms for t in self._targets.values()), default=None)
                 self._cond.wait(None if wake_ms is None else max(wake_ms - now_ms, 1) / 1000)
@@ -221,6 +235,7 @@ class ReplicaFetcher:
             replica_broker_epoch=self._broker_epoch_of(),
             session_id=self._session_id if session_epoch > 0 else 0,
             session_epoch=session_epoch,
+            resend=self._resend and session_epoch > 0,
             partitions=[
                 replication_pb2.ReplicaFetchPartition(
                     topic=tp.topic, partition=tp.partition, current_leader_epoch=target.leader_epoch,
@@ -235,11 +250,22 @@ class ReplicaFetcher:
         with self._cond:
             if self._stopped or self._restart_requested:
                 return
+            if self._joining and session_epoch > 0:
+                self._dirty.update(positions)  # built before a partition joined: name it too
+                return
             call = self._call = stub.ReplicaFetch.future(request, timeout=settings.max_wait_ms / 1000 + RPC_SLACK_S)
         try:
             response = call.result()
         except (grpc.RpcError, grpc.FutureCancelledError, CancelledError) as exc:
-            self._on_transport_failure(address, exc)
+            with self._cond:
+                resend = (self._joining and session_epoch > 0 and not self._restart_requested
+                          and self._session_generation == generation)
+                if resend:  # cancelled by add(): the session goes on, one epoch further
+                    self._dirty.update(positions)
+                    self._session_epoch = session_epoch
+                    self._resend = True
+            if not resend:
+                self._on_transport_failure(address, exc)
             return
         finally:
             with self._cond:
@@ -258,6 +284,7 @@ class ReplicaFetcher:
             if self._restart_requested or self._session_generation != generation:
                 return  # re-targeted while the request was out; a new session starts next round
             self._session_id, self._session_epoch = response.session_id, session_epoch
+            self._resend = False
             self._session_positions.update(positions)
             session_positions = self._session_positions
         for data in response.partitions:
@@ -274,6 +301,7 @@ class ReplicaFetcher:
 
     def _reset_session_locked(self) -> None:
         self._session_id = 0
+        self._resend = False
         self._session_generation += 1
 
     def _on_transport_failure(self, address: str, exc: BaseException) -> None:

@@ -75,7 +75,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
                 return replication_pb2.ReplicaFetchResponse(error_code=session.code, error_message=session.reason)
         context.add_callback(session.interrupt)
         with session.lock:
-            if session.closed or request.session_epoch not in (0, session.epoch + 1):
+            if session.closed or not session.admits(request.session_epoch, resend=request.resend):
                 if session.closed:
                     session.unpark_all()
                 return replication_pb2.ReplicaFetchResponse(
@@ -90,6 +90,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
                 bytes_max=bytes_max, min_bytes=max(request.min_bytes, 1),
                 max_wait_ms=min(request.max_wait_ms, FETCH_WAIT_MS_MAX), clock=self._clock,
                 stopping=lambda: self._stopping() or not context.is_active(),
+                resend=request.resend and request.session_epoch > 0,
             )
             known = {tp: p.known_high_watermark for tp, p in session.positions(answers)}
         response = replication_pb2.ReplicaFetchResponse(session_id=session.session_id, partitions=[
