@@ -6,7 +6,8 @@ measure how long until every moved partition accepts acks=all writes again.
 Reported: moved_leaders; notice_to_writable_s (from the controller noticing the
 loss, the start of its controller.broker_change span, to the last moved
 partition acknowledging an acks=all write at its new leader: once ZooKeeper
-names a live leader, chunks of 50 partitions are probed concurrently with a
+names a live leader (the benchmark watches the partition states, as a client
+with a ZooKeeper watch would), chunks of 50 partitions are probed concurrently with a
 long produce timeout, so each write completes when its partition replicates;
 retried only on an error), its 10/50/90th percentiles; the controller's
 phases from the same trace (decide, ZooKeeper writes, requests until every
@@ -33,7 +34,7 @@ import harness  # noqa: E402
 
 from replog.common import records  # noqa: E402
 from replog.common.channels import ChannelCache  # noqa: E402
-from replog.common.zk import bulk, schema  # noqa: E402
+from replog.common.zk import bulk, change_feed, schema  # noqa: E402
 from replog.common.zk.client import ZkClient  # noqa: E402
 from replog.devcluster import ClusterSpec  # noqa: E402
 from replog.v1 import common_pb2, log_pb2, log_pb2_grpc  # noqa: E402
@@ -79,7 +80,7 @@ def produce_round(cluster, channels, states, pending: set[int], batch: bytes, ti
 def probe_until_writable(cluster, channels, moved: list[int], batch: bytes, partitions: int,
                          deadline_s: float) -> dict[int, float]:
     """When each moved partition first acknowledges an acks=all write. The moved partitions' states
-    are read from ZooKeeper every 0.25 s until each names a live leader; each chunk of partitions is probed by its own
+    are read from ZooKeeper as it reports them changed, until each names a live leader; each chunk of partitions is probed by its own
     thread as soon as its leaders are known, with a long produce timeout, so a probe sent before the
     followers replicate completes at the moment they do (and the probes add little load)."""
     dead = {1}
@@ -90,19 +91,41 @@ def probe_until_writable(cluster, channels, moved: list[int], batch: bytes, part
     finished = threading.Event()
 
     def refresh() -> None:
-        # One session, and only the partitions still without a live leader: opening sessions and
-        # re-reading every state four times a second loaded the ZooKeeper server (a session is a
-        # logged transaction) and the 2 cores while the controller was writing.
-        unresolved = list(moved)
-        with bulk.BulkReader(cluster.zookeeper_connect) as reader:
-            while unresolved and not finished.wait(0.25):
-                found = reader.get_many([schema.partition_state_path(TOPIC, p) for p in unresolved])
-                now = list(states["now"])
-                for p, entry in zip(unresolved, found):
-                    now[p] = schema.PartitionStateRecord.decode(entry[0]) if entry else None
-                states["now"] = now
-                unresolved = [p for p in unresolved
-                              if now[p] is None or now[p].leader < 0 or now[p].leader in dead]
+        # The moved partitions' states are read when ZooKeeper reports them changed (a persistent
+        # recursive watch), as a client would learn of a new leader from its own watch; polling
+        # added up to a poll interval to every figure and loaded the server it measures.
+        changed: set[int] = set(moved)
+        arrived = threading.Condition()
+
+        def on_change(path: str | None) -> None:
+            named = schema.parse_topic_path(path) if path else None
+            with arrived:
+                if path is None:
+                    changed.update(moved)  # the feed broke: read everything again
+                elif named is not None and named[0] == "state" and named[1] == TOPIC:
+                    changed.add(named[2])
+                arrived.notify()
+
+        unresolved = set(moved)
+        feed = change_feed.ChangeFeed(cluster.zookeeper_connect, [schema.partitions_path(TOPIC)], on_change)
+        feed.open()
+        try:
+            with bulk.BulkReader(cluster.zookeeper_connect) as reader:
+                while unresolved and not finished.is_set():
+                    with arrived:
+                        if not changed & unresolved:
+                            arrived.wait(0.25)
+                        due = sorted(changed & unresolved) if changed else sorted(unresolved)
+                        changed.clear()
+                    found = reader.get_many([schema.partition_state_path(TOPIC, p) for p in due])
+                    now = list(states["now"])
+                    for p, entry in zip(due, found):
+                        now[p] = schema.PartitionStateRecord.decode(entry[0]) if entry else None
+                    states["now"] = now
+                    unresolved -= {p for p in due if now[p] is not None and now[p].leader >= 0
+                                   and now[p].leader not in dead}
+        finally:
+            feed.close()
 
     def probe(chunk: list[int]) -> None:
         pending = set(chunk)
