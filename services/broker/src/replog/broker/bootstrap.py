@@ -138,7 +138,7 @@ class BrokerProcess:
         self.checkpointer = Checkpointer(
             replicas, clock, checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
             flush_check_interval_ms=config.flush_interval_ms or DEFAULT_FLUSH_CHECK_MS,
-            interval_flush=config.flush_interval_ms > 0,
+            interval_flush=config.flush_interval_ms > 0, chores=(self.metadata.refresh_digest,),
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(

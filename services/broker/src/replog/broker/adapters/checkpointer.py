@@ -11,7 +11,10 @@ checkpoint files (ReplicaManager.write_checkpoints). Once at least
 `SETTLE_AFTER_CREATED` replicas have been created since it last looked, it also
 settles the garbage collector (replog.common.gc_policy): thousands of new
 replicas are long-lived state that every later full collection would scan
-again, on whatever request thread allocates at that moment. A failure to write a
+again, on whatever request thread allocates at that moment. Each tick also runs
+the other chores it was given that keep something cheap for later (the
+metadata cache folding changed partitions into its digest, so a new
+controller's confirm does not hash them all at once). A failure to write a
 checkpoint is logged and retried next round: the previous file stays intact
 (temp file + rename), so the broker only restarts from an older, still safe,
 point. Shutdown writes them once more after closing every log.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Callable, Sequence
 
 from replog.broker.adapters.replica_manager import ReplicaManager
 from replog.broker.adapters.thread_guard import guarded_round
@@ -34,8 +38,10 @@ SETTLE_AFTER_CREATED = 500
 
 class Checkpointer:
     def __init__(self, replicas: ReplicaManager, clock: Clock, *, checkpoint_interval_ms: int,
-                 flush_check_interval_ms: int, interval_flush: bool = True) -> None:
+                 flush_check_interval_ms: int, interval_flush: bool = True,
+                 chores: Sequence[Callable[[], None]] = ()) -> None:
         self._replicas = replicas
+        self._chores = tuple(chores)
         self._clock = clock
         self._interval_flush = interval_flush
         self._checkpoint_interval_ms = checkpoint_interval_ms
@@ -62,6 +68,8 @@ class Checkpointer:
             seconds = gc_policy.settle()
             log.info("%d new replicas: collected garbage and froze the survivors in %.3f s", self._created, seconds)
             self._created = 0
+        for chore in self._chores:
+            chore()
         try:
             for hosted in self._replicas.hosted():
                 hosted.sync_rolled_segments()

@@ -28,7 +28,12 @@ class MetadataCache:
         self._lock = threading.Lock()
         self._brokers: dict[int, common_pb2.BrokerEndpoint] = {}
         self._topics: dict[str, dict[int, broker_control_pb2.PartitionState]] = {}
-        self._digest = state_digest.Digest()  # of every partition in _topics (state_digest.metadata_term)
+        # The digest of _topics (state_digest.metadata_term), brought up to date lazily: updates
+        # only note which partitions changed (hashing them cost 5 us each on the failover path);
+        # `refresh_digest` (the checkpointer's tick, and any confirm) folds them in.
+        self._digest = state_digest.Digest()
+        self._terms: dict[tuple[str, int], int] = {}  # each partition's term as counted in _digest
+        self._stale: set[tuple[str, int]] = set()
         self._controller_id = NO_CONTROLLER
         self._leader_endpoints: dict[int, common_pb2.BrokerEndpoint] = {}  # from LeaderAndIsr, for fetchers
 
@@ -36,13 +41,14 @@ class MetadataCache:
         with self._lock:
             self._controller_id = request.controller_id
             self._brokers = {b.broker_id: b for b in request.live_brokers}
+            stale = self._stale
             if request.full:
-                topics, digest = {}, state_digest.Digest()
+                topics = {}
+                stale.update(self._terms)
             else:
-                topics, digest = self._topics, self._digest
+                topics = self._topics
             for topic in request.deleted_topics:
-                for gone in topics.pop(topic, {}).values():
-                    digest.remove(_term(gone))
+                stale.update((topic, partition) for partition in topics.pop(topic, {}))
             for state in request.partitions:
                 partitions = topics.setdefault(state.topic, {})
                 held = partitions.get(state.partition)
@@ -50,19 +56,35 @@ class MetadataCache:
                 # out at the controller may still be applied after a newer one.
                 if request.full or held is None or \
                         (state.leader_epoch, state.partition_epoch) >= (held.leader_epoch, held.partition_epoch):
-                    if held is not None:
-                        digest.remove(_term(held))
                     partitions[state.partition] = state
-                    digest.add(_term(state))
-            self._topics, self._digest = topics, digest
+                    stale.add((state.topic, state.partition))
+            self._topics = topics
+
+    def refresh_digest(self) -> None:
+        """Fold the partitions changed since the last call into the digest."""
+        with self._lock:
+            self._refresh_digest_locked()
+
+    def _refresh_digest_locked(self) -> None:
+        digest, terms, topics = self._digest, self._terms, self._topics
+        for key in self._stale:
+            old = terms.pop(key, None)
+            if old is not None:
+                digest.remove(old)
+            state = topics.get(key[0], {}).get(key[1])
+            if state is not None:
+                terms[key] = term = _term(state)
+                digest.add(term)
+        self._stale.clear()
 
     def confirm(self, request: broker_control_pb2.UpdateMetadataRequest) -> bool:
         """A confirm-only update: take its live brokers and controller; True when the cache's
         partitions have `request.metadata_digest`, i.e. the full update would change none.
-        The cache's digest is kept current by every update, so confirming costs nothing per partition."""
+        The digest is kept nearly current in the background, so confirming costs little."""
         with self._lock:
             self._controller_id = request.controller_id
             self._brokers = {b.broker_id: b for b in request.live_brokers}
+            self._refresh_digest_locked()
             count = self._digest.count
             matched = state_digest.matches(request.metadata_digest, self._digest)
         log.info("UpdateMetadata confirm: %d partition(s) %s the controller's state", count,
