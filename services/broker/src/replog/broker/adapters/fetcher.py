@@ -23,10 +23,10 @@ Adding a partition cancels a long poll in flight, so a new follower (say,
 after a leader change) starts fetching at once instead of after the poll.
 With a session open, the partition joins it: the next request is a resend
 (fetch_sessions.py), one epoch on, naming the new partitions and those of the
-cancelled request, not all of them. After a
-failover a follower took 3,334 new partitions on a leader it already followed
-for 3,333; reopening the session had named all 6,667 at both ends. Without a
-session (none yet, or one being opened) adding starts a new one.
+cancelled request, not all of them. After a failover a follower took 3,334
+new partitions on a leader it already followed for 3,333; reopening the
+session had named all 6,667 at both ends. Without a session (none yet, or one
+being opened) adding starts a new one.
 An answer for a target that changed while the request was out is ignored;
 so is one the replica no longer wants (checked under its lock).
 """
