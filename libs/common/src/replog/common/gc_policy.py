@@ -7,9 +7,9 @@ allocate at that moment. Measured in-process on a broker hosting 3,334
 replicas: becoming leader for all of them took 37 us per partition with the
 collector running and 15 us with it paused.
 
-- `paused()` around a burst of allocation that builds no reference cycles (a
-  controller's decide and apply, a broker applying a LeaderAndIsr): nothing is
-  scanned mid-burst; the next collection sees the burst's survivors once.
+- `paused()` around a short burst of allocation (a controller's decide and
+  apply, a broker applying a LeaderAndIsr): nothing is scanned mid-burst; the
+  next collection sees the burst's survivors, and any cycles it left, once.
 - `settle()` after building state that lives as long as the process or the
   controller seat (the loaded snapshot, replicas created by a LeaderAndIsr):
   one full collection, then every surviving object moves to the permanent

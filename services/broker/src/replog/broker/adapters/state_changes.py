@@ -101,7 +101,7 @@ class ReplicaStateChanges:
             # while ISR-only updates (a dead follower leaving the ISR) wait for nobody. After a
             # broker failure the controller's request holds both, the second kind twice as many.
             new_epochs, same_epochs = self._new_epochs_first(decisions)
-            with gc_policy.paused():  # applying builds no cycles; a collection mid-batch scanned every replica
+            with gc_policy.paused():  # a collection mid-batch scanned every replica; this waits for the next
                 results = self._apply_batch(new_epochs, parent) + self._apply_batch(same_epochs, parent)
             if init:
                 self._delete_unlisted({d.topic_partition for d in decisions})
