@@ -40,16 +40,13 @@ def main() -> None:
         zk.start()
         harness.note(f"creating {args.partitions} partitions")
         harness.create_topic(zk, TOPIC, harness.rotating_assignment(args.partitions, [1, 2, 3], 3))
-        harness.wait_until(lambda: all(s is not None and len(s.isr) == 3 for s in
-                                       harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)),
-                           600, "every partition state")
+        harness.wait_for_full_isrs(cluster.zookeeper_connect, {TOPIC: args.partitions}, 3, 600, "every partition state")
         harness.wait_until(lambda: all(harness.hosted(p.address) >= args.partitions for p in cluster.of_role("broker")),
                            600, "every broker to host its replicas", interval_s=1)
         # Busy creating replicas, followers may have fallen out of an ISR for a while; a partition
         # whose ISR is broker 1 alone cannot be handed over, so wait until every ISR is full again.
-        harness.wait_until(lambda: all(s is not None and len(s.isr) == 3 for s in
-                                       harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)),
-                           600, "every ISR to be full again", interval_s=1)
+        harness.wait_for_full_isrs(cluster.zookeeper_connect, {TOPIC: args.partitions}, 3, 600,
+                                   "every ISR to be full again", interval_s=1)
         states = harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)
         led = sum(1 for s in states if s.leader == 1)
         floor_s = harness.zk_multi_floor_s(zk, led)

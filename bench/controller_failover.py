@@ -58,9 +58,8 @@ def main() -> None:
         harness.wait_until(lambda: all(harness.hosted(p.address) >= per_topic * args.topics for p in cluster.of_role("broker")),
                            1800, "every broker to host its replicas", interval_s=2)
         harness.note("waiting for every ISR to be full, so the controller is killed in a settled cluster")
-        harness.wait_until(lambda: all(all(s is not None and len(s.isr) == 3 for s in
-                                           harness.read_states(cluster.zookeeper_connect, t, per_topic))
-                                       for t in topics), 1800, "full ISRs", interval_s=2)
+        harness.wait_for_full_isrs(cluster.zookeeper_connect, dict.fromkeys(topics, per_topic), 3, 1800, "full ISRs",
+                                   interval_s=2)
         paths = [schema.partition_state_path(t, p) for t in topics for p in range(per_topic)]
         started = time.monotonic()
         bulk.get_many(cluster.zookeeper_connect, paths)

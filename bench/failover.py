@@ -7,8 +7,8 @@ Reported: moved_leaders; notice_to_writable_s (from the controller noticing the
 loss, the start of its controller.broker_change span, to the last moved
 partition acknowledging an acks=all write at its new leader: once ZooKeeper
 names a live leader (the benchmark watches the partition states, as a client
-with a ZooKeeper watch would), chunks of 50 partitions are probed concurrently with a
-long produce timeout, so each write completes when its partition replicates;
+with a ZooKeeper watch would), chunks of 50 partitions are probed concurrently
+with a long produce timeout, so each write completes when its partition replicates;
 retried only on an error), its 10/50/90th percentiles; the controller's
 phases from the same trace (decide, ZooKeeper writes, requests until every
 broker answered); and floor_zk_multi_s, the time the same number of
@@ -80,9 +80,10 @@ def produce_round(cluster, channels, states, pending: set[int], batch: bytes, ti
 def probe_until_writable(cluster, channels, moved: list[int], batch: bytes, partitions: int,
                          deadline_s: float) -> dict[int, float]:
     """When each moved partition first acknowledges an acks=all write. The moved partitions' states
-    are read from ZooKeeper as it reports them changed, until each names a live leader; each chunk of partitions is probed by its own
-    thread as soon as its leaders are known, with a long produce timeout, so a probe sent before the
-    followers replicate completes at the moment they do (and the probes add little load)."""
+    are read from ZooKeeper as it reports them changed, until each names a live leader; each chunk
+    of partitions is probed by its own thread as soon as its leaders are known, with a long produce
+    timeout, so a probe sent before the followers replicate completes at the moment they do (and
+    the probes add little load)."""
     dead = {1}
     states = {"now": harness.read_states(cluster.zookeeper_connect, TOPIC, partitions)}
     writable: dict[int, float] = {}
@@ -171,9 +172,7 @@ def main() -> None:
         assignment = harness.rotating_assignment(args.partitions, [1, 2, 3], 3)
         harness.note(f"creating {args.partitions} partitions")
         harness.create_topic(zk, TOPIC, assignment, {"min.insync.replicas": "2"})
-        harness.wait_until(lambda: all(s is not None and len(s.isr) == 3 for s in
-                                       harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)),
-                           600, "every partition state")
+        harness.wait_for_full_isrs(cluster.zookeeper_connect, {TOPIC: args.partitions}, 3, 600, "every partition state")
         batch = records.encode_batch([(None, b"x" * 100, int(time.time() * 1000))])
         states = harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)
         pending = set(range(args.partitions))

@@ -63,6 +63,13 @@ def read_states(connect: str, topic: str, partitions: int) -> list[schema.Partit
     return [schema.PartitionStateRecord.decode(f[0]) if f else None for f in found]
 
 
+def wait_for_full_isrs(connect: str, topics: dict[str, int], replication_factor: int, timeout_s: float, what: str,
+                       interval_s: float = 0.2) -> None:
+    """Until every partition of `topics` (name -> partition count) has a state naming a full ISR."""
+    wait_until(lambda: all(all(s is not None and len(s.isr) == replication_factor for s in read_states(connect, t, n))
+                           for t, n in topics.items()), timeout_s, what, interval_s)
+
+
 def wait_until(predicate, timeout_s: float, what: str, interval_s: float = 0.2):
     deadline = time.monotonic() + timeout_s
     while True:

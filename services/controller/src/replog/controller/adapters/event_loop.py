@@ -108,7 +108,8 @@ class ControllerLoop:
         self._sender: BrokerRequestSender | None = None
         self._watches: Watches | None = None
         self._mirror: StandbyMirror | None = None
-        self._mirror_lock = threading.Lock()  # also guards _resyncs
+        self._mirror_lock = threading.Lock()
+        self._resync_lock = threading.Lock()  # _resyncs is also touched by the resync timers
         self._resyncs: set[int] = set()  # brokers with a resync scheduled
         self._resync_delays: dict[int, float] = {}  # the last wait before a resync, per failing broker
         self._channels = ChannelCache()
@@ -361,7 +362,7 @@ class ControllerLoop:
         by digest first) in a moment; one resync per broker at a time. The wait doubles while
         the broker keeps failing (an overloaded broker must not be buried in full states) and
         starts again from RESYNC_DELAY_S once a request to it succeeds."""
-        with self._mirror_lock:
+        with self._resync_lock:
             if broker_id in self._resyncs:
                 return
             self._resyncs.add(broker_id)
@@ -369,7 +370,7 @@ class ControllerLoop:
                 RESYNC_DELAY_MAX_S, self._resync_delays.get(broker_id, RESYNC_DELAY_S / 2) * 2)
 
         def fire() -> None:
-            with self._mirror_lock:
+            with self._resync_lock:
                 self._resyncs.discard(broker_id)
             self.enqueue(ev.BrokerResyncRequested(broker_id, broker_epoch), generation=generation)
 

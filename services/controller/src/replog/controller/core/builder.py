@@ -385,9 +385,10 @@ class PlanBuilder:
 
         Only for a plan that writes nothing but existing partitions' states (a broker
         failure, a controlled shutdown, an election): the new leader epochs are written
-        first and their LeaderAndIsr goes out at once, while the ISR-only changes are still
-        being written. A plan that also writes assignments or creates partitions keeps
-        every request until everything is written (crash safety, see ``_zk_writes``).
+        first and their LeaderAndIsr goes out at once, ahead of the ISR-only changes (the
+        executor decides how far ahead). A plan that also writes assignments or creates
+        partitions keeps every request until everything is written (crash safety, see
+        ``_zk_writes``).
         """
         if not writes or any(type(w) is not SetPartitionState for w in writes):
             return writes, 0, (), requests

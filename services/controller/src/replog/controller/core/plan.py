@@ -24,10 +24,11 @@ in this order:
    moves some leaderships (a broker failure, a controlled shutdown, an
    election) orders the new leader epochs first (``first_wave_writes`` of
    them) and carries their LeaderAndIsr apart (``first_wave``, at most one
-   per broker). The executor sends it as soon as those writes are done, while
-   the ISR-only changes -- twice as many after a broker failure -- are still
-   being written; everything else waits for step 2 as usual. Clients wait
-   for new leaders, nobody waits for a dead follower leaving an ISR.
+   per broker). The executor sends it as soon as those writes are done, and
+   writes the ISR-only changes -- twice as many after a broker failure -- once
+   the brokers have taken it (within a bounded head start); everything else
+   waits for step 2 as usual. Clients wait for new leaders, nobody waits for a
+   dead follower leaving an ISR.
 4. ``reply`` to the RPC that caused the event, if any.
 5. ``follow_ups`` back onto the controller's queue.
 

@@ -86,8 +86,6 @@ def _handle_return(b: PlanBuilder, broker_id: int) -> None:
             restore_leadership(b, tp)
 
 
-
-
 def on_broker_resync(b: PlanBuilder, event: BrokerResyncRequested) -> None:
     """Resend a broker its whole state after a failed request (a registration since then got
     its INIT already; a broker gone needs nothing)."""
