@@ -158,6 +158,10 @@ def test_metrics_move_when_a_follower_dies(cluster_factory):
         create_topic(zk, "metered", {0: (1, 2, 3), 1: (1, 3, 2)}, {"min.insync.replicas": "2"})
         wait_for(lambda: all(s and len(s[0].isr) == 3 for s in states(zk, "metered", 2).values()), 20, "the topic")
         leader = cluster.processes["broker-1"]
+        # The states above are written with a full ISR before any broker has applied them:
+        # wait for the leader to have taken both leaderships before reading its "before" picture.
+        wait_for(lambda: scrape(leader.metrics_port).get("replog_broker_leader_count") == 2, 20,
+                 "broker 1 to lead")
         active, _ = controller(zk)
         ctl = cluster.processes[f"controller-{active}"]
         before, ctl_before = scrape(leader.metrics_port), scrape(ctl.metrics_port)
