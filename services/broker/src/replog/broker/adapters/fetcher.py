@@ -37,7 +37,7 @@ import logging
 import threading
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 import grpc
 from opentelemetry import context as otel_context
@@ -133,14 +133,17 @@ class ReplicaFetcher:
     def start(self) -> None:
         self._thread.start()
 
-    def add(self, topic_partition: TopicPartition, leader_epoch: int, trace_context: otel_context.Context | None) -> None:
+    def add(self, partitions: Iterable[tuple[TopicPartition, int]], trace_context: otel_context.Context | None) -> None:
+        """Fetch these (partition, leader epoch) pairs from now on: one cancel and one wake-up for all
+        of them (added one by one, the thread woke per partition to build requests it then dropped)."""
         with self._cond:
-            self._targets[topic_partition] = _Target(leader_epoch, trace_context)
+            for topic_partition, leader_epoch in partitions:
+                self._targets[topic_partition] = _Target(leader_epoch, trace_context)
+                self._dirty.add(topic_partition)
             if self._session_id == 0:
                 self._restart_requested = True
                 self._reset_session_locked()
             else:
-                self._dirty.add(topic_partition)
                 self._joining = True
             if self._call is not None:
                 self._call.cancel()

@@ -10,7 +10,7 @@ just waits on its condition.
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from typing import Callable, Sequence
 
 from opentelemetry import context as otel_context
 
@@ -27,21 +27,23 @@ class FetcherManager:
         self._stopped = False
 
     def add(
-        self, topic_partition: TopicPartition, leader_id: int, leader_epoch: int,
+        self, leader_id: int, partitions: Sequence[tuple[TopicPartition, int]],
         trace_context: otel_context.Context | None,
     ) -> None:
+        """Fetch each (partition, leader epoch) from `leader_id`, moving it off a previous leader's fetcher."""
         with self._lock:
             if self._stopped:
                 return
-            previous = self._leader_of.get(topic_partition)
-            if previous is not None and previous != leader_id:
-                self._fetchers[previous].remove(topic_partition)
+            for topic_partition, _ in partitions:
+                previous = self._leader_of.get(topic_partition)
+                if previous is not None and previous != leader_id:
+                    self._fetchers[previous].remove(topic_partition)
+                self._leader_of[topic_partition] = leader_id
             fetcher = self._fetchers.get(leader_id)
             if fetcher is None:
                 fetcher = self._fetchers[leader_id] = self._make_fetcher(leader_id)
                 fetcher.start()
-            fetcher.add(topic_partition, leader_epoch, trace_context)
-            self._leader_of[topic_partition] = leader_id
+            fetcher.add(partitions, trace_context)
 
     def remove(self, topic_partition: TopicPartition) -> None:
         with self._lock:

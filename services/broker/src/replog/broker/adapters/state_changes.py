@@ -221,9 +221,8 @@ class ReplicaStateChanges:
                 "partitions": [str(tp) for tp, _ in items],
                 "leader_epochs": [e.leader_epoch for _, e in items],
             }):
-                context = otel_context.get_current()
-                for topic_partition, effect in items:
-                    self._fetchers.add(topic_partition, leader_id, effect.leader_epoch, context)
+                self._fetchers.add(leader_id, [(tp, effect.leader_epoch) for tp, effect in items],
+                                   otel_context.get_current())
 
     def _stop(self, request: StopRequest) -> PartitionResult:
         topic_partition = request.topic_partition
