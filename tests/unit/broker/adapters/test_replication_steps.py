@@ -15,6 +15,7 @@ from replog.broker.adapters.leader_side import (
     read_for_consumer,
     read_for_follower,
 )
+from replog.broker.adapters.long_poll import Waiter
 from replog.broker.adapters.producer_headers import rebuild_from_log
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.partition import LeaderAndIsrDecision
@@ -133,3 +134,42 @@ def test_refused_produce_changes_nothing(tmp_path):
                                  fsync=False)
     assert not_leader.error_code is ErrorCode.NOT_LEADER
     assert leader.log.log_end_offset == follower.log.log_end_offset == 0
+
+
+def test_an_isr_only_change_wakes_only_the_sessions_of_followers_outside_the_isr(tmp_path):
+    clock = ManualClock()
+    leader = hosted(tmp_path, 1, clock)
+    replicas = (1, 2, 3)
+
+    def apply(isr, partition_epoch):
+        outcome, hw_update = leader.apply_leader_and_isr(
+            LeaderAndIsrDecision(TP, 1, 1, isr, partition_epoch, replicas), now_ms=0)
+        return hw_update
+
+    def fetch(replica_id, offset):
+        read_for_follower(leader, replica_id=replica_id, current_leader_epoch=1, fetch_offset=offset,
+                          last_fetched_epoch=1 if offset else -1, bytes_max=1 << 20, now_ms=0)
+
+    apply((1, 2, 3), 1)
+    produce(leader, [b"a", b"b"])
+    fetch(2, 2)  # follower 2 has both records, follower 3 none: the HW waits for 3
+    fetch(3, 0)
+    assert leader.replica.high_watermark == 0
+    follower_2, follower_3, consumer = Waiter(2), Waiter(3), Waiter()
+    for waiter in (follower_2, follower_3, consumer):
+        leader.add_waiter(waiter)
+
+    # Follower 3 leaves the ISR: the HW moves to 2, so every parked read has news.
+    assert apply((1, 2), 2).current == 2
+    assert all(w.take() == {id(leader)} for w in (follower_2, follower_3, consumer))
+
+    # A new partition epoch that moves neither the HW nor the assignment: a parked read would
+    # answer the same, except that follower 3 (outside the ISR) may be proposed back in, so
+    # only its session is woken.
+    assert not apply((1, 2), 3).advanced
+    assert follower_3.take() == {id(leader)}
+    assert follower_2.take() == set() == consumer.take()
+
+    # A leadership change wakes everyone (they must hear NOT_LEADER).
+    leader.apply_leader_and_isr(LeaderAndIsrDecision(TP, 2, 2, (1, 2), 4, replicas), now_ms=0)
+    assert all(w.take() == {id(leader)} for w in (follower_2, follower_3, consumer))

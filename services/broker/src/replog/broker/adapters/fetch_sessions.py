@@ -77,7 +77,7 @@ class FetchSession:
         self.lock = threading.Lock()
         self.closed = False
         self._lookup = lookup
-        self._waiter = Waiter()
+        self._waiter = Waiter(replica_id)
         self._positions: dict[TopicPartition, replication_pb2.ReplicaFetchPartition] = {}
         self._parked: dict[TopicPartition, HostedPartition] = {}
         self._by_source: dict[int, TopicPartition] = {}

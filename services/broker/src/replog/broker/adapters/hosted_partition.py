@@ -82,14 +82,29 @@ class HostedPartition:
         with self.lock:
             assert self.usable, self.topic_partition
             leader_before = self.replica.leader
+            replicas_before = None if leader_before is None else leader_before.replicas
             hw_before = self.replica.high_watermark
             outcome = self.replica.on_leader_and_isr(decision, log=self.log, now_ms=now_ms)
             hw_update = None
             if isinstance(outcome, Applied):
-                if leader_before is not None and self.replica.leader is leader_before:
-                    hw_update = HighWatermarkUpdate(hw_before, self.replica.high_watermark)
+                leader = self.replica.leader
+                if leader_before is not None and leader is leader_before:
+                    hw_update = HighWatermarkUpdate(hw_before, leader.high_watermark)
+                    if not hw_update.advanced and leader.replicas == replicas_before:
+                        self._wake_followers_outside(leader.isr)
+                        return outcome, hw_update
                 self.wake_locked()
             return outcome, hw_update
+
+    def _wake_followers_outside(self, isr: tuple[int, ...]) -> None:
+        """An ISR-only change that moved neither the HW nor the assignment: nothing a parked read
+        would answer differently, except that a follower outside the ISR may now be proposed
+        back in, so only its fetch session is woken. (After a broker failure the followers'
+        sessions carried thousands of such partitions, and re-reading all of them held the
+        leaders back while they served the moved partitions.)"""
+        for waiter in self._waiters:
+            if waiter.replica_id is not None and waiter.replica_id not in isr:
+                waiter.notify(self)
 
     def stop(self, *, leader_epoch: int, delete: bool) -> PartitionOutcome:
         """StopReplica: a stopped replica is forgotten (a fresh core, same log), or deleted."""

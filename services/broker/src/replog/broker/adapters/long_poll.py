@@ -25,9 +25,10 @@ A = TypeVar("A")
 class Waiter:
     """One long poll's wake-up call: which partitions signalled since it last looked."""
 
-    __slots__ = ("_lock", "_event", "_woken")
+    __slots__ = ("replica_id", "_lock", "_event", "_woken")
 
-    def __init__(self) -> None:
+    def __init__(self, replica_id: int | None = None) -> None:
+        self.replica_id = replica_id  # the follower whose fetch session waits; None for a consumer
         self._lock = threading.Lock()
         self._event = threading.Event()
         self._woken: set[int] = set()
