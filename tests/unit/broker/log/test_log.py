@@ -318,3 +318,29 @@ def test_truncate_is_durable_and_lowers_the_recovery_point(logs):
     assert log.recovery_point == 4
     size_bytes = log.size_bytes
     assert os.path.getsize(logs.directory / "00000000000000000000.log") == size_bytes
+
+
+def test_reads_of_recent_batches_match_a_reopened_log_that_must_scan(logs):
+    """The active segment answers reads of its last appends from memory; the bytes must be exactly
+    those of the general path (a reopened log remembers nothing and scans), for every start,
+    byte limit and upper offset, also after a truncation."""
+    log = logs.open(index_interval_bytes=100)
+    for i in range(24):  # more batches than the segment remembers, of varying sizes
+        log.append_as_leader(logs.batch(record_count=1 + i % 4, value_bytes=10 + 7 * i), leader_epoch=0, fsync=False)
+
+    def check(log_end_offset: int) -> None:
+        scanning = logs.open(index_interval_bytes=100)
+        try:
+            for start in range(log_end_offset):
+                for max_bytes in (1, 150, 400, 5000):
+                    for upper in (None, start + 1, start + 5, log_end_offset):
+                        assert log.read(start, max_bytes, upper) == scanning.read(start, max_bytes, upper), \
+                            (start, max_bytes, upper)
+        finally:
+            scanning.close()
+
+    check(log.log_end_offset)
+    log.truncate_to(40)
+    log.append_as_leader(logs.batch(record_count=3), leader_epoch=1, fsync=False)
+    check(log.log_end_offset)
+    log.close()

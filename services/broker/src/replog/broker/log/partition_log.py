@@ -253,6 +253,7 @@ class PartitionLog:
         if self._epoch_checkpoint_dirty:  # entries for the sealed segment are durable with it
             self._checkpoint_leader_epoch_cache()
         old.index.close()  # immutable from now on; the index stays in memory
+        old.forget_tail()
         new = LogSegment.create(self.directory, old.next_offset, self.config.index_interval_bytes)
         fsync_directory(self.directory)
         self._segments.append(new)
@@ -282,6 +283,9 @@ class PartitionLog:
         if start_offset >= limit_offset:
             return b""
         i = self._segment_index(start_offset)
+        tail = self._segments[i].read_tail(start_offset, max_bytes, limit_offset)
+        if tail is not None and (tail[1] or i == len(self._segments) - 1):
+            return tail[0]
         found = self._segments[i].find_batch(start_offset)
         assert found is not None, f"offset {start_offset} below the LEO but in no batch of {self._segments[i].name}"
         position = found[0]
