@@ -116,8 +116,10 @@ def probe_until_writable(cluster, channels, moved: list[int], batch: bytes, part
                     with arrived:
                         if not changed & unresolved:
                             arrived.wait(0.25)
-                        due = sorted(changed & unresolved) if changed else sorted(unresolved)
+                        due = sorted(changed & unresolved)
                         changed.clear()
+                    if not due:
+                        continue
                     found = reader.get_many([schema.partition_state_path(TOPIC, p) for p in due])
                     now = list(states["now"])
                     for p, entry in zip(due, found):
