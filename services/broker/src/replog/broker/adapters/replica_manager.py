@@ -55,6 +55,7 @@ class ReplicaManager:
         self._created_since_settle = 0
         self._per_topic: dict[str, int] = {}  # entries in _partitions per topic, so hosts_topic is O(1)
         self._checkpoint_lock = threading.Lock()
+        self._checkpointed: dict[tuple[str, int], tuple[int, int]] | None = None  # as last written
 
     # --- start-up -----------------------------------------------------------------
 
@@ -187,10 +188,14 @@ class ReplicaManager:
         self._write(offsets)
 
     def _write(self, offsets: dict[tuple[str, int], tuple[int, int]]) -> None:
+        """Rewrite both checkpoint files, unless they would say what they already say."""
         with self._checkpoint_lock:
+            if offsets == self._checkpointed:
+                return
             write_offsets_checkpoint(self.log_dir / HW_CHECKPOINT_FILE, {k: v[0] for k, v in offsets.items()})
             write_offsets_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT_FILE,
                                      {k: v[1] for k, v in offsets.items()})
+            self._checkpointed = offsets
 
     # --- metrics ---------------------------------------------------------------------------
 
