@@ -17,7 +17,9 @@ handled against the position the session holds for it: append and move the follo
 (KIP-101/320, as a `broker.truncate` span under the LeaderAndIsr that made us
 follow); reset an out-of-range offset; back off a partition the leader refused
 (it may not have taken the LeaderAndIsr yet). A transport failure backs off
-the whole fetcher, exponentially up to a second.
+the whole fetcher, exponentially up to a second, and until the leader answers
+again each retry opens an empty session: a follower of a dead leader built a
+request naming thousands of partitions every second.
 
 Adding a partition cancels a long poll in flight, so a new follower (say,
 after a leader change) starts fetching at once instead of after the poll.
@@ -117,6 +119,10 @@ class ReplicaFetcher:
         self._resend = False  # the next request follows one add() cancelled (see fetch_sessions.py)
         self._stopped = False
         self._transport_backoff_ms = 0
+        # The last request failed in transport (say the leader died): the next one opens an empty
+        # session without waiting, to learn cheaply whether the leader answers, and only then are
+        # the partitions named (see `_wait_for_work`).
+        self._unreachable = False
         # The fetch session with the leader (fetch_sessions.py): id 0 means open a new one next;
         # the generation counts resets, so an answer that raced with one is not taken for the new session.
         self._session_id = 0
@@ -179,14 +185,18 @@ class ReplicaFetcher:
             return
         ready, generation, session_epoch = work
         positions = self._positions(ready)
-        if positions or session_epoch > 0:
+        probe = not ready and session_epoch == 0
+        if positions or session_epoch > 0 or probe:
             self._fetch_once(positions, generation, session_epoch)
 
     def _wait_for_work(self) -> tuple[dict[TopicPartition, _Target], int, int] | None:
         """What the next request names, with the session generation and epoch, once any partition may fetch.
 
         Opening a session names every partition not backing off; an incremental request only
-        the dirty ones whose back-off is over (possibly none: an idle long poll)."""
+        the dirty ones whose back-off is over (possibly none: an idle long poll). After a
+        transport failure the session is opened empty (none named, no wait): a dead leader
+        costs a retry of nothing instead of a request naming thousands of partitions, and a
+        live one is told them all in the next request."""
         with self._cond:
             while not self._stopped:
                 now_ms = self._clock.monotonic_ms()
@@ -195,6 +205,9 @@ class ReplicaFetcher:
                     if ready:
                         self._restart_requested = self._joining = False
                         self._session_positions = {}
+                        if self._unreachable:
+                            self._dirty = set(self._targets)
+                            return {}, self._session_generation, 0
                         # Those backing off join the session by name once their back-off is over.
                         self._dirty = {tp for tp in self._targets if tp not in ready}
                         return ready, self._session_generation, 0
@@ -232,7 +245,7 @@ class ReplicaFetcher:
         settings = self._settings
         request = replication_pb2.ReplicaFetchRequest(
             replica_id=settings.broker_id,
-            max_wait_ms=settings.max_wait_ms,
+            max_wait_ms=settings.max_wait_ms if positions or session_epoch > 0 else 0,
             min_bytes=1,
             max_bytes=settings.bytes_max,
             replica_broker_epoch=self._broker_epoch_of(),
@@ -274,6 +287,7 @@ class ReplicaFetcher:
             with self._cond:
                 self._call = None
         self._transport_backoff_ms = 0
+        self._unreachable = False
         if response.error_code in (ErrorCode.FETCH_SESSION_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH):
             log.info("leader %d: %s; opening a new fetch session", self.leader_id, response.error_message)
             self._reset_session()
@@ -312,6 +326,7 @@ class ReplicaFetcher:
         with self._cond:
             if self._stopped or self._restart_requested:
                 return  # cancelled on purpose
+        self._unreachable = True
         self._transport_backoff_ms = min(
             max(self._transport_backoff_ms * 2, TRANSPORT_BACKOFF_MS_MIN), TRANSPORT_BACKOFF_MS_MAX
         )

@@ -1,0 +1,116 @@
+"""A replica fetcher whose leader stops answering: it retries with an empty session open (no
+partitions named, no long poll) until the leader answers, and only then names its partitions.
+
+The transport is a fake stub standing in for the leader (this is the fetcher's own logic, not
+replication: the integration tests run real brokers); the fetcher runs its real thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import grpc
+
+from replog.broker.adapters import fetcher as fetcher_module
+from replog.broker.adapters.fetcher import FetchSettings, ReplicaFetcher
+from replog.broker.adapters.hosted_partition import HostedPartition
+from replog.broker.adapters.metrics import BrokerMetrics
+from replog.broker.adapters.producer_headers import rebuild_from_log
+from replog.broker.core.partition import LeaderAndIsrDecision
+from replog.broker.core.topic_partition import TopicPartition
+from replog.broker.log import LogConfig, PartitionLog
+from replog.common.channels import ChannelCache
+from replog.common.clock import SystemClock
+from replog.v1 import replication_pb2
+
+PARTITIONS = [TopicPartition("orders", p) for p in range(20)]
+
+
+class Unavailable(grpc.RpcError):
+    def code(self):
+        return grpc.StatusCode.UNAVAILABLE
+
+
+class Done:
+    """A finished call: its result, or the error it raises."""
+
+    def __init__(self, outcome) -> None:
+        self._outcome = outcome
+
+    def result(self):
+        if isinstance(self._outcome, Exception):
+            raise self._outcome
+        return self._outcome
+
+    def cancel(self) -> None:
+        pass
+
+
+class FakeLeader:
+    """Refuses every call while `down`; otherwise answers at once, naming no partitions."""
+
+    def __init__(self) -> None:
+        self.down = True
+        self.requests: list[replication_pb2.ReplicaFetchRequest] = []
+        self.lock = threading.Lock()
+
+    def stub(self, channel):
+        leader = self
+
+        class Method:
+            def future(self, request, timeout):
+                with leader.lock:
+                    leader.requests.append(request)
+                    if leader.down:
+                        return Done(Unavailable())
+                time.sleep(0.01)  # an idle long poll would wait; keep the loop slow
+                return Done(replication_pb2.ReplicaFetchResponse(session_id=7))
+
+        class Stub:
+            ReplicaFetch = Method()
+
+        return Stub()
+
+
+def hosted(tmp_path: Path, tp: TopicPartition) -> HostedPartition:
+    log = PartitionLog.open(tmp_path / f"{tp.topic}-{tp.partition}", LogConfig(), SystemClock())
+    replica = HostedPartition(tp, 2, log, high_watermark=0, producer_state=rebuild_from_log(log))
+    replica.apply_leader_and_isr(LeaderAndIsrDecision(tp, 1, 3, (1, 2), 3, (1, 2)), now_ms=0)
+    return replica
+
+
+def wait_for(condition, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_a_dead_leader_is_retried_with_empty_requests_until_it_answers(tmp_path, monkeypatch):
+    replicas = {tp: hosted(tmp_path, tp) for tp in PARTITIONS}
+    leader = FakeLeader()
+    monkeypatch.setattr(fetcher_module.replication_pb2_grpc, "ReplicationServiceStub", leader.stub)
+    fetcher = ReplicaFetcher(
+        leader_id=1, settings=FetchSettings(2, 500, 1 << 20, 1 << 20), lookup=replicas.get,
+        address_of=lambda broker_id: "127.0.0.1:1", broker_epoch_of=lambda: 1, channels=ChannelCache(),
+        clock=SystemClock(), metrics=BrokerMetrics())
+    fetcher.add([(tp, 3) for tp in PARTITIONS], None)
+    fetcher.start()
+    try:
+        wait_for(lambda: len(leader.requests) >= 4, "the fetcher to retry")
+        with leader.lock:
+            first, *retries = list(leader.requests)
+            leader.down = False
+        assert len(first.partitions) == len(PARTITIONS)  # the first attempt names everything
+        assert all(not r.partitions and r.session_epoch == 0 and r.max_wait_ms == 0 for r in retries)
+
+        wait_for(lambda: any(r.session_epoch == 1 for r in list(leader.requests)), "a request in the new session")
+        with leader.lock:
+            joined = next(r for r in leader.requests if r.session_epoch == 1)
+        assert joined.session_id == 7
+        assert sorted(p.partition for p in joined.partitions) == list(range(len(PARTITIONS)))
+    finally:
+        fetcher.stop()
+        for replica in replicas.values():
+            replica.close()
