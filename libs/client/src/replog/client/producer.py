@@ -182,9 +182,11 @@ class Producer:
             while self._buffered and self._buffered + len(values) > self._buffered_max:
                 self._lock.wait()
             batch = self._open.get((topic, partition))
+            wake = batch is None  # the sender must start this batch's linger clock
             if batch is not None and batch.size_bytes + size > self.batch_bytes_max:
                 self._ready.append(self._open.pop((topic, partition)))
                 batch = None
+                wake = True
             if batch is None:
                 batch = self._open[(topic, partition)] = _Batch(topic, partition)
             batch.futures.append((future, len(batch.records)))
@@ -194,7 +196,9 @@ class Producer:
             if len(batch.records) >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
                 self._ready.append(self._open.pop((topic, partition)))
                 self._lock.notify_all()
-        self._wake_sender()
+                wake = True
+        if wake:
+            self._wake_sender()  # joining an open batch needs no wake-up: its linger clock already runs
         return future
 
     def _wake_sender(self) -> None:
@@ -260,9 +264,14 @@ class Producer:
                 # is in flight (or a full batch waits) it keeps filling, as Kafka's
                 # accumulator does, instead of splitting into one small request per linger.
                 waiting_keys = self._in_flight | {(b.topic, b.partition) for b in self._ready}
+                lingering = False  # an open batch that may leave once its linger ends
                 for key, batch in list(self._open.items()):
-                    if now - batch.created_s >= self.linger_s and key not in waiting_keys:
+                    if key in waiting_keys:
+                        continue
+                    if now - batch.created_s >= self.linger_s:
                         self._ready.append(self._open.pop(key))
+                    else:
+                        lingering = True
                 sendable = []
                 waiting = collections.deque()
                 # A partition's batches leave in order: one waiting (in flight, or
@@ -279,11 +288,13 @@ class Producer:
                         self._in_flight.add(key)
                         sendable.append(batch)
                 self._ready = waiting
+                # A batch held back by a request in flight waits for its completion, not for a timer.
+                timed = lingering or any(b.retry_at_s > now for b in waiting)
             if sendable:
                 self._send(sendable)
             self._encode_waiting()
             try:
-                completion = self._completions.get(timeout=self.linger_s if (self._open or self._ready) else 0.05)
+                completion = self._completions.get(timeout=self.linger_s if timed else 0.05)
             except queue.Empty:
                 continue
             while completion is not None:
