@@ -4,6 +4,7 @@ time do not start a thread each, and the keeper calls do not hold the server's t
 from __future__ import annotations
 
 import threading
+import time
 
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -47,3 +48,16 @@ def test_keepers_hold_no_server_thread():
         for cache in caches:
             cache.close()
         server.stop(0)
+
+
+def test_a_server_stops_without_waiting_for_its_peers_keepers():
+    server = start_server([], host="127.0.0.1", port=0)
+    channels = ChannelCache()
+    try:
+        health_pb2_grpc.HealthStub(channels.get(f"127.0.0.1:{server.port}")).Check(
+            health_pb2.HealthCheckRequest(), timeout=5)
+        started = time.monotonic()
+        server.stop(grace_s=5.0)
+        assert time.monotonic() - started < 1.0  # the grace is for real requests, not for keepers
+    finally:
+        channels.close()

@@ -8,6 +8,7 @@ reflection, so grpcurl and clients in any language can discover the API.
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -36,11 +37,40 @@ class ServiceBinding:
     servicer: Any
 
 
+class _HealthServicer(health.HealthServicer):
+    """The standard health service, whose `Watch` streams end when the server stops.
+
+    Every peer's cached channel holds a `Watch` open (its keeper, channels.py), and
+    a graceful stop would wait its whole grace period for them. Answered without
+    holding a handler thread (`experimental_non_blocking`)."""
+
+    def __init__(self) -> None:
+        super().__init__(experimental_non_blocking=True)
+        self._watches_lock = threading.Lock()
+        self._watches: set = set()
+
+    def Watch(self, request, context, send_response_callback=None):
+        with self._watches_lock:
+            self._watches.add(context)
+        context.add_callback(lambda: self._forget(context))
+        return super().Watch(request, context, send_response_callback)
+
+    def _forget(self, context) -> None:
+        with self._watches_lock:
+            self._watches.discard(context)
+
+    def end_watches(self) -> None:
+        with self._watches_lock:
+            watches = list(self._watches)
+        for context in watches:
+            context.cancel()
+
+
 @dataclass
 class RunningServer:
     server: grpc.Server
     port: int
-    health: health.HealthServicer
+    health: _HealthServicer
 
     def set_serving(self, serving: bool) -> None:
         status = (
@@ -53,6 +83,7 @@ class RunningServer:
 
     def stop(self, grace_s: float = 2.0) -> None:
         self.set_serving(False)
+        self.health.end_watches()  # peers' channel keepers; the grace is for real requests
         self.server.stop(grace_s).wait()
 
 
@@ -78,7 +109,7 @@ def start_server(
     )
     for binding in bindings:
         binding.add_to_server(binding.servicer, server)
-    health_servicer = health.HealthServicer(experimental_non_blocking=True)
+    health_servicer = _HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [b.full_name for b in bindings]
     reflection.enable_server_reflection(
