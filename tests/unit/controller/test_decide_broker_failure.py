@@ -53,12 +53,30 @@ def test_new_leaderships_are_written_first_and_go_out_in_a_first_wave():
     assert later == {2: {tp("orders", 1), tp("orders", 2)}, 3: {tp("orders", 1), tp("orders", 2)}}
 
 
+def test_the_first_wave_tells_every_live_brokers_metadata_the_new_leaders():
+    """Clients ask any broker for leaders: the moved ones reach every cache with the first wave."""
+    state = cluster(topics={"orders": [(1, 2, 3), (2, 3, 1), (3, 1, 2)], "audit": [(1, 2), (2, 3)]})
+    plan, _ = kill(state, 1)
+    (metadata,) = plan.first_wave_metadata
+    assert metadata.broker_ids == (2, 3) and not metadata.full
+    assert {b.broker_id for b in metadata.live_brokers} == {2, 3}
+    assert {d.partition: d.state.leader for d in metadata.partitions} == {tp("orders", 0): 2, tp("audit", 0): 2}
+    (everything,) = plan.update_metadata  # the plan's own UpdateMetadata still carries them, with the rest
+    assert {tp("orders", 0), tp("audit", 0)} <= {d.partition for d in everything.partitions}
+
+
+def test_a_dead_follower_alone_sends_no_first_wave():
+    plan, _ = kill(cluster(topics={"orders": [(1, 2, 3)]}), 3)
+    assert plan.first_wave == () and plan.first_wave_metadata == ()
+
+
 def test_a_plan_that_writes_more_than_states_sends_everything_after_its_writes():
     from replog.controller.core.events import TopicsCreated
 
     state = cluster(topics={"orders": [(1, 2, 3)]})
     plan, _ = run(state, TopicsCreated({"new": {0: (1, 2, 3)}}))
     assert plan.first_wave == () and plan.first_wave_writes == 0 and plan.leader_and_isr
+    assert plan.first_wave_metadata == ()
 
 
 def test_with_no_live_isr_member_the_partition_goes_offline_and_keeps_one_isr_member():

@@ -295,7 +295,7 @@ class ControllerLoop:
                     # held back the new leaders: in a 10K-partition failover they began applying
                     # 0.7 s after their request was sent, and 0.05 s with the head start.
                     stats = self._writer.write(plan.zk_writes[:plan.first_wave_writes])
-                    first_wave = self._sender.start(self._state, plan.first_wave)
+                    first_wave = self._sender.start(self._state, plan.first_wave, plan.first_wave_metadata)
                     futures_wait(first_wave.values(), timeout=FIRST_WAVE_HEAD_START_S)
                     stats = stats + self._writer.write(plan.zk_writes[plan.first_wave_writes:])
                     write_span.set_attribute("first_wave.partitions", plan.first_wave_writes)
@@ -303,7 +303,7 @@ class ControllerLoop:
                     stats = self._writer.write(plan.zk_writes)
                     if plan.first_wave:
                         plan = dataclasses.replace(plan, leader_and_isr=plan.first_wave + plan.leader_and_isr,
-                                                   first_wave=())
+                                                   first_wave=(), first_wave_metadata=())
                 write_span.set_attributes({"zookeeper.transactions": stats.transactions,
                                            "zookeeper.ops": stats.operations, "zookeeper.bytes": stats.bytes})
             with gc_policy.paused():

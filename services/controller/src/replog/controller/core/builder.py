@@ -336,6 +336,7 @@ class PlanBuilder:
             zk_writes=zk_writes,
             first_wave_writes=first_wave_writes,
             first_wave=first_wave,
+            first_wave_metadata=self._first_wave_metadata(first_wave, changed),
             state_updates=tuple(self._state_updates),
             leader_and_isr=leader_and_isr,
             update_metadata=self._update_metadata(decisions, changed),
@@ -410,6 +411,18 @@ class PlanBuilder:
             if later:
                 rest.append(LeaderAndIsrRequest(request.broker_id, request.broker_epoch, False, later))
         return ordered, len(moved), tuple(first), tuple(rest)
+
+    def _first_wave_metadata(
+        self, first_wave: tuple[LeaderAndIsrRequest, ...], changed: list[PartitionDecision]
+    ) -> tuple[UpdateMetadata, ...]:
+        """The first wave's partitions as an UpdateMetadata delta to every live broker (see ``Plan``).
+        The plan's own UpdateMetadata still carries them too, with everything else."""
+        moved = {d.partition for request in first_wave for d in request.partitions}
+        partitions = tuple(d for d in changed if d.partition in moved)
+        if not partitions:
+            return ()
+        live = tuple(sorted(self.live))
+        return (UpdateMetadata(live, tuple(self.live[b] for b in live), partitions, (), False),)
 
     def _decision(self, tp: TopicPartition, decisions: dict[TopicPartition, PartitionDecision]) -> PartitionDecision | None:
         decision = decisions.get(tp)

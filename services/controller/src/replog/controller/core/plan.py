@@ -24,7 +24,10 @@ in this order:
    moves some leaderships (a broker failure, a controlled shutdown, an
    election) orders the new leader epochs first (``first_wave_writes`` of
    them) and carries their LeaderAndIsr apart (``first_wave``, at most one
-   per broker). The executor sends it as soon as those writes are done, and
+   per broker), with an UpdateMetadata of the same partitions to every live
+   broker (``first_wave_metadata``): clients learn leaders from any broker's
+   Metadata, and otherwise would find the new ones only once the whole plan
+   went out. The executor sends it as soon as those writes are done, and
    writes the ISR-only changes -- twice as many after a broker failure -- once
    the brokers have taken it (within a bounded head start); everything else
    waits for step 2 as usual. Clients wait for new leaders, nobody waits for a
@@ -315,6 +318,7 @@ class Plan:
     # `first_wave` (their LeaderAndIsr) may go out before the rest is written.
     first_wave_writes: int = 0
     first_wave: tuple[LeaderAndIsrRequest, ...] = ()
+    first_wave_metadata: tuple[UpdateMetadata, ...] = ()  # the first wave's partitions, to every live broker
     state_updates: tuple[StateUpdate, ...] = ()
     leader_and_isr: tuple[LeaderAndIsrRequest, ...] = ()
     update_metadata: tuple[UpdateMetadata, ...] = ()
