@@ -187,7 +187,7 @@ class ReplicaFetcher:
         positions = self._positions(ready)
         probe = not ready and session_epoch == 0
         if positions or session_epoch > 0 or probe:
-            self._fetch_once(positions, generation, session_epoch)
+            self._fetch_once(positions, generation, session_epoch, probe=probe)
 
     def _wait_for_work(self) -> tuple[dict[TopicPartition, _Target], int, int] | None:
         """What the next request names, with the session generation and epoch, once any partition may fetch.
@@ -236,7 +236,8 @@ class ReplicaFetcher:
         return positions
 
     def _fetch_once(self, positions: dict[TopicPartition, tuple[_Target, FetchPosition]], generation: int,
-                    session_epoch: int) -> None:
+                    session_epoch: int, *, probe: bool = False) -> None:
+        """One ReplicaFetch; a `probe` (after a transport failure) names nothing and does not wait."""
         address = self._address_of(self.leader_id)
         if address is None:
             log.warning("no address known for leader broker %d; backing off", self.leader_id)
@@ -245,7 +246,7 @@ class ReplicaFetcher:
         settings = self._settings
         request = replication_pb2.ReplicaFetchRequest(
             replica_id=settings.broker_id,
-            max_wait_ms=settings.max_wait_ms if positions or session_epoch > 0 else 0,
+            max_wait_ms=0 if probe else settings.max_wait_ms,
             min_bytes=1,
             max_bytes=settings.bytes_max,
             replica_broker_epoch=self._broker_epoch_of(),
