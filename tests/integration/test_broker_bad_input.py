@@ -147,6 +147,28 @@ def test_replica_fetch_from_a_broker_outside_the_assignment(cluster, unchanged):
     assert reply.partitions[0].records == b""
 
 
+def test_a_fetch_stream_answers_each_bad_request_in_turn_and_stays_open(cluster, unchanged):
+    """Refused requests on a ReplicaFetchStream each get their typed answer; the stream goes on."""
+    stub = replication_pb2_grpc.ReplicationServiceStub(grpc.insecure_channel(cluster.processes["broker-1"].address))
+    leader_epoch = describe(cluster, 1, "strict").leader_epoch
+
+    def fetch(replica_id: int) -> replication_pb2.ReplicaFetchStreamRequest:
+        return replication_pb2.ReplicaFetchStreamRequest(fetch=replication_pb2.ReplicaFetchRequest(
+            replica_id=replica_id, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+            partitions=[replication_pb2.ReplicaFetchPartition(topic="strict", partition=0,
+                                                              current_leader_epoch=leader_epoch, fetch_offset=0,
+                                                              last_fetched_epoch=-1)]))
+
+    requests = [replication_pb2.ReplicaFetchStreamRequest(), fetch(-1), fetch(1), fetch(3)]
+    answers = [r.fetch for r in stub.ReplicaFetchStream(iter(requests), timeout=10)]
+    assert [a.error_code for a in answers[:3]] == [E.ERROR_CODE_INVALID_REQUEST] * 3
+    assert "carries a fetch" in answers[0].error_message
+    assert "may not fetch" in answers[1].error_message and "may not fetch" in answers[2].error_message
+    assert answers[3].error_code == E.ERROR_CODE_NONE
+    assert answers[3].partitions[0].error_code == E.ERROR_CODE_NOT_ASSIGNED_REPLICA
+    assert answers[3].partitions[0].records == b""
+
+
 def test_stale_controller_epoch_is_refused_and_changes_nothing(cluster, unchanged):
     stub = broker_control_pb2_grpc.BrokerControlServiceStub(grpc.insecure_channel(cluster.processes["broker-1"].address))
     before = describe(cluster, 1, "strict")

