@@ -1,7 +1,7 @@
 """A replica fetcher whose leader stops answering: it retries with an empty session open (no
 partitions named, no long poll) until the leader answers, and only then names its partitions.
 
-The transport is a fake stub standing in for the leader (this is the fetcher's own logic, not
+The transport is a fake stream stub standing in for the leader (this is the fetcher's own logic, not
 replication: the integration tests run real brokers); the fetcher runs its real thread."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import grpc
 
-from replog.broker.adapters import fetcher as fetcher_module
+from replog.broker.adapters import fetch_stream
 from replog.broker.adapters.fetcher import FetchSettings, ReplicaFetcher
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.metrics import BrokerMetrics
@@ -32,23 +32,32 @@ class Unavailable(grpc.RpcError):
         return grpc.StatusCode.UNAVAILABLE
 
 
-class Done:
-    """A finished call: its result, or the error it raises."""
+class Stream:
+    """A fake ReplicaFetchStream: each response is made when the fetcher's next request arrives."""
 
-    def __init__(self, outcome) -> None:
-        self._outcome = outcome
+    def __init__(self, leader: "FakeLeader", requests) -> None:
+        self._leader = leader
+        self._requests = requests
+        self._failed = False
 
-    def result(self):
-        if isinstance(self._outcome, Exception):
-            raise self._outcome
-        return self._outcome
+    def __next__(self):
+        if self._failed:
+            raise Unavailable()
+        request = next(self._requests).fetch
+        with self._leader.lock:
+            self._leader.requests.append(request)
+            if self._leader.down:
+                self._failed = True  # a failed stream stays failed; the fetcher opens another
+                raise Unavailable()
+        time.sleep(0.01)  # an idle long poll would wait; keep the loop slow
+        return replication_pb2.ReplicaFetchStreamResponse(fetch=replication_pb2.ReplicaFetchResponse(session_id=7))
 
     def cancel(self) -> None:
-        pass
+        self._failed = True
 
 
 class FakeLeader:
-    """Refuses every call while `down`; otherwise answers at once, naming no partitions."""
+    """Refuses every request while `down`; otherwise answers at once, naming no partitions."""
 
     def __init__(self) -> None:
         self.down = True
@@ -58,17 +67,9 @@ class FakeLeader:
     def stub(self, channel):
         leader = self
 
-        class Method:
-            def future(self, request, timeout):
-                with leader.lock:
-                    leader.requests.append(request)
-                    if leader.down:
-                        return Done(Unavailable())
-                time.sleep(0.01)  # an idle long poll would wait; keep the loop slow
-                return Done(replication_pb2.ReplicaFetchResponse(session_id=7))
-
         class Stub:
-            ReplicaFetch = Method()
+            def ReplicaFetchStream(self, request_iterator):
+                return Stream(leader, request_iterator)
 
         return Stub()
 
@@ -90,7 +91,7 @@ def wait_for(condition, what: str) -> None:
 def test_a_dead_leader_is_retried_with_empty_requests_until_it_answers(tmp_path, monkeypatch):
     replicas = {tp: hosted(tmp_path, tp) for tp in PARTITIONS}
     leader = FakeLeader()
-    monkeypatch.setattr(fetcher_module.replication_pb2_grpc, "ReplicationServiceStub", leader.stub)
+    monkeypatch.setattr(fetch_stream.replication_pb2_grpc, "ReplicationServiceStub", leader.stub)
     fetcher = ReplicaFetcher(
         leader_id=1, settings=FetchSettings(2, 500, 1 << 20, 1 << 20), lookup=replicas.get,
         address_of=lambda broker_id: "127.0.0.1:1", broker_epoch_of=lambda: 1, channels=ChannelCache(),

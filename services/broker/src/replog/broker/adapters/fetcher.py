@@ -10,7 +10,10 @@ ready partition with its fetch position (follower_side.py); later ones name
 only the partitions whose position may have changed (they had an answer, or
 their back-off ended), and the leader answers only partitions with something
 new, so an idle partition costs nothing per round. Each request is a long
-poll (the leader answers when it has records or after `max_wait_ms`). Adding
+poll (the leader answers when it has records or after `max_wait_ms`), sent as
+one message on a ReplicaFetchStream kept open to the leader (fetch_stream.py)
+rather than as a call of its own; a failed or cancelled exchange ends the
+stream, and the next request opens another. Adding
 or removing a partition, a failed or cancelled request, or the leader
 refusing the session starts a new session. Each partition's answer is
 handled against the position the session holds for it: append and move the follower HW; truncate on a diverging epoch
@@ -37,7 +40,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -45,6 +47,7 @@ import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from replog.broker.adapters.fetch_stream import FetchStream, StreamEnded
 from replog.broker.adapters.follower_side import (
     FetchPosition,
     append_from_leader,
@@ -61,7 +64,7 @@ from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.log import CorruptRecordError, LogOffsetMismatchError
 from replog.common.channels import ChannelCache
 from replog.common.clock import Clock
-from replog.v1 import replication_pb2, replication_pb2_grpc
+from replog.v1 import replication_pb2
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.broker")
@@ -111,7 +114,9 @@ class ReplicaFetcher:
         self._metrics = metrics
         self._cond = threading.Condition()
         self._targets: dict[TopicPartition, _Target] = {}
-        self._call = None
+        self._call = None  # the stream while an exchange is in flight (add() and stop() cancel it)
+        self._stream: FetchStream | None = None  # open to the leader between rounds, for the fetcher's life
+        self._stream_address: str | None = None
         self._restart_requested = False
         # A partition joined the open session: a request built before it is not sent, and one in
         # flight was cancelled on purpose; either way its partitions are named again (a resend).
@@ -169,6 +174,9 @@ class ReplicaFetcher:
             self._stopped = True
             if self._call is not None:
                 self._call.cancel()
+            if self._stream is not None:
+                self._stream.cancel()
+                self._stream = None
             self._cond.notify_all()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=2)
@@ -263,18 +271,26 @@ class ReplicaFetcher:
                 for tp, (target, position) in positions.items()
             ],
         )
-        stub = replication_pb2_grpc.ReplicationServiceStub(self._channels.get(address))
         with self._cond:
             if self._stopped or self._restart_requested:
                 return
             if self._joining and session_epoch > 0:
                 self._dirty.update(positions)  # built before a partition joined: name it too
                 return
-            call = self._call = stub.ReplicaFetch.future(request, timeout=settings.max_wait_ms / 1000 + RPC_SLACK_S)
+            stream = self._stream
+            if stream is None or self._stream_address != address:
+                if stream is not None:
+                    stream.cancel()
+                stream = self._stream = FetchStream(self._channels.get(address))
+                self._stream_address = address
+            self._call = stream
         try:
-            response = call.result()
-        except (grpc.RpcError, grpc.FutureCancelledError, CancelledError) as exc:
+            response = stream.exchange(request, timeout_s=settings.max_wait_ms / 1000 + RPC_SLACK_S)
+        except (grpc.RpcError, StreamEnded) as exc:
+            stream.cancel()  # finished (this also ends its request feeder); the next request opens another
             with self._cond:
+                if self._stream is stream:
+                    self._stream = None
                 resend = (self._joining and session_epoch > 0 and not self._restart_requested
                           and self._session_generation == generation)
                 if resend:  # cancelled by add(): the session goes on, one epoch further
@@ -282,7 +298,7 @@ class ReplicaFetcher:
                     self._session_epoch = session_epoch
                     self._resend = True
             if not resend:
-                self._on_transport_failure(address, exc)
+                self._on_transport_failure(address, _describe_failure(stream, exc))
             return
         finally:
             with self._cond:
@@ -322,7 +338,7 @@ class ReplicaFetcher:
         self._resend = False
         self._session_generation += 1
 
-    def _on_transport_failure(self, address: str, exc: BaseException) -> None:
+    def _on_transport_failure(self, address: str, why: str) -> None:
         self._reset_session()  # the leader may have used up wake-ups for the answer we lost
         with self._cond:
             if self._stopped or self._restart_requested:
@@ -331,8 +347,7 @@ class ReplicaFetcher:
         self._transport_backoff_ms = min(
             max(self._transport_backoff_ms * 2, TRANSPORT_BACKOFF_MS_MIN), TRANSPORT_BACKOFF_MS_MAX
         )
-        code = exc.code().name if isinstance(exc, grpc.RpcError) else "CANCELLED"
-        log.info("ReplicaFetch to leader %d at %s failed (%s); retrying in %d ms", self.leader_id, address, code,
+        log.info("ReplicaFetch to leader %d at %s failed (%s); retrying in %d ms", self.leader_id, address, why,
                  self._transport_backoff_ms)
         self._back_off_all(self._transport_backoff_ms)
 
@@ -415,3 +430,11 @@ class ReplicaFetcher:
         with self._cond:
             if self._targets.get(topic_partition) is target:
                 del self._targets[topic_partition]
+
+
+def _describe_failure(stream: FetchStream, exc: BaseException) -> str:
+    if stream.timed_out:
+        return "no answer in time"
+    if isinstance(exc, StreamEnded):
+        return "the leader ended the stream"
+    return exc.code().name if isinstance(exc, grpc.RpcError) else "CANCELLED"
