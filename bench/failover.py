@@ -12,7 +12,10 @@ with a long produce timeout, so each write completes when its partition replicat
 retried only on an error), its 10/50/90th percentiles; the controller's
 phases from the same trace (decide, ZooKeeper writes, requests until every
 broker answered); and floor_zk_multi_s, the time the same number of
-partition-state writes take as raw pipelined ZooKeeper multis in this run.
+partition-state writes take as raw pipelined ZooKeeper multis in this run;
+and cpu_s_notice_to_writable, the CPU seconds each process (the benchmark as
+"bench") used from the notice to the last acknowledgement, sampled every 0.1 s:
+on 2 cores their sum against twice the window shows how contended it was.
 The ZooKeeper session timeout (time to *notice*) is configuration, reported
 separately as session_timeout_ms.
 """
@@ -190,9 +193,10 @@ def main() -> None:
         profilers = harness.start_profilers(args.profile, {
             name: cluster.processes[name].pid for name in ("broker-2", "broker-3", "controller-1")}, 10) \
             if args.profile else []
-        killed_at = time.time()
-        cluster.signal("broker-1", signal.SIGKILL)
-        writable = probe_until_writable(cluster, channels, sorted(moved), batch, args.partitions, deadline_s=120)
+        with harness.CpuSampler(cluster, "bench") as cpu:
+            killed_at = time.time()
+            cluster.signal("broker-1", signal.SIGKILL)
+            writable = probe_until_writable(cluster, channels, sorted(moved), batch, args.partitions, deadline_s=120)
         if len(writable) < len(moved):
             raise SystemExit(f"{len(moved) - len(writable)} moved partitions not writable within 120 s")
         writable_at = sorted(writable.values())
@@ -224,6 +228,7 @@ def main() -> None:
                 "controller_event_s": round((root["end_ns"] - root["start_ns"]) / 1e9, 4),
             },
             "floor_zk_multi_s": round(floor_s, 4),
+            "cpu_s_notice_to_writable": cpu.used_between(noticed, last_success),
         }
         zk.stop()
         channels.close()

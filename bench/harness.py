@@ -1,5 +1,6 @@
 """Shared pieces of the benchmarks: a throwaway local cluster, fast topic
-creation, waiting on ZooKeeper, the ZooKeeper `multi` floor and span files.
+creation, waiting on ZooKeeper, the ZooKeeper `multi` floor, span files and
+CPU seconds per process.
 
 Every benchmark prints one JSON object as the last line of standard output and
 measures the relevant floor in the same run, so ratios hold on a noisy machine.
@@ -8,10 +9,12 @@ measures the relevant floor in the same run, so ratios hold on a noisy machine.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +22,62 @@ from pathlib import Path
 from replog.common.zk import bulk, schema
 from replog.common.zk.client import ZkClient
 from replog.devcluster import ClusterSpec, LocalCluster
+
+
+CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_S  # utime + stime
+
+
+def cpu_by_process(cluster, own_name: str) -> dict[str, float]:
+    """CPU seconds of every cluster process so far, and of this benchmark process as `own_name`."""
+    found = {name: cpu_seconds(info.pid) for name, info in cluster.processes.items()}
+    found[own_name] = cpu_seconds(os.getpid())
+    return found
+
+
+def cpu_used(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {name: round(after[name] - before.get(name, 0.0), 2) for name in sorted(after)}
+
+
+class CpuSampler:
+    """Samples `cpu_by_process` every `interval_s` on a thread, so the CPU each process used in a
+    window known only afterwards (say, from trace spans) can be read off: `used_between`."""
+
+    def __init__(self, cluster, own_name: str, interval_s: float = 0.1) -> None:
+        self._cluster, self._own_name, self._interval_s = cluster, own_name, interval_s
+        self._samples: list[tuple[float, dict[str, float]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
+
+    def __enter__(self) -> "CpuSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            self._samples.append((time.time(), cpu_by_process(self._cluster, self._own_name)))
+            if self._stop.wait(self._interval_s):
+                self._samples.append((time.time(), cpu_by_process(self._cluster, self._own_name)))
+                return
+
+    def used_between(self, start: float, end: float) -> dict[str, float]:
+        """CPU seconds per process from the last sample at or before `start` (wall-clock seconds)
+        to the first at or after `end`: the window, widened by at most one interval each side."""
+        before = [cpu for at, cpu in self._samples if at <= start] or [self._samples[0][1]]
+        after = [cpu for at, cpu in self._samples if at >= end] or [self._samples[-1][1]]
+        return cpu_used(before[-1], after[0])
 
 
 def note(message: str) -> None:

@@ -60,7 +60,6 @@ GOAL_P99_MS_AT_10_MB_PER_S = 5.0
 MIB = 1024 * 1024
 FLOOR_MESSAGES = 600
 BATCH_BYTES_MAX = MIB  # the producer's and the brokers' default batch limit
-CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
 # --- the gRPC floor ---------------------------------------------------------------------------
@@ -113,20 +112,6 @@ def floor_grpc_stream_mb_per_s() -> float:
 
 
 # --- measuring ----------------------------------------------------------------------------------
-
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_S  # utime + stime
-
-
-def cpu_by_process(cluster) -> dict[str, float]:
-    found = {name: cpu_seconds(info.pid) for name, info in cluster.processes.items()}
-    found["bench-producer"] = cpu_seconds(os.getpid())
-    return found
-
 
 class Acks:
     """Produce-to-ack times per batch and acknowledged records, filled from future callbacks."""
@@ -265,11 +250,11 @@ def main() -> None:
             "leader": cluster.processes[f"broker-{assignment[0][0]}"].pid,
             "follower": cluster.processes[f"broker-{assignment[0][1]}"].pid,
             "producer": os.getpid()}, expected_s) if args.profile else []
-        cpu_before = cpu_by_process(cluster)
+        cpu_before = harness.cpu_by_process(cluster, "bench-producer")
         what = f"{args.rate_mb_per_s:.0f} MB/s for {args.seconds:g} s" if latency_mode else f"{args.records} records"
         harness.note(f"producing ({what})")
         results, seconds = (drive_fixed_rate if latency_mode else drive_throughput)(producer, args, payload)
-        cpu_after = cpu_by_process(cluster)
+        cpu_after = harness.cpu_by_process(cluster, "bench-producer")
         producer.close(timeout_s=30)
         for proc in profilers:
             proc.wait(timeout=60)
@@ -291,7 +276,7 @@ def main() -> None:
         "errors": len(results.errors),
         "tracing": args.tracing,
         "floor_grpc_stream_mb_per_s": round(floor, 1),
-        "cpu_s": {name: round(cpu_after[name] - cpu_before.get(name, 0.0), 2) for name in sorted(cpu_after)},
+        "cpu_s": harness.cpu_used(cpu_before, cpu_after),
         "goal": ({"p99_ms_at_10_mb_per_s": GOAL_P99_MS_AT_10_MB_PER_S} if latency_mode
                  else {"records_per_s": GOAL_RECORDS_PER_S}),
     }
