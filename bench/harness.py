@@ -44,7 +44,8 @@ def cpu_by_process(cluster, own_name: str) -> dict[str, float]:
 
 
 def cpu_used(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {name: round(after[name] - before.get(name, 0.0), 2) for name in sorted(after)}
+    """CPU seconds per process between two readings; a process that died in between counts 0."""
+    return {name: round(max(after[name] - before.get(name, 0.0), 0.0), 2) for name in sorted(after)}
 
 
 class CpuSampler:
