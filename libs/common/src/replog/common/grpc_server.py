@@ -37,33 +37,50 @@ class ServiceBinding:
     servicer: Any
 
 
+class OpenStreams:
+    """The contexts of a servicer's long-lived streams, to end them all when the server stops.
+
+    A graceful stop waits its whole grace period for a stream that is still open, though a
+    stream that lives as long as its peer's channel (a health `Watch`, a follower's fetch
+    stream) will not end by itself; `cancel_all` ends them first."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._contexts: set = set()
+
+    def track(self, context) -> None:
+        """Remember this RPC's context until the RPC ends."""
+        with self._lock:
+            self._contexts.add(context)
+        context.add_callback(lambda: self._forget(context))
+
+    def _forget(self, context) -> None:
+        with self._lock:
+            self._contexts.discard(context)
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            contexts = list(self._contexts)
+        for context in contexts:
+            context.cancel()
+
+
 class _HealthServicer(health.HealthServicer):
     """The standard health service, whose `Watch` streams end when the server stops.
 
-    Every peer's cached channel holds a `Watch` open (its keeper, channels.py), and
-    a graceful stop would wait its whole grace period for them. Answered without
-    holding a handler thread (`experimental_non_blocking`)."""
+    Every peer's cached channel holds a `Watch` open (its keeper, channels.py). Answered
+    without holding a handler thread (`experimental_non_blocking`)."""
 
     def __init__(self) -> None:
         super().__init__(experimental_non_blocking=True)
-        self._watches_lock = threading.Lock()
-        self._watches: set = set()
+        self._watches = OpenStreams()
 
     def Watch(self, request, context, send_response_callback=None):
-        with self._watches_lock:
-            self._watches.add(context)
-        context.add_callback(lambda: self._forget(context))
+        self._watches.track(context)
         return super().Watch(request, context, send_response_callback)
 
-    def _forget(self, context) -> None:
-        with self._watches_lock:
-            self._watches.discard(context)
-
     def end_watches(self) -> None:
-        with self._watches_lock:
-            watches = list(self._watches)
-        for context in watches:
-            context.cancel()
+        self._watches.cancel_all()
 
 
 @dataclass

@@ -21,7 +21,6 @@ the replication cost.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Callable
 
@@ -35,6 +34,7 @@ from replog.broker.adapters.replication_throttle import ReplicationThrottle
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import Clock
+from replog.common.grpc_server import OpenStreams
 from replog.v1 import common_pb2, replication_pb2, replication_pb2_grpc
 
 FETCH_WAIT_MS_MAX = 30_000
@@ -63,8 +63,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         self._fetch_bytes_max = fetch_bytes_max
         self._stopping = stopping
         self._sessions = FetchSessions(lookup, throttle)
-        self._streams_lock = threading.Lock()
-        self._streams: set = set()  # contexts of the open ReplicaFetchStreams
+        self._streams = OpenStreams()  # the open ReplicaFetchStreams
 
     def ReplicaFetch(self, request, context):
         return self._fetch(request, context, set())
@@ -73,9 +72,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         """ReplicaFetch in turns over one stream: each request gets one response before the next is
         read. The stream ends after the answer to a request that arrived while the broker stops, so
         a stop does not wait for it."""
-        with self._streams_lock:
-            self._streams.add(context)
-        context.add_callback(lambda: self._forget_stream(context))
+        self._streams.track(context)
         interrupts: set[int] = set()
         for request in request_iterator:
             if not request.HasField("fetch"):
@@ -87,17 +84,10 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
             if self._stopping():
                 return
 
-    def _forget_stream(self, context) -> None:
-        with self._streams_lock:
-            self._streams.discard(context)
-
     def end_streams(self) -> None:
         """Cancel every open fetch stream (the broker is stopping): one waiting for its follower's
         next request would otherwise hold the server's graceful stop for its whole grace period."""
-        with self._streams_lock:
-            streams = list(self._streams)
-        for context in streams:
-            context.cancel()
+        self._streams.cancel_all()
 
     def _fetch(self, request, context, interrupts: set[int]):
         """One fetch. `interrupts` names the sessions whose interrupt is already registered with this
