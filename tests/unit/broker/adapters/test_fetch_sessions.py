@@ -7,6 +7,7 @@ import time
 
 from replog.broker.adapters.fetch_sessions import FetchSessions
 from replog.broker.adapters.leader_side import FollowerFetchAnswer
+from replog.broker.adapters.replication_servicer import _news
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import SystemClock
@@ -21,6 +22,7 @@ class FakePartition:
         self.log_end_offset = 10
         self.waiters: set = set()
         self.reads = 0
+        self.high_watermark = 10
 
     def add_waiter(self, waiter):
         self.waiters.add(waiter)
@@ -45,13 +47,14 @@ def fresh_partitions():
 def read_one(tp, position, hosted, bytes_left):
     hosted.reads += 1
     records = b"x" * (hosted.log_end_offset - position.fetch_offset)  # one batch: all of it, or none
-    return FollowerFetchAnswer(ErrorCode.NONE, "", 10, 0, hosted.log_end_offset, 1,
+    return FollowerFetchAnswer(ErrorCode.NONE, "", hosted.high_watermark, 0, hosted.log_end_offset, 1,
                                records=records if len(records) <= bytes_left else b"")
 
 
-def position(tp, offset=10):
+def position(tp, offset=10, known_high_watermark=10):
     return replication_pb2.ReplicaFetchPartition(topic=tp.topic, partition=tp.partition, current_leader_epoch=1,
-                                                 fetch_offset=offset, last_fetched_epoch=1)
+                                                 fetch_offset=offset, last_fetched_epoch=1,
+                                                 known_high_watermark=known_high_watermark)
 
 
 def poll(session, listed, *, max_wait_ms=50, bytes_max=1 << 20, resend=False):
@@ -85,6 +88,29 @@ def test_a_resend_reads_again_what_the_lost_answer_carried():
         answers = poll(session, [position(joining)], resend=resend)
         assert set(answers) == ({busy, joining} if resend else {joining})
     assert answers[busy].records == b"xx"
+
+
+def sent(session, answers):
+    with session.lock:
+        return [tp for tp, _ in session.news(answers, _news)]
+
+
+def test_a_high_watermark_once_sent_is_not_sent_again_unless_the_answer_may_be_lost():
+    # After a failover the follower used to name every partition again only to say it had seen the
+    # new HW: a third pass over thousands of partitions at the leader, just as the acks went out.
+    fresh_partitions()
+    session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+    moved = PARTITIONS[TopicPartition("t", 5)]
+    assert sent(session, poll(session, [position(tp) for tp in PARTITIONS])) == []  # nothing new to say
+    moved.high_watermark = 12
+    moved.append(0)  # the HW moved: the waiter wakes
+    assert sent(session, poll(session, [])) == [moved.tp]
+    moved.append(0)  # woken again with nothing new (say, an ISR change)
+    assert sent(session, poll(session, [])) == []
+    moved.high_watermark = 13
+    moved.append(0)
+    assert sent(session, poll(session, [])) == [moved.tp]  # this answer is lost on the way
+    assert sent(session, poll(session, [], resend=True)) == [moved.tp]  # so a resend carries HW 13 again
 
 
 def test_a_resend_may_skip_the_cancelled_epoch_which_is_refused_if_it_arrives_late():

@@ -84,6 +84,9 @@ class FetchSession:
         self._pending: set[TopicPartition] = set()
         self._outside_isr: set[TopicPartition] = set()
         self._last_answered: set[TopicPartition] = set()  # read by the last request, for a resend
+        # The HW each partition's follower knew before the last answer told it a newer one: a resend
+        # (the follower may never have seen that answer) puts them back, so the HW is sent again.
+        self._known_before_last_answer: dict[TopicPartition, int] = {}
         self._next_sweep_ms = 0
 
     # --- lifecycle (close from any thread; the rest under `lock`) ---------------------------
@@ -126,10 +129,6 @@ class FetchSession:
             named.add(tp)
         return named
 
-    def positions(self, tps: Iterable[TopicPartition]):
-        """(partition, the position the session holds for it) for each of `tps`."""
-        return [(tp, self._positions[tp]) for tp in tps]
-
     def poll(
         self, to_read: set[TopicPartition], read_one: ReadOne, *, bytes_max: int, min_bytes: int, max_wait_ms: int,
         clock: Clock, stopping: Callable[[], bool], resend: bool = False,
@@ -139,6 +138,11 @@ class FetchSession:
         now_ms = clock.monotonic_ms()
         if resend:
             to_read = to_read | self._last_answered
+            for tp, known in self._known_before_last_answer.items():
+                position = self._positions.get(tp)
+                if position is not None and position.known_high_watermark > known:
+                    position.known_high_watermark = known
+        self._known_before_last_answer = {}
         if now_ms >= self._next_sweep_ms:
             self._next_sweep_ms = now_ms + SWEEP_INTERVAL_MS
             to_read = to_read | self._outside_isr
@@ -191,6 +195,23 @@ class FetchSession:
         if self.closed:
             self.unpark_all()  # replaced while we polled; close() could not take the lock
         return answers
+
+    def news(self, answers: dict[TopicPartition, FollowerFetchAnswer],
+             is_news: Callable[[FollowerFetchAnswer, int], bool]) -> list[tuple[TopicPartition, FollowerFetchAnswer]]:
+        """The answers to send: those telling the follower something (`is_news`, given the HW the
+        session knows it has). The HW each one carries is then taken as known, so a follower names
+        a partition again only when its own position moves, not to say it saw a new HW: after a
+        failover that was a third pass over thousands of partitions, just as the acks went out."""
+        sent = []
+        for tp, answer in answers.items():
+            position = self._positions[tp]
+            known = position.known_high_watermark
+            if is_news(answer, known):
+                sent.append((tp, answer))
+                if answer.error_code is ErrorCode.NONE and answer.high_watermark > known:
+                    self._known_before_last_answer[tp] = known
+                    position.known_high_watermark = answer.high_watermark
+        return sent
 
     def _woken(self) -> set[TopicPartition]:
         by_source = self._by_source

@@ -324,8 +324,7 @@ class ReplicaFetcher:
         for data in response.partitions:
             topic_partition = TopicPartition(data.topic, data.partition)
             entry = session_positions.get(topic_partition)
-            if entry is not None:
-                self._handle_partition(topic_partition, *entry, data)
+            if entry is not None and self._handle_partition(topic_partition, *entry, data):
                 with self._cond:
                     self._dirty.add(topic_partition)  # it moved, or must be named again after a back-off
 
@@ -356,13 +355,16 @@ class ReplicaFetcher:
     def _handle_partition(
         self, topic_partition: TopicPartition, target: _Target, position: FetchPosition,
         data: replication_pb2.ReplicaFetchPartitionData,
-    ) -> None:
+    ) -> bool:
+        """Act on one partition's answer; True if the next request must name it again (its position
+        moved, or it backs off). An answer with only a newer HW leaves the position as the leader
+        knows it, and the leader takes the HW it sent as known (fetch_sessions.py)."""
         with self._cond:
             if self._targets.get(topic_partition) is not target:
-                return  # re-targeted or removed while the request was out
+                return True  # re-targeted or removed while the request was out
         hosted = self._lookup(topic_partition)
         if hosted is None:
-            return
+            return True
         code = ErrorCode(data.error_code)
         if code is ErrorCode.NONE and data.HasField("diverging_epoch"):
             diverging = EpochEndOffset(data.diverging_epoch.leader_epoch, data.diverging_epoch.end_offset)
@@ -378,7 +380,9 @@ class ReplicaFetcher:
             except (CorruptRecordError, LogOffsetMismatchError) as exc:
                 log.error("%s: cannot append the leader's records: %s", topic_partition, exc)
                 self._back_off(topic_partition, target, ERROR_BACKOFF_MS)
-                return
+                return True
+            if appended == 0:
+                return False
             if appended:
                 self._metrics.replication_bytes_in.inc(appended)
         elif code is ErrorCode.OFFSET_OUT_OF_RANGE:
@@ -388,6 +392,7 @@ class ReplicaFetcher:
         else:
             log.debug("%s: leader %d answered %s: %s", topic_partition, self.leader_id, code.name, data.error_message)
             self._back_off(topic_partition, target, PARTITION_BACKOFF_MS)
+        return True
 
     def _truncate(self, topic_partition: TopicPartition, target: _Target, why: str, step) -> None:
         attributes = {"topic": topic_partition.topic, "partition": topic_partition.partition,

@@ -127,9 +127,9 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
                 stopping=lambda: self._stopping() or not context.is_active(),
                 resend=request.resend and request.session_epoch > 0,
             )
-            known = {tp: p.known_high_watermark for tp, p in session.positions(answers)}
+            news = session.news(answers, _news)
         response = replication_pb2.ReplicaFetchResponse(session_id=session.session_id, partitions=[
-            _partition_data(tp, a) for tp, a in answers.items() if _news(a, known[tp])])
+            _partition_data(tp, a) for tp, a in news])
         sent = sum(len(a.records) for a in answers.values())
         self._metrics.fetch_requests.labels("follower").inc()
         self._metrics.bytes_out.labels("follower").inc(sent)

@@ -1,5 +1,9 @@
-"""A replica fetcher whose leader stops answering: it retries with an empty session open (no
-partitions named, no long poll) until the leader answers, and only then names its partitions.
+"""The replica fetcher's requests: whom they name, and when.
+
+- A leader that stops answering is retried with an empty session open (no partitions named, no long
+  poll) until it answers, and only then are the partitions named.
+- After an answer, a partition is named again when its position moved, not when the answer only
+  told it a newer HW.
 
 The transport is a fake stream stub standing in for the leader (this is the fetcher's own logic, not
 replication: the integration tests run real brokers); the fetcher runs its real thread."""
@@ -11,6 +15,7 @@ import time
 from pathlib import Path
 
 import grpc
+from prometheus_client import CollectorRegistry
 
 from replog.broker.adapters import fetch_stream
 from replog.broker.adapters.fetcher import FetchSettings, ReplicaFetcher
@@ -20,11 +25,13 @@ from replog.broker.adapters.producer_headers import rebuild_from_log
 from replog.broker.core.partition import LeaderAndIsrDecision
 from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.log import LogConfig, PartitionLog
+from replog.common import records
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.v1 import replication_pb2
 
 PARTITIONS = [TopicPartition("orders", p) for p in range(20)]
+BATCH = records.encode_batch([(None, b"x" * 100, 1_700_000_000_000)])
 
 
 class Unavailable(grpc.RpcError):
@@ -50,17 +57,21 @@ class Stream:
                 self._failed = True  # a failed stream stays failed; the fetcher opens another
                 raise Unavailable()
         time.sleep(0.01)  # an idle long poll would wait; keep the loop slow
-        return replication_pb2.ReplicaFetchStreamResponse(fetch=replication_pb2.ReplicaFetchResponse(session_id=7))
+        answer = self._leader.answers.pop(0) if self._leader.answers else replication_pb2.ReplicaFetchResponse()
+        answer.session_id = 7
+        return replication_pb2.ReplicaFetchStreamResponse(fetch=answer)
 
     def cancel(self) -> None:
         self._failed = True
 
 
 class FakeLeader:
-    """Refuses every request while `down`; otherwise answers at once, naming no partitions."""
+    """Refuses every request while `down`; otherwise answers at once: the next of `answers`, then
+    answers naming no partitions."""
 
-    def __init__(self) -> None:
-        self.down = True
+    def __init__(self, down: bool = True, answers: list[replication_pb2.ReplicaFetchResponse] = ()) -> None:
+        self.down = down
+        self.answers = list(answers)
         self.requests: list[replication_pb2.ReplicaFetchRequest] = []
         self.lock = threading.Lock()
 
@@ -88,14 +99,18 @@ def wait_for(condition, what: str) -> None:
         time.sleep(0.01)
 
 
+def fetcher_of(leader: FakeLeader, replicas: dict, monkeypatch) -> ReplicaFetcher:
+    monkeypatch.setattr(fetch_stream.replication_pb2_grpc, "ReplicationServiceStub", leader.stub)
+    return ReplicaFetcher(
+        leader_id=1, settings=FetchSettings(2, 500, 1 << 20, 1 << 20), lookup=replicas.get,
+        address_of=lambda broker_id: "127.0.0.1:1", broker_epoch_of=lambda: 1, channels=ChannelCache(),
+        clock=SystemClock(), metrics=BrokerMetrics(CollectorRegistry()))
+
+
 def test_a_dead_leader_is_retried_with_empty_requests_until_it_answers(tmp_path, monkeypatch):
     replicas = {tp: hosted(tmp_path, tp) for tp in PARTITIONS}
     leader = FakeLeader()
-    monkeypatch.setattr(fetch_stream.replication_pb2_grpc, "ReplicationServiceStub", leader.stub)
-    fetcher = ReplicaFetcher(
-        leader_id=1, settings=FetchSettings(2, 500, 1 << 20, 1 << 20), lookup=replicas.get,
-        address_of=lambda broker_id: "127.0.0.1:1", broker_epoch_of=lambda: 1, channels=ChannelCache(),
-        clock=SystemClock(), metrics=BrokerMetrics())
+    fetcher = fetcher_of(leader, replicas, monkeypatch)
     fetcher.add([(tp, 3) for tp in PARTITIONS], None)
     fetcher.start()
     try:
@@ -111,6 +126,37 @@ def test_a_dead_leader_is_retried_with_empty_requests_until_it_answers(tmp_path,
             joined = next(r for r in leader.requests if r.session_epoch == 1)
         assert joined.session_id == 7
         assert sorted(p.partition for p in joined.partitions) == list(range(len(PARTITIONS)))
+    finally:
+        fetcher.stop()
+        for replica in replicas.values():
+            replica.close()
+
+
+def test_a_partition_is_named_again_when_it_appended_not_when_it_only_learned_a_high_watermark(
+        tmp_path, monkeypatch):
+    replicas = {tp: hosted(tmp_path, tp) for tp in PARTITIONS}
+    appended, told_hw = PARTITIONS[3], PARTITIONS[4]
+    with replicas[told_hw].lock:
+        replicas[told_hw].log.append_as_follower(records.with_offset_and_epoch(BATCH, 0, 3))
+    first = replication_pb2.ReplicaFetchResponse(partitions=[
+        replication_pb2.ReplicaFetchPartitionData(
+            topic=appended.topic, partition=appended.partition, high_watermark=0, log_end_offset=1, leader_epoch=3,
+            records=records.with_offset_and_epoch(BATCH, 0, 3)),
+        replication_pb2.ReplicaFetchPartitionData(
+            topic=told_hw.topic, partition=told_hw.partition, high_watermark=1, log_end_offset=1, leader_epoch=3),
+    ])
+    leader = FakeLeader(down=False, answers=[first])
+    fetcher = fetcher_of(leader, replicas, monkeypatch)
+    fetcher.add([(tp, 3) for tp in PARTITIONS], None)
+    fetcher.start()
+    try:
+        wait_for(lambda: len(leader.requests) >= 2, "the request after the first answer")
+        with leader.lock:
+            opened, after = leader.requests[:2]
+        assert len(opened.partitions) == len(PARTITIONS)
+        assert [(p.partition, p.fetch_offset) for p in after.partitions] == [(appended.partition, 1)]
+        with replicas[told_hw].lock:
+            assert replicas[told_hw].replica.high_watermark == 1  # the HW was taken all the same
     finally:
         fetcher.stop()
         for replica in replicas.values():
