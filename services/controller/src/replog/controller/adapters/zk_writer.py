@@ -64,7 +64,9 @@ class ZkWriter:
         """Each write as (kind, args, size) operations, in order."""
         kazoo = self._zk.kazoo
         ops: list[tuple[str, tuple, int]] = []
-        topics_with_partitions_node: dict[str, bool] = {}
+        # Per topic, the partition znodes there already: one read of the topic's partitions, not one
+        # `exists` per partition (creating a 10K-partition topic spent 4.4 s on those round trips).
+        partition_nodes: dict[str, set[str]] = {}
         for write in writes:
             if isinstance(write, p.SetPartitionState):
                 tp, state = write.partition, write.state
@@ -73,16 +75,18 @@ class ZkWriter:
                                     write.expected_partition_epoch), len(data) + 80))
             elif isinstance(write, p.CreatePartitionState):
                 tp = write.partition
-                if tp.topic not in topics_with_partitions_node:
-                    exists = kazoo.exists(schema.partitions_path(tp.topic)) is not None
-                    topics_with_partitions_node[tp.topic] = exists
-                    if not exists:
+                existing = partition_nodes.get(tp.topic)
+                if existing is None:
+                    try:
+                        existing = set(kazoo.get_children(schema.partitions_path(tp.topic)))
+                    except NoNodeError:
                         ops.append(("create", (schema.partitions_path(tp.topic), b""), 80))
-                        topics_with_partitions_node[tp.topic] = True
+                        existing = set()
+                    partition_nodes[tp.topic] = existing
                 data = self._state_bytes(write.state)
-                partition_node = schema.partition_path(tp.topic, tp.partition)
-                if kazoo.exists(partition_node) is None:
-                    ops.append(("create", (partition_node, b""), 80))
+                if str(tp.partition) not in existing:
+                    ops.append(("create", (schema.partition_path(tp.topic, tp.partition), b""), 80))
+                    existing.add(str(tp.partition))
                 ops.append(("create", (schema.partition_state_path(tp.topic, tp.partition), data), len(data) + 80))
             elif isinstance(write, p.SetAssignment):
                 data = _assignment_bytes(write.assignment)
