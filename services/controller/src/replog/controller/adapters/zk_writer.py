@@ -18,7 +18,7 @@ from typing import Callable
 
 from kazoo.exceptions import BadVersionError, NoNodeError, RolledBackError
 
-from replog.common.zk import schema
+from replog.common.zk import bulk, schema
 from replog.common.zk.client import ZkClient
 from replog.controller.core import plan as p
 from replog.controller.core.model import ReplicaAssignment
@@ -114,9 +114,11 @@ class ZkWriter:
             partitions = kazoo.get_children(schema.partitions_path(write.topic))
         except NoNodeError:
             partitions = []
-        for partition in sorted(partitions, key=lambda x: int(x) if x.isdigit() else -1):
-            base = f"{schema.partitions_path(write.topic)}/{partition}"
-            for child in kazoo.get_children(base):
+        bases = [f"{schema.partitions_path(write.topic)}/{partition}"
+                 for partition in sorted(partitions, key=lambda x: int(x) if x.isdigit() else -1)]
+        # Each partition's children in one pipelined read (one get_children each cost a round trip).
+        for base, children in zip(bases, bulk.children_many(self._zk.connect_string, bases) if bases else []):
+            for child in children or ():
                 ops.append(("delete", (f"{base}/{child}",), 80))
             ops.append(("delete", (base,), 80))
         if partitions:
