@@ -3,6 +3,7 @@
 from controller_story import brokers, cluster, run, stops, tp, writes
 
 from replog.controller.core.events import (
+    BrokerResyncRequested,
     BrokersChanged,
     ReassignmentRequested,
     Startup,
@@ -60,6 +61,20 @@ def test_a_failed_stop_keeps_the_replica_pending_and_late_answers_are_ignored():
     assert (0, 1) in state.topics_being_deleted["gone"] and not plan.zk_writes
     plan, state = run(state, TopicDeletionReplicaStopped(1, (tp("kept", 0),)))
     assert not plan.state_updates
+
+
+def test_a_stop_lost_in_transit_is_sent_again_with_the_brokers_resync():
+    # A 10K-partition StopReplica outlasted its deadline: the broker deleted the replicas, the
+    # controller never heard, and the topic stayed half-deleted until a restart or a failover.
+    _, state = run(two_topics(), TopicDeletionRequested(("gone",)))
+    _, state = run(state, TopicDeletionReplicaStopped(2, (tp("gone", 0), tp("gone", 1))))
+    _, state = run(state, TopicDeletionReplicaStopped(3, (tp("gone", 1),)))
+    plan, state = run(state, BrokerResyncRequested(1, state.live_brokers[1].broker_epoch))
+    assert stops(plan) == {1: {tp("gone", 0): True}}
+    (init,) = plan.leader_and_isr
+    assert init.init and {d.partition for d in init.partitions} == {tp("kept", 0)}
+    plan, state = run(state, TopicDeletionReplicaStopped(1, (tp("gone", 0),)))
+    assert plan.zk_writes == (DeleteTopicZnodes("gone", (0, 1)),)
 
 
 def test_asking_twice_starts_nothing_twice():

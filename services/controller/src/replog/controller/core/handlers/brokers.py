@@ -28,7 +28,7 @@ from __future__ import annotations
 from ..builder import PlanBuilder
 from ..events import BrokerResyncRequested, BrokersChanged
 from ..model import NO_LEADER
-from .deletion import forget_dead_replicas
+from .deletion import forget_dead_replicas, resend_stops
 from .leadership import initialize_partition, restore_leadership
 
 
@@ -88,7 +88,8 @@ def _handle_return(b: PlanBuilder, broker_id: int) -> None:
 
 def on_broker_resync(b: PlanBuilder, event: BrokerResyncRequested) -> None:
     """Resend a broker its whole state after a failed request (a registration since then got
-    its INIT already; a broker gone needs nothing)."""
+    its INIT already; a broker gone needs nothing), and any deletion it has not confirmed."""
     info = b.live.get(event.broker_id)
     if info is not None and info.broker_epoch == event.broker_epoch:
         b.init_broker(event.broker_id)
+        resend_stops(b, event.broker_id)

@@ -16,7 +16,12 @@ A topic marked under ``/admin/delete_topics`` is deleted in two steps:
 
 A replica whose deletion failed stays pending until its broker restarts (it
 is then dropped as dead) or a new controller takes over (which starts every
-marked deletion again) -- Kafka's "ineligible, retry later".  Deletion is thus
+marked deletion again) -- Kafka's "ineligible, retry later". A StopReplica
+lost in transit (say it outlasted its deadline: deleting 10K replicas took a
+broker 16 s) is sent again with the resync that follows any failed request to
+a broker (``resend_stops``): the broker may have deleted them and its answer
+been lost, and a replica it no longer hosts is answered as stopped. Without
+that the deletion waited for a restart or a failover that might never come.  Deletion is thus
 resumable: after a failover the topic is still under ``/admin/delete_topics``
 and ``Startup`` restarts step 1.  While a topic is being deleted no election,
 ISR change or reassignment touches it.
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 from ..builder import PlanBuilder
 from ..events import TopicDeletionReplicaStopped, TopicDeletionRequested
+from ..model import TopicPartition
 from ..states import PartitionState, ReplicaState, check_partition_transition, check_replica_transition
 
 ANY_LEADER_EPOCH = -1
@@ -68,6 +74,15 @@ def on_replica_stopped(b: PlanBuilder, event: TopicDeletionReplicaStopped) -> No
         acknowledged.setdefault(tp.topic, set()).add(replica)
     for topic in sorted(acknowledged):
         _set_pending(b, topic, b.deletion_pending(topic) - acknowledged[topic])
+
+
+def resend_stops(b: PlanBuilder, broker_id: int) -> None:
+    """StopReplica(delete) again for every replica on `broker_id` whose deletion is still pending."""
+    for topic in b.deleting_topics():
+        for partition, holder in sorted(b.deletion_pending(topic) or ()):
+            if holder == broker_id:
+                b.stop_replica(TopicPartition(topic, partition), broker_id, delete=True,
+                               leader_epoch=ANY_LEADER_EPOCH)
 
 
 def forget_dead_replicas(b: PlanBuilder, dead: set[int]) -> None:
