@@ -160,10 +160,14 @@ class ReplicaFetcher:
                 self._call.cancel()
             self._cond.notify_all()
 
-    def remove(self, topic_partition: TopicPartition) -> None:
+    def remove(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching these. One session reset for all: each reset makes the next request name
+        every partition left, and removed one at a time, a StopReplica deleting 10K replicas kept
+        the fetchers re-opening sessions with thousands of partitions (about 20 s for it all)."""
         with self._cond:
-            if self._targets.pop(topic_partition, None) is not None:
-                self._reset_session_locked()  # the next request opens a session without it
+            removed = [tp for tp in partitions if self._targets.pop(tp, None) is not None]
+            if removed:
+                self._reset_session_locked()  # the next request opens a session without them
 
     def partition_count(self) -> int:
         with self._cond:

@@ -10,7 +10,7 @@ just waits on its condition.
 from __future__ import annotations
 
 import threading
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from opentelemetry import context as otel_context
 
@@ -34,22 +34,30 @@ class FetcherManager:
         with self._lock:
             if self._stopped:
                 return
+            moved: dict[int, list[TopicPartition]] = {}
             for topic_partition, _ in partitions:
                 previous = self._leader_of.get(topic_partition)
                 if previous is not None and previous != leader_id:
-                    self._fetchers[previous].remove(topic_partition)
+                    moved.setdefault(previous, []).append(topic_partition)
                 self._leader_of[topic_partition] = leader_id
+            for previous, topic_partitions in moved.items():
+                self._fetchers[previous].remove(topic_partitions)
             fetcher = self._fetchers.get(leader_id)
             if fetcher is None:
                 fetcher = self._fetchers[leader_id] = self._make_fetcher(leader_id)
                 fetcher.start()
             fetcher.add(partitions, trace_context)
 
-    def remove(self, topic_partition: TopicPartition) -> None:
+    def remove(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop fetching these partitions (one call per batch: see ReplicaFetcher.remove)."""
         with self._lock:
-            leader_id = self._leader_of.pop(topic_partition, None)
-            if leader_id is not None:
-                self._fetchers[leader_id].remove(topic_partition)
+            by_leader: dict[int, list[TopicPartition]] = {}
+            for topic_partition in partitions:
+                leader_id = self._leader_of.pop(topic_partition, None)
+                if leader_id is not None:
+                    by_leader.setdefault(leader_id, []).append(topic_partition)
+            for leader_id, topic_partitions in by_leader.items():
+                self._fetchers[leader_id].remove(topic_partitions)
 
     def fetched_partitions(self) -> dict[TopicPartition, int]:
         with self._lock:

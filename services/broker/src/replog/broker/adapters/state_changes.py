@@ -91,6 +91,8 @@ class ReplicaStateChanges:
         self._topic_configs = topic_configs
         self._now_ms = now_ms
         self._lock = threading.Lock()  # one controller request at a time (Kafka's replicaStateChangeLock)
+        # Partitions to stop fetching, removed from the fetchers in one call per batch (under _lock).
+        self._unfetch: list[TopicPartition] = []
         self._shutting_down = False
 
     def leader_and_isr(
@@ -127,14 +129,21 @@ class ReplicaStateChanges:
         if leading:
             with self._span("broker.become_leader", leading, parent):
                 results += [self._apply(d, starts) for d in leading]
+                self._stop_fetching()
         if following:
             with self._span("broker.become_follower", following, parent) as span:
                 results += [self._apply(d, starts) for d in following]
+                self._stop_fetching()  # before the starts: a partition may move to another leader
                 if self._shutting_down:
                     starts = []
                 self._start_fetchers(starts)
                 span.set_attribute("fetchers.started", len(starts))
         return results
+
+    def _stop_fetching(self) -> None:
+        if self._unfetch:
+            self._fetchers.remove(self._unfetch)
+            self._unfetch = []
 
     def confirm_replicas(self, encoded_digest: bytes) -> bool:
         """True when the hosted replicas have the controller's digest: an INIT LeaderAndIsr would
@@ -159,6 +168,7 @@ class ReplicaStateChanges:
     def stop_replicas(self, requests: list[StopRequest]) -> list[PartitionResult]:
         with self._lock:
             results = [self._stop(request) for request in requests]
+            self._stop_fetching()
             deleting = sum(1 for r in requests if r.delete)
             _log_summary("StopReplica", results, extra=f"{deleting} to delete" if deleting else "")
             return results
@@ -200,7 +210,7 @@ class ReplicaStateChanges:
     def _run_effects(self, topic_partition: TopicPartition, outcome: Applied, starts: list) -> None:
         for effect in outcome.effects:
             if isinstance(effect, StopFetcher):
-                self._fetchers.remove(topic_partition)
+                self._unfetch.append(topic_partition)
             elif isinstance(effect, StartFetcher):
                 starts.append((topic_partition, effect))
             elif isinstance(effect, CompleteDelayedOperations):
@@ -228,24 +238,23 @@ class ReplicaStateChanges:
         topic_partition = request.topic_partition
         hosted = self._replicas.get(topic_partition)
         if hosted is None:
-            self._fetchers.remove(topic_partition)
+            self._unfetch.append(topic_partition)
             return PartitionResult(topic_partition, ErrorCode.NONE, "not hosted here")
         outcome = hosted.stop(leader_epoch=request.leader_epoch, delete=request.delete)
         if isinstance(outcome, Refusal):
             return PartitionResult(topic_partition, outcome.code, outcome.reason)
         if isinstance(outcome, Applied):
             log.debug("%s: stopped%s", topic_partition, " and deleted" if request.delete else "")
-            self._fetchers.remove(topic_partition)
+            self._unfetch.append(topic_partition)
             self._run_effects(topic_partition, outcome, [])
             self._delayed.check(topic_partition)
         return PartitionResult(topic_partition, ErrorCode.NONE)
 
     def _delete_unlisted(self, listed: set[TopicPartition]) -> None:
-        for topic_partition in self._replicas.topic_partitions():
-            if topic_partition in listed:
-                continue
+        unlisted = [tp for tp in self._replicas.topic_partitions() if tp not in listed]
+        self._fetchers.remove(unlisted)
+        for topic_partition in unlisted:
             log.info("%s: not in the controller's INIT LeaderAndIsr; stopping and deleting", topic_partition)
-            self._fetchers.remove(topic_partition)
             self._replicas.delete(topic_partition)
             self._delayed.check(topic_partition)
             if not self._replicas.hosts_topic(topic_partition.topic):
