@@ -1,6 +1,13 @@
-"""The replica manager's checkpoint files: rewritten when an HW or recovery point moved, not otherwise."""
+"""The replica manager's files.
+
+- Checkpoint files are rewritten when an HW or recovery point moved, not otherwise.
+- A deleted replica's directory is renamed aside at once and removed in the background; one left
+  by a stop is removed at the next start, and never taken for a partition.
+"""
 
 from __future__ import annotations
+
+import time
 
 from replog.broker.adapters.leader_side import append_produced
 from replog.broker.adapters.replica_manager import ReplicaManager
@@ -30,4 +37,39 @@ def test_checkpoints_are_rewritten_only_when_they_would_change(tmp_path):
     manager.write_checkpoints()
     assert path.stat().st_ino != first.st_ino
     assert read_offsets_checkpoint(path) == {("orders", 0): 1}
+    manager.close()
+
+
+def wait_for(condition, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_a_deleted_replica_is_renamed_aside_at_once_and_removed_in_the_background(tmp_path):
+    manager = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    tp = TopicPartition("orders", 3)
+    hosted = manager.get_or_create(tp)
+    hosted.apply_leader_and_isr(LeaderAndIsrDecision(tp, 1, 1, (1,), 1, (1,)), now_ms=0)
+    batch = encode_batch([(None, b"v", 0)])
+    append_produced(hosted, acks=1, min_insync_replicas=1, batch=batch, header=validate_batch(batch), fsync=False)
+    directory = hosted.log.directory
+
+    hosted.stop(leader_epoch=-1, delete=True)
+    assert not directory.exists()  # the StopReplica answer need not wait for the files
+    wait_for(lambda: not any(tmp_path.iterdir()), "the set-aside directory to be removed")
+    again = manager.get_or_create(tp)  # a topic of the same name, created again, starts empty
+    assert again.log.directory == directory and again.log.log_end_offset == 0
+    manager.close()
+
+
+def test_a_directory_set_aside_before_a_stop_is_removed_at_the_next_start(tmp_path):
+    left = tmp_path / "orders-3.0123456789abcdef-delete"
+    left.mkdir()
+    (left / "00000000000000000000.log").write_bytes(b"x" * 100)
+    manager = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    manager.load()
+    assert manager.topic_partitions() == []
+    wait_for(lambda: not left.exists(), "the leftover to be removed")
     manager.close()

@@ -24,9 +24,13 @@ changes. No polling loop.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
+from pathlib import Path
+from typing import Callable
 
 from replog.broker.adapters.long_poll import Waiter
+from replog.broker.adapters.partition_dirs import set_aside_directory
 from replog.broker.core.leader import HighWatermarkUpdate
 from replog.broker.core.partition import Applied, LeaderAndIsrDecision, PartitionOutcome, Unchanged
 from replog.broker.core.producer_state import ProducerStateTable
@@ -44,8 +48,10 @@ class HostedPartition:
         *,
         high_watermark: int,
         producer_state: ProducerStateTable,
+        remove_directory: Callable[[Path], None] = shutil.rmtree,
     ) -> None:
         self.topic_partition = topic_partition
+        self._remove_directory = remove_directory  # a deleted log's directory, once renamed aside
         self.broker_id = broker_id
         self.lock = threading.Lock()
         self.log = log
@@ -117,7 +123,7 @@ class HostedPartition:
                 self.replica = PartitionReplica(self.topic_partition, self.broker_id, high_watermark=high_watermark)
                 if delete:
                     self.usable = False
-                    self.log.delete()
+                    self._delete_log()
                 self.wake_locked()
             return outcome
 
@@ -127,8 +133,14 @@ class HostedPartition:
             if self.usable:
                 self.usable = False
                 self.replica = PartitionReplica(self.topic_partition, self.broker_id)
-                self.log.delete()
+                self._delete_log()
                 self.wake_locked()
+
+    def _delete_log(self) -> None:
+        """Close the log and rename its directory aside now; the files go later (directory_remover.py)."""
+        aside = set_aside_directory(self.log.directory)
+        self.log.retire(aside)
+        self._remove_directory(aside)
 
     # --- durability -----------------------------------------------------------------
 

@@ -24,7 +24,12 @@ from typing import Callable
 
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.metrics import PartitionSummary
-from replog.broker.adapters.partition_dirs import local_partition_directories, partition_directory
+from replog.broker.adapters.directory_remover import DirectoryRemover
+from replog.broker.adapters.partition_dirs import (
+    local_partition_directories,
+    partition_directory,
+    set_aside_directories,
+)
 from replog.broker.adapters.producer_headers import rebuild_from_log
 from replog.broker.core.partition import ReplicaRole
 from replog.broker.core.produce import ProduceProgress
@@ -55,6 +60,7 @@ class ReplicaManager:
         self._created_since_settle = 0
         self._per_topic: dict[str, int] = {}  # entries in _partitions per topic, so hosts_topic is O(1)
         self._checkpoint_lock = threading.Lock()
+        self._remover = DirectoryRemover()  # deleted replicas' directories, renamed aside, go here
         self._checkpointed: dict[tuple[str, int], tuple[int, int]] | None = None  # as last written
 
     # --- start-up -----------------------------------------------------------------
@@ -62,6 +68,8 @@ class ReplicaManager:
     def load(self) -> None:
         """Open and recover every local partition log; HW from the checkpoint (a bad file stops start-up)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        for leftover in set_aside_directories(self.log_dir):
+            self._remover.remove_later(leftover)  # deleted before the last stop, not yet removed
         high_watermarks = read_offsets_checkpoint(self.log_dir / HW_CHECKPOINT_FILE)
         recovery_points = read_offsets_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT_FILE)
         dropped = 0
@@ -78,6 +86,7 @@ class ReplicaManager:
             self._put(topic_partition, HostedPartition(
                 topic_partition, self.broker_id, partition_log,
                 high_watermark=high_watermarks.get(key, 0), producer_state=rebuild_from_log(partition_log),
+                remove_directory=self._remover.remove_later,
             ))
         log.info("loaded %d local replicas from %s (recovery dropped %d bytes in all)",
                  len(self._partitions), self.log_dir, dropped)
@@ -106,6 +115,7 @@ class ReplicaManager:
                 hosted = HostedPartition(
                     topic_partition, self.broker_id, partition_log,
                     high_watermark=0, producer_state=rebuild_from_log(partition_log),
+                    remove_directory=self._remover.remove_later,
                 )
                 self._put(topic_partition, hosted)
                 self._created_since_settle += 1
