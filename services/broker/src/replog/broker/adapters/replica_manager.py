@@ -22,9 +22,9 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+from replog.broker.adapters.directory_remover import DirectoryRemover
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.metrics import PartitionSummary
-from replog.broker.adapters.directory_remover import DirectoryRemover
 from replog.broker.adapters.partition_dirs import (
     local_partition_directories,
     partition_directory,
