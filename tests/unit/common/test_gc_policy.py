@@ -53,3 +53,14 @@ def test_settle_moves_the_survivors_out_of_later_collections():
         assert gc.get_freeze_count() >= len(kept)
     finally:
         gc.unfreeze()
+
+
+def test_a_freezing_block_leaves_what_it_built_out_of_later_collections():
+    before = gc.get_freeze_count()
+    try:
+        with gc_policy.paused(freeze=True):
+            built = [{"replica": i} for i in range(1000)]
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= before + len(built)
+    finally:
+        gc.unfreeze()

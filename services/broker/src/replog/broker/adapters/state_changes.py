@@ -58,6 +58,8 @@ from replog.common import gc_policy, state_digest
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.broker")
 
+FREEZE_AFTER_DECISIONS = 500  # a LeaderAndIsr this large freezes what it built (gc_policy.paused)
+
 
 @dataclass(frozen=True)
 class PartitionResult:
@@ -103,7 +105,9 @@ class ReplicaStateChanges:
             # while ISR-only updates (a dead follower leaving the ISR) wait for nobody. After a
             # broker failure the controller's request holds both, the second kind twice as many.
             new_epochs, same_epochs = self._new_epochs_first(decisions)
-            with gc_policy.paused():  # a collection mid-batch scanned every replica; this waits for the next
+            # A collection mid-batch scanned every replica; none runs inside. A large batch's state
+            # then lives long, and is frozen rather than scanned by the next collections.
+            with gc_policy.paused(freeze=len(decisions) >= FREEZE_AFTER_DECISIONS):
                 results = self._apply_batch(new_epochs, parent) + self._apply_batch(same_epochs, parent)
             if init:
                 self._delete_unlisted({d.topic_partition for d in decisions})
