@@ -7,7 +7,6 @@ import time
 
 from replog.broker.adapters.fetch_sessions import FetchSessions
 from replog.broker.adapters.leader_side import FollowerFetchAnswer
-from replog.broker.adapters.replication_servicer import _news
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import SystemClock
@@ -92,7 +91,7 @@ def test_a_resend_reads_again_what_the_lost_answer_carried():
 
 def sent(session, answers):
     with session.lock:
-        return [tp for tp, _ in session.news(answers, _news)]
+        return [tp for tp, _ in session.news(answers)]
 
 
 def test_a_high_watermark_once_sent_is_not_sent_again_unless_the_answer_may_be_lost():

@@ -196,9 +196,10 @@ class FetchSession:
             self.unpark_all()  # replaced while we polled; close() could not take the lock
         return answers
 
-    def news(self, answers: dict[TopicPartition, FollowerFetchAnswer],
-             is_news: Callable[[FollowerFetchAnswer, int], bool]) -> list[tuple[TopicPartition, FollowerFetchAnswer]]:
-        """The answers to send: those telling the follower something (`is_news`, given the HW the
+    def news(
+        self, answers: dict[TopicPartition, FollowerFetchAnswer]
+    ) -> list[tuple[TopicPartition, FollowerFetchAnswer]]:
+        """The answers to send: those telling the follower something (`_is_news`, given the HW the
         session knows it has). The HW each one carries is then taken as known, so a follower names
         a partition again only when its own position moves, not to say it saw a new HW: after a
         failover that was a third pass over thousands of partitions, just as the acks went out."""
@@ -206,7 +207,7 @@ class FetchSession:
         for tp, answer in answers.items():
             position = self._positions[tp]
             known = position.known_high_watermark
-            if is_news(answer, known):
+            if _is_news(answer, known):
                 sent.append((tp, answer))
                 if answer.error_code is ErrorCode.NONE and answer.high_watermark > known:
                     self._known_before_last_answer[tp] = known
@@ -231,6 +232,12 @@ class FetchSession:
                 self._parked[tp] = hosted
                 self._by_source[id(hosted)] = tp
         return hosted
+
+
+def _is_news(answer: FollowerFetchAnswer, known_high_watermark: int) -> bool:
+    """Whether the follower learns anything from this partition's answer (else it is left out)."""
+    return (bool(answer.records) or answer.error_code is not ErrorCode.NONE or answer.diverging is not None
+            or answer.high_watermark > known_high_watermark)
 
 
 class FetchSessions:

@@ -127,7 +127,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
                 stopping=lambda: self._stopping() or not context.is_active(),
                 resend=request.resend and request.session_epoch > 0,
             )
-            news = session.news(answers, _news)
+            news = session.news(answers)
         response = replication_pb2.ReplicaFetchResponse(session_id=session.session_id, partitions=[
             _partition_data(tp, a) for tp, a in news])
         sent = sum(len(a.records) for a in answers.values())
@@ -173,12 +173,6 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
                     epoch_end_offset=common_pb2.EpochEndOffset(leader_epoch=found.leader_epoch,
                                                                end_offset=found.end_offset)))
         return replication_pb2.OffsetForLeaderEpochResponse(partitions=results)
-
-
-def _news(answer: FollowerFetchAnswer, known_high_watermark: int) -> bool:
-    """Whether the follower learns anything from this partition's answer (else it is left out)."""
-    return (bool(answer.records) or answer.error_code is not ErrorCode.NONE or answer.diverging is not None
-            or answer.high_watermark > known_high_watermark)
 
 
 def _partition_data(tp: TopicPartition, answer: FollowerFetchAnswer) -> replication_pb2.ReplicaFetchPartitionData:
