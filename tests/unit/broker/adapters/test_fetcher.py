@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import grpc
 from prometheus_client import CollectorRegistry
@@ -29,6 +31,7 @@ from replog.common import records
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.v1 import replication_pb2
+from tests.unit.broker.adapters.adapter_helpers import wait_for
 
 PARTITIONS = [TopicPartition("orders", p) for p in range(20)]
 BATCH = records.encode_batch([(None, b"x" * 100, 1_700_000_000_000)])
@@ -92,28 +95,29 @@ def hosted(tmp_path: Path, tp: TopicPartition) -> HostedPartition:
     return replica
 
 
-def wait_for(condition, what: str) -> None:
-    deadline = time.monotonic() + 10
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
-
-
-def fetcher_of(leader: FakeLeader, replicas: dict, monkeypatch) -> ReplicaFetcher:
+@contextmanager
+def running_fetcher(leader: FakeLeader, replicas: dict, monkeypatch) -> Iterator[ReplicaFetcher]:
+    """A started fetcher following every partition (leader epoch 3) on `leader`; stopped, and the
+    replicas closed, afterwards."""
     monkeypatch.setattr(fetch_stream.replication_pb2_grpc, "ReplicationServiceStub", leader.stub)
-    return ReplicaFetcher(
+    fetcher = ReplicaFetcher(
         leader_id=1, settings=FetchSettings(2, 500, 1 << 20, 1 << 20), lookup=replicas.get,
         address_of=lambda broker_id: "127.0.0.1:1", broker_epoch_of=lambda: 1, channels=ChannelCache(),
         clock=SystemClock(), metrics=BrokerMetrics(CollectorRegistry()))
+    fetcher.add([(tp, 3) for tp in PARTITIONS], None)
+    fetcher.start()
+    try:
+        yield fetcher
+    finally:
+        fetcher.stop()
+        for replica in replicas.values():
+            replica.close()
 
 
 def test_a_dead_leader_is_retried_with_empty_requests_until_it_answers(tmp_path, monkeypatch):
     replicas = {tp: hosted(tmp_path, tp) for tp in PARTITIONS}
     leader = FakeLeader()
-    fetcher = fetcher_of(leader, replicas, monkeypatch)
-    fetcher.add([(tp, 3) for tp in PARTITIONS], None)
-    fetcher.start()
-    try:
+    with running_fetcher(leader, replicas, monkeypatch):
         wait_for(lambda: len(leader.requests) >= 4, "the fetcher to retry")
         with leader.lock:
             first, *retries = list(leader.requests)
@@ -126,10 +130,6 @@ def test_a_dead_leader_is_retried_with_empty_requests_until_it_answers(tmp_path,
             joined = next(r for r in leader.requests if r.session_epoch == 1)
         assert joined.session_id == 7
         assert sorted(p.partition for p in joined.partitions) == list(range(len(PARTITIONS)))
-    finally:
-        fetcher.stop()
-        for replica in replicas.values():
-            replica.close()
 
 
 def test_a_partition_is_named_again_when_it_appended_not_when_it_only_learned_a_high_watermark(
@@ -146,10 +146,7 @@ def test_a_partition_is_named_again_when_it_appended_not_when_it_only_learned_a_
             topic=told_hw.topic, partition=told_hw.partition, high_watermark=1, log_end_offset=1, leader_epoch=3),
     ])
     leader = FakeLeader(down=False, answers=[first])
-    fetcher = fetcher_of(leader, replicas, monkeypatch)
-    fetcher.add([(tp, 3) for tp in PARTITIONS], None)
-    fetcher.start()
-    try:
+    with running_fetcher(leader, replicas, monkeypatch):
         wait_for(lambda: len(leader.requests) >= 2, "the request after the first answer")
         with leader.lock:
             opened, after = leader.requests[:2]
@@ -157,7 +154,3 @@ def test_a_partition_is_named_again_when_it_appended_not_when_it_only_learned_a_
         assert [(p.partition, p.fetch_offset) for p in after.partitions] == [(appended.partition, 1)]
         with replicas[told_hw].lock:
             assert replicas[told_hw].replica.high_watermark == 1  # the HW was taken all the same
-    finally:
-        fetcher.stop()
-        for replica in replicas.values():
-            replica.close()

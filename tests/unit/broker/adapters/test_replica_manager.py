@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-import time
-
 from replog.broker.adapters.leader_side import append_produced
 from replog.broker.adapters.replica_manager import ReplicaManager
 from replog.broker.core.partition import LeaderAndIsrDecision
@@ -17,6 +15,7 @@ from replog.broker.log import LogConfig
 from replog.broker.log.checkpoints import HW_CHECKPOINT_FILE, read_offsets_checkpoint
 from replog.common.clock import ManualClock
 from replog.common.records import encode_batch, validate_batch
+from tests.unit.broker.adapters.adapter_helpers import wait_for
 
 
 def test_checkpoints_are_rewritten_only_when_they_would_change(tmp_path):
@@ -38,13 +37,6 @@ def test_checkpoints_are_rewritten_only_when_they_would_change(tmp_path):
     assert path.stat().st_ino != first.st_ino
     assert read_offsets_checkpoint(path) == {("orders", 0): 1}
     manager.close()
-
-
-def wait_for(condition, what: str) -> None:
-    deadline = time.monotonic() + 10
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.01)
 
 
 def test_a_deleted_replica_is_renamed_aside_at_once_and_removed_in_the_background(tmp_path):
