@@ -134,3 +134,17 @@ def test_random_clusters_end_balanced_without_breaking_diversity(brokers, added,
     assert_balanced(result, targets, partitions, rf)
     assert result.moves == result.moves_lower_bound
     assert all(len(set(r)) == len(r) == rf for r in result.replicas)
+
+
+def test_preferred_leaders_balance_when_the_targeted_brokers_cannot_all_lead():
+    # Found by the property test above (8 brokers + 1, RF 2, 6 partitions, seed 501): the targets
+    # give the extra leaderships to brokers that no reordering lets all lead; others can.
+    import random
+
+    rng = random.Random(501)
+    loads = [PartitionLoad("t", p, tuple(rng.sample(range(1, 9), 2)), rng.randrange(100)) for p in range(6)]
+    targets = list(range(1, 10))
+    result = rebalance.plan(loads, {b: None for b in targets}, targets)
+    assert_balanced(result, targets, 6, 2)
+    _, leaders = counts(result.replicas)
+    assert all(result.leader_targets[b] == leaders[b] for b in targets)

@@ -42,7 +42,8 @@ tells how far from optimal it ends up):
    smoothing passes, then augmenting paths (leadership passed along a chain of
    partitions), which reach the targets whenever the assignment allows it
    within a bounded number of rounds (a bound on work for a million partitions;
-   what is left shows as the plan's preferred-leader skew).
+   what is left shows as the plan's preferred-leader skew). When the brokers
+   targeted for the extra leaderships cannot all take one, other brokers do.
 
 Cost: a few seconds for 100,000 partitions; about a minute for 1,000,000
 partitions on 1,000 brokers when brokers are added, longer when racks make
@@ -363,20 +364,35 @@ def balance_leaders(replicas: list[list[int]], brokers: Sequence[int]) -> tuple[
     # over brokers at once per round, then every path of its tree that still applies. Rounds are
     # bounded: what is left over shows as the plan's preferred-leader skew.
     edges = max(1, sum(len(r) for r in replicas))
-    for _ in range(max(10, AUGMENTING_EDGE_VISITS_MAX // edges)):
-        overs = sorted(b for b in led if over(b))
-        if not overs:
-            break
-        applied = 0
-        for path in _leadership_paths(overs, led, replicas, under):
-            source = path[0][1]
-            if not over(source) or not under(path[-1][2]) or any(replicas[i][0] != frm for i, frm, _ in path):
-                continue   # an earlier path of this round changed it
-            for index, frm, to in reversed(path):
-                hand_over(index, frm, to)
-            applied += 1
-        if not applied:
-            break
+
+    def augment(over, under) -> None:
+        for _ in range(max(10, AUGMENTING_EDGE_VISITS_MAX // edges)):
+            overs = sorted(b for b in led if over(b))
+            if not overs:
+                break
+            applied = 0
+            for path in _leadership_paths(overs, led, replicas, under):
+                source = path[0][1]
+                if not over(source) or not under(path[-1][2]) or any(replicas[i][0] != frm for i, frm, _ in path):
+                    continue   # an earlier path of this round changed it
+                for index, frm, to in reversed(path):
+                    hand_over(index, frm, to)
+                applied += 1
+            if not applied:
+                break
+
+    augment(over, under)
+    # The targets also say which brokers take the `total mod n` extra leaderships; the replica
+    # lists may not let exactly those brokers take them (8 + 1 brokers, 6 partitions of 2
+    # replicas: broker 1 and 8 both targeted, one partition holding both). Any brokers may: first
+    # no broker above the ceiling, then none below the floor; the targets then name who took them.
+    floor, extra = divmod(sum(targets.values()), len(targets))
+    ceiling = floor + (1 if extra else 0)
+    if any(not floor <= count.get(b, 0) <= ceiling for b in targets):
+        augment(lambda b: count.get(b, 0) > ceiling, lambda b: count.get(b, 0) < ceiling)
+        augment(lambda b: count.get(b, 0) > floor, lambda b: count.get(b, 0) < floor)
+        if all(floor <= count.get(b, 0) <= ceiling for b in targets):
+            targets = {b: count.get(b, 0) for b in targets}
     changed = sum(1 for index, r in enumerate(replicas) if r and r[0] != original_first[index])
     return targets, changed
 
