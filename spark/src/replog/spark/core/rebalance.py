@@ -386,8 +386,7 @@ def balance_leaders(replicas: list[list[int]], brokers: Sequence[int]) -> tuple[
     # lists may not let exactly those brokers take them (8 + 1 brokers, 6 partitions of 2
     # replicas: broker 1 and 8 both targeted, one partition holding both). Any brokers may: first
     # no broker above the ceiling, then none below the floor; the targets then name who took them.
-    floor, extra = divmod(sum(targets.values()), len(targets))
-    ceiling = floor + (1 if extra else 0)
+    floor, ceiling = min(targets.values()), max(targets.values())
     if any(not floor <= count.get(b, 0) <= ceiling for b in targets):
         augment(lambda b: count.get(b, 0) > ceiling, lambda b: count.get(b, 0) < ceiling)
         augment(lambda b: count.get(b, 0) > floor, lambda b: count.get(b, 0) < floor)
