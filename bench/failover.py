@@ -17,7 +17,9 @@ and cpu_s_notice_to_writable, the CPU seconds each process (the benchmark as
 "bench") used from the notice to the last acknowledgement, sampled every 0.1 s:
 on 2 cores their sum against twice the window shows how contended it was.
 The ZooKeeper session timeout (time to *notice*) is configuration, reported
-separately as session_timeout_ms.
+separately as session_timeout_ms. The brokers run two replica fetchers per
+leader (`--replica-fetchers`, reported as num_replica_fetchers; the brokers'
+default is one): see services/broker/.../fetcher_manager.py for why and by how much.
 """
 
 from __future__ import annotations
@@ -163,12 +165,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--partitions", type=int, default=10000)
     parser.add_argument("--session-timeout-ms", type=int, default=3000)
+    parser.add_argument("--replica-fetchers", type=int, default=2,
+                        help="the brokers' num_replica_fetchers (fetchers per leader followed; default 2, "
+                             "the brokers' own default is 1)")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory for inspection")
     parser.add_argument("--profile", metavar="DIR", help="record py-spy profiles of the surviving brokers and the "
                                                          "controller for 10 s from the kill")
     args = parser.parse_args()
     spec = ClusterSpec(controllers=1, brokers=3, gateways=1, zookeeper_session_timeout_ms=args.session_timeout_ms,
-                       extra_args={"broker": ["--replica-lag-time-max-ms", "30000"]})
+                       extra_args={"broker": ["--replica-lag-time-max-ms", "30000",
+                                              "--num-replica-fetchers", str(args.replica_fetchers)]})
     with harness.local_cluster(spec, keep=args.keep) as cluster:
         harness.note(f"state in {cluster.state_dir}")
         zk = ZkClient(cluster.zookeeper_connect)
@@ -214,6 +220,7 @@ def main() -> None:
         noticed = root["start_ns"] / 1e9
         result = {
             "partitions": args.partitions,
+            "num_replica_fetchers": args.replica_fetchers,
             "moved_leaders": len(moved),
             "notice_to_writable_s": round(last_success - noticed, 3),
             "kill_to_notice_s": round(noticed - killed_at, 3),

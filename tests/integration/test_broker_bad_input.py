@@ -147,6 +147,19 @@ def test_replica_fetch_from_a_broker_outside_the_assignment(cluster, unchanged):
     assert reply.partitions[0].records == b""
 
 
+def test_replica_fetch_with_a_fetcher_id_out_of_range_is_invalid(cluster, unchanged):
+    # Each fetcher id opens a session of its own at the leader: ids without bound would let one
+    # follower pile up sessions parked on every partition.
+    stub = replication_pb2_grpc.ReplicationServiceStub(grpc.insecure_channel(cluster.processes["broker-1"].address))
+    for fetcher_id in (-1, 16, 1 << 30):
+        reply = stub.ReplicaFetch(replication_pb2.ReplicaFetchRequest(
+            replica_id=2, fetcher_id=fetcher_id, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+            partitions=[replication_pb2.ReplicaFetchPartition(topic="strict", partition=0, fetch_offset=0,
+                                                              last_fetched_epoch=-1)]), timeout=5)
+        assert reply.error_code == E.ERROR_CODE_INVALID_REQUEST
+        assert f"fetcher id {fetcher_id} is out of range" in reply.error_message and not reply.partitions
+
+
 def test_a_fetch_stream_answers_each_bad_request_in_turn_and_stays_open(cluster, unchanged):
     """Refused requests on a ReplicaFetchStream each get their typed answer; the stream goes on."""
     stub = replication_pb2_grpc.ReplicationServiceStub(grpc.insecure_channel(cluster.processes["broker-1"].address))

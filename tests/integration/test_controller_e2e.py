@@ -50,8 +50,11 @@ def cluster(tmp_path_factory):
     from tests.conftest import ClusterFactory
 
     factory = ClusterFactory(tmp_path_factory.mktemp("controller-e2e"))
+    # Two fetchers per leader (the default is one): failover, shutdown and reassignment here also
+    # run with a follower's partitions split over two fetch sessions at each leader.
     cluster = factory(ClusterSpec(zookeeper_session_timeout_ms=SESSION_MS,
-                                  extra_args={"broker": ["--replica-lag-time-max-ms", "4000"]}))
+                                  extra_args={"broker": ["--replica-lag-time-max-ms", "4000",
+                                                         "--num-replica-fetchers", "2"]}))
     yield cluster
     factory.teardown()
 

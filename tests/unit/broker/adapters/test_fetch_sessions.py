@@ -162,6 +162,22 @@ def test_a_new_session_replaces_the_old_one_and_ends_its_poll():
     assert sessions.find(2, new.session_id) is new
 
 
+def test_each_fetcher_of_a_follower_keeps_its_own_session():
+    # A follower splits the partitions it follows here over its fetchers; one of them opening a
+    # session must not end another's.
+    fresh_partitions()
+    sessions = FetchSessions(PARTITIONS.get)
+    first = sessions.open(replica_id=2, fetcher_id=0)
+    second = sessions.open(replica_id=2, fetcher_id=1)
+    assert not first.closed and first.session_id != second.session_id
+    assert sessions.find(2, first.session_id, fetcher_id=0) is first
+    assert sessions.find(2, second.session_id, fetcher_id=1) is second
+    crossed = sessions.find(2, first.session_id, fetcher_id=1)
+    assert isinstance(crossed, Refusal) and crossed.code is ErrorCode.FETCH_SESSION_NOT_FOUND
+    again = sessions.open(replica_id=2, fetcher_id=1)
+    assert second.closed and not first.closed and sessions.find(2, again.session_id, fetcher_id=1) is again
+
+
 def test_followers_outside_the_isr_are_looked_at_again_without_a_wake_up(monkeypatch):
     # Whether a follower may rejoin can change with time alone (an INELIGIBLE_REPLICA back-off ends).
     from replog.broker.adapters import fetch_sessions

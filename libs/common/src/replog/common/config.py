@@ -55,6 +55,13 @@ def non_negative(value: float) -> str | None:
     return None if value >= 0 else "must be 0 or greater"
 
 
+def between(low: int, high: int) -> Validator:
+    def check(value: int) -> str | None:
+        return None if low <= value <= high else f"must be from {low} to {high}"
+
+    return check
+
+
 def one_of(*choices: str) -> Validator:
     def check(value: str) -> str | None:
         return None if value in choices else f"must be one of {', '.join(choices)}"

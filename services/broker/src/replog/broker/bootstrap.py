@@ -119,13 +119,13 @@ class BrokerProcess:
         settings = FetchSettings(config.broker_id, config.replica_fetch_wait_max_ms, config.replica_fetch_max_bytes,
                                  config.replica_fetch_max_bytes)
 
-        def make_fetcher(leader_id: int) -> ReplicaFetcher:
+        def make_fetcher(leader_id: int, fetcher_id: int) -> ReplicaFetcher:
             return ReplicaFetcher(
-                leader_id=leader_id, settings=settings, lookup=replicas.get, address_of=self.metadata.broker_address,
+                leader_id=leader_id, fetcher_id=fetcher_id, settings=settings, lookup=replicas.get, address_of=self.metadata.broker_address,
                 broker_epoch_of=lambda: self.broker_epoch, channels=self.channels, clock=clock, metrics=metrics,
             )
 
-        self.fetchers = FetcherManager(make_fetcher)
+        self.fetchers = FetcherManager(make_fetcher, config.num_replica_fetchers)
         self.isr_changes = IsrChangeSender(
             broker_id=config.broker_id, broker_epoch_of=lambda: self.broker_epoch, hosted=replicas.hosted,
             lookup=replicas.get, controller=self.controller, delayed_produces=self.delayed_produces,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from replog.common.config import non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
+from replog.common.config import between, non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
+
+# A leader keeps a fetch session per fetcher of each follower, and refuses fetcher ids past this.
+REPLICA_FETCHERS_MAX = 16
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,10 @@ class BrokerConfig:
     replica_lag_time_max_ms: int = setting(10000, "a follower not caught up for this long leaves the ISR", positive)
     replica_fetch_wait_max_ms: int = setting(500, "longest a follower's fetch waits at the leader", positive)
     replica_fetch_max_bytes: int = setting(8 * 1024 * 1024, "bytes a follower fetches per request at most", positive)
+    num_replica_fetchers: int = setting(
+        1, "fetchers (threads, each with its own stream and session) per leader broker followed; a partition "
+           "always uses the same one. 2 shortens a large failover (see fetcher_manager.py)",
+        between(1, REPLICA_FETCHERS_MAX))
     min_insync_replicas: int = setting(1, "default min.insync.replicas for topics without their own", positive)
     segment_bytes: int = setting(64 * 1024 * 1024, "log segment size before rolling", positive)
     message_max_bytes: int = setting(1024 * 1024, "largest record batch accepted", positive)

@@ -23,8 +23,9 @@ ISR answer cleared its pending proposal) wakes the partition's waiters; and
 every SWEEP_INTERVAL_MS a request reads again the partitions whose follower
 is outside the ISR, since whether it may rejoin can change with time alone.
 
-`session_epoch` 0 opens a session (replacing the follower's previous one,
-whose waiter is unparked); later requests carry the next epoch, and may name
+`session_epoch` 0 opens a session (replacing the previous one of the same
+follower fetcher, `fetcher_id`, whose waiter is unparked; a follower may split
+the partitions it follows here over several fetchers, fetcher_manager.py); later requests carry the next epoch, and may name
 partitions new to the session (a follower joins the partitions it starts
 following, after a leader change, without opening a new session). A request
 for an unknown session or out of sequence is refused as a whole
@@ -241,31 +242,31 @@ def _is_news(answer: FollowerFetchAnswer, known_high_watermark: int) -> bool:
 
 
 class FetchSessions:
-    """The open session of each follower broker."""
+    """The open session of each follower fetcher, by (follower broker id, fetcher id)."""
 
     def __init__(self, lookup: Callable[[TopicPartition], HostedPartition | None],
                  throttle: ReplicationThrottle | None = None) -> None:
         self._lookup = lookup
         self._throttle = throttle
         self._lock = threading.Lock()
-        self._by_replica: dict[int, FetchSession] = {}
+        self._by_replica: dict[tuple[int, int], FetchSession] = {}
         self._ids = itertools.count(1)
 
-    def open(self, replica_id: int) -> FetchSession:
+    def open(self, replica_id: int, fetcher_id: int = 0) -> FetchSession:
         with self._lock:
             session = FetchSession(replica_id, next(self._ids), self._lookup, self._throttle)
-            previous = self._by_replica.get(replica_id)
-            self._by_replica[replica_id] = session
+            previous = self._by_replica.get((replica_id, fetcher_id))
+            self._by_replica[(replica_id, fetcher_id)] = session
         if previous is not None:
             previous.close()
         return session
 
-    def find(self, replica_id: int, session_id: int) -> FetchSession | Refusal:
+    def find(self, replica_id: int, session_id: int, fetcher_id: int = 0) -> FetchSession | Refusal:
         with self._lock:
-            session = self._by_replica.get(replica_id)
+            session = self._by_replica.get((replica_id, fetcher_id))
         if session is None or session.session_id != session_id:
             return Refusal(ErrorCode.FETCH_SESSION_NOT_FOUND,
-                           f"no fetch session {session_id} for replica {replica_id}; open a new one")
+                           f"no fetch session {session_id} for replica {replica_id} fetcher {fetcher_id}; open a new one")
         return session
 
     def __len__(self) -> int:

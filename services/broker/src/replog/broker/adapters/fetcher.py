@@ -96,6 +96,7 @@ class ReplicaFetcher:
         self,
         *,
         leader_id: int,
+        fetcher_id: int = 0,
         settings: FetchSettings,
         lookup: Callable[[TopicPartition], HostedPartition | None],
         address_of: Callable[[int], str | None],
@@ -105,6 +106,7 @@ class ReplicaFetcher:
         metrics: BrokerMetrics,
     ) -> None:
         self.leader_id = leader_id
+        self.fetcher_id = fetcher_id
         self._settings = settings
         self._lookup = lookup
         self._address_of = address_of
@@ -137,7 +139,7 @@ class ReplicaFetcher:
         self._session_positions: dict[TopicPartition, tuple[_Target, FetchPosition]] = {}
         # Partitions to name in the next incremental request: their position may have changed.
         self._dirty: set[TopicPartition] = set()
-        self._thread = threading.Thread(target=self._run, name=f"replica-fetcher-{leader_id}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"replica-fetcher-{leader_id}-{fetcher_id}", daemon=True)
 
     # --- control (any thread) ---------------------------------------------------------
 
@@ -265,6 +267,7 @@ class ReplicaFetcher:
             session_id=self._session_id if session_epoch > 0 else 0,
             session_epoch=session_epoch,
             resend=self._resend and session_epoch > 0,
+            fetcher_id=self.fetcher_id,
             partitions=[
                 replication_pb2.ReplicaFetchPartition(
                     topic=tp.topic, partition=tp.partition, current_leader_epoch=target.leader_epoch,

@@ -31,6 +31,7 @@ from replog.broker.adapters.isr_changes import IsrChangeSender
 from replog.broker.adapters.leader_side import FollowerFetchAnswer, offset_for_leader_epoch, read_for_follower
 from replog.broker.adapters.metrics import BrokerMetrics
 from replog.broker.adapters.replication_throttle import ReplicationThrottle
+from replog.broker.config import REPLICA_FETCHERS_MAX
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import Clock
@@ -96,14 +97,19 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         if request.replica_id < 0 or request.replica_id == self._broker_id:
             return replication_pb2.ReplicaFetchResponse(
                 error_code=ErrorCode.INVALID_REQUEST, error_message=f"replica id {request.replica_id} may not fetch here")
+        if not 0 <= request.fetcher_id < REPLICA_FETCHERS_MAX:
+            return replication_pb2.ReplicaFetchResponse(
+                error_code=ErrorCode.INVALID_REQUEST,
+                error_message=f"fetcher id {request.fetcher_id} is out of range: a follower has at most "
+                              f"{REPLICA_FETCHERS_MAX} fetchers per leader, numbered from 0")
         if self._stopping():
             return replication_pb2.ReplicaFetchResponse(
                 error_code=ErrorCode.BROKER_SHUTTING_DOWN, error_message="the broker is shutting down")
         bytes_max = min(request.max_bytes or self._fetch_bytes_max, self._fetch_bytes_max)
         if request.session_epoch == 0:
-            session = self._sessions.open(request.replica_id)
+            session = self._sessions.open(request.replica_id, request.fetcher_id)
         else:
-            session = self._sessions.find(request.replica_id, request.session_id)
+            session = self._sessions.find(request.replica_id, request.session_id, request.fetcher_id)
             if isinstance(session, Refusal):
                 return replication_pb2.ReplicaFetchResponse(error_code=session.code, error_message=session.reason)
         if session.session_id not in interrupts:
