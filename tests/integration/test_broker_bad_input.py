@@ -151,13 +151,15 @@ def test_replica_fetch_with_a_fetcher_id_out_of_range_is_invalid(cluster, unchan
     # Each fetcher id opens a session of its own at the leader: ids without bound would let one
     # follower pile up sessions parked on every partition.
     stub = replication_pb2_grpc.ReplicationServiceStub(grpc.insecure_channel(cluster.processes["broker-1"].address))
-    for fetcher_id in (-1, 16, 1 << 30):
+    for fetcher_id, fetcher_count in ((-1, 1), (16, 17), (1 << 30, 0), (0, -2), (0, 17)):
         reply = stub.ReplicaFetch(replication_pb2.ReplicaFetchRequest(
-            replica_id=2, fetcher_id=fetcher_id, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+            replica_id=2, fetcher_id=fetcher_id, fetcher_count=fetcher_count, max_wait_ms=0, min_bytes=1,
+            max_bytes=1 << 20,
             partitions=[replication_pb2.ReplicaFetchPartition(topic="strict", partition=0, fetch_offset=0,
                                                               last_fetched_epoch=-1)]), timeout=5)
         assert reply.error_code == E.ERROR_CODE_INVALID_REQUEST
-        assert f"fetcher id {fetcher_id} is out of range" in reply.error_message and not reply.partitions
+        assert f"fetcher id {fetcher_id} (of {fetcher_count}) is out of range" in reply.error_message
+        assert not reply.partitions
 
 
 def test_a_fetch_stream_answers_each_bad_request_in_turn_and_stays_open(cluster, unchanged):

@@ -174,8 +174,23 @@ def test_each_fetcher_of_a_follower_keeps_its_own_session():
     assert sessions.find(2, second.session_id, fetcher_id=1) is second
     crossed = sessions.find(2, first.session_id, fetcher_id=1)
     assert isinstance(crossed, Refusal) and crossed.code is ErrorCode.FETCH_SESSION_NOT_FOUND
-    again = sessions.open(replica_id=2, fetcher_id=1)
+    again = sessions.open(replica_id=2, fetcher_id=1, fetcher_count=2)
     assert second.closed and not first.closed and sessions.find(2, again.session_id, fetcher_id=1) is again
+
+
+def test_a_follower_back_with_fewer_fetchers_leaves_no_session_parked():
+    # Restarted with one fetcher instead of two, the follower never speaks for fetcher 1 again: its
+    # session would stay parked on its partitions, woken by every append, for the leader's life.
+    fresh_partitions()
+    sessions = FetchSessions(PARTITIONS.get)
+    other_follower = sessions.open(replica_id=3, fetcher_id=1, fetcher_count=2)
+    old = [sessions.open(replica_id=2, fetcher_id=i, fetcher_count=2) for i in (0, 1)]
+    poll(old[1], [position(tp) for tp in PARTITIONS])
+    assert all(len(p.waiters) == 1 for p in PARTITIONS.values())
+    new = sessions.open(replica_id=2, fetcher_id=0, fetcher_count=1)
+    assert all(s.closed for s in old) and not other_follower.closed
+    assert all(len(p.waiters) == 0 for p in PARTITIONS.values())
+    assert sessions.find(2, new.session_id) is new and len(sessions) == 2
 
 
 def test_followers_outside_the_isr_are_looked_at_again_without_a_wake_up(monkeypatch):

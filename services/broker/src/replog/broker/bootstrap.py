@@ -121,7 +121,8 @@ class BrokerProcess:
 
         def make_fetcher(leader_id: int, fetcher_id: int) -> ReplicaFetcher:
             return ReplicaFetcher(
-                leader_id=leader_id, fetcher_id=fetcher_id, settings=settings, lookup=replicas.get, address_of=self.metadata.broker_address,
+                leader_id=leader_id, fetcher_id=fetcher_id, fetcher_count=config.num_replica_fetchers,
+                settings=settings, lookup=replicas.get, address_of=self.metadata.broker_address,
                 broker_epoch_of=lambda: self.broker_epoch, channels=self.channels, clock=clock, metrics=metrics,
             )
 

@@ -23,10 +23,13 @@ ISR answer cleared its pending proposal) wakes the partition's waiters; and
 every SWEEP_INTERVAL_MS a request reads again the partitions whose follower
 is outside the ISR, since whether it may rejoin can change with time alone.
 
-`session_epoch` 0 opens a session (replacing the previous one of the same
-follower fetcher, `fetcher_id`, whose waiter is unparked; a follower may split
-the partitions it follows here over several fetchers, fetcher_manager.py); later requests carry the next epoch, and may name
-partitions new to the session (a follower joins the partitions it starts
+`session_epoch` 0 opens a session. It replaces the previous one of the same
+follower fetcher (`fetcher_id`: a follower may split the partitions it follows
+here over several fetchers, fetcher_manager.py), and closes those of the
+follower's fetcher ids at or past its `fetcher_count`, left by a run with more
+fetchers, which would otherwise stay parked for good; a closed session's waiter
+is unparked. Later requests carry the next epoch, and may name partitions new
+to the session (a follower joins the partitions it starts
 following, after a leader change, without opening a new session). A request
 for an unknown session or out of sequence is refused as a whole
 (FETCH_SESSION_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH) and the follower opens
@@ -252,12 +255,15 @@ class FetchSessions:
         self._by_replica: dict[tuple[int, int], FetchSession] = {}
         self._ids = itertools.count(1)
 
-    def open(self, replica_id: int, fetcher_id: int = 0) -> FetchSession:
+    def open(self, replica_id: int, fetcher_id: int = 0, fetcher_count: int = 1) -> FetchSession:
+        """A new session for this follower fetcher, replacing its previous one; sessions of the
+        follower's fetcher ids at or past `fetcher_count` (a run with more fetchers) are closed too."""
         with self._lock:
             session = FetchSession(replica_id, next(self._ids), self._lookup, self._throttle)
-            previous = self._by_replica.get((replica_id, fetcher_id))
+            replaced = [self._by_replica.pop(key) for key in list(self._by_replica)
+                        if key == (replica_id, fetcher_id) or (key[0] == replica_id and key[1] >= fetcher_count)]
             self._by_replica[(replica_id, fetcher_id)] = session
-        if previous is not None:
+        for previous in replaced:
             previous.close()
         return session
 

@@ -97,6 +97,7 @@ class ReplicaFetcher:
         *,
         leader_id: int,
         fetcher_id: int = 0,
+        fetcher_count: int = 1,
         settings: FetchSettings,
         lookup: Callable[[TopicPartition], HostedPartition | None],
         address_of: Callable[[int], str | None],
@@ -107,6 +108,7 @@ class ReplicaFetcher:
     ) -> None:
         self.leader_id = leader_id
         self.fetcher_id = fetcher_id
+        self._fetcher_count = fetcher_count
         self._settings = settings
         self._lookup = lookup
         self._address_of = address_of
@@ -268,6 +270,7 @@ class ReplicaFetcher:
             session_epoch=session_epoch,
             resend=self._resend and session_epoch > 0,
             fetcher_id=self.fetcher_id,
+            fetcher_count=self._fetcher_count,
             partitions=[
                 replication_pb2.ReplicaFetchPartition(
                     topic=tp.topic, partition=tp.partition, current_leader_epoch=target.leader_epoch,

@@ -97,17 +97,18 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         if request.replica_id < 0 or request.replica_id == self._broker_id:
             return replication_pb2.ReplicaFetchResponse(
                 error_code=ErrorCode.INVALID_REQUEST, error_message=f"replica id {request.replica_id} may not fetch here")
-        if not 0 <= request.fetcher_id < REPLICA_FETCHERS_MAX:
+        if not 0 <= request.fetcher_id < REPLICA_FETCHERS_MAX or not 0 <= request.fetcher_count <= REPLICA_FETCHERS_MAX:
             return replication_pb2.ReplicaFetchResponse(
                 error_code=ErrorCode.INVALID_REQUEST,
-                error_message=f"fetcher id {request.fetcher_id} is out of range: a follower has at most "
-                              f"{REPLICA_FETCHERS_MAX} fetchers per leader, numbered from 0")
+                error_message=f"fetcher id {request.fetcher_id} (of {request.fetcher_count}) is out of range: a "
+                              f"follower has at most {REPLICA_FETCHERS_MAX} fetchers per leader, numbered from 0")
         if self._stopping():
             return replication_pb2.ReplicaFetchResponse(
                 error_code=ErrorCode.BROKER_SHUTTING_DOWN, error_message="the broker is shutting down")
         bytes_max = min(request.max_bytes or self._fetch_bytes_max, self._fetch_bytes_max)
         if request.session_epoch == 0:
-            session = self._sessions.open(request.replica_id, request.fetcher_id)
+            session = self._sessions.open(request.replica_id, request.fetcher_id,
+                                          max(request.fetcher_count, request.fetcher_id + 1))
         else:
             session = self._sessions.find(request.replica_id, request.session_id, request.fetcher_id)
             if isinstance(session, Refusal):
