@@ -272,7 +272,8 @@ class FetchSessions:
             session = self._by_replica.get((replica_id, fetcher_id))
         if session is None or session.session_id != session_id:
             return Refusal(ErrorCode.FETCH_SESSION_NOT_FOUND,
-                           f"no fetch session {session_id} for replica {replica_id} fetcher {fetcher_id}; open a new one")
+                           f"no fetch session {session_id} for replica {replica_id} fetcher {fetcher_id}; "
+                           "open a new one")
         return session
 
     def __len__(self) -> int:

@@ -38,7 +38,7 @@ class FetcherManager:
         self._per_leader = fetchers_per_leader
         self._lock = threading.Lock()
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
-        self._leader_of: dict[TopicPartition, tuple[int, int]] = {}
+        self._fetcher_of: dict[TopicPartition, tuple[int, int]] = {}  # (leader id, fetcher id)
         self._stopped = False
 
     def add(
@@ -52,12 +52,12 @@ class FetcherManager:
             moved: dict[tuple[int, int], list[TopicPartition]] = {}
             split: dict[tuple[int, int], list[tuple[TopicPartition, int]]] = {}
             for entry in partitions:
-                topic_partition = entry[0]
+                topic_partition, _ = entry
                 key = (leader_id, fetcher_index(topic_partition, self._per_leader))
-                previous = self._leader_of.get(topic_partition)
+                previous = self._fetcher_of.get(topic_partition)
                 if previous is not None and previous != key:
                     moved.setdefault(previous, []).append(topic_partition)
-                self._leader_of[topic_partition] = key
+                self._fetcher_of[topic_partition] = key
                 split.setdefault(key, []).append(entry)
             for previous, topic_partitions in moved.items():
                 self._fetchers[previous].remove(topic_partitions)
@@ -68,21 +68,20 @@ class FetcherManager:
                     fetcher.start()
                 fetcher.add(entries, trace_context)
 
-
     def remove(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop fetching these partitions (one call per batch: see ReplicaFetcher.remove)."""
         with self._lock:
-            by_leader: dict[tuple[int, int], list[TopicPartition]] = {}
+            by_fetcher: dict[tuple[int, int], list[TopicPartition]] = {}
             for topic_partition in partitions:
-                leader_id = self._leader_of.pop(topic_partition, None)
-                if leader_id is not None:
-                    by_leader.setdefault(leader_id, []).append(topic_partition)
-            for leader_id, topic_partitions in by_leader.items():
-                self._fetchers[leader_id].remove(topic_partitions)
+                key = self._fetcher_of.pop(topic_partition, None)
+                if key is not None:
+                    by_fetcher.setdefault(key, []).append(topic_partition)
+            for key, topic_partitions in by_fetcher.items():
+                self._fetchers[key].remove(topic_partitions)
 
     def fetched_partitions(self) -> dict[TopicPartition, int]:
         with self._lock:
-            return {tp: key[0] for tp, key in self._leader_of.items()}
+            return {tp: key[0] for tp, key in self._fetcher_of.items()}
 
     def stop(self) -> None:
         with self._lock:
