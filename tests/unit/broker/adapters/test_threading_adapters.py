@@ -62,6 +62,43 @@ def test_delayed_produce_times_out_and_close_releases_waiters():
     assert box["results"][0].error_code is ErrorCode.REQUEST_TIMED_OUT
 
 
+def test_a_parked_produce_answers_its_callback_once_from_the_thread_that_moves_the_hw():
+    progress = Progress()
+    delayed = DelayedProduces(progress, SystemClock())
+    answers = []
+    delayed.park([ProduceWait(TP, 3, 0, 4, 2)], 10_000, answers.append)
+    assert answers == [] and len(delayed) == 1  # parked; nothing blocked
+    progress.high_watermark = 5
+    delayed.check(TP)
+    delayed.check(TP)
+    delayed.expire_due()
+    assert [[r.error_code for r in results] for results in answers] == [[ErrorCode.NONE]] and len(delayed) == 0
+
+
+def test_a_parked_produce_that_can_complete_at_once_is_answered_before_park_returns():
+    progress = Progress()
+    progress.high_watermark = 5
+    delayed = DelayedProduces(progress, SystemClock())
+    answers = []
+    delayed.park([ProduceWait(TP, 3, 0, 4, 2)], 10_000, answers.append)
+    assert [results[0].error_code for results in answers] == [ErrorCode.NONE] and len(delayed) == 0
+
+
+def test_a_parked_produce_expires_only_once_its_deadline_passed_and_close_answers_the_rest():
+    delayed = DelayedProduces(Progress(), SystemClock())
+    answers = []
+    deadline_ms = delayed.park([ProduceWait(TP, 3, 0, 4, 2)], 50, answers.append)
+    delayed.park([ProduceWait(TP, 3, 5, 9, 2)], 60_000, answers.append)
+    delayed.expire_due()
+    assert answers == []  # not due yet: the caller keeps the clock
+    while SystemClock().monotonic_ms() <= deadline_ms:
+        time.sleep(0.01)
+    delayed.expire_due()
+    assert [results[0].error_code for results in answers] == [ErrorCode.REQUEST_TIMED_OUT]
+    delayed.close()
+    assert [results[0].error_code for results in answers] == [ErrorCode.REQUEST_TIMED_OUT] * 2 and len(delayed) == 0
+
+
 class Parked:
     """A partition stand-in: counts reads, wakes its waiters like HostedPartition.wake."""
 
