@@ -9,7 +9,8 @@ with `--replication-factor` replicas (min.insync.replicas = min(2, RF)), and
 drives the client library's Producer: `send_batch` hands it `--batch-records`
 records at a time (one future per batch, not per record); the producer encodes
 each batch once (CRC-32C, producer id and sequence when idempotent, which
-acks=all is) and keeps one request in flight per partition.
+acks=all is) and keeps up to `--max-in-flight` requests in flight per partition
+on its ProduceStream to the leader (the broker appends them in the order sent).
 
 Throughput mode (default): batches are queued as fast as the producer takes
 them (`--queued-batches` per partition ahead of the one in flight).
@@ -19,7 +20,10 @@ p99_ms are produce-to-ack times per batch, from `send_batch` to the ack
 
 Latency mode (`--rate-mb-per-s R`): every millisecond the records due at R MB/s
 are handed to the producer as one batch, for `--seconds`; the latencies are the
-same produce-to-ack times at that fixed offered load.
+same produce-to-ack times at that fixed offered load. Its defaults are the
+producer settings for latency (linger 0, one request in flight: what arrives
+during a round trip leaves in the next request); throughput mode's are for
+throughput (linger 1 ms, 5 in flight). Both are flags, and reported.
 
 floor_grpc_stream_mb_per_s: measured in the same run, two local processes
 stream 1 MiB messages over one raw gRPC stream (bytes, no schema, no broker):
@@ -204,6 +208,9 @@ def main() -> None:
     parser.add_argument("--batch-records", type=int, default=0,
                         help="records per send_batch call (default: 8,000, or fewer so a call fits in 1 MiB)")
     parser.add_argument("--queued-batches", type=int, default=2, help="batches queued per partition behind the one in flight")
+    parser.add_argument("--max-in-flight", type=int, default=0,
+                        help="producer requests in flight per partition (default: 5, or 1 in latency mode)")
+    parser.add_argument("--linger-ms", type=int, default=-1, help="producer linger (default: 1, or 0 in latency mode)")
     parser.add_argument("--rate-mb-per-s", type=float, default=0.0, help="latency mode: fixed offered load")
     parser.add_argument("--seconds", type=float, default=15.0, help="latency mode: how long")
     parser.add_argument("--profile", metavar="DIR", help="record py-spy profiles of leader, follower and producer")
@@ -217,6 +224,9 @@ def main() -> None:
         _floor_server()
         return
     acks = -1 if args.acks == "all" else int(args.acks)
+    latency_mode = args.rate_mb_per_s > 0
+    args.max_in_flight = args.max_in_flight or (1 if latency_mode else 5)
+    args.linger_ms = args.linger_ms if args.linger_ms >= 0 else (0 if latency_mode else 1)
     fitting = (BATCH_BYTES_MAX - 4096) // (args.record_size + 24)  # the producer's per-record size estimate
     args.batch_records = min(args.batch_records or 8000, fitting)
     brokers = max(3, args.replication_factor)
@@ -238,13 +248,13 @@ def main() -> None:
                            30, "partition leaders")
         zk.stop()
         bootstrap = [p.address for p in cluster.of_role("broker")]
-        producer = Producer(bootstrap, acks=acks, idempotent=acks == -1, linger_ms=1,
+        producer = Producer(bootstrap, acks=acks, idempotent=acks == -1, linger_ms=args.linger_ms,
+                            max_in_flight=args.max_in_flight,
                             batch_records_max=1_000_000, buffered_records_max=10_000_000, request_timeout_ms=30_000)
         payload = os.urandom(args.record_size)
         # Warm up: metadata, connections, the first batches of every partition.
         for p in range(args.partitions):
             producer.send_batch(TOPIC, [payload] * 10, partition=p).result(timeout=30)
-        latency_mode = args.rate_mb_per_s > 0
         expected_s = args.seconds if latency_mode else max(5.0, args.records / 150_000)
         profilers = harness.start_profilers(args.profile, {
             "leader": cluster.processes[f"broker-{assignment[0][0]}"].pid,
@@ -266,6 +276,8 @@ def main() -> None:
         "replication_factor": args.replication_factor,
         "partitions": args.partitions,
         "batch_records": None if latency_mode else args.batch_records,
+        "max_in_flight": args.max_in_flight,
+        "linger_ms": args.linger_ms,
         "offered_mb_per_s": args.rate_mb_per_s if latency_mode else None,
         "records": results.records,
         "seconds": round(seconds, 3),

@@ -3,15 +3,23 @@
 `send()` appends a record to its partition's open batch and returns a Future
 (`send_batch()` appends many with one Future). One sender thread closes batches
 when full or after `linger_ms` (a lingered batch keeps filling while its
-partition still has a request in flight), encodes each
-once (replog.common.records) with its producer id, epoch and base sequence,
-and sends one ProduceRequest per leader broker. At most one batch per
-partition is in flight, so sequences reach the leader in order. A batch that
-fails with a retriable error (not leader, timeout, broker gone, not enough
-replicas) is retried with the same bytes and the same sequence after a
-metadata refresh; with idempotence the new leader recognises a batch it
-already has and answers with its original offset, so a retry never writes a
-record twice.
+partition cannot send: `max_in_flight` requests out, or a retry pending),
+encodes each once (replog.common.records) with its producer id, epoch and base
+sequence, and sends one ProduceRequest per leader broker over that broker's
+ProduceStream (produce_stream.py), which the broker appends in the order sent.
+
+Up to `max_in_flight` batches per partition are in flight (Kafka's
+max.in.flight.requests.per.connection, 5 by default; at most 5 with
+idempotence, the batches a partition remembers per producer), so a batch need
+not wait for the whole round trip of the one before it. A batch that fails
+with a retriable error (not leader, timeout, broker gone, not enough replicas)
+is retried with the same bytes and the same sequence after a metadata refresh.
+Its partition then *recovers*: nothing new is sent until every batch of it in
+flight has answered, and the batches to retry go one at a time, in sequence
+order; a later batch that the leader refused as out of order because an
+earlier one had not been appended is one of them. With idempotence the leader
+recognises a batch it already has and answers with its original offset, so a
+retry never writes a record twice.
 """
 
 from __future__ import annotations
@@ -25,13 +33,15 @@ import zlib
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-import grpc
-
 from replog.common import records as rec
 from replog.client.metadata import MetadataCache
+from replog.client.produce_stream import ProduceStream
 from replog.v1 import common_pb2, log_pb2
 
 log = logging.getLogger(__name__)
+
+MAX_IN_FLIGHT_IDEMPOTENT = 5  # the broker's producer state keeps a producer's last 5 batches (BATCHES_KEPT)
+MAX_IN_FLIGHT = 100
 
 RETRIABLE = {
     common_pb2.ERROR_CODE_NOT_LEADER,
@@ -73,6 +83,7 @@ class _Batch:
     created_s: float = field(default_factory=time.monotonic)
     encoded: bytes | None = None
     base_sequence: int = -1
+    ordinal: int = -1  # the partition's batches in send order, from 0 (set with the sequence)
     attempts: int = 0
     deadline_s: float = 0.0
     retry_at_s: float = 0.0
@@ -92,11 +103,17 @@ class Producer:
         delivery_timeout_ms: int = 120_000,
         retry_backoff_ms: int = 100,
         buffered_records_max: int = 1_000_000,
+        max_in_flight: int = 5,
     ) -> None:
         if acks not in (0, 1, -1):
             raise ValueError(f"acks must be 0, 1 or -1 (all), not {acks}")
         if idempotent and acks != -1:
             raise ValueError("an idempotent producer needs acks=-1 (all)")
+        if not 1 <= max_in_flight <= (MAX_IN_FLIGHT_IDEMPOTENT if idempotent else MAX_IN_FLIGHT):
+            raise ValueError(f"max_in_flight must be 1 to {MAX_IN_FLIGHT_IDEMPOTENT} with idempotence (a broker "
+                             f"remembers a producer's last {MAX_IN_FLIGHT_IDEMPOTENT} batches per partition) or 1 "
+                             f"to {MAX_IN_FLIGHT} without, not {max_in_flight}")
+        self.max_in_flight = max_in_flight
         self.metadata = MetadataCache(bootstrap)
         self.acks = acks
         self.idempotent = idempotent
@@ -110,8 +127,12 @@ class Producer:
         self._lock = threading.Condition()
         self._open: dict[tuple[str, int], _Batch] = {}
         self._ready: collections.deque[_Batch] = collections.deque()
-        self._in_flight: set[tuple[str, int]] = set()
+        self._in_flight: dict[tuple[str, int], int] = {}  # batches in flight per partition
+        self._recovering: set[tuple[str, int]] = set()  # partitions retrying: one batch at a time, in order
         self._next_sequence: dict[tuple[str, int], int] = {}
+        self._next_ordinal: dict[tuple[str, int], int] = {}
+        self._unfinished: dict[tuple[str, int], set[int]] = {}  # ordinals encoded and not yet answered for good
+        self._streams: dict[str, ProduceStream] = {}  # sender thread only
         self._completions: queue.Queue = queue.Queue()
         self._buffered = 0
         self._buffered_max = buffered_records_max
@@ -226,6 +247,8 @@ class Producer:
                 self._closed = True
                 self._lock.notify_all()
             self._thread.join(timeout=5)
+            for stream in self._streams.values():
+                stream.close()
             self.metadata.close()
 
     def __enter__(self) -> "Producer":
@@ -260,10 +283,12 @@ class Producer:
                 if self._closed and not self._ready and not self._open and not self._in_flight:
                     return
                 now = time.monotonic()
-                # A lingered batch leaves only when its partition can send: while a request
-                # is in flight (or a full batch waits) it keeps filling, as Kafka's
-                # accumulator does, instead of splitting into one small request per linger.
-                waiting_keys = self._in_flight | {(b.topic, b.partition) for b in self._ready}
+                # A lingered batch leaves only when its partition can send: while it has all
+                # the requests in flight it may (or a full batch waits) it keeps filling, as
+                # Kafka's accumulator does, instead of splitting into one small request per linger.
+                waiting_keys = {key for key, n in self._in_flight.items() if n >= self.max_in_flight}
+                waiting_keys |= self._recovering
+                waiting_keys |= {(b.topic, b.partition) for b in self._ready}
                 lingering = False  # an open batch that may leave once its linger ends
                 for key, batch in list(self._open.items()):
                     if key in waiting_keys:
@@ -274,18 +299,22 @@ class Producer:
                         lingering = True
                 sendable = []
                 waiting = collections.deque()
-                # A partition's batches leave in order: one waiting (in flight, or
-                # backing off before a retry) holds back every later one, else a
-                # later sequence would reach the leader first.
+                # A partition's batches leave in order: one held back (its partition has
+                # all it may in flight, or it backs off before a retry) holds back every
+                # later one, else a later sequence would reach the leader first.
                 blocked: set[tuple[str, int]] = set()
                 while self._ready:
                     batch = self._ready.popleft()
                     key = (batch.topic, batch.partition)
-                    if key in self._in_flight or key in blocked or batch.retry_at_s > now:
+                    in_flight = self._in_flight.get(key, 0)
+                    if key in self._recovering and in_flight == 0 and batch.attempts == 0:
+                        self._recovering.discard(key)  # every retried batch is through
+                    limit = 1 if key in self._recovering else self.max_in_flight
+                    if key in blocked or in_flight >= limit or batch.retry_at_s > now:
                         waiting.append(batch)
                         blocked.add(key)
                     else:
-                        self._in_flight.add(key)
+                        self._in_flight[key] = in_flight + 1
                         sendable.append(batch)
                 self._ready = waiting
                 # A batch held back by a request in flight waits for its completion, not for a timer.
@@ -293,6 +322,9 @@ class Producer:
             if sendable:
                 self._send(sendable)
             self._encode_waiting()
+            now = time.monotonic()
+            for stream in list(self._streams.values()):
+                stream.cancel_if_overdue(now)
             try:
                 completion = self._completions.get(timeout=self.linger_s if timed else 0.05)
             except queue.Empty:
@@ -313,6 +345,10 @@ class Producer:
         if self.idempotent:
             batch.base_sequence = self._next_sequence.get(key, 0)
             self._next_sequence[key] = (batch.base_sequence + len(batch.records)) % (2**31)
+        batch.ordinal = self._next_ordinal.get(key, 0)
+        self._next_ordinal[key] = batch.ordinal + 1
+        with self._lock:
+            self._unfinished.setdefault(key, set()).add(batch.ordinal)
         batch.encoded = rec.encode_batch(batch.records, producer_id=self.producer_id,
                                          producer_epoch=self.producer_epoch, base_sequence=batch.base_sequence)
         batch.deadline_s = time.monotonic() + self.delivery_timeout_s
@@ -340,23 +376,39 @@ class Producer:
                 self._completions.put((batch, common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE, "no leader known", -1))
                 continue
             by_leader.setdefault(leader[0], []).append(batch)
-        for address, group in by_leader.items():
-            request = log_pb2.ProduceRequest(
-                acks=self.acks, timeout_ms=int(self.request_timeout_s * 1000),
-                partitions=[log_pb2.ProducePartitionData(topic=b.topic, partition=b.partition, record_batch=b.encoded)
-                            for b in group],
-            )
-            call = self.metadata.stub(address).Produce.future(request, timeout=self.request_timeout_s + 5)
-            call.add_done_callback(lambda f, group=group: self._on_reply(f, group))
+        for address, batches_there in by_leader.items():
+            for group in _one_per_partition(batches_there):
+                self._send_group(address, group)
 
-    def _on_reply(self, call, group: list[_Batch]) -> None:
-        try:
-            reply = call.result()
-        except grpc.RpcError as exc:
+    def _send_group(self, address: str, group: list[_Batch]) -> None:
+        """One request (a partition at most once in it) on the broker's stream, opened if need be."""
+        request = log_pb2.ProduceRequest(
+            acks=self.acks, timeout_ms=int(self.request_timeout_s * 1000),
+            partitions=[log_pb2.ProducePartitionData(topic=b.topic, partition=b.partition, record_batch=b.encoded)
+                        for b in group],
+        )
+        due_s = time.monotonic() + self.request_timeout_s + 5
+        stream = self._streams.get(address)
+        if stream is None or not stream.send(request, group, due_s):
+            try:
+                stream = self._streams[address] = ProduceStream(self.metadata.channels.get(address), self._on_reply,
+                                                                self._on_lost)
+            except Exception as exc:  # noqa: BLE001 - like a failed request: retried
+                self._on_lost(group, str(exc))
+                return
+            if not stream.send(request, group, due_s):  # it failed at once (the broker is down)
+                self._on_lost(group, "the produce stream failed as it opened")
+
+    def _on_lost(self, group: list[_Batch], why: str) -> None:
+        for batch in group:
+            self._completions.put((batch, common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE, why, -1))
+
+    def _on_reply(self, group: list[_Batch], answer: log_pb2.ProduceStreamResponse) -> None:
+        if answer.error_code != common_pb2.ERROR_CODE_NONE:
             for batch in group:
-                self._completions.put((batch, common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE,
-                                       f"{exc.code().name}: {exc.details()}", -1))
+                self._completions.put((batch, answer.error_code, answer.error_message, -1))
             return
+        reply = answer.produce
         if self.acks == 0:
             for batch in group:
                 self._completions.put((batch, common_pb2.ERROR_CODE_NONE, "", -1))
@@ -372,6 +424,11 @@ class Producer:
     def _complete(self, batch: _Batch, code: int, message: str, base_offset: int) -> None:
         key = (batch.topic, batch.partition)
         retry = code in RETRIABLE or code == common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE
+        if code == common_pb2.ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER:
+            with self._lock:
+                # An earlier batch of the partition not yet appended (it failed, or went to
+                # another leader) explains the gap: retry after it. Else the gap is real.
+                retry = min(self._unfinished.get(key, {batch.ordinal})) < batch.ordinal
         if code in (common_pb2.ERROR_CODE_NONE, common_pb2.ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER):
             for future, i in batch.futures:
                 future.set_result(RecordMetadata(batch.topic, batch.partition, base_offset + i if base_offset >= 0 else -1))
@@ -383,8 +440,9 @@ class Producer:
             except Exception:  # noqa: BLE001 - the next attempt refreshes again
                 pass
             with self._lock:
-                self._in_flight.discard(key)
-                self._ready.appendleft(batch)
+                self._landed(key)
+                self._recovering.add(key)
+                self._requeue(batch)
                 self._lock.notify_all()
             return
         else:
@@ -392,6 +450,47 @@ class Producer:
             for future, _ in batch.futures:
                 future.set_exception(error)
         with self._lock:
-            self._in_flight.discard(key)
+            self._landed(key)
+            unfinished = self._unfinished.get(key)
+            if unfinished is not None:
+                unfinished.discard(batch.ordinal)
             self._buffered -= len(batch.records)
             self._lock.notify_all()
+
+    def _landed(self, key: tuple[str, int]) -> None:
+        """A request of this partition is no longer in flight (under the lock)."""
+        left = self._in_flight.get(key, 0) - 1
+        if left > 0:
+            self._in_flight[key] = left
+        else:
+            self._in_flight.pop(key, None)
+
+    def _requeue(self, batch: _Batch) -> None:
+        """Put a batch to retry among the ready ones, in its partition's order (under the lock)."""
+        key = (batch.topic, batch.partition)
+        after = None  # index of the partition's last ready batch that goes before this one
+        for index, other in enumerate(self._ready):
+            if (other.topic, other.partition) == key:
+                if other.ordinal < 0 or other.ordinal > batch.ordinal:  # < 0: not encoded yet, so later
+                    self._ready.insert(index, batch)
+                    return
+                after = index
+        if after is None:
+            self._ready.appendleft(batch)
+        else:
+            self._ready.insert(after + 1, batch)
+
+
+def _one_per_partition(batches: list[_Batch]) -> list[list[_Batch]]:
+    """Requests for these batches, in order: a broker refuses a request naming a partition twice, so a
+    partition's second batch goes in the second request, and so on (the stream keeps them in order)."""
+    requests: list[list[_Batch]] = []
+    seen: dict[tuple[str, int], int] = {}
+    for batch in batches:
+        key = (batch.topic, batch.partition)
+        layer = seen.get(key, 0)
+        seen[key] = layer + 1
+        if layer == len(requests):
+            requests.append([])
+        requests[layer].append(batch)
+    return requests

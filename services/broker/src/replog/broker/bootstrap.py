@@ -207,6 +207,7 @@ class BrokerProcess:
             self.isr_changes.stop()
             self.checkpointer.stop()
             self.replication_servicer.end_streams()
+            self.log_servicer.end_streams()
             self.server.stop(SERVER_STOP_GRACE_S)
             self.replicas.close()
         self.channels.close()

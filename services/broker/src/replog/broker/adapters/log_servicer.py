@@ -13,6 +13,7 @@ import logging
 import time
 from typing import Callable
 
+import grpc
 from kazoo.exceptions import KazooException
 
 from replog.broker.adapters.hosted_partition import HostedPartition
@@ -22,10 +23,12 @@ from replog.broker.adapters.wait_slots import WaitSlots
 from replog.broker.adapters.metadata_cache import MetadataCache
 from replog.broker.adapters.metrics import BrokerMetrics
 from replog.broker.adapters.produce_handler import ProduceHandler
+from replog.broker.adapters.produce_stream import serve_produce_stream
 from replog.broker.adapters.producer_ids import PRODUCER_EPOCH_MAX, ProducerIdAllocator, ProducerIdsUnavailable
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import Clock
+from replog.common.grpc_server import OpenStreams
 from replog.common.records import CorruptRecordError, decode_records
 from replog.v1 import common_pb2, log_pb2, log_pb2_grpc
 
@@ -63,9 +66,28 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         self._metrics = metrics
         self._fetch_bytes_max = fetch_bytes_max
         self._stopping = stopping
+        self._streams = OpenStreams()  # the open ProduceStreams
 
     def Produce(self, request, context):
         return self._produce.produce(request)
+
+    def ProduceStream(self, request_iterator, context):
+        """Produce over a stream (produce_stream.py). The stream holds a handler thread for its life,
+        so it takes a wait slot (wait_slots.py) and is refused with RESOURCE_EXHAUSTED without one."""
+        if not self._wait_slots.try_take():
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"this broker already holds {self._wait_slots.capacity} waiting requests and streams; "
+                          "retry, or use Produce")
+        try:
+            self._streams.track(context)
+            yield from serve_produce_stream(self._produce, request_iterator, self._clock,
+                                            lambda: self._stopping() or not context.is_active())
+        finally:
+            self._wait_slots.give_back()
+
+    def end_streams(self) -> None:
+        """Cancel every open produce stream (the broker is stopping)."""
+        self._streams.cancel_all()
 
     # --- Fetch --------------------------------------------------------------------------
 

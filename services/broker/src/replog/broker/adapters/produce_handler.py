@@ -25,7 +25,7 @@ Theory of operation (DESIGN.md §4 "Produce"; core/produce.py order):
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 from replog.broker.adapters.delayed_produces import DelayedProduces
 from replog.broker.adapters.hosted_partition import HostedPartition
@@ -35,7 +35,7 @@ from replog.broker.adapters.metrics import BrokerMetrics
 from replog.broker.adapters.topic_configs import TopicConfigs
 from replog.broker.adapters.wait_slots import WaitSlots
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.produce import ACKS_ALL, ACKS_NONE, VALID_ACKS, ProduceWait
+from replog.broker.core.produce import ACKS_ALL, ACKS_NONE, VALID_ACKS, ProduceResult, ProduceWait
 from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import Clock
 from replog.common.records import BatchHeader, CorruptRecordError, RecordTooLargeError, encode_batch, validate_batch
@@ -86,6 +86,37 @@ class ProduceHandler:
             self._wait_slots.give_back()
 
     def _produce(self, request: log_pb2.ProduceRequest) -> log_pb2.ProduceResponse:
+        started, answers, waits = self._append(request)
+        results: Sequence[ProduceResult] = ()
+        if waits:
+            results = self._delayed.wait([w for _, w in waits], self._timeout_ms(request))
+        return self._respond(request, started, answers, waits, results)
+
+    def produce_async(self, request: log_pb2.ProduceRequest,
+                      answer: Callable[[Callable[[], log_pb2.ProduceResponse]], None]) -> int | None:
+        """Produce without blocking (ProduceStream): append now, then call `answer(build)` once the
+        request is answered, where `build()` makes the response. For acks=-1 that is from the thread
+        that moved the HW (or expired the wait), so the costly part is left to `build`, which the
+        stream calls on its own thread. Returns the deadline (monotonic ms) of the wait parked for
+        the HW, past which someone must call `expire_due()`; None if `answer` was called already."""
+        started, answers, waits = self._append(request)
+        if not waits:
+            answer(lambda: self._respond(request, started, answers, waits, ()))
+            return None
+        return self._delayed.park(
+            [w for _, w in waits], self._timeout_ms(request),
+            lambda results: answer(lambda: self._respond(request, started, answers, waits, results)))
+
+    def expire_due(self) -> None:
+        """Answer the parked acks=-1 requests whose timeout has passed (see `produce_async`)."""
+        self._delayed.expire_due()
+
+    def _timeout_ms(self, request: log_pb2.ProduceRequest) -> int:
+        timeout_ms = request.timeout_ms if request.timeout_ms > 0 else self._request_timeout_ms
+        return min(timeout_ms, PRODUCE_TIMEOUT_MS_MAX)
+
+    def _append(self, request: log_pb2.ProduceRequest):
+        """Steps 1-3: the answers known now (by index in the request) and the acks=-1 waits."""
         started = time.perf_counter()
         acks = request.acks
         acks_label = str(acks) if acks in VALID_ACKS else "invalid"
@@ -109,9 +140,15 @@ class ProduceHandler:
                     waits.append((index, wait))
         for hosted in appended:  # wake followers and consumers once the whole request is in the logs
             hosted.wake()
+        return started, answers, waits
+
+    def _respond(self, request: log_pb2.ProduceRequest, started: float,
+                 answers: dict[int, log_pb2.ProducePartitionResponse], waits: list[tuple[int, ProduceWait]],
+                 results: Sequence[ProduceResult]) -> log_pb2.ProduceResponse:
+        """Step 4's answer, from the answers known at append time and the waits' results."""
+        acks = request.acks
+        acks_label = str(acks) if acks in VALID_ACKS else "invalid"
         if waits:
-            timeout_ms = request.timeout_ms if request.timeout_ms > 0 else self._request_timeout_ms
-            results = self._delayed.wait([w for _, w in waits], min(timeout_ms, PRODUCE_TIMEOUT_MS_MAX))
             for (index, wait), result in zip(waits, results):
                 answers[index] = log_pb2.ProducePartitionResponse(
                     topic=wait.topic_partition.topic, partition=wait.topic_partition.partition,

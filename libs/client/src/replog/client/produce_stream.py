@@ -1,0 +1,92 @@
+"""The producer's ProduceStream to one broker: requests out in order, answers back by request id.
+
+Theory of operation (log.proto, LogService.ProduceStream): the broker appends
+a stream's requests in the order sent and answers each when it completes, so
+the producer may keep several requests in flight and still have a partition's
+batches appended in sequence order. One stream per broker, opened on first use.
+
+`send` queues a request (gRPC's feeder thread writes it); one reader thread per
+stream takes the answers and hands each, with what was sent, to `on_answer`.
+When the stream fails, is cancelled or ends, every request still unanswered is
+handed to `on_lost` (it may or may not have been appended), and the stream is
+`broken`: the producer opens another for its next request. A stream has no
+per-request deadline, so `cancel_if_overdue` (called by the producer's sender
+loop) cancels one whose oldest unanswered request has waited past its due time:
+a broker that stopped answering without closing the connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Any, Callable
+
+import grpc
+
+from replog.v1 import log_pb2, log_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+_CLOSE = object()  # ends the request iterator (half-closes the stream)
+
+
+class ProduceStream:
+    def __init__(self, channel: grpc.Channel, on_answer: Callable[[Any, log_pb2.ProduceStreamResponse], None],
+                 on_lost: Callable[[Any, str], None]) -> None:
+        self._on_answer = on_answer
+        self._on_lost = on_lost
+        self._lock = threading.Lock()
+        self._pending: dict[int, tuple[Any, float]] = {}  # request id -> (what was sent, due time)
+        self._next_id = 0
+        self.broken = False
+        self._requests: queue.SimpleQueue = queue.SimpleQueue()
+        self._call = log_pb2_grpc.LogServiceStub(channel).ProduceStream(iter(self._requests.get, _CLOSE))
+        self._reader = threading.Thread(target=self._read, name="producer-stream", daemon=True)
+        self._reader.start()
+
+    def send(self, request: log_pb2.ProduceRequest, sent: Any, due_s: float) -> bool:
+        """Queue a request; False if the stream is broken (nothing was sent: open another)."""
+        with self._lock:
+            if self.broken:
+                return False
+            request_id = self._next_id
+            self._next_id += 1
+            self._pending[request_id] = (sent, due_s)
+            self._requests.put(log_pb2.ProduceStreamRequest(request_id=request_id, produce=request))
+        return True
+
+    def cancel_if_overdue(self, now_s: float) -> None:
+        with self._lock:
+            overdue = any(due_s < now_s for _, due_s in self._pending.values())
+        if overdue:
+            log.warning("a broker left a produce request unanswered past its timeout; reopening the stream")
+            self.cancel()
+
+    def cancel(self) -> None:
+        self._call.cancel()
+        self._requests.put(_CLOSE)
+
+    def close(self) -> None:
+        """Half-close: the broker answers what it holds, then ends the stream."""
+        self._requests.put(_CLOSE)
+
+    def _read(self) -> None:
+        why = "the broker ended the produce stream"
+        try:
+            for response in self._call:
+                with self._lock:
+                    entry = self._pending.pop(response.request_id, None)
+                if entry is not None:
+                    self._on_answer(entry[0], response)
+        except grpc.RpcError as exc:
+            why = f"{exc.code().name}: {exc.details()}"
+        finally:
+            with self._lock:
+                self.broken = True
+                lost = list(self._pending.values())
+                self._pending.clear()
+            self._requests.put(_CLOSE)  # ends gRPC's feeder thread, which would wait for good
+            for sent, _ in lost:
+                self._on_lost(sent, why)
+
