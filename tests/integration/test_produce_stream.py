@@ -4,8 +4,10 @@ stream; and the producer keeping several batches in flight still delivers in sen
 
 from __future__ import annotations
 
+import queue
 import time
 
+import grpc
 import pytest
 
 from replog.client import Consumer, Producer
@@ -33,17 +35,19 @@ def cluster(tmp_path_factory):
     from tests.conftest import ClusterFactory
 
     factory = ClusterFactory(tmp_path_factory.mktemp("produce-stream"))
-    cluster = factory(ClusterSpec(controllers=1, gateways=0))
-    with zk_session(cluster) as zk:
+    try:
+        cluster = factory(ClusterSpec(controllers=1, gateways=0))
+        with zk_session(cluster) as zk:
+            for topic in ("piped", "mixed", "ordered"):
+                create_topic(zk, topic, {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
+                wait_for_leader(zk, topic, 1, 30)
         for topic in ("piped", "mixed", "ordered"):
-            create_topic(zk, topic, {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
-            wait_for_leader(zk, topic, 1, 30)
-    for topic in ("piped", "mixed", "ordered"):
-        wait_for(lambda t=topic: (d := describe(cluster, 1, t)) and d.leader and len(d.isr) == 3, 30,
-                 f"the ISR of {topic}")
-    yield cluster
-    stop_brokers_first(factory.clusters[0])
-    factory.teardown()
+            wait_for(lambda t=topic: (d := describe(cluster, 1, t)) and d.leader and len(d.isr) == 3, 30,
+                     f"the ISR of {topic}")
+        yield cluster
+        stop_brokers_first(cluster)
+    finally:
+        factory.teardown()
 
 
 def request(topic: str, batch: bytes, *, acks: int = -1) -> log_pb2.ProduceRequest:
@@ -121,3 +125,36 @@ def test_max_in_flight_is_bounded_by_what_a_broker_remembers_per_producer(cluste
     bootstrap = [p.address for p in cluster.of_role("broker")]
     with pytest.raises(ValueError, match="max_in_flight must be 1 to 5 with idempotence"):
         Producer(bootstrap, acks=-1, max_in_flight=6)
+
+
+def test_a_broker_refuses_a_stream_past_its_waiting_capacity_and_takes_one_again_when_one_closes(cluster_factory):
+    # 20 handler threads: 16 kept for replication and the controller, so 10 may wait (wait_slots.py).
+    small = cluster_factory(ClusterSpec(controllers=1, brokers=1, gateways=0,
+                                        extra_args={"broker": ["--grpc-workers", "20"]}))
+    with zk_session(small) as zk:
+        create_topic(zk, "few", {0: (1,)})
+        wait_for_leader(zk, "few", 1, 30)
+    stub = log_stub(small, 1)
+
+    def open_stream():
+        requests = queue.SimpleQueue()
+        answers = stub.ProduceStream(iter(requests.get, None), timeout=30)
+        requests.put(log_pb2.ProduceStreamRequest(request_id=1, produce=request("few", batch_of([b"x"]), acks=1)))
+        return requests, answers
+
+    held = [open_stream() for _ in range(10)]
+    for _, answers in held:
+        assert next(answers).produce.partitions[0].error_code == E.ERROR_CODE_NONE
+    _, refused = open_stream()
+    with pytest.raises(grpc.RpcError) as caught:
+        next(refused)
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "retry" in caught.value.details()
+
+    requests, answers = held.pop()
+    requests.put(None)  # half-close: the broker ends the stream, giving its slot back before it ends
+    assert list(answers) == []
+    held.append(open_stream())
+    assert next(held[-1][1]).produce.partitions[0].error_code == E.ERROR_CODE_NONE
+    for requests, _ in held:
+        requests.put(None)
