@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from replog.broker.adapters.assignments import assigned_here
-from replog.broker.adapters.checkpointer import Checkpointer
+from replog.broker.adapters.checkpointer import Checkpointer, ControlBursts
 from replog.broker.adapters.control_servicer import BrokerControlServicer
 from replog.broker.adapters.controlled_shutdown import controlled_shutdown
 from replog.broker.adapters.controller_link import ControllerLink
@@ -136,14 +136,16 @@ class BrokerProcess:
             broker_id=config.broker_id, replicas=replicas, fetchers=self.fetchers,
             delayed_produces=self.delayed_produces, topic_configs=self.topic_configs, now_ms=clock.monotonic_ms,
         )
+        bursts = ControlBursts(clock)
         self.checkpointer = Checkpointer(
             replicas, clock, checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
             flush_check_interval_ms=config.flush_interval_ms or DEFAULT_FLUSH_CHECK_MS,
-            interval_flush=config.flush_interval_ms > 0, chores=(self.metadata.refresh_digest,),
+            interval_flush=config.flush_interval_ms > 0, chores=(self.metadata.refresh_digest,), bursts=bursts,
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
-            state_changes=self.state_changes, metadata=self.metadata, broker_epoch_of=lambda: self.broker_epoch)
+            state_changes=self.state_changes, metadata=self.metadata, broker_epoch_of=lambda: self.broker_epoch,
+            bursts=bursts)
         self.throttle = ReplicationThrottle(clock)
         self.replication_servicer = ReplicationServicer(
             broker_id=config.broker_id, lookup=replicas.get, delayed_produces=self.delayed_produces,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
+from replog.broker.adapters.checkpointer import ControlBursts
 from replog.broker.adapters.metadata_cache import MetadataCache
 from replog.broker.adapters.state_changes import PartitionResult, ReplicaStateChanges, StopRequest
 from replog.broker.core.errors import ErrorCode
@@ -40,14 +41,18 @@ class ControllerEpochFence:
 
 class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer):
     def __init__(
-        self, *, state_changes: ReplicaStateChanges, metadata: MetadataCache, broker_epoch_of: Callable[[], int]
+        self, *, state_changes: ReplicaStateChanges, metadata: MetadataCache, broker_epoch_of: Callable[[], int],
+        bursts: ControlBursts | None = None,
     ) -> None:
+        self._bursts = bursts
         self._state_changes = state_changes
         self._metadata = metadata
         self._broker_epoch_of = broker_epoch_of
         self._fence = ControllerEpochFence()
 
     def _refuse(self, controller_epoch: int, broker_epoch: int) -> tuple[int, str] | None:
+        if self._bursts is not None:
+            self._bursts.note()  # the checkpointer steps aside while the controller's requests keep coming
         stale = self._fence.admit(controller_epoch)
         if stale is not None:
             return ErrorCode.STALE_CONTROLLER_EPOCH, stale
