@@ -13,7 +13,9 @@ acks=all is) and keeps up to `--max-in-flight` requests in flight per partition
 on its ProduceStream to the leader (the broker appends them in the order sent).
 
 Throughput mode (default): batches are queued as fast as the producer takes
-them (`--queued-batches` per partition ahead of the one in flight).
+them, with `--queued-batches` + 1 per partition given to the producer and not
+yet acknowledged at any time (so up to 3 of its 5 may be in flight by default;
+`--queued-batches 5` reached 894,455 records/s once, with a p50 of 45 ms against 27).
 records_per_s / mb_per_s count acknowledged records over the run; p50_ms /
 p99_ms are produce-to-ack times per batch, from `send_batch` to the ack
 (queueing in the producer included).
@@ -207,7 +209,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--batch-records", type=int, default=0,
                         help="records per send_batch call (default: 8,000, or fewer so a call fits in 1 MiB)")
-    parser.add_argument("--queued-batches", type=int, default=2, help="batches queued per partition behind the one in flight")
+    parser.add_argument("--queued-batches", type=int, default=2, help="batches per partition handed to the producer beyond the first, unacknowledged at once")
     parser.add_argument("--max-in-flight", type=int, default=0,
                         help="producer requests in flight per partition (default: 5, or 1 in latency mode)")
     parser.add_argument("--linger-ms", type=int, default=-1, help="producer linger (default: 1, or 0 in latency mode)")
