@@ -97,7 +97,10 @@ class Checkpointer:
     def _round(self) -> None:
         if self._waits_for_burst():
             if self._interval_flush:
-                self._flush_due()
+                try:
+                    self._flush_due()
+                except OSError as exc:
+                    log.error("flush failed (retrying next round): %s", exc)
             return
         self._created += self._replicas.take_created()
         if self._created >= SETTLE_AFTER_CREATED:
@@ -130,8 +133,5 @@ class Checkpointer:
         return False
 
     def _flush_due(self) -> None:
-        try:
-            for hosted in self._replicas.hosted():
-                hosted.checkpoint_offsets(flush_if_due=True)
-        except OSError as exc:
-            log.error("flush failed (retrying next round): %s", exc)
+        for hosted in self._replicas.hosted():
+            hosted.checkpoint_offsets(flush_if_due=True)
