@@ -29,7 +29,14 @@ throughput (linger 1 ms, 5 in flight). Both are flags, and reported.
 
 floor_grpc_stream_mb_per_s: measured in the same run, two local processes
 stream 1 MiB messages over one raw gRPC stream (bytes, no schema, no broker):
-the most any gRPC transport moves on this machine. cpu_s gives the CPU seconds
+the most any gRPC transport moves on this machine. In latency mode also
+floor_grpc_stream_round_trip_ms: p50 / p99 of one message (a millisecond's
+records at the offered rate) out and its echo back over an open raw stream
+between two processes, on the threaded gRPC stack the services use; an acks=all
+produce needs at least two such exchanges (producer and leader, leader and
+follower) besides two appends. floor_grpc_aio_stream_round_trip_ms is the same
+on grpc.aio at both ends, for comparison (first measured 0.17 against 0.26 ms
+p50, with 40% less client CPU per exchange). cpu_s gives the CPU seconds
 each role used during the run (from /proc), which shows what bounds it.
 
 `--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
@@ -44,6 +51,7 @@ fixed 10 MB/s.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -51,6 +59,8 @@ import threading
 import time
 from concurrent.futures import Future
 from pathlib import Path
+
+import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -65,16 +75,54 @@ GOAL_RECORDS_PER_S = 421_823
 GOAL_P99_MS_AT_10_MB_PER_S = 5.0
 MIB = 1024 * 1024
 FLOOR_MESSAGES = 600
+FLOOR_EXCHANGES = 3000  # round trips timed for the latency floor
+FLOOR_WARM_UP = 200
 BATCH_BYTES_MAX = MIB  # the producer's and the brokers' default batch limit
 
 
 # --- the gRPC floor ---------------------------------------------------------------------------
 
-def _floor_server() -> None:
-    """Child process: a gRPC server with one raw bytes stream method that counts what it gets."""
-    from concurrent import futures
+def _identity(message: bytes) -> bytes:
+    return message
 
-    import grpc
+
+def _floor_handler(sink, echo):
+    return grpc.method_handlers_generic_handler("floor.Sink", {
+        "Stream": grpc.stream_unary_rpc_method_handler(sink),
+        "Echo": grpc.stream_stream_rpc_method_handler(echo, _identity, _identity),
+    })
+
+
+def _floor_server(kind: str) -> None:
+    """Child process: a gRPC server with two raw bytes stream methods: Stream counts what it gets,
+    Echo answers each message with itself. `kind` is "sync" (the stack replog's services run on)
+    or "aio" (grpc.aio, for comparison)."""
+    options = [("grpc.max_receive_message_length", 4 * MIB), ("grpc.max_send_message_length", 4 * MIB)]
+    if kind == "aio":
+        import asyncio
+
+        async def sink(request_iterator, context):
+            total = 0
+            async for message in request_iterator:
+                total += len(message)
+            return str(total).encode()
+
+        async def echo(request_iterator, context):
+            async for message in request_iterator:
+                yield message
+
+        async def serve() -> None:
+            server = grpc.aio.server(options=options)
+            server.add_generic_rpc_handlers((_floor_handler(sink, echo),))
+            port = server.add_insecure_port("127.0.0.1:0")
+            await server.start()
+            print(port, flush=True)
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until stdin closes
+            await server.stop(0)
+
+        asyncio.run(serve())
+        return
+    from concurrent import futures
 
     def sink(request_iterator, context):
         total = 0
@@ -82,12 +130,11 @@ def _floor_server() -> None:
             total += len(message)
         return str(total).encode()
 
-    handler = grpc.method_handlers_generic_handler("floor.Sink", {
-        "Stream": grpc.stream_unary_rpc_method_handler(sink),
-    })
-    options = [("grpc.max_receive_message_length", 4 * MIB), ("grpc.max_send_message_length", 4 * MIB)]
+    def echo(request_iterator, context):
+        yield from request_iterator
+
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=options)
-    server.add_generic_rpc_handlers((handler,))
+    server.add_generic_rpc_handlers((_floor_handler(sink, echo),))
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     print(port, flush=True)
@@ -95,13 +142,20 @@ def _floor_server() -> None:
     server.stop(0)
 
 
-def floor_grpc_stream_mb_per_s() -> float:
-    import grpc
-
-    child = subprocess.Popen([sys.executable, __file__, "--floor-server"], stdin=subprocess.PIPE,
+@contextlib.contextmanager
+def _floor_child(kind: str = "sync"):
+    """The floor server in a child process; yields its port."""
+    child = subprocess.Popen([sys.executable, __file__, "--floor-server", kind], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
     try:
-        port = int(child.stdout.readline())
+        yield int(child.stdout.readline())
+    finally:
+        child.stdin.close()
+        child.wait(timeout=10)
+
+
+def floor_grpc_stream_mb_per_s() -> float:
+    with _floor_child() as port:
         options = [("grpc.max_receive_message_length", 4 * MIB), ("grpc.max_send_message_length", 4 * MIB)]
         with grpc.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
             stream = channel.stream_unary("/floor.Sink/Stream")
@@ -110,11 +164,50 @@ def floor_grpc_stream_mb_per_s() -> float:
             started = time.perf_counter()
             received = int(stream(iter([payload] * FLOOR_MESSAGES), timeout=120))
             seconds = time.perf_counter() - started
-        assert received == FLOOR_MESSAGES * MIB, received
-        return received / MIB / seconds
-    finally:
-        child.stdin.close()
-        child.wait(timeout=10)
+    assert received == FLOOR_MESSAGES * MIB, received
+    return received / MIB / seconds
+
+
+def floor_grpc_round_trip_ms(message_bytes: int, kind: str = "sync") -> dict[str, float]:
+    """p50 / p99 of one message out and its echo back over an open raw bytes stream between two
+    processes (FLOOR_EXCHANGES of them, after a warm-up), retries off as on the services'
+    channels: the least one exchange between two of our processes can cost here. `kind` "sync" is the
+    threaded gRPC stack replog runs on; "aio" is grpc.aio on both ends, for comparison."""
+    payload = os.urandom(message_bytes)
+    options = [("grpc.enable_retries", 0)]
+    times: list[float] = []
+    with _floor_child(kind) as port:
+        if kind == "aio":
+            import asyncio
+
+            async def exchange_all() -> None:
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
+                    call = channel.stream_stream("/floor.Sink/Echo", _identity, _identity)()
+                    for i in range(FLOOR_WARM_UP + FLOOR_EXCHANGES):
+                        started = time.perf_counter()
+                        await call.write(payload)
+                        await call.read()
+                        if i >= FLOOR_WARM_UP:
+                            times.append((time.perf_counter() - started) * 1000)
+                    await call.done_writing()
+
+            asyncio.run(exchange_all())
+        else:
+            import queue
+
+            with grpc.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
+                outgoing: queue.SimpleQueue = queue.SimpleQueue()
+                responses = channel.stream_stream("/floor.Sink/Echo", _identity, _identity)(
+                    iter(outgoing.get, None))
+                for i in range(FLOOR_WARM_UP + FLOOR_EXCHANGES):
+                    started = time.perf_counter()
+                    outgoing.put(payload)
+                    next(responses)
+                    if i >= FLOOR_WARM_UP:
+                        times.append((time.perf_counter() - started) * 1000)
+                outgoing.put(None)
+                responses.cancel()
+    return {"p50": round(percentile(times, 0.50), 3), "p99": round(percentile(times, 0.99), 3)}
 
 
 # --- measuring ----------------------------------------------------------------------------------
@@ -220,10 +313,10 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
     parser.add_argument("--tracing", choices=("on", "off"), default="on",
                         help="off starts the services with OTEL_SDK_DISABLED=true (no spans at all)")
-    parser.add_argument("--floor-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--floor-server", choices=("sync", "aio"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor_server:
-        _floor_server()
+        _floor_server(args.floor_server)
         return
     acks = -1 if args.acks == "all" else int(args.acks)
     latency_mode = args.rate_mb_per_s > 0
@@ -236,6 +329,12 @@ def main() -> None:
     harness.note("measuring the gRPC stream floor")
     floor = floor_grpc_stream_mb_per_s()
     harness.note(f"floor: {floor:.0f} MB/s")
+    round_trips = {}
+    if latency_mode:  # one tick's records (what the producer hands over each millisecond) per message
+        tick_bytes = max(1, int(args.rate_mb_per_s * 1000))
+        for kind in ("sync", "aio"):
+            round_trips[kind] = floor_grpc_round_trip_ms(tick_bytes, kind) | {"message_bytes": tick_bytes}
+        harness.note(f"round-trip floor: {round_trips}")
     spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": args.broker_args.split()},
                        env={"OTEL_SDK_DISABLED": "true"} if args.tracing == "off" else {})
     with harness.local_cluster(spec, keep=args.keep) as cluster:
@@ -290,6 +389,8 @@ def main() -> None:
         "errors": len(results.errors),
         "tracing": args.tracing,
         "floor_grpc_stream_mb_per_s": round(floor, 1),
+        **({"floor_grpc_stream_round_trip_ms": round_trips["sync"],
+            "floor_grpc_aio_stream_round_trip_ms": round_trips["aio"]} if latency_mode else {}),
         "cpu_s": harness.cpu_used(cpu_before, cpu_after),
         "goal": ({"p99_ms_at_10_mb_per_s": GOAL_P99_MS_AT_10_MB_PER_S} if latency_mode
                  else {"records_per_s": GOAL_RECORDS_PER_S}),
