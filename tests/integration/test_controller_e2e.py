@@ -12,10 +12,12 @@ import threading
 import time
 from pathlib import Path
 
+import grpc
 import pytest
 
 from replog.client import Consumer, Producer
 from replog.devcluster import ClusterSpec
+from replog.v1 import log_pb2, log_pb2_grpc
 
 from .controller_helpers import wait_for
 
@@ -86,6 +88,25 @@ def test_killed_leader_broker_partitions_move_and_accept_acks_all(cluster):
     after = partitions(cluster, "kill9")
     for p in led:
         assert after[p]["leader"] in before[p]["isr"] and after[p]["leader_epoch"] == before[p]["leader_epoch"] + 1
+
+    def caches_agree():
+        # Clients learn leaders from any broker's Metadata: once the ISRs have shrunk, every
+        # survivor tells each partition as ZooKeeper has it (both waves of the controller's
+        # UpdateMetadata reached it, the second without repeating the first's partitions).
+        told = partitions(cluster, "kill9")
+        want = {p: (i["leader"], i["leader_epoch"], sorted(i["isr"])) for p, i in told.items()}
+        if any(victim in isr for _, _, isr in want.values()):
+            return None
+        for address in brokers(cluster):
+            with grpc.insecure_channel(address) as channel:
+                reply = log_pb2_grpc.LogServiceStub(channel).Metadata(log_pb2.MetadataRequest(topics=["kill9"]),
+                                                                      timeout=5)
+            (topic,) = reply.topics
+            if {m.partition: (m.leader, m.leader_epoch, sorted(m.isr)) for m in topic.partitions} != want:
+                return None
+        return True
+
+    wait_for(caches_agree, 15, "every surviving broker's metadata to match ZooKeeper")
     with Producer(brokers(cluster), acks=-1, delivery_timeout_ms=30000) as producer:
         futures = [producer.send("kill9", f"after-{p}".encode(), partition=p) for p in led]
         producer.flush(30)

@@ -1,9 +1,12 @@
 """Stories: brokers die (seed A, DESIGN §5 "Broker failure")."""
 
+import dataclasses
+
 from controller_story import broker, cluster, leader_and_isr, run, sent_partitions, tp, writes
 
 from replog.controller.core.events import BrokersChanged
 from replog.controller.core.model import NO_LEADER, LeaderAndIsr
+from replog.controller.core.plan import without_delivered
 from replog.controller.core.topic_config import TopicConfig
 
 
@@ -63,6 +66,33 @@ def test_the_first_wave_tells_every_live_brokers_metadata_the_new_leaders():
     assert {d.partition: d.state.leader for d in metadata.partitions} == {tp("orders", 0): 2, tp("audit", 0): 2}
     (everything,) = plan.update_metadata  # the plan's own UpdateMetadata still carries them, with the rest
     assert {tp("orders", 0), tp("audit", 0)} <= {d.partition for d in everything.partitions}
+
+
+def test_brokers_that_took_the_first_wave_are_not_sent_its_partitions_again():
+    state = cluster(live=(1, 2, 3, 4), topics={"orders": [(1, 2, 3), (2, 3, 1), (3, 1, 2)], "audit": [(1, 2), (2, 3)]})
+    plan, _ = kill(state, 1)
+    moved = {tp("orders", 0), tp("audit", 0)}
+    slimmed = without_delivered(plan.update_metadata, plan.first_wave_metadata, frozenset({2, 4}))
+    by_broker = {b: {d.partition for d in u.partitions} for u in slimmed for b in u.broker_ids}
+    everything = {d.partition for d in plan.update_metadata[0].partitions}
+    assert by_broker[2] == by_broker[4] == everything - moved
+    assert by_broker[3] == everything  # it did not answer the first wave: it may have missed it
+    assert all(not u.full and {b.broker_id for b in u.live_brokers} == {2, 3, 4} for u in slimmed)
+
+
+def test_only_the_very_decision_the_first_wave_carried_is_left_out():
+    plan, _ = kill(cluster(topics={"orders": [(1, 2, 3)]}), 1)
+    (update,) = plan.update_metadata
+    (decision,) = update.partitions
+    other = decision._replace(state=decision.state._replace(isr=(2,)))  # the same partition, told otherwise
+    (again,) = without_delivered((dataclasses.replace(update, partitions=(other,)),), plan.first_wave_metadata,
+                                 frozenset({2, 3}))
+    assert again.partitions == (other,)
+
+
+def test_without_an_answered_first_wave_the_update_goes_out_whole():
+    plan, _ = kill(cluster(topics={"orders": [(1, 2, 3), (2, 3, 1)]}), 1)
+    assert without_delivered(plan.update_metadata, plan.first_wave_metadata, frozenset()) == plan.update_metadata
 
 
 def test_a_dead_follower_alone_sends_no_first_wave():

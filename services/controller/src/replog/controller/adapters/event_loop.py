@@ -41,6 +41,7 @@ from replog.controller.adapters.zk_writer import SeatLostError, ZkWriter, ZkWrit
 from replog.controller.core import events as ev
 from replog.controller.core.apply import apply
 from replog.controller.core.decide import decide
+from replog.controller.core.plan import without_delivered
 from replog.controller.core.model import ControllerSettings, ControllerState
 
 log = logging.getLogger(__name__)
@@ -312,8 +313,11 @@ class ControllerLoop:
                 gc_policy.settle()  # the loaded state lives as long as the seat
             self._record_metrics(plan, started)
             with tracer.start_as_current_span("controller.send_requests") as send_span:
-                futures = self._sender.start(self._state, plan.leader_and_isr, plan.update_metadata,
-                                             plan.stop_replica)
+                update_metadata = plan.update_metadata
+                if first_wave:
+                    took = frozenset(b for b, f in first_wave.items() if f.done() and f.result().ok)
+                    update_metadata = without_delivered(update_metadata, plan.first_wave_metadata, took)
+                futures = self._sender.start(self._state, plan.leader_and_isr, update_metadata, plan.stop_replica)
                 if reply is not None and isinstance(event, ev.ControlledShutdownRequested):
                     # The stopping broker may go as soon as everything is written and the
                     # partitions it hands over have their new leaders (the brokers taking a

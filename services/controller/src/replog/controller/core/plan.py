@@ -326,3 +326,32 @@ class Plan:
     reply: Reply | None = None
     follow_ups: tuple[Event, ...] = ()
     metrics: PlanMetrics = field(default_factory=PlanMetrics)
+
+
+def without_delivered(
+    updates: tuple[UpdateMetadata, ...], delivered: tuple[UpdateMetadata, ...], took_delivered: frozenset[int]
+) -> tuple[UpdateMetadata, ...]:
+    """The plan's UpdateMetadata less what the first wave's already delivered.
+
+    The plan's own UpdateMetadata repeats the first wave's partitions (see ``Plan``): a
+    broker that missed the first wave must still hear of them. A broker in
+    ``took_delivered`` answered the first wave: its copy leaves out every decision
+    ``delivered`` carried (the same decision, not merely the same partition). After a
+    10K-partition broker failure that is a third of what each survivor would otherwise
+    apply again while its new leaderships catch up.
+    """
+    carried = {d.partition: d for update in delivered for d in update.partitions}
+    if not carried or not took_delivered:
+        return updates
+    out: list[UpdateMetadata] = []
+    for update in updates:
+        slimmed = tuple(b for b in update.broker_ids if b in took_delivered)
+        if update.full or not slimmed:
+            out.append(update)
+            continue
+        rest = tuple(b for b in update.broker_ids if b not in took_delivered)
+        if rest:
+            out.append(UpdateMetadata(rest, update.live_brokers, update.partitions, update.deleted_topics, False))
+        partitions = tuple(d for d in update.partitions if carried.get(d.partition) is not d)
+        out.append(UpdateMetadata(slimmed, update.live_brokers, partitions, update.deleted_topics, False))
+    return tuple(out)
