@@ -41,8 +41,8 @@ from replog.controller.adapters.zk_writer import SeatLostError, ZkWriter, ZkWrit
 from replog.controller.core import events as ev
 from replog.controller.core.apply import apply
 from replog.controller.core.decide import decide
-from replog.controller.core.plan import without_delivered
 from replog.controller.core.model import ControllerSettings, ControllerState
+from replog.controller.core.plan import without_delivered
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.controller")

@@ -337,7 +337,7 @@ class Plan:
 def without_delivered(
     updates: tuple[UpdateMetadata, ...], delivered: tuple[UpdateMetadata, ...], took_delivered: frozenset[int]
 ) -> tuple[UpdateMetadata, ...]:
-    """The plan's UpdateMetadata less what the first wave's already delivered.
+    """The plan's UpdateMetadata less what the first wave already delivered.
 
     The plan's own UpdateMetadata repeats the first wave's partitions (see ``Plan``): a
     broker that missed the first wave must still hear of them. A broker in
