@@ -36,7 +36,12 @@ between two processes, on the threaded gRPC stack the services use; an acks=all
 produce needs at least two such exchanges (producer and leader, leader and
 follower) besides two appends. floor_grpc_aio_stream_round_trip_ms is the same
 on grpc.aio at both ends, for comparison (first measured 0.17 against 0.26 ms
-p50, with 40% less client CPU per exchange). cpu_s gives the CPU seconds
+p50, with 40% less client CPU per exchange). floor_acks_all_chain_ms (latency
+mode, acks=all, RF 3): p50 / p99 of the same offered load, ticks and one request
+in flight through the whole acks=all chain on raw bytes streams, with nothing
+else: producer, leader, two followers pulling, as four processes on the
+threaded gRPC stack (floor_chain.py). It is what the goal leaves to the broker
+and producer themselves. cpu_s gives the CPU seconds
 each role used during the run (from /proc), which shows what bounds it.
 
 `--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
@@ -64,6 +69,7 @@ import grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import floor_chain  # noqa: E402
 import harness  # noqa: E402
 
 from replog.client import Producer  # noqa: E402
@@ -77,6 +83,7 @@ MIB = 1024 * 1024
 FLOOR_MESSAGES = 600
 FLOOR_EXCHANGES = 3000  # round trips timed for the latency floor
 FLOOR_WARM_UP = 200
+CHAIN_FLOOR_SECONDS = 5.0  # the acks=all chain floor's measured time (after a 1 s warm-up)
 BATCH_BYTES_MAX = MIB  # the producer's and the brokers' default batch limit
 
 
@@ -330,11 +337,15 @@ def main() -> None:
     floor = floor_grpc_stream_mb_per_s()
     harness.note(f"floor: {floor:.0f} MB/s")
     round_trips = {}
+    chain = None
     if latency_mode:  # one tick's records (what the producer hands over each millisecond) per message
         tick_bytes = max(1, int(args.rate_mb_per_s * 1000))
         for kind in ("sync", "aio"):
             round_trips[kind] = floor_grpc_round_trip_ms(tick_bytes, kind) | {"message_bytes": tick_bytes}
         harness.note(f"round-trip floor: {round_trips}")
+        if acks == -1 and args.replication_factor == 3:
+            chain = floor_chain.measure(args.rate_mb_per_s, CHAIN_FLOOR_SECONDS)
+            harness.note(f"acks=all chain floor: {chain}")
     spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": args.broker_args.split()},
                        env={"OTEL_SDK_DISABLED": "true"} if args.tracing == "off" else {})
     with harness.local_cluster(spec, keep=args.keep) as cluster:
@@ -391,6 +402,7 @@ def main() -> None:
         "floor_grpc_stream_mb_per_s": round(floor, 1),
         **({"floor_grpc_stream_round_trip_ms": round_trips["sync"],
             "floor_grpc_aio_stream_round_trip_ms": round_trips["aio"]} if latency_mode else {}),
+        **({"floor_acks_all_chain_ms": {"p50": chain["p50"], "p99": chain["p99"]}} if chain else {}),
         "cpu_s": harness.cpu_used(cpu_before, cpu_after),
         "goal": ({"p99_ms_at_10_mb_per_s": GOAL_P99_MS_AT_10_MB_PER_S} if latency_mode
                  else {"records_per_s": GOAL_RECORDS_PER_S}),
