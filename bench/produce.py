@@ -44,6 +44,13 @@ threaded gRPC stack (floor_chain.py). It is what the goal leaves to the broker
 and producer themselves. cpu_s gives the CPU seconds
 each role used during the run (from /proc), which shows what bounds it.
 
+`--hops` (latency mode, one request in flight) has the services and the
+producer mark each hop of every produce cycle (replog.common.hopmarks) and
+reports, under "hops", p50 / p90 / p99 microseconds per hop in the chain's
+order: producer to leader, the leader's append, each follower's answer, wire
+hops and append, its next request back, the produce answer (bench/hops.py).
+It answers where the time between the chain floor and our latency goes.
+
 `--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
 broker, one follower and this process during the run (py-spy must be on PATH
 or in the venv; it is a profiling tool, not a dependency).
@@ -58,8 +65,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import Future
@@ -71,8 +80,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import floor_chain  # noqa: E402
 import harness  # noqa: E402
+import hops  # noqa: E402
 
 from replog.client import Producer  # noqa: E402
+from replog.common import hopmarks  # noqa: E402
 from replog.common.zk.client import ZkClient  # noqa: E402
 from replog.devcluster import ClusterSpec  # noqa: E402
 
@@ -315,6 +326,8 @@ def main() -> None:
     parser.add_argument("--linger-ms", type=int, default=-1, help="producer linger (default: 1, or 0 in latency mode)")
     parser.add_argument("--rate-mb-per-s", type=float, default=0.0, help="latency mode: fixed offered load")
     parser.add_argument("--seconds", type=float, default=15.0, help="latency mode: how long")
+    parser.add_argument("--hops", action="store_true",
+                        help="latency mode: time each hop of every produce cycle across the processes (bench/hops.py)")
     parser.add_argument("--profile", metavar="DIR", help="record py-spy profiles of leader, follower and producer")
     parser.add_argument("--broker-args", default="", help="extra broker flags, e.g. '--segment-bytes 1073741824'")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
@@ -329,6 +342,8 @@ def main() -> None:
     latency_mode = args.rate_mb_per_s > 0
     args.max_in_flight = args.max_in_flight or (1 if latency_mode else 5)
     args.linger_ms = args.linger_ms if args.linger_ms >= 0 else (0 if latency_mode else 1)
+    if args.hops and not (latency_mode and args.max_in_flight == 1):
+        parser.error("--hops follows one request at a time: latency mode with --max-in-flight 1")
     fitting = (BATCH_BYTES_MAX - 4096) // (args.record_size + 24)  # the producer's per-record size estimate
     args.batch_records = min(args.batch_records or 8000, fitting)
     brokers = max(3, args.replication_factor)
@@ -346,8 +361,12 @@ def main() -> None:
         if acks == -1 and args.replication_factor == 3:
             chain = floor_chain.measure(args.rate_mb_per_s, CHAIN_FLOOR_SECONDS)
             harness.note(f"acks=all chain floor: {chain}")
+    env = {"OTEL_SDK_DISABLED": "true"} if args.tracing == "off" else {}
+    hops_dir = Path(tempfile.mkdtemp(prefix="replog-bench-hops-")) if args.hops else None
+    if hops_dir is not None:  # the services and this process (the producer) mark each hop
+        env[hopmarks.ENV] = os.environ[hopmarks.ENV] = str(hops_dir)
     spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": args.broker_args.split()},
-                       env={"OTEL_SDK_DISABLED": "true"} if args.tracing == "off" else {})
+                       env=env)
     with harness.local_cluster(spec, keep=args.keep) as cluster:
         zk = ZkClient(cluster.zookeeper_connect)
         zk.start()
@@ -380,6 +399,11 @@ def main() -> None:
         producer.close(timeout_s=30)
         for proc in profilers:
             proc.wait(timeout=60)
+    hop_table = None
+    if hops_dir is not None:  # read once the services have exited and written their marks
+        hopmarks.flush()
+        hop_table = hops.cycle_table(hops_dir)
+        shutil.rmtree(hops_dir, ignore_errors=True)
     records_per_s = results.records / seconds if seconds > 0 else 0.0
     result = {
         "mode": "latency" if latency_mode else "throughput",
@@ -404,6 +428,7 @@ def main() -> None:
             "floor_grpc_aio_stream_round_trip_ms": round_trips["aio"]} if latency_mode else {}),
         **({"floor_acks_all_chain_ms": {"p50": chain["p50"], "p99": chain["p99"]}} if chain else {}),
         "cpu_s": harness.cpu_used(cpu_before, cpu_after),
+        **({"hops": hop_table} if hop_table is not None else {}),
         "goal": ({"p99_ms_at_10_mb_per_s": GOAL_P99_MS_AT_10_MB_PER_S} if latency_mode
                  else {"records_per_s": GOAL_RECORDS_PER_S}),
     }

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import grpc
 
+from replog.common import hopmarks
 from replog.v1 import log_pb2, log_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class ProduceStream:
             request_id = self._next_id
             self._next_id += 1
             self._pending[request_id] = (sent, due_s)
+            hopmarks.mark("P1")
             self._requests.put(log_pb2.ProduceStreamRequest(request_id=request_id, produce=request))
         return True
 
@@ -75,6 +77,7 @@ class ProduceStream:
         why = "the broker ended the produce stream"
         try:
             for response in self._call:
+                hopmarks.mark("P4")
                 with self._lock:
                     entry = self._pending.pop(response.request_id, None)
                 if entry is not None:

@@ -62,6 +62,7 @@ from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.log_view import EpochEndOffset
 from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.log import CorruptRecordError, LogOffsetMismatchError
+from replog.common import hopmarks
 from replog.common.channels import ChannelCache
 from replog.common.clock import Clock
 from replog.v1 import replication_pb2
@@ -294,8 +295,10 @@ class ReplicaFetcher:
                 stream = self._stream = FetchStream(self._channels.get(address))
                 self._stream_address = address
             self._call = stream
+        hopmarks.mark("F3", settings.broker_id)
         try:
             response = stream.exchange(request, timeout_s=settings.max_wait_ms / 1000 + RPC_SLACK_S)
+            hopmarks.mark("F1", settings.broker_id)
         except (grpc.RpcError, StreamEnded) as exc:
             stream.cancel()  # finished (this also ends its request feeder); the next request opens another
             with self._cond:
@@ -337,6 +340,7 @@ class ReplicaFetcher:
             if entry is not None and self._handle_partition(topic_partition, *entry, data):
                 with self._cond:
                     self._dirty.add(topic_partition)  # it moved, or must be named again after a back-off
+        hopmarks.mark("F2", settings.broker_id)
 
     def _reset_session(self) -> None:
         with self._cond:

@@ -37,6 +37,7 @@ from typing import Callable, Iterable, Iterator
 
 from replog.broker.adapters.produce_handler import ProduceHandler
 from replog.broker.core.errors import ErrorCode
+from replog.common import hopmarks
 from replog.common.clock import Clock
 from replog.v1 import log_pb2
 
@@ -70,7 +71,9 @@ def serve_produce_stream(handler: ProduceHandler, requests: Iterable[log_pb2.Pro
             unanswered += 1
         elif kind == _ANSWER:
             unanswered -= 1
-            yield item() if callable(item) else item
+            answer = item() if callable(item) else item
+            hopmarks.mark("L5")
+            yield answer
         elif kind == _DEADLINE:
             heapq.heappush(deadlines, item)
         else:  # _END, with whether the stream broke
@@ -84,6 +87,7 @@ def _read(handler: ProduceHandler, requests: Iterable[log_pb2.ProduceStreamReque
     broken = False
     try:
         for message in requests:
+            hopmarks.mark("L1")
             if stopping():
                 broken = True
                 break
@@ -96,6 +100,7 @@ def _read(handler: ProduceHandler, requests: Iterable[log_pb2.ProduceStreamReque
                 continue
             deadline_ms = handler.produce_async(message.produce, lambda build, rid=request_id: put(
                 (_ANSWER, lambda: log_pb2.ProduceStreamResponse(request_id=rid, produce=build()))))
+            hopmarks.mark("L2")
             if deadline_ms is not None:
                 put((_DEADLINE, deadline_ms))
     except Exception as exc:  # noqa: BLE001 - the stream was cancelled or failed; the generator ends it

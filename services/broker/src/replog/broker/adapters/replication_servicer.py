@@ -34,6 +34,7 @@ from replog.broker.adapters.replication_throttle import ReplicationThrottle
 from replog.broker.config import REPLICA_FETCHERS_MAX
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
+from replog.common import hopmarks
 from replog.common.clock import Clock
 from replog.common.grpc_server import OpenStreams
 from replog.v1 import common_pb2, replication_pb2, replication_pb2_grpc
@@ -76,11 +77,13 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         self._streams.track(context)
         interrupts: set[int] = set()
         for request in request_iterator:
+            hopmarks.mark("L4", request.fetch.replica_id)
             if not request.HasField("fetch"):
                 answer = replication_pb2.ReplicaFetchResponse(
                     error_code=ErrorCode.INVALID_REQUEST, error_message="a ReplicaFetchStream request carries a fetch")
             else:
                 answer = self._fetch(request.fetch, context, interrupts)
+            hopmarks.mark("L3", request.fetch.replica_id)
             yield replication_pb2.ReplicaFetchStreamResponse(fetch=answer)
             if self._stopping():
                 return
