@@ -287,9 +287,9 @@ def measure(rate_mb_per_s: float, seconds: float, leader: str = "sync", warm_up_
         outgoing.put(None)
         reader.join(timeout=10)
         responses.cancel()
-    latencies.sort()
-    return {"p50": round(latencies[len(latencies) // 2], 3),
-            "p99": round(latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))], 3),
+    from harness import percentile  # here, not at the top: the child processes need none of it
+
+    return {"p50": round(percentile(latencies, 0.50), 3), "p99": round(percentile(latencies, 0.99), 3),
             "leader": leader, "follower": follower_kind, "ticks": len(latencies)}
 
 

@@ -212,3 +212,11 @@ def start_profilers(out_dir: str, pids: dict[str, int], seconds: float) -> list[
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for name, pid in pids.items()
     ]
+
+
+def percentile(values, fraction: float) -> float:
+    """The value at `fraction` of the sorted values (nan if there are none): every bench's p50 / p99."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]

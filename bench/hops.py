@@ -27,6 +27,8 @@ from __future__ import annotations
 import bisect
 from pathlib import Path
 
+from harness import percentile
+
 SKIP_CYCLES = 200  # at each end: warm-up and wind-down
 
 
@@ -87,8 +89,7 @@ def cycle_table(directory: Path) -> dict:
         return {"cycles": 0}
 
     def spread(key: str) -> dict[str, int]:
-        values = sorted(row[key] // 1000 for row in rows)
-        return {q: values[min(len(values) - 1, int(len(values) * f))] for q, f in
-                (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))}
+        values = [row[key] // 1000 for row in rows]
+        return {q: percentile(values, f) for q, f in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99))}
 
     return {"cycles": len(rows), "hops_us": [{"hop": key, **spread(key)} for key in rows[0]]}

@@ -225,7 +225,7 @@ def floor_grpc_round_trip_ms(message_bytes: int, kind: str = "sync") -> dict[str
                         times.append((time.perf_counter() - started) * 1000)
                 outgoing.put(None)
                 responses.cancel()
-    return {"p50": round(percentile(times, 0.50), 3), "p99": round(percentile(times, 0.99), 3)}
+    return {"p50": round(harness.percentile(times, 0.50), 3), "p99": round(harness.percentile(times, 0.99), 3)}
 
 
 # --- measuring ----------------------------------------------------------------------------------
@@ -253,13 +253,6 @@ class Acks:
             if on_done is not None:
                 on_done()
         future.add_done_callback(done)
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def drive_throughput(producer: Producer, args, payload: bytes) -> tuple[Acks, float]:
@@ -419,8 +412,8 @@ def main() -> None:
         "seconds": round(seconds, 3),
         "records_per_s": round(records_per_s),
         "mb_per_s": round(records_per_s * args.record_size / 1_000_000, 2),
-        "p50_ms": round(percentile(results.latencies_ms, 0.50), 2),
-        "p99_ms": round(percentile(results.latencies_ms, 0.99), 2),
+        "p50_ms": round(harness.percentile(results.latencies_ms, 0.50), 2),
+        "p99_ms": round(harness.percentile(results.latencies_ms, 0.99), 2),
         "errors": len(results.errors),
         "tracing": args.tracing,
         "floor_grpc_stream_mb_per_s": round(floor, 1),
