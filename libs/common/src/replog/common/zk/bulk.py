@@ -12,7 +12,7 @@ reply reflects a state at least as new as the previous one (a `sync` first
 makes the first read see every write committed before the call).
 
 Only GetData, GetChildren and Sync are spoken; watches are not set. Writes
-never go through here.
+never go through here (the controller's bulk writes: multi_writer.py).
 
 Wire format (jute, big-endian): every frame is an int32 length then a body.
 Connect: protocolVersion i32, lastZxidSeen i64, timeOut i32, sessionId i64,

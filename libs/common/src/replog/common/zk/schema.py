@@ -278,13 +278,13 @@ class PartitionStateRecord:
     controller_epoch: int
 
     def encode(self) -> bytes:
-        return _dump({
-            "version": 1,
-            "controller_epoch": self.controller_epoch,
-            "leader": self.leader,
-            "leader_epoch": self.leader_epoch,
-            "isr": list(self.isr),
-        })
+        # The same bytes as _dump of the five fields (sorted keys, no spaces), formatted directly:
+        # json.dumps cost 4 us of the 5 us a state took to write, 10K of them per broker failover.
+        if not all(type(v) is int for v in (self.controller_epoch, self.leader, self.leader_epoch, *self.isr)):
+            return _dump({"version": 1, "controller_epoch": self.controller_epoch, "leader": self.leader,
+                          "leader_epoch": self.leader_epoch, "isr": list(self.isr)})
+        return (f'{{"controller_epoch":{self.controller_epoch},"isr":[{",".join(map(str, self.isr))}],'
+                f'"leader":{self.leader},"leader_epoch":{self.leader_epoch},"version":1}}').encode()
 
     @staticmethod
     def decode(data: bytes, path: str = "partition state") -> "PartitionStateRecord":

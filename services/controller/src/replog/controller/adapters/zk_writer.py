@@ -5,20 +5,22 @@ fence, KAFKA-6082): if another controller has taken the seat since, the whole
 batch fails and nothing is written. Partition-state writes are also
 conditional on the state znode's version (the partition epoch). Batches are
 bounded in operations and bytes (ZooKeeper refuses requests over its
-jute.maxbuffer, 1 MiB by default) and are sent without waiting for each other,
-then all results are collected; ZooKeeper applies one session's requests in
-order.
+jute.maxbuffer, 1 MiB by default) and are pipelined on the writer's own
+session (replog.common.zk.multi_writer: kazoo's per-operation objects cost
+the first wave of a 10K-partition failover 30 ms); ZooKeeper applies one
+session's requests in order. The few reads a write needs (which partition
+znodes exist, the reassignment request's version) go through kazoo.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable
 
-from kazoo.exceptions import BadVersionError, NoNodeError, RolledBackError
+from kazoo.exceptions import NoNodeError
 
 from replog.common.zk import bulk, schema
+from replog.common.zk import multi_writer as mw
 from replog.common.zk.client import ZkClient
 from replog.controller.core import plan as p
 from replog.controller.core.model import ReplicaAssignment
@@ -48,22 +50,24 @@ class WriteStats:
                           self.bytes + other.bytes)
 
 
-Op = Callable[[object], None]  # applies itself to a kazoo transaction
-
-
 class ZkWriter:
     def __init__(self, zk: ZkClient, controller_id: int, controller_epoch: int, epoch_zk_version: int) -> None:
         self._zk = zk
         self._controller_id = controller_id
         self._controller_epoch = controller_epoch
         self._epoch_zk_version = epoch_zk_version
+        self._multi = mw.MultiWriter(zk.connect_string, session_timeout_s=zk.session_timeout_ms / 1000)
+
+    def close(self) -> None:
+        """End the write session (a new seat gets a new writer)."""
+        self._multi.close()
 
     # --- translating plan records to operations ----------------------------------------
 
-    def _operations(self, writes: tuple) -> list[tuple[str, tuple, int]]:
-        """Each write as (kind, args, size) operations, in order."""
+    def _operations(self, writes: tuple) -> list[tuple[mw.Operation, int]]:
+        """Each write as (operation, size) pairs, in order."""
         kazoo = self._zk.kazoo
-        ops: list[tuple[str, tuple, int]] = []
+        ops: list[tuple[mw.Operation, int]] = []
         # Per topic, the partition znodes there already: one read of the topic's partitions, not one
         # `exists` per partition (creating a 10K-partition topic spent 4.4 s on those round trips).
         partition_nodes: dict[str, set[str]] = {}
@@ -71,8 +75,8 @@ class ZkWriter:
             if isinstance(write, p.SetPartitionState):
                 tp, state = write.partition, write.state
                 data = self._state_bytes(state)
-                ops.append(("set", (schema.partition_state_path(tp.topic, tp.partition), data,
-                                    write.expected_partition_epoch), len(data) + 80))
+                ops.append((mw.SetData(schema.partition_state_path(tp.topic, tp.partition), data,
+                                       write.expected_partition_epoch), len(data) + 80))
             elif isinstance(write, p.CreatePartitionState):
                 tp = write.partition
                 existing = partition_nodes.get(tp.topic)
@@ -80,17 +84,17 @@ class ZkWriter:
                     try:
                         existing = set(kazoo.get_children(schema.partitions_path(tp.topic)))
                     except NoNodeError:
-                        ops.append(("create", (schema.partitions_path(tp.topic), b""), 80))
+                        ops.append((mw.Create(schema.partitions_path(tp.topic)), 80))
                         existing = set()
                     partition_nodes[tp.topic] = existing
                 data = self._state_bytes(write.state)
                 if str(tp.partition) not in existing:
-                    ops.append(("create", (schema.partition_path(tp.topic, tp.partition), b""), 80))
+                    ops.append((mw.Create(schema.partition_path(tp.topic, tp.partition)), 80))
                     existing.add(str(tp.partition))
-                ops.append(("create", (schema.partition_state_path(tp.topic, tp.partition), data), len(data) + 80))
+                ops.append((mw.Create(schema.partition_state_path(tp.topic, tp.partition), data), len(data) + 80))
             elif isinstance(write, p.SetAssignment):
                 data = _assignment_bytes(write.assignment)
-                ops.append(("set", (schema.topic_path(write.topic), data, -1), len(data) + 80))
+                ops.append((mw.SetData(schema.topic_path(write.topic), data), len(data) + 80))
             elif isinstance(write, p.DeleteTopicZnodes):
                 ops.extend(self._delete_topic_ops(write))
             elif isinstance(write, p.ClearReassignment):
@@ -98,7 +102,7 @@ class ZkWriter:
             elif isinstance(write, p.DeleteAdminRequest):
                 path = f"{schema.ADMIN}/{write.name}"
                 if kazoo.exists(path) is not None:
-                    ops.append(("delete", (path,), 80))
+                    ops.append((mw.Delete(path), 80))
             else:
                 raise AssertionError(f"unknown ZooKeeper write {write!r}")
         return ops
@@ -107,9 +111,9 @@ class ZkWriter:
         return schema.PartitionStateRecord(state.leader, state.leader_epoch, tuple(state.isr),
                                            state.controller_epoch).encode()
 
-    def _delete_topic_ops(self, write: p.DeleteTopicZnodes) -> list[tuple[str, tuple, int]]:
+    def _delete_topic_ops(self, write: p.DeleteTopicZnodes) -> list[tuple[mw.Operation, int]]:
         kazoo = self._zk.kazoo
-        ops: list[tuple[str, tuple, int]] = []
+        ops: list[tuple[mw.Operation, int]] = []
         try:
             partitions = kazoo.get_children(schema.partitions_path(write.topic))
         except NoNodeError:
@@ -119,17 +123,17 @@ class ZkWriter:
         # Each partition's children in one pipelined read (one get_children each cost a round trip).
         for base, children in zip(bases, bulk.children_many(self._zk.connect_string, bases) if bases else []):
             for child in children or ():
-                ops.append(("delete", (f"{base}/{child}",), 80))
-            ops.append(("delete", (base,), 80))
+                ops.append((mw.Delete(f"{base}/{child}"), 80))
+            ops.append((mw.Delete(base), 80))
         if partitions:
-            ops.append(("delete", (schema.partitions_path(write.topic),), 80))
+            ops.append((mw.Delete(schema.partitions_path(write.topic)), 80))
         for path in (schema.topic_path(write.topic), schema.topic_config_path(write.topic),
                      schema.delete_topic_path(write.topic)):
             if kazoo.exists(path) is not None:
-                ops.append(("delete", (path,), 80))
+                ops.append((mw.Delete(path), 80))
         return ops
 
-    def _clear_reassignment_ops(self, write: p.ClearReassignment) -> list[tuple[str, tuple, int]]:
+    def _clear_reassignment_ops(self, write: p.ClearReassignment) -> list[tuple[mw.Operation, int]]:
         try:
             data, stat = self._zk.kazoo.get(schema.REASSIGN_PARTITIONS)
         except NoNodeError:
@@ -138,9 +142,9 @@ class ZkWriter:
         cleared = {(tp.topic, tp.partition) for tp in write.partitions}
         remaining = {k: v for k, v in request.targets.items() if k not in cleared}
         if not remaining:
-            return [("delete", (schema.REASSIGN_PARTITIONS, stat.version), 80)]
+            return [(mw.Delete(schema.REASSIGN_PARTITIONS, stat.version), 80)]
         encoded = schema.ReassignmentRequest(remaining).encode()
-        return [("set", (schema.REASSIGN_PARTITIONS, encoded, stat.version), len(encoded) + 80)]
+        return [(mw.SetData(schema.REASSIGN_PARTITIONS, encoded, stat.version), len(encoded) + 80)]
 
     # --- committing ------------------------------------------------------------------------
 
@@ -150,37 +154,30 @@ class ZkWriter:
         ops = self._operations(writes)
         if not ops:
             return WriteStats(0, 0, 0)
-        batches: list[list[tuple[str, tuple, int]]] = [[]]
-        size = 0
-        for op in ops:
-            if len(batches[-1]) >= BATCH_OPS_MAX or size + op[2] > BATCH_BYTES_MAX:
-                batches.append([])
+        fence = mw.Check(schema.CONTROLLER_EPOCH, self._epoch_zk_version)
+        batches: list[list[mw.Operation]] = [[fence]]
+        size = total = 0
+        for op, op_size in ops:
+            if len(batches[-1]) > BATCH_OPS_MAX or size + op_size > BATCH_BYTES_MAX:
+                batches.append([fence])
                 size = 0
             batches[-1].append(op)
-            size += op[2]
-        pending = []
-        for batch in batches:
-            tx = self._zk.kazoo.transaction()
-            tx.check(schema.CONTROLLER_EPOCH, self._epoch_zk_version)
-            for kind, args, _ in batch:
-                if kind == "set":
-                    tx.set_data(args[0], args[1], version=args[2])
-                elif kind == "create":
-                    tx.create(args[0], args[1])
-                else:
-                    tx.delete(args[0], version=args[1] if len(args) > 1 else -1)
-            pending.append((batch, tx.commit_async()))
+            size += op_size
+            total += op_size
+        try:
+            outcomes = self._multi.commit(batches)
+        except mw.MultiWriteError as exc:
+            raise ZkWriteError(f"ZooKeeper writes in doubt: {exc}") from None
         failures = []
-        for batch, result in pending:
-            outcome = result.get()
-            if isinstance(outcome[0], BadVersionError) or isinstance(outcome[0], NoNodeError):
+        for batch, outcome in zip(batches, outcomes):
+            if outcome[0] in (mw.ERR_BAD_VERSION, mw.ERR_NO_NODE):
                 raise SeatLostError("the /controller_epoch check failed: another controller took the seat")
-            for (kind, args, _), item in zip(batch, outcome[1:]):
-                if isinstance(item, Exception) and not isinstance(item, RolledBackError):
-                    failures.append(f"{kind} {args[0]}: {type(item).__name__}")
+            for op, code in zip(batch[1:], outcome[1:]):
+                if code not in (mw.OK, mw.ERR_RUNTIME_INCONSISTENCY):
+                    failures.append(f"{type(op).__name__} {op.path}: {mw.error_name(code)}")
         if failures:
             raise ZkWriteError(f"{len(failures)} ZooKeeper write(s) failed, first: {failures[0]}")
-        return WriteStats(len(batches), len(ops), sum(op[2] for op in ops))
+        return WriteStats(len(batches), len(ops), total)
 
 
 def _assignment_bytes(assignment: dict[int, ReplicaAssignment]) -> bytes:
