@@ -11,7 +11,10 @@ with a ZooKeeper watch would), chunks of 50 partitions are probed concurrently
 with a long produce timeout, so each write completes when its partition replicates;
 retried only on an error), its 10/50/90th percentiles; the controller's
 phases from the same trace (decide, ZooKeeper writes, requests until every
-broker answered); and floor_zk_multi_s, the time the same number of
+broker answered); broker_steps, each broker's become_leader and
+become_follower spans in the same trace (partitions, start and end from the
+notice: the first wave's are on the critical path, the ISR-only wave's
+follow); and floor_zk_multi_s, the time the same number of
 partition-state writes take as raw pipelined ZooKeeper multis in this run;
 and cpu_s_notice_to_writable, the CPU seconds each process (the benchmark as
 "bench") used from the notice to the last acknowledgement, sampled every 0.1 s:
@@ -22,7 +25,8 @@ leader (`--replica-fetchers`, reported as num_replica_fetchers; the brokers'
 default is one): see services/broker/.../fetcher_manager.py for why and by how much.
 `--placement kafka` lays the partitions out as CreateTopic would, so the moved
 leaderships split over both survivors (reported in moved_leaders_by_new_leader);
-on this machine that was no faster: 1.58, 1.32, 1.60, 1.56, 1.30 s.
+on this machine that was no faster: 1.58, 1.32, 1.60, 1.56, 1.30 s, and later
+1.20, 1.22, 1.23 s on a day rotating gave 1.1-1.3 s.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from replog.devcluster import ClusterSpec  # noqa: E402
 from replog.v1 import common_pb2, log_pb2, log_pb2_grpc  # noqa: E402
 
 TOPIC = "failover-bench"
+BROKER_STEPS = ("broker.become_leader", "broker.become_follower")  # reported from the failover's trace
 CHUNK = 50
 PROBE_TIMEOUT_MS = 10_000  # a probe waits for replication rather than being sent again
 
@@ -234,6 +239,13 @@ def main() -> None:
         root = roots[-1]
         phases = {c["name"]: (c["end_ns"] - c["start_ns"]) / 1e9 for c in harness.children_of(spans, root)}
         noticed = root["start_ns"] / 1e9
+        broker_steps = sorted((
+            {"broker": int(span.get("resource", {}).get("service.instance.id", -1)),
+             "step": span["name"].removeprefix("broker."),
+             "partitions": span["attributes"].get("partition.count", 0),
+             "start_s": round(span["start_ns"] / 1e9 - noticed, 3), "end_s": round(span["end_ns"] / 1e9 - noticed, 3)}
+            for span in spans if span["trace_id"] == root["trace_id"] and span["name"] in BROKER_STEPS),
+            key=lambda step: step["start_s"])
         result = {
             "partitions": args.partitions,
             "num_replica_fetchers": args.replica_fetchers,
@@ -252,6 +264,7 @@ def main() -> None:
                 "requests_until_brokers_done_s": round(phases.get("controller.send_requests", 0), 4),
                 "controller_event_s": round((root["end_ns"] - root["start_ns"]) / 1e9, 4),
             },
+            "broker_steps": broker_steps,
             "floor_zk_multi_s": round(floor_s, 4),
             "cpu_s_notice_to_writable": cpu.used_between(noticed, last_success),
         }
