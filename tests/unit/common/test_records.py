@@ -82,6 +82,7 @@ def test_offset_and_epoch_patch_keeps_the_crc_valid():
     assert header.crc == read_header(batch).crc
     assert stamped[16:] == batch[16:]
     assert [r.offset for r in decode_records(stamped)] == [1234, 1235, 1236, 1237]
+    assert validate_batch(batch).stamped(1234, 9) == header  # the header the leader keeps for it
 
 
 def test_bad_magic_is_reported():

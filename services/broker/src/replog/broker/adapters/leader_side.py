@@ -11,7 +11,6 @@ record producer state -> HW; nothing touches the log unless all checks passed.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from replog.broker.adapters.hosted_partition import HostedPartition
@@ -85,7 +84,7 @@ def append_produced(
         except OSError as exc:
             return LeaderAppend(ErrorCode.STORAGE_ERROR, f"append failed: {exc}")
         if header.producer_id >= 0:
-            stored = producer_header(dataclasses.replace(header, base_offset=info.base_offset))
+            stored = producer_header(header.stamped(info.base_offset, header.partition_leader_epoch))
             if stored is not None:
                 hosted.producer_state.record(stored)
         assert replica.leader is not None

@@ -26,7 +26,7 @@ committed record and has replicated into this epoch).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from replog.broker.core.log_view import NO_OFFSET
 
@@ -56,8 +56,7 @@ def after_fetch(
         caught_up_ms = _later(caught_up_ms, now_ms)
     elif progress.last_fetch_ms is not None and fetch_offset >= progress.leader_log_end_offset_at_last_fetch:
         caught_up_ms = _later(caught_up_ms, progress.last_fetch_ms)
-    return replace(
-        progress,
+    return FollowerProgress(  # every field anew: a constructor call costs half of `replace`
         log_end_offset=fetch_offset,
         last_fetch_ms=now_ms,
         leader_log_end_offset_at_last_fetch=leader_log_end_offset,

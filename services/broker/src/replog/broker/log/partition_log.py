@@ -34,7 +34,6 @@ Not thread-safe: the replica that owns the log serialises calls to it.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import logging
 import os
 import shutil
@@ -176,7 +175,7 @@ class PartitionLog:
         if header.size_bytes != len(batch):
             raise CorruptRecordError(f"{len(batch) - header.size_bytes} bytes follow the batch; send one batch")
         base_offset = self.log_end_offset
-        stamped_header = dataclasses.replace(header, base_offset=base_offset, partition_leader_epoch=leader_epoch)
+        stamped_header = header.stamped(base_offset, leader_epoch)
         self._write_batch(with_offset_and_epoch(batch, base_offset, leader_epoch), stamped_header)
         if self._leader_epoch_cache.assign(leader_epoch, base_offset):
             self._epoch_checkpoint_dirty = True  # written by the next flush (see _checkpoint_leader_epoch_cache)
