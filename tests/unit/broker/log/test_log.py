@@ -157,7 +157,10 @@ def test_follower_append_keeps_the_leaders_offsets_and_epochs(logs, tmp_path):
     fill(leader, logs, 2, leader_epoch=3)
     follower = PartitionLog.open(tmp_path / "follower", LogConfig(), logs.clock)
     info = follower.append_as_follower(leader.read(0, 10**9))
-    assert info == AppendInfo(0, 9, T0_MS, 10, leader.size_bytes)
+    # It reports the batches' headers too, which the broker's producer state reads.
+    headers = tuple(header for _, header in iter_batches(leader.read(0, 10**9)))
+    assert info == AppendInfo(0, 9, T0_MS, 10, leader.size_bytes, headers)
+    assert [(h.base_offset, h.partition_leader_epoch) for h in info.headers] == [(0, 1), (2, 1), (4, 1), (6, 3), (8, 3)]
     assert follower.read(0, 10**9) == leader.read(0, 10**9)
     assert follower.epoch_entries() == leader.epoch_entries() == [(1, 0), (3, 6)]
     assert follower.append_as_follower(b"") is None

@@ -209,7 +209,19 @@ def validate_batch(
     batch with offset deltas 0..n-1 and the stated max timestamp. Raises
     `RecordTooLargeError` or `CorruptRecordError` saying what is wrong.
     """
-    header = read_header(buf, pos)
+    return check_batch(buf, read_header(buf, pos), pos, max_bytes=max_bytes, check_records=check_records)
+
+
+def check_batch(
+    buf: bytes | bytearray | memoryview,
+    header: BatchHeader,
+    pos: int = 0,
+    *,
+    max_bytes: int | None = None,
+    check_records: bool = True,
+) -> BatchHeader:
+    """`validate_batch` for the batch at `pos` whose header was already read there (`iter_batches`
+    yields it): the same checks, without parsing the header a second time."""
     if header.magic != MAGIC:
         raise CorruptRecordError(f"batch at position {pos}: magic {header.magic}, expected {MAGIC}")
     if header.batch_length < MIN_BATCH_LENGTH:

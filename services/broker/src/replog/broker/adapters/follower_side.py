@@ -67,8 +67,9 @@ def append_from_leader(
         if not _follows(hosted, leader_epoch) or hosted.log.log_end_offset != fetch_offset:
             return None
         if records:
-            hosted.log.append_as_follower(records)
-            record_batches(hosted.producer_state, records)
+            appended = hosted.log.append_as_follower(records)
+            if appended is not None:
+                record_batches(hosted.producer_state, appended.headers)
         hosted.replica.on_fetch_response(leader_high_watermark=leader_high_watermark, log=hosted.log)
         return len(records)
 

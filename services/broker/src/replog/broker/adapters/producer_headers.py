@@ -40,9 +40,10 @@ def _producer_headers(headers: Iterable[records.BatchHeader]) -> Iterator[BatchH
             yield converted
 
 
-def record_batches(table: ProducerStateTable, batches: bytes) -> None:
-    """Record every producer batch in `batches` (whole batches, already appended)."""
-    table.replay(_producer_headers(header for _, header in records.iter_batches(batches)))
+def record_batches(table: ProducerStateTable, headers: Iterable[records.BatchHeader]) -> None:
+    """Record every producer batch among `headers` (of whole batches, already appended; a follower
+    append reports them, `AppendInfo.headers`, so the batches are not walked a second time)."""
+    table.replay(_producer_headers(headers))
 
 
 def rebuild_from_log(log) -> ProducerStateTable:

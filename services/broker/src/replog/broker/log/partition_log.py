@@ -44,6 +44,7 @@ from replog.common.clock import Clock
 from replog.common.records import (
     CorruptRecordError,
     BatchHeader,
+    check_batch,
     iter_batches,
     validate_batch,
     with_offset_and_epoch,
@@ -214,14 +215,15 @@ class PartitionLog:
             max_timestamp_ms=max(header.max_timestamp_ms for _, header in headers),
             record_count=record_count,
             byte_size=len(batches),
+            headers=tuple(header for _, header in headers),
         )
 
     def _check_follower_batches(self, batches: bytes) -> list[tuple[int, BatchHeader]]:
         headers: list[tuple[int, BatchHeader]] = []
         expected_offset = self.log_end_offset
         scan = iter_batches(batches)
-        for position, _ in scan:
-            header = validate_batch(batches, position, check_records=False)
+        for position, header in scan:
+            check_batch(batches, header, position, check_records=False)
             if header.base_offset != expected_offset:
                 where = "the first batch" if not headers else f"the batch at position {position}"
                 raise LogOffsetMismatchError(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from replog.common.records import BatchHeader
+
 
 @dataclass(frozen=True)
 class AppendInfo:
@@ -14,6 +16,7 @@ class AppendInfo:
     max_timestamp_ms: int
     record_count: int
     byte_size: int
+    headers: tuple[BatchHeader, ...] = ()  # a follower append's batches, for its producer state
 
 
 @dataclass(frozen=True)
