@@ -86,6 +86,15 @@ def open_session(hosts: list[list[str]], timeout_s: float, *, receive_buffer: in
     return sock
 
 
+def close_session(sock: socket.socket) -> None:
+    """End the session at once (rather than when it times out on the server) and close the socket."""
+    try:
+        sock.sendall(_REQUEST_HEADER.pack(8, 0x7FFFFFF0, OP_CLOSE))
+    except OSError:
+        pass
+    sock.close()
+
+
 def read_frame(sock: socket.socket, buffer: bytearray) -> bytes:
     """The next length-prefixed frame; `buffer` keeps what was received beyond it."""
     while True:
@@ -123,11 +132,7 @@ class BulkReader:
     def close(self) -> None:
         if self._sock is None:
             return
-        try:
-            self._sock.sendall(_REQUEST_HEADER.pack(8, 0x7FFFFFF0, OP_CLOSE))
-        except OSError:
-            pass
-        self._sock.close()
+        close_session(self._sock)
         self._sock = None
 
     def _read_frame(self) -> bytes:

@@ -10,7 +10,7 @@ server's own work. The failover's first wave (the new leaderships) waits for
 exactly that.
 
 What it speaks: Multi (opcode 14) holding Check (13), SetData (5), Create (1,
-persistent, open ACL) and Delete (2), and Ping. The wire format is jute,
+persistent, open ACL) and Delete (2). The wire format is jute, as in ``bulk``,
 big-endian, each frame an int32 length and a body:
 
 - request: xid i32, type i32, then per operation a MultiHeader (type i32,
@@ -50,10 +50,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from replog.common.zk import bulk
+from replog.common.zk.bulk import _I32, _REPLY_HEADER, _REQUEST_HEADER
 
-_I32 = struct.Struct(">i")
-_REQUEST_HEADER = struct.Struct(">iii")     # length, xid, type
-_REPLY_HEADER = struct.Struct(">iqi")       # xid, zxid, err
 _MULTI_HEADER = struct.Struct(">i?i")       # type, done, err
 _STAT_SIZE = 68
 _OPEN_ACL = _I32.pack(1) + _I32.pack(31) + _I32.pack(5) + b"world" + _I32.pack(6) + b"anyone"
@@ -179,11 +177,7 @@ class MultiWriter:
     def close(self) -> None:
         if self._sock is None:
             return
-        try:
-            self._sock.sendall(_REQUEST_HEADER.pack(8, 0x7FFFFFF0, bulk.OP_CLOSE))
-        except OSError:
-            pass
-        self._sock.close()
+        bulk.close_session(self._sock)
         self._sock = None
         self._buffer.clear()
 
