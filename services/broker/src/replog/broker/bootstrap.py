@@ -32,6 +32,7 @@ from replog.broker.adapters.replication_throttle import ReplicationThrottle
 from replog.broker.adapters.servicers import bindings
 from replog.broker.adapters.state_changes import ReplicaStateChanges
 from replog.broker.adapters.topic_configs import TopicConfigs
+from replog.broker.adapters.turn import Turn
 from replog.broker.adapters.wait_slots import WaitSlots
 from replog.broker.config import BrokerConfig
 from replog.broker.log import CheckpointError, LogConfig
@@ -112,6 +113,7 @@ class BrokerProcess:
 
     def _build(self) -> None:
         config, clock, metrics, replicas = self.config, self.clock, self.metrics, self.replicas
+        turn = Turn()  # the process's one turn (turn.py)
         self.metadata = MetadataCache()
         self.topic_configs = TopicConfigs(self.zk, default_min_insync_replicas=config.min_insync_replicas)
         self.delayed_produces = DelayedProduces(replicas.produce_progress, clock)
@@ -124,6 +126,7 @@ class BrokerProcess:
                 leader_id=leader_id, fetcher_id=fetcher_id, fetcher_count=config.num_replica_fetchers,
                 settings=settings, lookup=replicas.get, address_of=self.metadata.broker_address,
                 broker_epoch_of=lambda: self.broker_epoch, channels=self.channels, clock=clock, metrics=metrics,
+                turn=turn,
             )
 
         self.fetchers = FetcherManager(make_fetcher, config.num_replica_fetchers)
@@ -135,6 +138,7 @@ class BrokerProcess:
         self.state_changes = ReplicaStateChanges(
             broker_id=config.broker_id, replicas=replicas, fetchers=self.fetchers,
             delayed_produces=self.delayed_produces, topic_configs=self.topic_configs, now_ms=clock.monotonic_ms,
+            turn=turn,
         )
         bursts = ControlBursts(clock)
         self.checkpointer = Checkpointer(
@@ -150,14 +154,14 @@ class BrokerProcess:
         self.replication_servicer = ReplicationServicer(
             broker_id=config.broker_id, lookup=replicas.get, delayed_produces=self.delayed_produces,
             isr_changes=self.isr_changes, clock=clock, metrics=metrics, fetch_bytes_max=config.replica_fetch_max_bytes,
-            stopping=stopping, throttle=self.throttle,
+            stopping=stopping, throttle=self.throttle, turn=turn,
         )
         wait_slots = WaitSlots(config.grpc_workers)
         produce = ProduceHandler(
             lookup=replicas.get, metadata=self.metadata, topic_configs=self.topic_configs,
             delayed_produces=self.delayed_produces, clock=clock, metrics=metrics,
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
-            fsync_acks_all=config.fsync_acks_all, wait_slots=wait_slots,
+            fsync_acks_all=config.fsync_acks_all, wait_slots=wait_slots, turn=turn,
         )
         self.log_servicer = LogServicer(
             broker_id=config.broker_id, produce=produce, lookup=replicas.get, hosted=replicas.hosted,

@@ -56,6 +56,7 @@ from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.leader_side import FollowerFetchAnswer
 from replog.broker.adapters.long_poll import Waiter
 from replog.broker.adapters.replication_throttle import ReplicationThrottle
+from replog.broker.adapters.turn import Turn
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import Clock
@@ -73,8 +74,9 @@ ReadOne = Callable[[TopicPartition, replication_pb2.ReplicaFetchPartition, Hoste
 
 class FetchSession:
     def __init__(self, replica_id: int, session_id: int, lookup: Callable[[TopicPartition], HostedPartition | None],
-                 throttle: ReplicationThrottle | None = None):
+                 throttle: ReplicationThrottle | None = None, turn: Turn | None = None):
         self.replica_id = replica_id
+        self._turn = turn if turn is not None else Turn()
         self._throttle = throttle
         self.session_id = session_id
         self.epoch = 0
@@ -157,27 +159,28 @@ class FetchSession:
         sent = 0
         while True:
             urgent = False
-            for tp in to_read:
-                hosted = self._park(tp)
-                budget = max(bytes_max - sent, 1)
-                throttled = (self._throttle is not None and hosted is not None
-                             and self.replica_id in hosted.replica.state.adding)
-                if throttled:
-                    allowance = self._throttle.allowance()
-                    if allowance == 0:
-                        held_back.add(tp)
-                        continue
-                    if allowance is not None:
-                        budget = min(budget, allowance)
-                previous = answers.get(tp)
-                if previous is not None:
-                    sent -= len(previous.records)
-                answer = answers[tp] = read_one(tp, self._positions[tp], hosted, budget)
-                held_back.discard(tp)
-                if throttled:
-                    self._throttle.record(len(answer.records))
-                sent += len(answer.records)
-                urgent = urgent or answer.error_code is not ErrorCode.NONE or answer.diverging is not None
+            with self._turn:  # turn.py: a read is a system call; the wait below is outside the turn
+                for tp in to_read:
+                    hosted = self._park(tp)
+                    budget = max(bytes_max - sent, 1)
+                    throttled = (self._throttle is not None and hosted is not None
+                                 and self.replica_id in hosted.replica.state.adding)
+                    if throttled:
+                        allowance = self._throttle.allowance()
+                        if allowance == 0:
+                            held_back.add(tp)
+                            continue
+                        if allowance is not None:
+                            budget = min(budget, allowance)
+                    previous = answers.get(tp)
+                    if previous is not None:
+                        sent -= len(previous.records)
+                    answer = answers[tp] = read_one(tp, self._positions[tp], hosted, budget)
+                    held_back.discard(tp)
+                    if throttled:
+                        self._throttle.record(len(answer.records))
+                    sent += len(answer.records)
+                    urgent = urgent or answer.error_code is not ErrorCode.NONE or answer.diverging is not None
             remaining_ms = deadline_ms - clock.monotonic_ms()
             if urgent or sent >= min_bytes or remaining_ms <= 0 or stopping() or self.closed:
                 break
@@ -248,9 +251,10 @@ class FetchSessions:
     """The open session of each follower fetcher, by (follower broker id, fetcher id)."""
 
     def __init__(self, lookup: Callable[[TopicPartition], HostedPartition | None],
-                 throttle: ReplicationThrottle | None = None) -> None:
+                 throttle: ReplicationThrottle | None = None, turn: Turn | None = None) -> None:
         self._lookup = lookup
         self._throttle = throttle
+        self._turn = turn if turn is not None else Turn()
         self._lock = threading.Lock()
         self._by_replica: dict[tuple[int, int], FetchSession] = {}
         self._ids = itertools.count(1)
@@ -259,7 +263,7 @@ class FetchSessions:
         """A new session for this follower fetcher, replacing its previous one; sessions of the
         follower's fetcher ids at or past `fetcher_count` (a run with more fetchers) are closed too."""
         with self._lock:
-            session = FetchSession(replica_id, next(self._ids), self._lookup, self._throttle)
+            session = FetchSession(replica_id, next(self._ids), self._lookup, self._throttle, self._turn)
             replaced = [self._by_replica.pop(key) for key in list(self._by_replica)
                         if key == (replica_id, fetcher_id) or (key[0] == replica_id and key[1] >= fetcher_count)]
             self._by_replica[(replica_id, fetcher_id)] = session

@@ -58,6 +58,7 @@ from replog.broker.adapters.follower_side import (
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.metrics import BrokerMetrics
 from replog.broker.adapters.thread_guard import guarded_round
+from replog.broker.adapters.turn import Turn
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.log_view import EpochEndOffset
 from replog.broker.core.topic_partition import TopicPartition
@@ -106,7 +107,9 @@ class ReplicaFetcher:
         channels: ChannelCache,
         clock: Clock,
         metrics: BrokerMetrics,
+        turn: Turn | None = None,
     ) -> None:
+        self._turn = turn if turn is not None else Turn()
         self.leader_id = leader_id
         self.fetcher_id = fetcher_id
         self._fetcher_count = fetcher_count
@@ -334,12 +337,13 @@ class ReplicaFetcher:
             self._resend = False
             self._session_positions.update(positions)
             session_positions = self._session_positions
-        for data in response.partitions:
-            topic_partition = TopicPartition(data.topic, data.partition)
-            entry = session_positions.get(topic_partition)
-            if entry is not None and self._handle_partition(topic_partition, *entry, data):
-                with self._cond:
-                    self._dirty.add(topic_partition)  # it moved, or must be named again after a back-off
+        with self._turn:  # turn.py: an append is a system call per partition
+            for data in response.partitions:
+                topic_partition = TopicPartition(data.topic, data.partition)
+                entry = session_positions.get(topic_partition)
+                if entry is not None and self._handle_partition(topic_partition, *entry, data):
+                    with self._cond:
+                        self._dirty.add(topic_partition)  # it moved, or must be named again after a back-off
         hopmarks.mark("F2", settings.broker_id)
 
     def _reset_session(self) -> None:

@@ -33,6 +33,7 @@ from replog.broker.adapters.leader_side import append_produced
 from replog.broker.adapters.metadata_cache import MetadataCache
 from replog.broker.adapters.metrics import BrokerMetrics
 from replog.broker.adapters.topic_configs import TopicConfigs
+from replog.broker.adapters.turn import Turn
 from replog.broker.adapters.wait_slots import WaitSlots
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.produce import ACKS_ALL, ACKS_NONE, VALID_ACKS, ProduceResult, ProduceWait
@@ -58,7 +59,9 @@ class ProduceHandler:
         request_timeout_ms: int,
         fsync_acks_all: bool,
         wait_slots: WaitSlots,
+        turn: Turn | None = None,
     ) -> None:
+        self._turn = turn if turn is not None else Turn()
         self._lookup = lookup
         self._metadata = metadata
         self._topic_configs = topic_configs
@@ -125,21 +128,23 @@ class ProduceHandler:
         waits: list[tuple[int, ProduceWait]] = []
         seen: set[TopicPartition] = set()
         appended: list[HostedPartition] = []
-        for index, data in enumerate(request.partitions):
-            tp = TopicPartition(data.topic, data.partition)
-            if acks not in VALID_ACKS:
-                answers[index] = _answer(tp, ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, not {acks}")
-            elif tp in seen:
-                answers[index] = _answer(tp, ErrorCode.INVALID_REQUEST, f"{tp} appears twice in the request")
-            else:
-                seen.add(tp)
-                answer, wait = self._produce_one(tp, data, acks, appended)
-                if wait is None:
-                    answers[index] = answer
+        with self._turn:  # turn.py: a system call per partition, so one request's appends at a time
+            for index, data in enumerate(request.partitions):
+                tp = TopicPartition(data.topic, data.partition)
+                if acks not in VALID_ACKS:
+                    answers[index] = _answer(tp, ErrorCode.INVALID_REQUIRED_ACKS,
+                                             f"acks must be 0, 1 or -1, not {acks}")
+                elif tp in seen:
+                    answers[index] = _answer(tp, ErrorCode.INVALID_REQUEST, f"{tp} appears twice in the request")
                 else:
-                    waits.append((index, wait))
-        for hosted in appended:  # wake followers and consumers once the whole request is in the logs
-            hosted.wake()
+                    seen.add(tp)
+                    answer, wait = self._produce_one(tp, data, acks, appended)
+                    if wait is None:
+                        answers[index] = answer
+                    else:
+                        waits.append((index, wait))
+            for hosted in appended:  # wake followers and consumers once the whole request is in the logs
+                hosted.wake()
         return started, answers, waits
 
     def _respond(self, request: log_pb2.ProduceRequest, started: float,

@@ -31,6 +31,7 @@ from replog.broker.adapters.isr_changes import IsrChangeSender
 from replog.broker.adapters.leader_side import FollowerFetchAnswer, offset_for_leader_epoch, read_for_follower
 from replog.broker.adapters.metrics import BrokerMetrics
 from replog.broker.adapters.replication_throttle import ReplicationThrottle
+from replog.broker.adapters.turn import Turn
 from replog.broker.config import REPLICA_FETCHERS_MAX
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
@@ -55,6 +56,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         fetch_bytes_max: int,
         stopping: Callable[[], bool],
         throttle: ReplicationThrottle | None = None,
+        turn: Turn | None = None,
     ) -> None:
         self._broker_id = broker_id
         self._lookup = lookup
@@ -64,7 +66,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         self._metrics = metrics
         self._fetch_bytes_max = fetch_bytes_max
         self._stopping = stopping
-        self._sessions = FetchSessions(lookup, throttle)
+        self._sessions = FetchSessions(lookup, throttle, turn)
         self._streams = OpenStreams()  # the open ReplicaFetchStreams
 
     def ReplicaFetch(self, request, context):

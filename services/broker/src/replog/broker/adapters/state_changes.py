@@ -43,6 +43,7 @@ from replog.broker.adapters.delayed_produces import DelayedProduces
 from replog.broker.adapters.fetcher_manager import FetcherManager
 from replog.broker.adapters.replica_manager import ReplicaManager
 from replog.broker.adapters.topic_configs import TopicConfigs
+from replog.broker.adapters.turn import Turn
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.partition import (
     Applied,
@@ -85,7 +86,9 @@ class ReplicaStateChanges:
         delayed_produces: DelayedProduces,
         topic_configs: TopicConfigs,
         now_ms: Callable[[], int],
+        turn: Turn | None = None,
     ) -> None:
+        self._turn = turn if turn is not None else Turn()
         self._broker_id = broker_id
         self._replicas = replicas
         self._fetchers = fetchers
@@ -132,17 +135,21 @@ class ReplicaStateChanges:
         starts: list[tuple[TopicPartition, StartFetcher]] = []
         if leading:
             with self._span("broker.become_leader", leading, parent):
-                results += [self._apply(d, starts) for d in leading]
+                results += self._apply_all(leading, starts)
                 self._stop_fetching()
         if following:
             with self._span("broker.become_follower", following, parent) as span:
-                results += [self._apply(d, starts) for d in following]
+                results += self._apply_all(following, starts)
                 self._stop_fetching()  # before the starts: a partition may move to another leader
                 if self._shutting_down:
                     starts = []
                 self._start_fetchers(starts)
                 span.set_attribute("fetchers.started", len(starts))
         return results
+
+    def _apply_all(self, decisions: list[LeaderAndIsrDecision], starts: list) -> list[PartitionResult]:
+        with self._turn:  # turn.py
+            return [self._apply(decision, starts) for decision in decisions]
 
     def _stop_fetching(self) -> None:
         if self._unfetch:
@@ -171,7 +178,8 @@ class ReplicaStateChanges:
 
     def stop_replicas(self, requests: list[StopRequest]) -> list[PartitionResult]:
         with self._lock:
-            results = [self._stop(request) for request in requests]
+            with self._turn:  # a stop may delete a log: system calls per partition (turn.py)
+                results = [self._stop(request) for request in requests]
             self._stop_fetching()
             deleting = sum(1 for r in requests if r.delete)
             _log_summary("StopReplica", results, extra=f"{deleting} to delete" if deleting else "")
