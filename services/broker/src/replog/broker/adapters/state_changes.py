@@ -148,8 +148,12 @@ class ReplicaStateChanges:
         return results
 
     def _apply_all(self, decisions: list[LeaderAndIsrDecision], starts: list) -> list[PartitionResult]:
+        # One clock reading and one config watch per topic for the batch, not per partition: after a
+        # broker failure a batch holds thousands of decisions, and each such call cost microseconds.
+        now_ms = self._now_ms()
+        watched: set[str] = set()
         with self._turn:  # turn.py
-            return [self._apply(decision, starts) for decision in decisions]
+            return [self._apply(decision, starts, now_ms, watched) for decision in decisions]
 
     def _stop_fetching(self) -> None:
         if self._unfetch:
@@ -195,7 +199,7 @@ class ReplicaStateChanges:
             "partition.count": len(decisions),
         })
 
-    def _apply(self, decision: LeaderAndIsrDecision, starts: list) -> PartitionResult:
+    def _apply(self, decision: LeaderAndIsrDecision, starts: list, now_ms: int, watched: set[str]) -> PartitionResult:
         topic_partition = decision.topic_partition
         if self._broker_id not in decision.replicas:
             return PartitionResult(topic_partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -205,8 +209,10 @@ class ReplicaStateChanges:
         except OSError as exc:
             log.error("%s: cannot open the log: %s", topic_partition, exc)
             return PartitionResult(topic_partition, ErrorCode.STORAGE_ERROR, str(exc))
-        self._topic_configs.watch(topic_partition.topic)
-        outcome, hw_update = hosted.apply_leader_and_isr(decision, self._now_ms())
+        if topic_partition.topic not in watched:
+            watched.add(topic_partition.topic)
+            self._topic_configs.watch(topic_partition.topic)
+        outcome, hw_update = hosted.apply_leader_and_isr(decision, now_ms)
         if isinstance(outcome, Refusal):
             return PartitionResult(topic_partition, outcome.code, outcome.reason)
         if isinstance(outcome, Applied):
