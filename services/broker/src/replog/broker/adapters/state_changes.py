@@ -152,8 +152,7 @@ class ReplicaStateChanges:
         # broker failure a batch holds thousands of decisions, and each such call cost microseconds.
         now_ms = self._now_ms()
         watched: set[str] = set()
-        with self._turn:  # turn.py
-            return [self._apply(decision, starts, now_ms, watched) for decision in decisions]
+        return [self._apply(decision, starts, now_ms, watched) for decision in decisions]
 
     def _stop_fetching(self) -> None:
         if self._unfetch:
