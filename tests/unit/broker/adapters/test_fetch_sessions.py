@@ -7,6 +7,7 @@ import time
 
 from replog.broker.adapters.fetch_sessions import FetchSessions
 from replog.broker.adapters.leader_side import FollowerFetchAnswer
+from replog.broker.adapters.turn import Turn
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import SystemClock
@@ -214,3 +215,26 @@ def test_followers_outside_the_isr_are_looked_at_again_without_a_wake_up(monkeyp
         answers = session.poll(set(), read, bytes_max=1 << 20, min_bytes=1, max_wait_ms=0, clock=SystemClock(),
                                stopping=lambda: False)
     assert set(answers) == outside
+
+
+def test_a_fetch_reads_in_the_brokers_turn_and_long_polls_outside_it():
+    # turn.py: the reads wait while another loop (a produce's appends) holds the turn, and a long poll
+    # waiting for appends must not hold it, or the appends that would wake it could never run.
+    fresh_partitions()
+    turn = Turn()
+    session = FetchSessions(PARTITIONS.get, turn=turn).open(replica_id=2)
+    first = TopicPartition("t", 1)
+    answers: list = []
+    with turn:
+        poller = threading.Thread(target=lambda: answers.append(poll(session, [position(first)], max_wait_ms=5_000)))
+        poller.start()
+        time.sleep(0.1)
+        assert PARTITIONS[first].reads == 0  # waiting for the turn
+    deadline = time.monotonic() + 5
+    while PARTITIONS[first].reads == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert PARTITIONS[first].reads == 1  # read, found nothing new: now long-polling
+    with turn:  # free while it waits
+        PARTITIONS[first].append(2)
+    poller.join(timeout=5)
+    assert answers and answers[0][first].records == b"xx"
