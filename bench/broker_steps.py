@@ -48,8 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
-from replog.broker.adapters.delayed_produces import DelayedProduces  # noqa: E402
 from replog.broker.adapters.control_servicer import BrokerControlServicer  # noqa: E402
+from replog.broker.adapters.delayed_produces import DelayedProduces  # noqa: E402
 from replog.broker.adapters.metadata_cache import MetadataCache  # noqa: E402
 from replog.broker.adapters.metrics import BrokerMetrics  # noqa: E402
 from replog.broker.adapters.produce_handler import ProduceHandler  # noqa: E402
@@ -259,8 +259,10 @@ def main() -> None:
         harness.note(f"{args.partitions} partitions, broker {DEAD}'s leaderships moving to broker {BROKER}")
         sequential = Scenario(args.partitions, Path(directory) / "sequential")
         steps = run_steps(sequential)
-        steps_cpu_ms = sum(us * (len(sequential.isr_only) if step.endswith("isr_only") else len(sequential.moved))
-                           for step, us in steps.items() if step in ("produce", "fetch_records", "isr_only")) / 1000
+        # The steps the concurrent run repeats: each moved partition's produce and record fetch, and the
+        # ISR-only decisions.
+        moved, isr_only = len(sequential.moved), len(sequential.isr_only)
+        steps_cpu_ms = (steps["produce"] * moved + steps["fetch_records"] * moved + steps["isr_only"] * isr_only) / 1000
         concurrent = run_concurrent(Scenario(args.partitions, Path(directory) / "concurrent"))
     harness.emit({
         "partitions": args.partitions,

@@ -12,9 +12,10 @@ first writes arrive); with this turn held around each request's appends, eight
 threads took 155 ms and 67 took 187 ms. A thread waiting for the turn is
 blocked on the lock, not competing for the GIL, so the thread that holds it
 gets the GIL back after each system call without a hand-over. In the whole
-10K-partition failover (bench/failover.py, 8 alternated pairs) it was a smaller
-gain: the new leader's CPU in the window fell by about 8% and the time to
-writable by about 5%, since much of that window's contention is gRPC's own.
+10K-partition failover (bench/failover.py, 5 alternated pairs against the code
+without it) it was a smaller gain: the new leader's CPU in the window fell by
+about 10% and the median time to writable by about 5%, since much of that
+window's contention is gRPC's own.
 
 What takes it: the loops that make a system call per partition -- a produce
 request's appends, a replica fetch's reads, a follower's appends of a fetch
