@@ -84,6 +84,26 @@ class _HealthServicer(health.HealthServicer):
     def __init__(self) -> None:
         super().__init__(experimental_non_blocking=True)
         self._watches = OpenStreams()
+        # `set` below works on the library's own state: fail at start-up, not at a stop, if it moves.
+        assert all(hasattr(self, name) for name in (
+            "_lock", "_server_status", "_send_response_callbacks", "_gracefully_shutting_down")), \
+            "grpcio-health-checking changed its HealthServicer's state; review _HealthServicer.set"
+
+    def set(self, service: str, status) -> None:
+        """The library's `set`, but sending to the watchers after its lock is released.
+
+        The library sends while holding its lock, and each send waits until the server's event
+        thread completes it. That thread may meanwhile be running a closing watch's callback,
+        which takes the same lock: both wait for good. It happened at a server stop, as peers'
+        channels closed their keeper watches (test_channels.py hung 300 s in `health.set`, once
+        in a full suite run). A send to a watch that has ended since is dropped by gRPC."""
+        with self._lock:
+            if self._gracefully_shutting_down:
+                return
+            self._server_status[service] = status
+            watchers = list(self._send_response_callbacks.get(service, ()))
+        for send_response in watchers:
+            send_response(health_pb2.HealthCheckResponse(status=status))
 
     def Watch(self, request, context, send_response_callback=None):
         self._watches.track(context)
