@@ -34,8 +34,10 @@ def test_every_change_goes_out_in_one_leader_and_isr_per_surviving_broker():
     plan, _ = kill(state, 1)
     requests = leader_and_isr(plan)
     assert set(requests) == {2, 3}
-    assert sent_partitions(plan, 2) == {tp("orders", 0), tp("orders", 1), tp("orders", 2), tp("audit", 0)}
-    assert sent_partitions(plan, 3) == {tp("orders", 0), tp("orders", 1), tp("orders", 2)}
+    # orders-0 and audit-0 moved: every live replica hears. orders-1 and orders-2 only lose
+    # broker 1 from their ISR: only their leaders (2 and 3) hear.
+    assert sent_partitions(plan, 2) == {tp("orders", 0), tp("orders", 1), tp("audit", 0)}
+    assert sent_partitions(plan, 3) == {tp("orders", 0), tp("orders", 2)}
     assert tp("audit", 1) not in writes(plan)  # broker 1 holds no replica of it
     assert not any(r.init for r in plan.leader_and_isr)
     (metadata,) = plan.update_metadata
@@ -53,7 +55,20 @@ def test_new_leaderships_are_written_first_and_go_out_in_a_first_wave():
     first = {r.broker_id: {d.partition for d in r.partitions} for r in plan.first_wave}
     assert first == {2: moved, 3: {tp("orders", 0)}}
     later = {r.broker_id: {d.partition for d in r.partitions} for r in plan.leader_and_isr}
-    assert later == {2: {tp("orders", 1), tp("orders", 2)}, 3: {tp("orders", 1), tp("orders", 2)}}
+    assert later == {2: {tp("orders", 1)}, 3: {tp("orders", 2)}}
+
+
+def test_an_isr_only_change_goes_to_the_leader_alone_and_to_every_brokers_metadata():
+    """Only the leader acts on an ISR (its high watermark and acks=all); followers learn it from
+    metadata, as they learn the leader's own AlterPartition changes."""
+    state = cluster(live=(1, 2, 3, 4), topics={"orders": [(2, 3, 1), (4, 3, 1)]})
+    plan, _ = kill(state, 1)
+    assert writes(plan)[tp("orders", 0)] == LeaderAndIsr(2, 0, (2, 3), 7, 1)
+    assert {r.broker_id: {d.partition for d in r.partitions} for r in plan.leader_and_isr} == {
+        2: {tp("orders", 0)}, 4: {tp("orders", 1)}}
+    (metadata,) = plan.update_metadata
+    assert metadata.broker_ids == (2, 3, 4)
+    assert {d.partition: d.state.isr for d in metadata.partitions} == {tp("orders", 0): (2, 3), tp("orders", 1): (4, 3)}
 
 
 def test_the_first_wave_tells_every_live_brokers_metadata_the_new_leaders():

@@ -20,6 +20,13 @@ so handlers cannot forget them:
 * one LeaderAndIsr request per broker, to live brokers only, covering every
   partition the plan changed on it (and all its replicas when ``init``); one
   StopReplica per broker; never both for the same replica in one plan;
+* an ISR-only change (same leader, same leader epoch, same assignment, e.g. a
+  dead follower leaving the ISR) goes in LeaderAndIsr to the leader alone: the
+  leader is the one replica that acts on an ISR. Its followers learn it from
+  UpdateMetadata, as they learn the leader's own AlterPartition changes (Kafka
+  has done the same since KIP-497). A broker failure at 10K partitions sent
+  6,666 such changes to followers that did nothing with them, in the middle
+  of the moved partitions' first replication round;
 * UpdateMetadata goes to every live broker: the full cluster to brokers that
   need it, the changed partitions to the others.
 
@@ -457,10 +464,12 @@ class PlanBuilder:
         keep = bool(per_init or self._full_metadata_brokers)  # decisions reused below
         special = bool(stopped or new_replicas or per_init)
         recipients_of: dict[tuple[int, ...], list[list[PartitionDecision]]] = {}
+        base_states = self._base_states
+        notify = self._notify
         # Written partitions first (in write order), then those only re-sent.
         notified = self._states.items()
-        if self._notify:
-            notified = [*notified, *((tp, self.state_of(tp)) for tp in self._notify if tp not in self._states)]
+        if notify:
+            notified = [*notified, *((tp, self.state_of(tp)) for tp in notify if tp not in self._states)]
         for tp, state in notified:
             if state is None:
                 continue  # a NEW partition: nothing to tell yet
@@ -470,6 +479,15 @@ class PlanBuilder:
                 decisions[tp] = decision
             changed.append(decision)
             if metadata_only and tp in metadata_only:
+                continue
+            base = base_states.get(tp)
+            if (base is not None and state.leader == base.leader and state.leader_epoch == base.leader_epoch
+                    and state.leader != NO_LEADER and not (created and tp in created)
+                    and not (pending_assignments and tp in pending_assignments) and not (notify and tp in notify)):
+                # ISR-only: the leader alone hears (see the module docstring); an INIT leader has it already.
+                entries = per_broker.get(state.leader)
+                if entries is not None and not (stopped and (tp, state.leader) in stopped):
+                    entries.append(decision)
                 continue
             if not special:  # the common case, e.g. a failover: every live replica hears
                 replicas = assignment.replicas
