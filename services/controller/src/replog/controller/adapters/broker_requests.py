@@ -85,8 +85,15 @@ class BrokerRequestSender:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
+    def prepare(self, leader_and_isr=(), update_metadata=()) -> Future:
+        """Build the protos `start` will need for these requests on a sender thread, meanwhile
+        (a future of them for `start(prepared=...)`). The first wave's are built while its
+        ZooKeeper write is in flight: the controller's loop only waits for ZooKeeper then, and in
+        a 10K-partition failover building them after the write held its LeaderAndIsr back 43 ms."""
+        return self._pool.submit(self._build_protos, leader_and_isr, update_metadata)
+
     def start(self, state: ControllerState, leader_and_isr=(), update_metadata=(),
-              stop_replica=()) -> dict[int, Future]:
+              stop_replica=(), *, prepared: Future | None = None) -> dict[int, Future]:
         """Start sending the requests: a future of the outcome per broker contacted. To one
         broker they go in the order LeaderAndIsr, UpdateMetadata, StopReplica."""
         per_broker: dict[int, list] = {}
@@ -97,22 +104,27 @@ class BrokerRequestSender:
                 per_broker.setdefault(broker_id, []).append(update)
         for request in stop_replica:
             per_broker.setdefault(request.broker_id, []).append(request)
-        proto_cache: dict[int, broker_control_pb2.PartitionState] = {}
-        # Built here, once, not by the sender threads: a partition's state goes to its leader and
-        # its followers alike, and threads building the same thousands of protos at once each
-        # waited on the other for the interpreter lock. A digest-first request (INIT, full
-        # UpdateMetadata) usually needs none, so its protos are built only if it does.
-        for request in leader_and_isr:
-            if not request.init:
-                self._protos(request.partitions, proto_cache)
-        for update in update_metadata:
-            if not update.full:
-                self._protos(update.partitions, proto_cache)
+        proto_cache = prepared.result() if prepared is not None else {}
+        self._build_protos(leader_and_isr, update_metadata, proto_cache)
         ctx = otel_context.get_current()
         return {
             broker_id: self._pool.submit(self._send_to_broker, state, broker_id, requests, proto_cache, ctx)
             for broker_id, requests in per_broker.items()
         }
+
+    def _build_protos(self, leader_and_isr, update_metadata, cache: dict | None = None) -> dict:
+        """Built once per call, not by each sender thread: a partition's state goes to its leader and
+        its followers alike, and threads building the same thousands of protos at once each
+        waited on the other for the interpreter lock. A digest-first request (INIT, full
+        UpdateMetadata) usually needs none, so its protos are built only if it does."""
+        cache = {} if cache is None else cache
+        for request in leader_and_isr:
+            if not request.init:
+                self._protos(request.partitions, cache)
+        for update in update_metadata:
+            if not update.full:
+                self._protos(update.partitions, cache)
+        return cache
 
     def _protos(self, decisions, cache) -> list:
         out = []

@@ -295,8 +295,10 @@ class ControllerLoop:
                     # a leader take neither reads nor writes. On 2 cores, writing the rest meanwhile
                     # held back the new leaders: in a 10K-partition failover they began applying
                     # 0.7 s after their request was sent, and 0.05 s with the head start.
+                    prepared = self._sender.prepare(plan.first_wave, plan.first_wave_metadata)
                     stats = self._writer.write(plan.zk_writes[:plan.first_wave_writes])
-                    first_wave = self._sender.start(self._state, plan.first_wave, plan.first_wave_metadata)
+                    first_wave = self._sender.start(self._state, plan.first_wave, plan.first_wave_metadata,
+                                                    prepared=prepared)
                     futures_wait(first_wave.values(), timeout=FIRST_WAVE_HEAD_START_S)
                     stats = stats + self._writer.write(plan.zk_writes[plan.first_wave_writes:])
                     write_span.set_attribute("first_wave.partitions", plan.first_wave_writes)
