@@ -144,7 +144,10 @@ def test_become_leader_and_follower_spans_join_the_controllers_trace(cluster):
         found = []
         for path in cluster.trace_dir.glob("*.jsonl"):
             for line in path.read_text().splitlines():
-                found.append(json.loads(line))
+                try:
+                    found.append(json.loads(line))
+                except ValueError:
+                    continue  # the last line of a file a service is writing may be torn (as the CLI reads them)
         return found
 
     def become_spans_and_parents():
