@@ -72,12 +72,11 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
             return broker_control_pb2.LeaderAndIsrResponse(
                 error_code=ErrorCode.INVALID_REQUEST,
                 error_message=f"bad partition {malformed[0].topic!r}-{malformed[0].partition}")
+        # Positional, and no tuple built for an empty `adding`: thousands per request after a failover.
         decisions = [
-            LeaderAndIsrDecision(
-                topic_partition=TopicPartition(ps.topic, ps.partition), leader_id=ps.leader,
-                leader_epoch=ps.leader_epoch, isr=tuple(ps.isr), partition_epoch=ps.partition_epoch,
-                replicas=tuple(ps.replicas), is_new=ps.is_new, adding=tuple(ps.adding_replicas),
-            )
+            LeaderAndIsrDecision(TopicPartition(ps.topic, ps.partition), ps.leader, ps.leader_epoch, tuple(ps.isr),
+                                 ps.partition_epoch, tuple(ps.replicas), ps.is_new,
+                                 tuple(ps.adding_replicas) if ps.adding_replicas else ())
             for ps in request.partitions
         ]
         self._metadata.remember_leader_endpoints(request.leaders)

@@ -12,6 +12,7 @@ record producer state -> HW; nothing touches the log unless all checks passed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.producer_headers import producer_header
@@ -102,8 +103,7 @@ def produce_progress(hosted: HostedPartition) -> ProduceProgress:
         return hosted.replica.produce_progress()
 
 
-@dataclass(frozen=True)
-class FollowerFetchAnswer:
+class FollowerFetchAnswer(NamedTuple):
     error_code: ErrorCode
     message: str
     high_watermark: int

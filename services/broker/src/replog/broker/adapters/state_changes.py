@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -62,8 +62,9 @@ tracer = trace.get_tracer("replog.broker")
 FREEZE_AFTER_DECISIONS = 500  # a LeaderAndIsr this large freezes what it built (gc_policy.paused)
 
 
-@dataclass(frozen=True)
-class PartitionResult:
+class PartitionResult(NamedTuple):
+    """One partition's answer to a controller request (a named tuple: thousands per failover request)."""
+
     topic_partition: TopicPartition
     error_code: ErrorCode
     message: str = ""

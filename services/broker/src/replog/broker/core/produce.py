@@ -27,7 +27,7 @@ partition keeps its result; the op completes when every partition resolved.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
@@ -62,8 +62,7 @@ def admit_produce(
     return ProduceAdmitted(acks)
 
 
-@dataclass(frozen=True)
-class ProduceProgress:
+class ProduceProgress(NamedTuple):
     """What the replica looks like now, for deciding a wait."""
 
     is_leader: bool
@@ -72,8 +71,7 @@ class ProduceProgress:
     isr_size: int
 
 
-@dataclass(frozen=True)
-class ProduceWait:
+class ProduceWait(NamedTuple):
     """One appended (or duplicate) batch waiting for the HW."""
 
     topic_partition: TopicPartition
@@ -87,8 +85,7 @@ class ProduceWait:
         return self.last_offset + 1
 
 
-@dataclass(frozen=True)
-class ProduceResult:
+class ProduceResult(NamedTuple):
     topic_partition: TopicPartition
     error_code: ErrorCode
     base_offset: int
