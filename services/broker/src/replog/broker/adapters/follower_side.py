@@ -16,6 +16,7 @@ clamped to the new log end by the core.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.producer_headers import rebuild_from_log, record_batches
@@ -26,8 +27,7 @@ from replog.broker.core.partition import ReplicaRole
 from replog.broker.core.truncation import AskLeaderForEpoch, on_diverging_epoch
 
 
-@dataclass(frozen=True)
-class FetchPosition:
+class FetchPosition(NamedTuple):
     fetch_offset: int
     last_fetched_epoch: int
     log_start_offset: int

@@ -15,13 +15,12 @@ never truncates committed records).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from replog.broker.core.log_view import LogView
 
 
-@dataclass(frozen=True)
-class FetchPosition:
+class FetchPosition(NamedTuple):
     """What a follower puts in its ReplicaFetchPartition."""
 
     fetch_offset: int

@@ -18,8 +18,7 @@ Invariants the core relies on (and asserts where it reads them):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 NO_LEADER_EPOCH = -1
 """Leader epoch of an empty log, or an unknown epoch (wire value -1)."""
@@ -50,8 +49,7 @@ class LogView(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class EpochEndOffset:
+class EpochEndOffset(NamedTuple):
     """A leader epoch with the first offset after it (mirrors `replog.v1.EpochEndOffset`)."""
 
     leader_epoch: int
