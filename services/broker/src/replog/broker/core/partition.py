@@ -32,7 +32,7 @@ with its last epoch, and the leader's diverging-epoch answer drives
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Mapping, NamedTuple
 
 from replog.broker.core.errors import ErrorCode, Refusal
@@ -77,9 +77,13 @@ def check_transition(previous: ReplicaRole, following: ReplicaRole) -> None:
         raise IllegalReplicaTransition(f"replica role {previous.name} -> {following.name}")
 
 
-@dataclass(frozen=True)
-class PartitionState:
-    """What this broker holds for one replica, as last decided by the controller."""
+class PartitionState(NamedTuple):
+    """What this broker holds for one replica, as last decided by the controller.
+
+    This, the decision, the outcomes and the effects with fields are named tuples, not frozen
+    dataclasses: a failover builds each of them for thousands of partitions per request, and a
+    frozen dataclass sets its fields one `object.__setattr__` at a time.
+    """
 
     topic_partition: TopicPartition
     broker_id: int
@@ -135,16 +139,14 @@ class StopFetcher:
     """Stop fetching this partition from its (old) leader."""
 
 
-@dataclass(frozen=True)
-class StartFetcher:
+class StartFetcher(NamedTuple):
     """Fetch from `leader_id` at our log end with our last epoch (divergence -> truncation.py)."""
 
     leader_id: int
     leader_epoch: int
 
 
-@dataclass(frozen=True)
-class AssignLeaderEpochStart:
+class AssignLeaderEpochStart(NamedTuple):
     """Record in the epoch cache that `leader_epoch` starts at the current log end offset.
 
     Optional for a log that stamps the epoch cache on the first append of a new
@@ -180,8 +182,7 @@ class ChangeKind(enum.Enum):
     STOP = "stop"
 
 
-@dataclass(frozen=True)
-class Applied:
+class Applied(NamedTuple):
     """The decision takes effect: hold `state`, run `effects` in order."""
 
     state: PartitionState
@@ -190,8 +191,7 @@ class Applied:
     effects: tuple[Effect, ...]
 
 
-@dataclass(frozen=True)
-class Unchanged:
+class Unchanged(NamedTuple):
     """Nothing to do (a redelivered decision, or stopping a stopped replica); answer NONE."""
 
     state: PartitionState
@@ -233,7 +233,7 @@ def apply_stop_replica(current: PartitionState, leader_epoch: int, delete: bool)
     effects.append(COMPLETE_DELAYED_OPERATIONS)
     if delete:
         effects.append(DeleteLog())
-    stopped = replace(current, role=ReplicaRole.STOPPED)
+    stopped = current._replace(role=ReplicaRole.STOPPED)
     return Applied(stopped, current, ChangeKind.STOP, tuple(effects))
 
 

@@ -22,8 +22,6 @@ A STOPPED replica is dropped by the adapter; a later assignment starts a new
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
 from replog.broker.core.fetch import ConsumerRead, plan_consumer_fetch
@@ -94,7 +92,7 @@ class PartitionReplica:
             return AnswerIgnored("not the leader that proposed it")
         outcome = self._leader.on_alter_partition_answer(proposal, answer, log)
         if isinstance(outcome, IsrCommitted | IsrRefreshed):
-            self._state = replace(self._state, isr=outcome.isr, partition_epoch=outcome.partition_epoch)
+            self._state = self._state._replace(isr=outcome.isr, partition_epoch=outcome.partition_epoch)
         return outcome
 
     # --- as leader -------------------------------------------------------------

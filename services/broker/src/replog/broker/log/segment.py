@@ -254,8 +254,11 @@ class LogSegment:
     # -- reads -----------------------------------------------------------
 
     def read_bytes(self, position: int, length: int) -> bytes:
-        with self._reading() as fd:
-            data = os.pread(fd, length, position)
+        if self._fd_open >= 0:  # the common case (an active segment), without a context manager per read
+            data = os.pread(self._fd_open, length, position)
+        else:
+            with self._reading() as fd:
+                data = os.pread(fd, length, position)
         assert len(data) == length, f"{self.name}: short read at {position}"
         return data
 
