@@ -18,7 +18,8 @@ so handlers cannot forget them:
   controller bug);
 * ZooKeeper writes come in a crash-safe order (``_zk_writes``);
 * one LeaderAndIsr request per broker, to live brokers only, covering every
-  partition the plan changed on it (and all its replicas when ``init``); one
+  partition the plan changed on it (but see ISR-only changes below; all its
+  replicas when ``init``); one
   StopReplica per broker; never both for the same replica in one plan;
 * an ISR-only change (same leader, same leader epoch, same assignment, e.g. a
   dead follower leaving the ISR) goes in LeaderAndIsr to the leader alone: the
@@ -489,7 +490,7 @@ class PlanBuilder:
                 if entries is not None and not (stopped and (tp, state.leader) in stopped):
                     entries.append(decision)
                 continue
-            if not special:  # the common case, e.g. a failover: every live replica hears
+            if not special:  # the common case, e.g. a failover's new leaders: every live replica hears
                 replicas = assignment.replicas
                 recipients = recipients_of.get(replicas)
                 if recipients is None:  # few distinct replica lists: look each up once
