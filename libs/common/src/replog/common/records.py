@@ -47,6 +47,7 @@ import functools
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from crc32c import crc32c
 
@@ -89,8 +90,13 @@ class RecordTooLargeError(RecordBatchError):
     """A well-formed batch that is larger than the limit it was checked against."""
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
+_new_tuple = tuple.__new__  # a named tuple from a tuple of its fields, without a call per field
+
+
+class BatchHeader(NamedTuple):
+    """A batch's header fields, in wire order. A named tuple: built for every batch appended or
+    replicated, straight from the struct's tuple (a 13-field slotted dataclass took 1.7 us)."""
+
     base_offset: int
     batch_length: int
     partition_leader_epoch: int
@@ -120,11 +126,8 @@ class BatchHeader:
 
     def stamped(self, base_offset: int, leader_epoch: int) -> BatchHeader:
         """This header with the base offset and leader epoch a leader gives its batch (the fields
-        `with_offset_and_epoch` rewrites; the CRC does not cover them). Built field by field:
-        `dataclasses.replace` took 3.2 us of a 22 us produce append, this 1.4 us."""
-        return BatchHeader(base_offset, self.batch_length, leader_epoch, self.magic, self.crc, self.attributes,
-                           self.last_offset_delta, self.base_timestamp_ms, self.max_timestamp_ms, self.producer_id,
-                           self.producer_epoch, self.base_sequence, self.record_count)
+        `with_offset_and_epoch` rewrites; the CRC does not cover them)."""
+        return _new_tuple(BatchHeader, (base_offset, self.batch_length, leader_epoch) + self[3:])
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +195,7 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
         raise CorruptRecordError(
             f"batch header at position {pos} needs {HEADER_SIZE} bytes, {len(buf) - pos} available"
         )
-    return BatchHeader(*_HEADER.unpack_from(buf, pos))
+    return _new_tuple(BatchHeader, _HEADER.unpack_from(buf, pos))
 
 
 def validate_batch(
