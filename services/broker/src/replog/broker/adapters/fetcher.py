@@ -337,13 +337,16 @@ class ReplicaFetcher:
             self._resend = False
             self._session_positions.update(positions)
             session_positions = self._session_positions
+        moved: list[TopicPartition] = []  # to name in the next request: it moved, or backs off
         with self._turn:  # turn.py: an append is a system call per partition
             for data in response.partitions:
                 topic_partition = TopicPartition(data.topic, data.partition)
                 entry = session_positions.get(topic_partition)
                 if entry is not None and self._handle_partition(topic_partition, *entry, data):
-                    with self._cond:
-                        self._dirty.add(topic_partition)  # it moved, or must be named again after a back-off
+                    moved.append(topic_partition)
+        if moved:
+            with self._cond:  # once per answer, not per partition: only this thread reads them, next round
+                self._dirty.update(moved)
         hopmarks.mark("F2", settings.broker_id)
 
     def _reset_session(self) -> None:
@@ -383,13 +386,13 @@ class ReplicaFetcher:
         hosted = self._lookup(topic_partition)
         if hosted is None:
             return True
-        code = ErrorCode(data.error_code)
-        if code is ErrorCode.NONE and data.HasField("diverging_epoch"):
+        code = data.error_code  # an int, compared with the IntEnum's members: ErrorCode(code) costs 0.3 us
+        if code == ErrorCode.NONE and data.HasField("diverging_epoch"):
             diverging = EpochEndOffset(data.diverging_epoch.leader_epoch, data.diverging_epoch.end_offset)
             self._truncate(topic_partition, target, "diverging epoch", lambda: truncate_diverging(
                 hosted, leader_epoch=target.leader_epoch, fetch_offset=position.fetch_offset,
                 last_fetched_epoch=position.last_fetched_epoch, diverging=diverging))
-        elif code is ErrorCode.NONE:
+        elif code == ErrorCode.NONE:
             try:
                 appended = append_from_leader(
                     hosted, leader_epoch=target.leader_epoch, fetch_offset=position.fetch_offset,
@@ -403,12 +406,13 @@ class ReplicaFetcher:
                 return False
             if appended:
                 self._metrics.replication_bytes_in.inc(appended)
-        elif code is ErrorCode.OFFSET_OUT_OF_RANGE:
+        elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
             self._truncate(topic_partition, target, "offset out of range", lambda: reset_out_of_range(
                 hosted, leader_epoch=target.leader_epoch, fetch_offset=position.fetch_offset,
                 leader_log_start_offset=data.log_start_offset, leader_log_end_offset=data.log_end_offset))
         else:
-            log.debug("%s: leader %d answered %s: %s", topic_partition, self.leader_id, code.name, data.error_message)
+            log.debug("%s: leader %d answered %s: %s", topic_partition, self.leader_id, _code_name(code),
+                      data.error_message)
             self._back_off(topic_partition, target, PARTITION_BACKOFF_MS)
         return True
 
@@ -461,3 +465,10 @@ def _describe_failure(stream: FetchStream, exc: BaseException) -> str:
     if isinstance(exc, StreamEnded):
         return "the leader ended the stream"
     return exc.code().name if isinstance(exc, grpc.RpcError) else "CANCELLED"
+
+
+def _code_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error code {code}"
