@@ -66,6 +66,7 @@ from replog.broker.log import CorruptRecordError, LogOffsetMismatchError
 from replog.common import hopmarks
 from replog.common.channels import ChannelCache
 from replog.common.clock import Clock
+from replog.common.errors import error_name
 from replog.v1 import replication_pb2
 
 log = logging.getLogger(__name__)
@@ -411,7 +412,7 @@ class ReplicaFetcher:
                 hosted, leader_epoch=target.leader_epoch, fetch_offset=position.fetch_offset,
                 leader_log_start_offset=data.log_start_offset, leader_log_end_offset=data.log_end_offset))
         else:
-            log.debug("%s: leader %d answered %s: %s", topic_partition, self.leader_id, _code_name(code),
+            log.debug("%s: leader %d answered %s: %s", topic_partition, self.leader_id, error_name(code),
                       data.error_message)
             self._back_off(topic_partition, target, PARTITION_BACKOFF_MS)
         return True
@@ -465,10 +466,3 @@ def _describe_failure(stream: FetchStream, exc: BaseException) -> str:
     if isinstance(exc, StreamEnded):
         return "the leader ended the stream"
     return exc.code().name if isinstance(exc, grpc.RpcError) else "CANCELLED"
-
-
-def _code_name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error code {code}"

@@ -64,6 +64,7 @@ from replog.broker.core.topic_partition import TopicPartition
 
 INELIGIBLE_RETRY_MS = 5_000
 
+
 class HighWatermarkUpdate(NamedTuple):
     previous: int
     current: int

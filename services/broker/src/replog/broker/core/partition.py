@@ -114,12 +114,9 @@ class PartitionState(NamedTuple):
 
 
 class LeaderAndIsrDecision(NamedTuple):
-    """The controller's decision for one partition (proto `PartitionState`).
-
-    A named tuple rather than a frozen dataclass, for the same reason as `TopicPartition`: a
-    broker failover converts thousands per request, and a frozen dataclass's `__init__` (one
-    `object.__setattr__` per field) cost 1.3 us of the 3.7 us per partition that conversion took.
-    """
+    """The controller's decision for one partition (proto `PartitionState`). A named tuple, as
+    `PartitionState` says: converting a request took 3.7 us per partition, 1.3 us of it the frozen
+    dataclass's `__init__`."""
 
     topic_partition: TopicPartition
     leader_id: int
@@ -264,17 +261,8 @@ def _same_leader_epoch(current: PartitionState, decision: LeaderAndIsrDecision) 
     if decision.leader_id != current.leader_id:
         return Refusal(ErrorCode.INVALID_REQUEST, "leader changed without a new leader epoch")
     check_transition(current.role, current.role)
-    updated = PartitionState(  # built directly: dataclasses.replace costs about 4 us more, per partition
-        topic_partition=current.topic_partition,
-        broker_id=current.broker_id,
-        role=current.role,
-        leader_id=current.leader_id,
-        leader_epoch=current.leader_epoch,
-        isr=tuple(decision.isr),
-        partition_epoch=decision.partition_epoch,
-        replicas=tuple(decision.replicas),
-        adding=tuple(decision.adding),
-    )
+    updated = current._replace(isr=tuple(decision.isr), partition_epoch=decision.partition_epoch,
+                               replicas=tuple(decision.replicas), adding=tuple(decision.adding))
     effects: tuple[Effect, ...] = (COMPLETE_DELAYED_OPERATIONS,) if current.is_leader else ()
     return Applied(updated, current, ChangeKind.ISR_UPDATE, effects)
 
