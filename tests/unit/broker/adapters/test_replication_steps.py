@@ -173,3 +173,29 @@ def test_an_isr_only_change_wakes_only_the_sessions_of_followers_outside_the_isr
     # A leadership change wakes everyone (they must hear NOT_LEADER).
     leader.apply_leader_and_isr(LeaderAndIsrDecision(TP, 2, 2, (1, 2), 4, replicas), now_ms=0)
     assert all(w.take() == {id(leader)} for w in (follower_2, follower_3, consumer))
+
+
+def test_a_fetch_that_moves_the_hw_wakes_every_parked_read_but_its_own_session(tmp_path):
+    clock = ManualClock()
+    leader = hosted(tmp_path, 1, clock)
+    replicas = (1, 2, 3)
+    leader.apply_leader_and_isr(LeaderAndIsrDecision(TP, 1, 1, replicas, 1, replicas), now_ms=0)
+    produce(leader, [b"a", b"b"])
+    follower_2, follower_3, consumer = Waiter(2), Waiter(3), Waiter()
+    for waiter in (follower_2, follower_3, consumer):
+        leader.add_waiter(waiter)
+    follower_2.take(), follower_3.take(), consumer.take()  # the append's wake-ups
+
+    def fetch(replica_id, reader):
+        return read_for_follower(leader, replica_id=replica_id, current_leader_epoch=1, fetch_offset=2,
+                                 last_fetched_epoch=1, bytes_max=1 << 20, now_ms=0, reader=reader)
+
+    fetch(2, follower_2)  # the HW still waits for follower 3
+    assert leader.replica.high_watermark == 0
+    assert follower_2.take() == set() == follower_3.take() == consumer.take()
+
+    # Follower 3's fetch moves the HW. Its answer says so; the consumer and follower 2 must hear it.
+    answer = fetch(3, follower_3)
+    assert answer.high_watermark == 2
+    assert follower_3.take() == set()
+    assert follower_2.take() == {id(leader)} == consumer.take()

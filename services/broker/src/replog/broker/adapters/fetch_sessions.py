@@ -83,7 +83,7 @@ class FetchSession:
         self.lock = threading.Lock()
         self.closed = False
         self._lookup = lookup
-        self._waiter = Waiter(replica_id)
+        self.waiter = Waiter(replica_id)  # parked on every partition of the session; read_one gets it
         self._positions: dict[TopicPartition, replication_pb2.ReplicaFetchPartition] = {}
         self._parked: dict[TopicPartition, HostedPartition] = {}
         self._by_source: dict[int, TopicPartition] = {}
@@ -100,7 +100,7 @@ class FetchSession:
     def close(self) -> None:
         """Replaced by a newer session: end any poll in progress; unpark now or when it ends."""
         self.closed = True
-        self._waiter.notify(self)
+        self.waiter.notify(self)
         if self.lock.acquire(blocking=False):
             try:
                 self.unpark_all()
@@ -109,11 +109,11 @@ class FetchSession:
 
     def interrupt(self) -> None:
         """The RPC ended (cancelled, deadline): wake the poll so it notices."""
-        self._waiter.notify(self)
+        self.waiter.notify(self)
 
     def unpark_all(self) -> None:
         for hosted in self._parked.values():
-            hosted.remove_waiter(self._waiter)
+            hosted.remove_waiter(self.waiter)
         self._parked.clear()
         self._by_source.clear()
 
@@ -184,7 +184,7 @@ class FetchSession:
             remaining_ms = deadline_ms - clock.monotonic_ms()
             if urgent or sent >= min_bytes or remaining_ms <= 0 or stopping() or self.closed:
                 break
-            self._waiter.wait(remaining_ms / 1000)
+            self.waiter.wait(remaining_ms / 1000)
             to_read = self._woken()
         for tp, answer in answers.items():
             unsent = (not answer.records and answer.error_code is ErrorCode.NONE and answer.diverging is None
@@ -223,7 +223,7 @@ class FetchSession:
 
     def _woken(self) -> set[TopicPartition]:
         by_source = self._by_source
-        return {by_source[source] for source in self._waiter.take() if source in by_source}
+        return {by_source[source] for source in self.waiter.take() if source in by_source}
 
     def _park(self, tp: TopicPartition) -> HostedPartition | None:
         """The hosted partition now, with the session's waiter parked on it (before it is read)."""
@@ -231,11 +231,11 @@ class FetchSession:
         parked = self._parked.get(tp)
         if hosted is not parked:
             if parked is not None:
-                parked.remove_waiter(self._waiter)
+                parked.remove_waiter(self.waiter)
                 del self._parked[tp]
                 self._by_source.pop(id(parked), None)
             if hosted is not None:
-                hosted.add_waiter(self._waiter)
+                hosted.add_waiter(self.waiter)
                 self._parked[tp] = hosted
                 self._by_source[id(hosted)] = tp
         return hosted

@@ -70,10 +70,11 @@ class HostedPartition:
         with self.lock:
             self._waiters.discard(waiter)
 
-    def wake_locked(self) -> None:
-        """Wake every long-poll parked here; the caller holds `lock`."""
+    def wake_locked(self, *, but: Waiter | None = None) -> None:
+        """Wake every long-poll parked here (`but` one: it is reading the change now); the caller holds `lock`."""
         for waiter in self._waiters:
-            waiter.notify(self)
+            if waiter is not but:
+                waiter.notify(self)
 
     def wake(self) -> None:
         with self.lock:

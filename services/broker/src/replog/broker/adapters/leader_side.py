@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from replog.broker.adapters.hosted_partition import HostedPartition
+from replog.broker.adapters.long_poll import Waiter
 from replog.broker.adapters.producer_headers import producer_header
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
@@ -126,8 +127,14 @@ def read_for_follower(
     last_fetched_epoch: int,
     bytes_max: int,
     now_ms: int,
+    reader: Waiter | None = None,
 ) -> FollowerFetchAnswer:
-    """One partition of a ReplicaFetch: record the follower's position, send what follows it."""
+    """One partition of a ReplicaFetch: record the follower's position, send what follows it.
+
+    A HW this fetch advances wakes the partition's long polls, but not `reader`, the fetching
+    session's own: this answer carries that HW. Woken, the session read the partition once more
+    for nothing; after a failover that was a fourth read of every moved partition, on the leader
+    the failover waits for, just as the acknowledgements went out."""
     with hosted.lock:
         replica, log = hosted.replica, hosted.log
         if not hosted.usable:
@@ -154,7 +161,7 @@ def read_for_follower(
         if result.fetch_offset < result.read_upto_offset:
             records = log.read(result.fetch_offset, bytes_max, upper_offset=result.read_upto_offset)
         if result.high_watermark_update.advanced:
-            hosted.wake_locked()
+            hosted.wake_locked(but=reader)
         return FollowerFetchAnswer(
             ErrorCode.NONE, "", result.high_watermark, result.log_start_offset, log.log_end_offset,
             result.leader_epoch, records=records, high_watermark_update=result.high_watermark_update,
