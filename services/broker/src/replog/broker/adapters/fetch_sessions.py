@@ -83,7 +83,7 @@ class FetchSession:
         self.lock = threading.Lock()
         self.closed = False
         self._lookup = lookup
-        self.waiter = Waiter(replica_id)  # parked on every partition of the session; read_one gets it
+        self.waiter = Waiter(replica_id)  # parked on every partition of the session; its own HW moves skip it
         self._positions: dict[TopicPartition, replication_pb2.ReplicaFetchPartition] = {}
         self._parked: dict[TopicPartition, HostedPartition] = {}
         self._by_source: dict[int, TopicPartition] = {}

@@ -131,10 +131,9 @@ def read_for_follower(
 ) -> FollowerFetchAnswer:
     """One partition of a ReplicaFetch: record the follower's position, send what follows it.
 
-    A HW this fetch advances wakes the partition's long polls, but not `reader`, the fetching
-    session's own: this answer carries that HW. Woken, the session read the partition once more
-    for nothing; after a failover that was a fourth read of every moved partition, on the leader
-    the failover waits for, just as the acknowledgements went out."""
+    A HW this fetch advances wakes the partition's long polls except `reader`, the fetching
+    session's own: this answer already carries that HW, and a woken session would read the
+    partition again for nothing (after a failover, every moved partition, on the busiest broker)."""
     with hosted.lock:
         replica, log = hosted.replica, hosted.log
         if not hosted.usable:
