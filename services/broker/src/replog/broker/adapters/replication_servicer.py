@@ -27,9 +27,9 @@ from typing import Callable
 from replog.broker.adapters.delayed_produces import DelayedProduces
 from replog.broker.adapters.fetch_sessions import FetchSessions
 from replog.broker.adapters.hosted_partition import HostedPartition
-from replog.broker.adapters.long_poll import Waiter
 from replog.broker.adapters.isr_changes import IsrChangeSender
 from replog.broker.adapters.leader_side import FollowerFetchAnswer, offset_for_leader_epoch, read_for_follower
+from replog.broker.adapters.long_poll import Waiter
 from replog.broker.adapters.metrics import BrokerMetrics
 from replog.broker.adapters.replication_throttle import ReplicationThrottle
 from replog.broker.adapters.turn import Turn
