@@ -23,6 +23,9 @@ The ZooKeeper session timeout (time to *notice*) is configuration, reported
 separately as session_timeout_ms. The brokers run two replica fetchers per
 leader (`--replica-fetchers`, reported as num_replica_fetchers; the brokers'
 default is one): see services/broker/.../fetcher_manager.py for why and by how much.
+`--timeline` adds `timeline`: every span of the failover's trace (controller
+phases and sends, each broker's steps) and every probe request, with start and
+end in ms from the notice, in order: where the window went in that run.
 `--placement kafka` lays the partitions out as CreateTopic would, so the moved
 leaderships split over both survivors (reported in moved_leaders_by_new_leader);
 on this machine that was no faster: 1.58, 1.32, 1.60, 1.56, 1.30 s, and later
@@ -59,9 +62,11 @@ CHUNK = 50
 PROBE_TIMEOUT_MS = 10_000  # a probe waits for replication rather than being sent again
 
 
-def produce_round(cluster, channels, states, pending: set[int], batch: bytes, timeout_ms: int) -> dict[int, float]:
+def produce_round(cluster, channels, states, pending: set[int], batch: bytes, timeout_ms: int,
+                  requests_log: list | None = None) -> dict[int, float]:
     """One acks=all produce to each pending partition at its current leader, in small requests all in
-    flight at once; returns the partitions that succeeded, each with the time its request completed."""
+    flight at once; returns the partitions that succeeded, each with the time its request completed.
+    `requests_log` gets (sent, answered, leader, partitions, acknowledged) per request (times: time.time())."""
     brokers = {int(p.name.split("-")[1]): p.address for p in cluster.of_role("broker")}
     by_leader: dict[int, list[int]] = {}
     for p in pending:
@@ -76,24 +81,28 @@ def produce_round(cluster, channels, states, pending: set[int], batch: bytes, ti
             request = log_pb2.ProduceRequest(acks=-1, timeout_ms=timeout_ms, partitions=[
                 log_pb2.ProducePartitionData(topic=TOPIC, partition=p, record_batch=batch)
                 for p in partitions[start:start + CHUNK]])
+            sent = time.time()
             call = stub.Produce.future(request, timeout=10)
             finished: list[float] = []
             call.add_done_callback(lambda _call, finished=finished: finished.append(time.time()))
-            calls.append((call, finished))
+            calls.append((call, finished, sent, leader, len(request.partitions)))
     done: dict[int, float] = {}
-    for call, finished in calls:
+    for call, finished, sent, leader, count in calls:
         try:
             reply = call.result()
         except grpc.RpcError:
             continue
         while not finished:  # the callback runs right after the result is set
             time.sleep(0.001)
-        done.update((r.partition, finished[0]) for r in reply.partitions if r.error_code == common_pb2.ERROR_CODE_NONE)
+        acknowledged = [r.partition for r in reply.partitions if r.error_code == common_pb2.ERROR_CODE_NONE]
+        done.update((p, finished[0]) for p in acknowledged)
+        if requests_log is not None:
+            requests_log.append((sent, finished[0], leader, count, len(acknowledged)))
     return done
 
 
 def probe_until_writable(cluster, channels, moved: list[int], batch: bytes, partitions: int,
-                         deadline_s: float) -> dict[int, float]:
+                         deadline_s: float, requests_log: list | None = None) -> dict[int, float]:
     """When each moved partition first acknowledges an acks=all write. The moved partitions' states
     are read from ZooKeeper as it reports them changed, until each names a live leader; each chunk
     of partitions is probed by its own thread as soon as its leaders are known, with a long produce
@@ -153,7 +162,8 @@ def probe_until_writable(cluster, channels, moved: list[int], batch: bytes, part
             if not ready:
                 time.sleep(0.05)
                 continue
-            done = produce_round(cluster, channels, now, ready, batch, timeout_ms=PROBE_TIMEOUT_MS)
+            done = produce_round(cluster, channels, now, ready, batch, timeout_ms=PROBE_TIMEOUT_MS,
+                                 requests_log=requests_log)
             with lock:
                 writable.update(done)
             pending -= done.keys()
@@ -171,6 +181,33 @@ def probe_until_writable(cluster, channels, moved: list[int], batch: bytes, part
     return writable
 
 
+def timeline(spans: list[dict], root: dict, probes: list) -> list[dict]:
+    """The failover's trace spans and the probe requests, each with start and end in ms from the
+    notice, in order of start. A span says which process (service, instance) and, when it has
+    one, how many partitions; a probe request names its leader, its partitions and how many of
+    them it found writable (a request sent before the leader took over comes back with none)."""
+    noticed_ns = root["start_ns"]
+
+    def ms(ns: float) -> float:
+        return round((ns - noticed_ns) / 1e6, 1)
+
+    rows = []
+    for span in spans:
+        if span["trace_id"] != root["trace_id"]:
+            continue
+        resource, attributes = span.get("resource", {}), span["attributes"]
+        row = {"start_ms": ms(span["start_ns"]), "end_ms": ms(span["end_ns"]), "span": span["name"],
+               "process": f"{resource.get('service.name', '?')}-{resource.get('service.instance.id', '?')}"}
+        count = attributes.get("partition.count", attributes.get("partitions"))
+        if isinstance(count, int):
+            row["partitions"] = count
+        rows.append(row)
+    for sent, answered, leader, count, acknowledged in probes:
+        rows.append({"start_ms": ms(sent * 1e9), "end_ms": ms(answered * 1e9), "probe_to_broker": leader,
+                     "partitions": count, "acknowledged": acknowledged})
+    return sorted(rows, key=lambda row: row["start_ms"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--partitions", type=int, default=10000)
@@ -183,6 +220,9 @@ def main() -> None:
     parser.add_argument("--replica-fetchers", type=int, default=2,
                         help="the brokers' num_replica_fetchers (fetchers per leader followed; default 2, "
                              "the brokers' own default is 1)")
+    parser.add_argument("--timeline", action="store_true",
+                        help="also report `timeline`: every span of the failover's trace and every probe request, "
+                             "in ms from the notice, to see where the window goes")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory for inspection")
     parser.add_argument("--profile", metavar="DIR", help="record py-spy profiles of the surviving brokers and the "
                                                          "controller for 10 s from the kill")
@@ -221,7 +261,9 @@ def main() -> None:
         with harness.CpuSampler(cluster, "bench") as cpu:
             killed_at = time.time()
             cluster.signal("broker-1", signal.SIGKILL)
-            writable = probe_until_writable(cluster, channels, sorted(moved), batch, args.partitions, deadline_s=120)
+            probes: list = []
+            writable = probe_until_writable(cluster, channels, sorted(moved), batch, args.partitions, deadline_s=120,
+                                            requests_log=probes)
         if len(writable) < len(moved):
             raise SystemExit(f"{len(moved) - len(writable)} moved partitions not writable within 120 s")
         writable_at = sorted(writable.values())
@@ -268,6 +310,8 @@ def main() -> None:
             "floor_zk_multi_s": round(floor_s, 4),
             "cpu_s_notice_to_writable": cpu.used_between(noticed, last_success),
         }
+        if args.timeline:
+            result["timeline"] = timeline(spans, root, probes)
         zk.stop()
         channels.close()
     harness.emit(result)
