@@ -19,15 +19,16 @@ window's contention is gRPC's own.
 
 What takes it: the loops that make a system call per partition -- a produce
 request's appends, a replica fetch's reads, a follower's appends of a fetch
-answer, a StopReplica's deletions. Not a LeaderAndIsr: for replicas already
-hosted it makes none, and held for a failover's 6,666 ISR-only decisions the
-turn kept the new leader's fetch answers waiting (4 alternated pairs without
-it: 1.04, 1.29, 1.34, 1.25 s against 1.20, 1.38, 1.45, 1.18 s). One Turn per
-broker process (bootstrap.py hands the same one to each). Never while waiting
-for anything another thread does (long polls, acks=-1 waits, RPCs): the holder
-only takes partition locks, which no one holds while waiting for the turn, so
-the order is always turn, then partition locks. It protects no data (the
-partition locks do); it only decides who runs.
+answer, a StopReplica's deletions. Not a LeaderAndIsr as a whole (but see
+Yielding below): for replicas already hosted it makes none, and held for a
+failover's 6,666 ISR-only decisions the turn kept the new leader's fetch
+answers waiting (4 alternated pairs without it: 1.04, 1.29, 1.34, 1.25 s
+against 1.20, 1.38, 1.45, 1.18 s). One Turn per broker process (bootstrap.py
+hands the same one to each). Never while waiting for anything another thread
+does (long polls, acks=-1 waits, RPCs): the holder only takes partition locks,
+which no one holds while waiting for the turn, so the order is always turn,
+then partition locks. It protects no data (the partition locks do); it only
+decides who runs.
 
 A plain lock, held for a whole loop: a fair one, handed over in arrival order
 every 64 partitions so that a 6,666-partition LeaderAndIsr would not hold a
@@ -52,13 +53,15 @@ ISR of every partition it already led (an ISR-only LeaderAndIsr,
 state_changes.py). Applied at once it landed in the middle of the moved
 partitions' appends and first fetch rounds and ran beside them on one GIL: in
 one traced 10K-partition failover a follower fetch's read of 1,571 partitions
-took 156 ms beside it, three times its cost alone. Applied 100 partitions at
-a time as the turn falls idle (at most 0.5 s late), it runs mostly while the
+took 156 ms beside it, four times its in-process cost. Applied 100 partitions at a
+time as the turn falls idle (at most 0.5 s late), it runs mostly while the
 leader waits for its follower's next fetch: in 18 alternated pairs of that
-failover (on a day HEAD took 1.1-1.65 s) 12 were faster, by up to 0.5 s, and
-6 slower; the median went from 1.38 to 1.24 s, and from 0.87 to 0.76 s when
-counted from the end of the new leader's become_leader, past the noise of
-ZooKeeper and the controller before it.
+failover (on a day HEAD took 1.1-1.66 s) 12 were faster, by up to 0.54 s, and
+6 slower, 5 of them by at most 0.27 s and one by 1.0 s (its new leader used
+twice its usual CPU; not seen again in 19 later runs); the median went from
+1.38 to 1.24 s, and from 0.87 to 0.76 s when counted from the end of the new
+leader's become_leader, past the noise of ZooKeeper and the controller before
+it.
 """
 
 from __future__ import annotations
