@@ -14,10 +14,8 @@ phases from the same trace (decide, ZooKeeper writes, requests until every
 broker answered); broker_steps, each broker's become_leader and
 become_follower spans in the same trace (partitions, start and end from the
 notice: the first wave's are on the critical path, the ISR-only wave's
-follow, and a leader's ISR-only step also says how long it yielded its turn,
-`yielded_s`: broker state_changes.py); and floor_zk_multi_s, the time the
-same number of partition-state writes take as raw pipelined ZooKeeper multis
-in this run;
+follow); and floor_zk_multi_s, the time the same number of
+partition-state writes take as raw pipelined ZooKeeper multis in this run;
 and cpu_s_notice_to_writable, the CPU seconds each process (the benchmark as
 "bench") used from the notice to the last acknowledgement, sampled every 0.1 s:
 on 2 cores their sum against twice the window shows how contended it was.
@@ -30,7 +28,9 @@ phases and sends, each broker's steps) and every probe request, with start and
 end in ms from the notice, in order: where the window went in that run.
 `--isr-only-sample N` also probes N partitions whose leader lives on and
 reports `isr_only_sample_writable_s`: their acks=all writes wait for the dead
-follower to leave their ISR, which the new leaderships go ahead of.
+follower to leave their ISR, which the controller writes after the new
+leaderships (controller plan.py), so any change that favours the moved
+partitions shows its cost here.
 `--placement kafka` lays the partitions out as CreateTopic would, so the moved
 leaderships split over both survivors (reported in moved_leaders_by_new_leader);
 on this machine that was no faster: 1.58, 1.32, 1.60, 1.56, 1.30 s, and later
@@ -307,8 +307,6 @@ def main() -> None:
              "step": span["name"].removeprefix("broker."),
              "partitions": span["attributes"].get("partition.count", 0),
              "start_s": round(span["start_ns"] / 1e9 - noticed, 3), "end_s": round(span["end_ns"] / 1e9 - noticed, 3)}
-            | ({"yielded_s": round(span["attributes"]["turn.yielded_ms"] / 1000, 3)}
-               if "turn.yielded_ms" in span["attributes"] else {})
             for span in spans if span["trace_id"] == root["trace_id"] and span["name"] in BROKER_STEPS),
             key=lambda step: step["start_s"])
         result = {

@@ -16,17 +16,6 @@ This module runs them after the partition lock is released:
   lost leadership answers NOT_LEADER at once; an ISR change may commit);
 - DeleteLog (StopReplica): already done under the lock; forget the replica.
 
-Changes that keep a leader's leader epoch (ISR-only: after a broker failure the
-dead follower leaves the ISR of every partition this broker led already) wait
-for no leadership: those partitions serve reads and acks=0/1 writes all along,
-and only their acks=all writes wait while the dead follower holds their HW
-back. The leaderships that just moved here serve nothing until their first
-appends replicate. So, outside an INIT, a leader applies such changes 100 at a
-time, each chunk once its turn is idle (turn.py `when_idle`, where the
-figures are), and all that remain once 0.5 s have passed; the span's
-`turn.yielded_ms` says how long they waited. The request is answered after
-the last, and the next controller request waits for it.
-
 With `init` (sent on controller failover and broker registration, listing every
 replica the broker hosts) local replicas not listed are stopped and deleted.
 Before an INIT the controller sends the digest of what it would list
@@ -44,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -72,10 +60,6 @@ log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.broker")
 
 FREEZE_AFTER_DECISIONS = 500  # a LeaderAndIsr this large freezes what it built (gc_policy.paused)
-# ISR-only changes to partitions this broker leads yield the turn (see the module docstring): applied
-# this many at a time, each chunk once the turn is idle, until ISR_ONLY_YIELD_MAX_S after the first.
-ISR_ONLY_CHUNK = 100
-ISR_ONLY_YIELD_MAX_S = 0.5
 
 
 class PartitionResult(NamedTuple):
@@ -104,10 +88,8 @@ class ReplicaStateChanges:
         topic_configs: TopicConfigs,
         now_ms: Callable[[], int],
         turn: Turn | None = None,
-        isr_only_yield_max_s: float = ISR_ONLY_YIELD_MAX_S,
     ) -> None:
         self._turn = turn if turn is not None else Turn()
-        self._isr_only_yield_max_s = isr_only_yield_max_s
         self._broker_id = broker_id
         self._replicas = replicas
         self._fetchers = fetchers
@@ -130,8 +112,7 @@ class ReplicaStateChanges:
             # A collection mid-batch scanned every replica; none runs inside. A large batch's state
             # then lives long, and is frozen rather than scanned by the next collections.
             with gc_policy.paused(freeze=len(decisions) >= FREEZE_AFTER_DECISIONS):
-                results = self._apply_batch(new_epochs, parent)
-                results += self._apply_batch(same_epochs, parent, yielding=not init)
+                results = self._apply_batch(new_epochs, parent) + self._apply_batch(same_epochs, parent)
             if init:
                 self._delete_unlisted({d.topic_partition for d in decisions})
             leading = sum(1 for d in decisions if d.leader_id == self._broker_id)
@@ -148,18 +129,14 @@ class ReplicaStateChanges:
             (same_epochs if same else new_epochs).append(decision)
         return new_epochs, same_epochs
 
-    def _apply_batch(self, decisions: list[LeaderAndIsrDecision], parent,
-                     yielding: bool = False) -> list[PartitionResult]:
+    def _apply_batch(self, decisions: list[LeaderAndIsrDecision], parent) -> list[PartitionResult]:
         leading = [d for d in decisions if d.leader_id == self._broker_id]
         following = [d for d in decisions if d.leader_id != self._broker_id]
         results: list[PartitionResult] = []
         starts: list[tuple[TopicPartition, StartFetcher]] = []
         if leading:
-            with self._span("broker.become_leader", leading, parent) as span:
-                if yielding and len(leading) > ISR_ONLY_CHUNK:
-                    results += self._apply_yielding(leading, starts, span)
-                else:
-                    results += self._apply_all(leading, starts)
+            with self._span("broker.become_leader", leading, parent):
+                results += self._apply_all(leading, starts)
                 self._stop_fetching()
         if following:
             with self._span("broker.become_follower", following, parent) as span:
@@ -177,23 +154,6 @@ class ReplicaStateChanges:
         now_ms = self._now_ms()
         watched: set[str] = set()
         return [self._apply(decision, starts, now_ms, watched) for decision in decisions]
-
-    def _apply_yielding(self, decisions: list[LeaderAndIsrDecision], starts: list, span) -> list[PartitionResult]:
-        """ISR-only changes to partitions this broker leads, a chunk at a time, each once no other
-        thread holds or waits for the turn (or once `isr_only_yield_max_s` has passed): the appends
-        and fetch reads of leaderships that just moved here go first. The span says how long the
-        chunks waited."""
-        started = time.monotonic()
-        deadline = started + self._isr_only_yield_max_s
-        results: list[PartitionResult] = []
-        applying_s = 0.0
-        for start in range(0, len(decisions), ISR_ONLY_CHUNK):
-            with self._turn.when_idle(deadline):
-                taken = time.monotonic()
-                results += self._apply_all(decisions[start:start + ISR_ONLY_CHUNK], starts)
-                applying_s += time.monotonic() - taken
-        span.set_attribute("turn.yielded_ms", round((time.monotonic() - started - applying_s) * 1000, 1))
-        return results
 
     def _stop_fetching(self) -> None:
         if self._unfetch:

@@ -19,16 +19,15 @@ window's contention is gRPC's own.
 
 What takes it: the loops that make a system call per partition -- a produce
 request's appends, a replica fetch's reads, a follower's appends of a fetch
-answer, a StopReplica's deletions. Not a LeaderAndIsr as a whole (but see
-Yielding below): for replicas already hosted it makes none, and held for a
-failover's 6,666 ISR-only decisions the turn kept the new leader's fetch
-answers waiting (4 alternated pairs without it: 1.04, 1.29, 1.34, 1.25 s
-against 1.20, 1.38, 1.45, 1.18 s). One Turn per broker process (bootstrap.py
-hands the same one to each). Never while waiting for anything another thread
-does (long polls, acks=-1 waits, RPCs): the holder only takes partition locks,
-which no one holds while waiting for the turn, so the order is always turn,
-then partition locks. It protects no data (the partition locks do); it only
-decides who runs.
+answer, a StopReplica's deletions. Not a LeaderAndIsr: for replicas already
+hosted it makes none, and held for a failover's 6,666 ISR-only decisions the
+turn kept the new leader's fetch answers waiting (4 alternated pairs without
+it: 1.04, 1.29, 1.34, 1.25 s against 1.20, 1.38, 1.45, 1.18 s). One Turn per
+broker process (bootstrap.py hands the same one to each). Never while waiting
+for anything another thread does (long polls, acks=-1 waits, RPCs): the holder
+only takes partition locks, which no one holds while waiting for the turn, so
+the order is always turn, then partition locks. It protects no data (the
+partition locks do); it only decides who runs.
 
 A plain lock, held for a whole loop: a fair one, handed over in arrival order
 every 64 partitions so that a 6,666-partition LeaderAndIsr would not hold a
@@ -46,72 +45,33 @@ the last partition waits for all of it. Nor does a fetch that only reports
 caught-up positions skip the turn: 4 pairs gave 0.94-1.10 s against
 0.86-1.24 s, no gain.
 
-Yielding: work nobody waits on takes the turn with `when_idle`, once no other
-thread holds it or waits for it, or at a deadline whoever waits. After a
-broker failure each surviving leader is told that the dead follower left the
-ISR of every partition it already led (an ISR-only LeaderAndIsr,
-state_changes.py). Applied at once it landed in the middle of the moved
-partitions' appends and first fetch rounds and ran beside them on one GIL: in
-one traced 10K-partition failover a follower fetch's read of 1,571 partitions
-took 156 ms beside it, four times its in-process cost. Applied 100 partitions at a
-time as the turn falls idle (at most 0.5 s late), it runs mostly while the
-leader waits for its follower's next fetch: in 18 alternated pairs of that
-failover (on a day HEAD took 1.1-1.66 s) 12 were faster, by up to 0.54 s, and
-6 slower, 5 of them by at most 0.27 s and one by 1.0 s (its new leader used
-twice its usual CPU; not seen again in 19 later runs); the median went from
-1.38 to 1.24 s, and from 0.87 to 0.76 s when counted from the end of the new
-leader's become_leader, past the noise of ZooKeeper and the controller before
-it.
+Nor does an ISR-only LeaderAndIsr yield the turn. After a broker failure each
+surviving leader hears that the dead follower left the ISR of every partition
+it already led; applied at once it lands among the moved partitions' first
+appends and fetch rounds (in one traced failover a follower fetch's read of
+1,571 partitions took 156 ms beside it, four times its in-process cost).
+Applying it 100 partitions at a time, each chunk once no other thread held or
+waited for the turn, at most 0.5 s late, was measured in 25 alternated pairs
+of the 10K-partition failover on a slow day (1.1-1.7 s): 15 faster and 10
+slower, the median difference 0.13 s faster and the mean 0.06 s, while the
+partitions that keep their leader took their first acks=all write again 0.21 s
+later (median of 7 pairs, bench/failover.py --isr-only-sample 100; 6 of the 7
+later). An uncertain gain for the moved partitions, paid by twice as many
+others: not kept.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 
 class Turn:
     def __init__(self) -> None:
         self._lock = threading.RLock()
-        self._idle = threading.Condition(threading.Lock())
-        self._wanted = 0  # threads holding or waiting for the turn (a re-entry counts again)
 
     def __enter__(self) -> Turn:
-        with self._idle:
-            self._wanted += 1
         self._lock.acquire()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._lock.release()
-        with self._idle:
-            self._wanted -= 1
-            if not self._wanted:
-                self._idle.notify_all()
-
-    @property
-    def wanted(self) -> int:
-        """How many threads hold the turn or wait for it (a re-entry counts again)."""
-        return self._wanted
-
-    @contextmanager
-    def when_idle(self, deadline: float) -> Iterator[Turn]:
-        """The turn, taken once no other thread holds it or waits for it, or at `deadline`
-        (`time.monotonic()`) in any case: for work nobody is waiting on. Not for a thread
-        that holds the turn already."""
-        while True:
-            with self._idle:
-                while self._wanted and (remaining := deadline - time.monotonic()) > 0:
-                    self._idle.wait(remaining)
-            self.__enter__()
-            with self._idle:
-                alone = self._wanted == 1
-            if alone or time.monotonic() >= deadline:
-                break
-            self.__exit__()  # another thread came for it meanwhile: it goes first
-        try:
-            yield self
-        finally:
-            self.__exit__()

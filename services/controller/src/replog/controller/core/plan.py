@@ -36,8 +36,6 @@ in this order:
    replica), so the leaderless go first. Holding the ISR-only changes back
    longer, until the new leaders were writable, was tried: 0.35 s and 0.8 s
    gave no measurable gain at 10K partitions, only a longer wait for those writes.
-   A leader instead applies them as its turn falls idle, at most 0.5 s late
-   (broker ``state_changes.py``): in the gaps, not a fixed wait.
    The plan's UpdateMetadata repeats the first wave's partitions; a broker that
    answered the first wave gets it without them (``without_delivered``).
 4. ``reply`` to the RPC that caused the event, if any.
