@@ -193,6 +193,9 @@ def isr_only_sample(states, count: int) -> list[int]:
     """`count` partitions led by broker 2 and by broker 3, alternately: after broker 1 dies they keep their
     leader, and an acks=all write to one waits until broker 1 has left its ISR."""
     by_leader = {b: [p for p, s in enumerate(states) if s.leader == b and 1 in s.isr] for b in (2, 3)}
+    if count > 2 * min(len(partitions) for partitions in by_leader.values()):
+        raise SystemExit(f"--isr-only-sample {count}: brokers 2 and 3 lead {len(by_leader[2])} and "
+                         f"{len(by_leader[3])} partitions that broker 1 follows; ask for at most twice the fewer")
     return [by_leader[2 + i % 2][i // 2] for i in range(count)]
 
 
@@ -272,6 +275,7 @@ def main() -> None:
         if pending:
             raise SystemExit(f"{len(pending)} partitions never accepted a write before the failover")
         moved = {p for p, s in enumerate(states) if s.leader == 1}
+        sample = isr_only_sample(states, args.isr_only_sample)
         floor_s = harness.zk_multi_floor_s(zk, len(moved))
         harness.note(f"killing broker-1, leader of {len(moved)} partitions")
         profilers = harness.start_profilers(args.profile, {
@@ -281,12 +285,13 @@ def main() -> None:
             killed_at = time.time()
             cluster.signal("broker-1", signal.SIGKILL)
             probes: list = []
-            sample = isr_only_sample(states, args.isr_only_sample)
             writable = probe_until_writable(cluster, channels, sorted(moved), batch, args.partitions,
                                             deadline_s=120, requests_log=probes, also=sample)
         sample_writable = sorted(writable.pop(p) for p in sample if p in writable)
-        if len(writable) < len(moved) or len(sample_writable) < len(sample):
+        if len(writable) < len(moved):
             raise SystemExit(f"{len(moved) - len(writable)} moved partitions not writable within 120 s")
+        if len(sample_writable) < len(sample):
+            raise SystemExit(f"{len(sample) - len(sample_writable)} of the ISR-only sample not writable within 120 s")
         writable_at = sorted(writable.values())
         after = harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)
         new_leaders = Counter(after[p].leader for p in moved)
