@@ -338,7 +338,7 @@ def main() -> None:
         }
         if sample:
             result["isr_only_sample_writable_s"] = {
-                "partitions": len(sample), "p50": round(sample_writable[len(sample_writable) // 2] - noticed, 3),
+                "partitions": len(sample), "p50": round(harness.percentile(sample_writable, 0.5) - noticed, 3),
                 "max": round(sample_writable[-1] - noticed, 3)}
         if args.timeline:
             result["timeline"] = timeline(spans, root, probes)
