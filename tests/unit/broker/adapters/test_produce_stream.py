@@ -129,6 +129,20 @@ def test_a_request_parked_with_nothing_else_waiting_still_expires_on_time():
     assert stream.ended.wait(5)
 
 
+def test_a_request_parked_past_the_senders_idle_look_wakes_nobody_and_still_expires_on_time():
+    handler = FakeHandler()
+    stream = Stream(handler)
+    time.sleep(0.05)
+    timeout_ms = produce_stream.IDLE_MS + 300  # later than the sender's idle look: booked, nobody woken
+    sent = time.monotonic()
+    stream.send(message(1, timeout_ms=timeout_ms))
+    answered_at, answer = stream.answers.get(timeout=10)
+    assert answer.produce.partitions[0].error_code == ErrorCode.REQUEST_TIMED_OUT
+    assert timeout_ms / 1000 - 0.01 <= answered_at - sent < timeout_ms / 1000 + 0.2
+    stream.close()
+    assert stream.ended.wait(5)
+
+
 def test_a_half_closed_stream_ends_only_once_every_request_read_is_answered():
     handler = FakeHandler()
     stream = Stream(handler)
