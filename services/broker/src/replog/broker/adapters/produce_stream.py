@@ -26,8 +26,8 @@ wake-up per request for bookkeeping cost the leader two thread switches in
 the middle of every append, on the produce path's critical hop. The sender
 sleeps towards its earliest parked deadline, or at most IDLE_MS when none is
 parked, so a request parked with the usual long timeout wakes nobody; one with
-a deadline before that does. A request answered leaves the parked set, and
-its deadline is dropped when it reaches the top of the heap, so a deadline
+a deadline before that does. An answered request leaves the unanswered set,
+and its deadline is dropped when it reaches the top of the heap, so a deadline
 wakes the sender only while its request is still waiting.
 
 The stream ends when the producer half-closes it and every request is
@@ -67,9 +67,9 @@ class _Book:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.unanswered = 0  # requests read and not answered yet (each counted before its answer can be queued)
+        self.unanswered: set[int] = set()  # seqs of the requests read and not answered yet (each added before
+        # its answer can be queued)
         self.deadlines: list[tuple[int, int]] = []  # heap of (deadline monotonic ms, request seq)
-        self.parked: set[int] = set()  # request seqs still waiting for their answer
         self.wake_at_ms = 0  # when the sender wakes at the latest; an earlier deadline must wake it
 
 
@@ -83,11 +83,11 @@ def serve_produce_stream(handler: ProduceHandler, requests: Iterable[log_pb2.Pro
     reading = True
     while True:
         with book.lock:
-            if not reading and book.unanswered <= 0:
+            if not reading and not book.unanswered:
                 return
             now_ms = clock.monotonic_ms()
             deadlines = book.deadlines
-            while deadlines and deadlines[0][1] not in book.parked:
+            while deadlines and deadlines[0][1] not in book.unanswered:
                 heapq.heappop(deadlines)  # answered: its deadline wakes nobody
             parked_due = bool(deadlines)
             due_ms = deadlines[0][0] if parked_due else now_ms + IDLE_MS
@@ -104,8 +104,7 @@ def serve_produce_stream(handler: ProduceHandler, requests: Iterable[log_pb2.Pro
         if kind == _ANSWER:
             seq, answer = item
             with book.lock:
-                book.unanswered -= 1
-                book.parked.discard(seq)
+                book.unanswered.discard(seq)
             answer = answer() if callable(answer) else answer
             hopmarks.mark("L5")
             yield answer
@@ -129,8 +128,7 @@ def _read(handler: ProduceHandler, requests: Iterable[log_pb2.ProduceStreamReque
             request_id = message.request_id
             seq = next(seqs)  # ours, not the producer's request id, which a client may repeat
             with book.lock:
-                book.unanswered += 1
-                book.parked.add(seq)
+                book.unanswered.add(seq)
             if not message.HasField("produce"):
                 put((_ANSWER, (seq, log_pb2.ProduceStreamResponse(
                     request_id=request_id, error_code=ErrorCode.INVALID_REQUEST,
@@ -139,13 +137,13 @@ def _read(handler: ProduceHandler, requests: Iterable[log_pb2.ProduceStreamReque
             deadline_ms = handler.produce_async(message.produce, lambda build, rid=request_id, seq=seq: put(
                 (_ANSWER, (seq, lambda: log_pb2.ProduceStreamResponse(request_id=rid, produce=build())))))
             hopmarks.mark("L2")
-            wake = False
+            if deadline_ms is None:
+                continue  # answered already
             with book.lock:
-                if deadline_ms is None:
-                    book.parked.discard(seq)  # answered already
-                elif seq in book.parked:  # else its answer was taken already
+                waiting = seq in book.unanswered  # else its answer was taken already
+                if waiting:
                     heapq.heappush(book.deadlines, (deadline_ms, seq))
-                    wake = deadline_ms < book.wake_at_ms
+                wake = waiting and deadline_ms < book.wake_at_ms
             if wake:
                 put((_WAKE, None))
     except Exception as exc:  # noqa: BLE001 - the stream was cancelled or failed; the generator ends it
