@@ -64,3 +64,23 @@ def test_a_freezing_block_leaves_what_it_built_out_of_later_collections():
         assert gc.get_freeze_count() >= before + len(built)
     finally:
         gc.unfreeze()
+
+
+def test_a_block_may_decide_inside_to_freeze_what_it_leaves():
+    before = gc.get_freeze_count()
+    try:
+        with gc_policy.paused() as pause:
+            built = [{"state": i} for i in range(1000)]
+            pause.freeze_on_exit()
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= before + len(built)
+    finally:
+        gc.unfreeze()
+
+
+def test_a_block_that_does_not_decide_to_freeze_leaves_its_objects_to_the_collector():
+    gc.unfreeze()
+    with gc_policy.paused():
+        built = [{"state": i} for i in range(1000)]
+    assert gc.get_freeze_count() == 0
+    assert len(built) == 1000

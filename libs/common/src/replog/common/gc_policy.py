@@ -12,7 +12,9 @@ collector running and 15 us with it paused.
   next collection sees the burst's survivors, and any cycles it left, once.
 - `paused(freeze=True)` around a large burst of long-lived state that comes
   rarely (a broker applying a LeaderAndIsr for thousands of partitions): when
-  the block ends, everything then tracked is frozen without a collection.
+  the block ends, everything then tracked is frozen without a collection. A
+  block that learns only inside how large its burst is (a controller event,
+  once decided) calls `freeze_on_exit()` on the pause it was given.
   Otherwise the next young collection scans the whole burst and a full one
   soon follows: after a 10K-partition failover's requests that was 60-160 ms
   of a broker's GIL (a gen-0 collection) and 60-70 ms more (a full one), in the
@@ -40,19 +42,33 @@ _pause_lock = threading.Lock()
 _pauses = 0
 
 
+class Pause:
+    """One open `paused()` block: whether what it leaves is frozen when it ends."""
+
+    __slots__ = ("freeze",)
+
+    def __init__(self, freeze: bool) -> None:
+        self.freeze = freeze
+
+    def freeze_on_exit(self) -> None:
+        self.freeze = True
+
+
 @contextmanager
-def paused(*, freeze: bool = False) -> Iterator[None]:
+def paused(*, freeze: bool = False) -> Iterator[Pause]:
     """The collector does not run inside the block (nested and concurrent blocks are fine);
-    with `freeze`, what the block left is frozen when it ends (see the module docstring)."""
+    with `freeze` (or `freeze_on_exit()` called on the pause it yields), what the block left
+    is frozen when it ends (see the module docstring)."""
     global _pauses
+    pause = Pause(freeze)
     with _pause_lock:
         _pauses += 1
         gc.disable()
     try:
-        yield
+        yield pause
     finally:
         with _pause_lock:
-            if freeze:
+            if pause.freeze:
                 gc.freeze()
             _pauses -= 1
             if _pauses == 0:

@@ -50,6 +50,7 @@ tracer = trace.get_tracer("replog.controller")
 RESYNC_DELAY_S = 1.0  # after a request to a broker failed in transit; doubled while it keeps failing
 RESYNC_DELAY_MAX_S = 30.0
 FIRST_WAVE_HEAD_START_S = 1.0  # how long ISR-only writes wait for the brokers taking new leaderships
+FREEZE_AFTER_WRITES = 1_000  # a plan writing this many znodes leaves long-lived state: freeze it (gc_policy)
 
 SPAN_NAMES = {
     "Startup": "controller.failover",
@@ -257,7 +258,8 @@ class ControllerLoop:
                     snapshot = load_snapshot(self._zk.connect_string, self._controller_id, seat.controller_epoch)
             span.set_attribute("partitions", len(snapshot.assignments))
             span.set_attribute("brokers", sorted(snapshot.live_brokers))
-            self._execute(ev.Startup(snapshot), item.generation, None, span)
+            with gc_policy.paused() as pause:  # as for every event (see _process)
+                self._execute(ev.Startup(snapshot), item.generation, None, span, pause)
         log.info("controller %d active (epoch %d) after %.2f s", self._controller_id, seat.controller_epoch,
                  time.monotonic() - started)
 
@@ -275,15 +277,24 @@ class ControllerLoop:
             attributes["zookeeper.session_timeout_ms"] = self._session_timeout_ms
         with tracer.start_as_current_span(SPAN_NAMES.get(name, f"controller.{name}"), attributes=attributes,
                                           links=[trace.Link(c) for c in item.links]) as span:
-            self._execute(item.event, item.generation, item.reply, span)
+            # The collector waits for the whole event, not only decide(): the core builds no
+            # reference cycles, and at 100K partitions scanning a plan's fresh objects cost a
+            # third of decide(). Running after decide, it struck mid-event: in a traced
+            # 10K-partition failover a full collection took 83 ms of the controller's thread
+            # between the new leaderships and the ISR-only writes, while the brokers replicated
+            # on the same 2 cores. A large plan's survivors (the new partition states, which
+            # live until the next change) are then frozen, so later full collections do not
+            # scan them again; states it replaces are still freed by reference counting.
+            with gc_policy.paused() as pause:
+                self._execute(item.event, item.generation, item.reply, span, pause)
 
-    def _execute(self, event, generation: int, reply: Future | None, span) -> None:
+    def _execute(self, event, generation: int, reply: Future | None, span, pause: gc_policy.Pause) -> None:
         started = time.monotonic()
         try:
-            # The core builds no reference cycles; at 100K partitions the cyclic
-            # collector scanning a plan's fresh objects costs a third of decide().
-            with gc_policy.paused(), tracer.start_as_current_span("controller.decide"):
+            with tracer.start_as_current_span("controller.decide"):
                 plan = decide(self._state, event, self._rng)
+            if len(plan.zk_writes) >= FREEZE_AFTER_WRITES:
+                pause.freeze_on_exit()
             _describe(span, self._state, event, plan)
             if generation != self._generation:
                 raise NotController()
@@ -315,8 +326,7 @@ class ControllerLoop:
                                                    first_wave=(), first_wave_metadata=())
                 write_span.set_attributes({"zookeeper.transactions": stats.transactions,
                                            "zookeeper.ops": stats.operations, "zookeeper.bytes": stats.bytes})
-            with gc_policy.paused():
-                self._state = apply(self._state, plan)
+            self._state = apply(self._state, plan)
             if isinstance(event, ev.Startup):
                 gc_policy.settle()  # the loaded state lives as long as the seat
             self._record_metrics(plan, started)
