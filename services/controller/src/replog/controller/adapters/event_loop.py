@@ -258,8 +258,7 @@ class ControllerLoop:
                     snapshot = load_snapshot(self._zk.connect_string, self._controller_id, seat.controller_epoch)
             span.set_attribute("partitions", len(snapshot.assignments))
             span.set_attribute("brokers", sorted(snapshot.live_brokers))
-            with gc_policy.paused() as pause:  # as for every event (see _process)
-                self._execute(ev.Startup(snapshot), item.generation, None, span, pause)
+            self._execute(ev.Startup(snapshot), item.generation, None, span)
         log.info("controller %d active (epoch %d) after %.2f s", self._controller_id, seat.controller_epoch,
                  time.monotonic() - started)
 
@@ -277,18 +276,21 @@ class ControllerLoop:
             attributes["zookeeper.session_timeout_ms"] = self._session_timeout_ms
         with tracer.start_as_current_span(SPAN_NAMES.get(name, f"controller.{name}"), attributes=attributes,
                                           links=[trace.Link(c) for c in item.links]) as span:
-            # The collector waits for the whole event, not only decide(): the core builds no
-            # reference cycles, and at 100K partitions scanning a plan's fresh objects cost a
-            # third of decide(). Running after decide, it struck mid-event: in a traced
-            # 10K-partition failover a full collection took 83 ms of the controller's thread
-            # between the new leaderships and the ISR-only writes, while the brokers replicated
-            # on the same 2 cores. A large plan's survivors (the new partition states, which
-            # live until the next change) are then frozen, so later full collections do not
-            # scan them again; states it replaces are still freed by reference counting.
-            with gc_policy.paused() as pause:
-                self._execute(item.event, item.generation, item.reply, span, pause)
+            self._execute(item.event, item.generation, item.reply, span)
 
-    def _execute(self, event, generation: int, reply: Future | None, span, pause: gc_policy.Pause) -> None:
+    def _execute(self, event, generation: int, reply: Future | None, span) -> None:
+        # The collector waits for the whole event, not only decide(): the core builds no
+        # reference cycles, and at 100K partitions scanning a plan's fresh objects cost a
+        # third of decide(). Running after decide, it struck mid-event: in a traced
+        # 10K-partition failover a full collection took 83 ms of the controller's thread
+        # between the new leaderships and the ISR-only writes, while the brokers replicated
+        # on the same 2 cores. A large plan's survivors (the new partition states, which
+        # live until the next change) are then frozen, so later full collections do not
+        # scan them again; states it replaces are still freed by reference counting.
+        with gc_policy.paused() as pause:
+            self._run_event(event, generation, reply, span, pause)
+
+    def _run_event(self, event, generation: int, reply: Future | None, span, pause: gc_policy.Pause) -> None:
         started = time.monotonic()
         try:
             with tracer.start_as_current_span("controller.decide"):
