@@ -6,7 +6,7 @@ broker having acknowledged its INIT LeaderAndIsr.
 
 Phases come from the new controller's `controller.failover` span: loading the
 state (from the standby's copy when it has one, `standby_copy_used`; else
-pipelined bulk reads over several sessions), deciding, and the requests (INIT
+bulk reads in batched MultiReads), deciding, and the requests (INIT
 LeaderAndIsr and full UpdateMetadata, each first as a digest;
 `brokers_confirmed_by_digest` names the brokers that held the state already).
 floor_zk_bulk_read_s is the raw cost, in this run, of reading the same znodes a

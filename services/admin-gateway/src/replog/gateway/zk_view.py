@@ -1,10 +1,8 @@
-"""Reads a ClusterView from ZooKeeper with the pipelined bulk reader.
+"""Reads a ClusterView from ZooKeeper with the bulk reader (batched MultiReads, bulk.py).
 
 Three rounds on one short session (synced first, so the reads see every write
 committed before the call): the children lists, then the singletons, broker
-registrations, assignments and configs, then the partition states. Above
-``PARALLEL_READS_MIN`` states the last round spreads over several sessions
-(``bulk.get_many``), which is what keeps a 100K-partition export in seconds.
+registrations, assignments and configs, then the partition states.
 
 A znode that vanishes between rounds (a topic deleted meanwhile) is left out;
 the snapshot is as consistent as reads on one ZooKeeper session are.
@@ -17,7 +15,6 @@ from typing import Collection
 from replog.common.zk import bulk, schema
 from replog.gateway.core.model import NO_ZNODE, ClusterView, TopicView
 
-PARALLEL_READS_MIN = 5_000
 _SINGLETONS = (schema.CONTROLLER, schema.CONTROLLER_EPOCH, schema.REASSIGN_PARTITIONS, schema.REASSIGNMENT_THROTTLE)
 
 
@@ -45,10 +42,7 @@ def load_view(
         with_states = [t for t in topic_views if states is True or (states and t in states)]
         state_paths = [(t, p) for t in with_states for p in sorted(topic_views[t].assignment.partitions)]
         paths = [schema.partition_state_path(t, p) for t, p in state_paths]
-        if len(paths) < PARALLEL_READS_MIN:
-            state_values = reader.get_many(paths)
-    if len(paths) >= PARALLEL_READS_MIN:
-        state_values = bulk.get_many(connect, paths)
+        state_values = reader.get_many(paths)
     _attach_states(topic_views, state_paths, paths, state_values)
     return _view(singles, broker_ids, registrations, topic_views, names, deleting)
 

@@ -50,9 +50,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from replog.common.zk import bulk
-from replog.common.zk.bulk import _I32, _REPLY_HEADER, _REQUEST_HEADER
+from replog.common.zk.bulk import _I32, _MULTI_HEADER, _REPLY_HEADER, _REQUEST_HEADER, OP_ERROR
 
-_MULTI_HEADER = struct.Struct(">i?i")       # type, done, err
 _STAT_SIZE = 68
 _OPEN_ACL = _I32.pack(1) + _I32.pack(31) + _I32.pack(5) + b"world" + _I32.pack(6) + b"anyone"
 
@@ -61,7 +60,6 @@ OP_DELETE = 2
 OP_SET_DATA = 5
 OP_CHECK = 13
 OP_MULTI = 14
-OP_ERROR = -1
 
 OK = 0
 ERR_RUNTIME_INCONSISTENCY = -2

@@ -1,6 +1,6 @@
 """Load the whole cluster from ZooKeeper into a `ClusterSnapshot` (seed D step 3).
 
-Uses the pipelined bulk reader over several sessions, because reading 100K
+Uses the bulk reader (batched MultiReads, bulk.py), because reading 100K
 partition states one call at a time is the slowest part of a failover. The
 partition epoch of each partition is its state znode's version; a broker's
 epoch is its registration znode's czxid.
@@ -25,9 +25,9 @@ log = logging.getLogger(__name__)
 
 
 def read_live_brokers(connect: str) -> dict[int, BrokerInfo]:
-    ids = bulk.children_many(connect, [schema.BROKER_IDS], sessions=1)[0] or []
+    ids = bulk.children_many(connect, [schema.BROKER_IDS])[0] or []
     ids = sorted(int(i) for i in ids if i.isdigit())
-    found = bulk.get_many(connect, [schema.broker_path(i) for i in ids], sessions=1)
+    found = bulk.get_many(connect, [schema.broker_path(i) for i in ids])
     brokers: dict[int, BrokerInfo] = {}
     for broker_id, item in zip(ids, found):
         if item is None:
@@ -97,15 +97,15 @@ def read_partition_states(connect: str, keys: list[TopicPartition]) -> dict[Topi
 def read_cluster_rest(connect: str) -> tuple[dict[int, BrokerInfo], frozenset[str], dict]:
     """The small part of the state, always read afresh: live brokers, deletions, reassignment requests."""
     brokers = read_live_brokers(connect)
-    deleting = bulk.children_many(connect, [schema.DELETE_TOPICS], sessions=1)[0]
-    reassign = bulk.get_many(connect, [schema.REASSIGN_PARTITIONS], sessions=1)[0]
+    deleting = bulk.children_many(connect, [schema.DELETE_TOPICS])[0]
+    reassign = bulk.get_many(connect, [schema.REASSIGN_PARTITIONS])[0]
     return brokers, frozenset(deleting or ()), read_reassignment_request(reassign[0] if reassign else None)
 
 
 def load_snapshot(connect: str, controller_id: int, controller_epoch: int) -> ClusterSnapshot:
     started = time.monotonic()
     brokers, deleting, reassignments = read_cluster_rest(connect)
-    topics = sorted(bulk.children_many(connect, [schema.TOPICS], sessions=1)[0] or [])
+    topics = sorted(bulk.children_many(connect, [schema.TOPICS])[0] or [])
     assignments: dict[TopicPartition, ReplicaAssignment] = {}
     for topic, partitions in read_assignments(connect, topics).items():
         for p, replica_assignment in (partitions or {}).items():

@@ -7,7 +7,7 @@ Theory of operation
 While this controller is a standby, a `ChangeFeed` (persistent recursive
 watches on ``/brokers/topics`` and ``/config/topics``) marks every znode that
 changes as dirty; the mirror's thread loads everything once, then every
-`REFRESH_INTERVAL_S` re-reads the dirty znodes (pipelined, synced sessions) and
+`REFRESH_INTERVAL_S` re-reads the dirty znodes (batched MultiReads, synced sessions) and
 keeps them decoded: topic assignments, partition states, topic configs.
 
 `take()`, on winning the seat, first waits for the feed's barrier -- after it,
@@ -154,7 +154,7 @@ class StandbyMirror:
                                     session_timeout_s=self._session_timeout_s)
             self._lost = True  # until the load below completes
             self._feed.open()
-            topics = sorted(bulk.children_many(self._connect, [schema.TOPICS], sessions=1)[0] or [])
+            topics = sorted(bulk.children_many(self._connect, [schema.TOPICS])[0] or [])
             self._assignments = {t: a for t, a in read_assignments(self._connect, topics).items() if a is not None}
             keys = [TopicPartition(t, p) for t, partitions in self._assignments.items() for p in partitions]
             self._states = {tp: s for tp, s in read_partition_states(self._connect, keys).items() if s is not None}
