@@ -35,7 +35,10 @@ czxid, mzxid, ctime, mtime; i32 version, cversion, aversion; i64
 ephemeralOwner; i32 dataLength, numChildren; i64 pzxid), GetChildren a vector
 of strings, and a failed read (header type -1) an i32 error code. Unlike a
 write multi, each read fails or succeeds alone: a missing znode is an error
-result (NONODE) among the others.
+result (NONODE) among the others. A reply carries all its results in one
+frame: 500 partition states are about 50 KB, and the largest znodes replog
+writes (a topic's assignment, about 20 bytes a partition) keep a reply within
+the size of the metadata it reads.
 """
 
 from __future__ import annotations
@@ -193,9 +196,12 @@ class BulkReader:
         sender.start()
         results: list = []
         try:
-            for chunk in chunks:
+            for xid, chunk in enumerate(chunks, start=1):
                 frame = self._read_frame()
                 window.release()
+                (answered,) = _I32.unpack_from(frame, 0)
+                if answered != xid:  # ZooKeeper answers a session's requests in order, and we set no watches
+                    raise BulkReadError(f"ZooKeeper answered request {answered} where {xid} was due")
                 results.extend(decode_multi_read(frame, op, chunk))
         except BaseException:
             for _ in chunks:  # a sender waiting for replies no one reads now ends (closing the session ends
