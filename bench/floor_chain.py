@@ -37,7 +37,11 @@ import sys
 import threading
 import time
 
-import grpc
+from replog.common import grpc_runtime
+
+grpc_runtime.configure()  # before grpc loads: this process and its children run gRPC as the services do
+
+import grpc  # noqa: E402
 
 _U64 = struct.Struct(">Q")
 MIB = 1024 * 1024

@@ -51,6 +51,11 @@ order: producer to leader, the leader's append, each follower's answer, wire
 hops and append, its next request back, the produce answer (bench/hops.py).
 It answers where the time between the chain floor and our latency goes.
 
+Every process of the run, this one and the floors' included, runs gRPC core
+with replog's settings (replog.common.grpc_runtime: EventEngine's client and
+listener off, one thread hop fewer per message); the JSON reports them as
+grpc_experiments.
+
 `--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
 broker, one follower and this process during the run (py-spy must be on PATH
 or in the venv; it is a profiling tool, not a dependency).
@@ -74,7 +79,11 @@ import time
 from concurrent.futures import Future
 from pathlib import Path
 
-import grpc
+from replog.common import grpc_runtime
+
+grpc_runtime.configure()  # before grpc loads: this process and its children run gRPC as the services do
+
+import grpc  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -416,6 +425,7 @@ def main() -> None:
         "p99_ms": round(harness.percentile(results.latencies_ms, 0.99), 2),
         "errors": len(results.errors),
         "tracing": args.tracing,
+        "grpc_experiments": os.environ.get(grpc_runtime.ENV, ""),
         "floor_grpc_stream_mb_per_s": round(floor, 1),
         **({"floor_grpc_stream_round_trip_ms": round_trips["sync"],
             "floor_grpc_aio_stream_round_trip_ms": round_trips["aio"]} if latency_mode else {}),

@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Callable, TypeVar
 
+from replog.common import grpc_runtime
 from replog.common.config import ConfigError, _UsageError
 
 T = TypeVar("T")
@@ -26,7 +27,9 @@ EXIT_USAGE = 2
 
 
 def run(prog: str, body: Callable[[], int | None]) -> int:
-    """Run `body`, mapping configuration and start-up failures to one line on stderr."""
+    """Run `body`, mapping configuration and start-up failures to one line on stderr. gRPC's
+    runtime settings are made first, before anything the body imports loads grpc (grpc_runtime.py)."""
+    grpc_runtime.configure()
     from replog.common.zk.client import ZkUnavailableError
 
     try:
