@@ -23,6 +23,14 @@ replog's fetchers and producer are.
 
 Used by `produce.py` (latency mode) as `floor_acks_all_chain_ms`; run alone,
 it prints one JSON object.
+
+`--work-us P,I,O,F` adds busy Python (a spin that holds the interpreter lock)
+where replog does its own work: P µs on the leader per produce request (the
+append), I per fetch request in (the follower's new end offset, the HW), O per
+fetch answer out (the read for the follower), F on a follower per answer (its
+append). It answers how much Python per cycle the latency goal leaves room for,
+and whether another threading model would change that (`--leader aio` with the
+same work).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import NamedTuple
 
 from replog.common import grpc_runtime
 
@@ -51,6 +60,33 @@ OPTIONS = [("grpc.max_receive_message_length", 64 * MIB), ("grpc.max_send_messag
 
 def _identity(message: bytes) -> bytes:
     return message
+
+
+class Work(NamedTuple):
+    """Busy Python, in µs, at each place replog works (`--work-us`); all 0 for the floor itself."""
+
+    produce: int = 0
+    fetch_in: int = 0
+    fetch_out: int = 0
+    follower: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> Work:
+        return cls(*(int(part) for part in text.split(",")))
+
+    def flag(self) -> str:
+        return ",".join(str(value) for value in self)
+
+
+WORK = Work()  # this process's, set from --work-us in the children
+
+
+def _busy(us: int) -> None:
+    """Spin for `us` µs holding the interpreter lock, as Python work does."""
+    if us:
+        until = time.perf_counter() + us / 1e6
+        while time.perf_counter() < until:
+            pass
 
 
 # --- the leader -------------------------------------------------------------------------------------
@@ -79,6 +115,7 @@ class _SyncLeader:
 
         def read() -> None:
             for message in request_iterator:
+                _busy(WORK.produce)
                 with self.cond:
                     self.data += message[8:]
                     self.waiting.append((len(self.data), message[:8], answers))
@@ -94,12 +131,14 @@ class _SyncLeader:
             if follower is None:
                 follower, message = message[0], message[1:]
             offset = _U64.unpack(message)[0]
+            _busy(WORK.fetch_in)
             with self.cond:
                 self.follower_ends[follower] = offset
                 self._complete_locked()
                 while len(self.data) <= offset and context.is_active():
                     self.cond.wait(0.5)
                 chunk = bytes(self.data[offset:])
+            _busy(WORK.fetch_out)
             yield chunk
 
 
@@ -140,6 +179,7 @@ def _serve_aio() -> None:
         async def read() -> None:
             nonlocal appended
             async for message in request_iterator:
+                _busy(WORK.produce)
                 data.extend(message[8:])
                 waiting.append((len(data), message[:8], answers))
                 appended.set()
@@ -159,10 +199,12 @@ def _serve_aio() -> None:
             if follower is None:
                 follower, message = message[0], message[1:]
             offset = _U64.unpack(message)[0]
+            _busy(WORK.fetch_in)
             follower_ends[follower] = offset
             complete()
             while len(data) <= offset:
                 await appended.wait()
+            _busy(WORK.fetch_out)
             yield bytes(data[offset:])
 
     async def serve() -> None:
@@ -192,6 +234,7 @@ def _follow(port: int, follower: int) -> None:
         outgoing.put(bytes([follower]) + _U64.pack(end))
         with contextlib.suppress(grpc.RpcError):
             for chunk in responses:
+                _busy(WORK.follower)
                 end += len(chunk)
                 outgoing.put(_U64.pack(end))
 
@@ -211,6 +254,7 @@ def _follow_aio(port: int, follower: int) -> None:
                     chunk = await call.read()
                     if chunk is grpc.aio.EOF:
                         return
+                    _busy(WORK.follower)
                     end += len(chunk)
                     await call.write(_U64.pack(end))
 
@@ -232,18 +276,19 @@ def _child(*args: str):
 
 
 def measure(rate_mb_per_s: float, seconds: float, leader: str = "sync", warm_up_s: float = 1.0,
-            follower: str = "sync") -> dict[str, float]:
-    """p50 / p99 (ms) from each millisecond's tick to the leader's answer covering its bytes."""
+            follower: str = "sync", work: Work = Work()) -> dict[str, float]:
+    """p50 / p99 (ms) from each millisecond's tick to the leader's answer covering its bytes; `work` is
+    the busy Python the leader and the followers add (`--work-us`), none for the floor."""
     tick_bytes = int(rate_mb_per_s * 1_000_000 / 1000)
     payload = bytes(tick_bytes)
     latencies: list[float] = []
     with contextlib.ExitStack() as stack:
-        leader_process = stack.enter_context(_child("--serve", leader))
+        leader_process = stack.enter_context(_child("--serve", leader, "--work-us", work.flag()))
         port = int(leader_process.stdout.readline())
         follower_kind = follower
         for follower in (0, 1):
             stack.enter_context(_child("--follow-aio" if follower_kind == "aio" else "--follow", str(port),
-                                       str(follower)))
+                                       str(follower), "--work-us", work.flag()))
         channel = stack.enter_context(grpc.insecure_channel(f"127.0.0.1:{port}", options=OPTIONS))
         outgoing: queue.SimpleQueue = queue.SimpleQueue()
         responses = channel.stream_stream("/chain.Leader/Produce", _identity, _identity)(iter(outgoing.get, None))
@@ -294,7 +339,8 @@ def measure(rate_mb_per_s: float, seconds: float, leader: str = "sync", warm_up_
     from harness import percentile  # here, not at the top: the child processes need none of it
 
     return {"p50": round(percentile(latencies, 0.50), 3), "p99": round(percentile(latencies, 0.99), 3),
-            "leader": leader, "follower": follower_kind, "ticks": len(latencies)}
+            "leader": leader, "follower": follower_kind, "ticks": len(latencies),
+            **({"work_us": work._asdict()} if any(work) else {})}
 
 
 def main() -> None:
@@ -306,7 +352,12 @@ def main() -> None:
     parser.add_argument("--follow-aio", nargs=2, type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve", choices=("sync", "aio"), help=argparse.SUPPRESS)
     parser.add_argument("--follow", nargs=2, type=int, metavar=("PORT", "ID"), help=argparse.SUPPRESS)
+    parser.add_argument("--work-us", type=Work.parse, default=Work(), metavar="P,I,O,F",
+                        help="busy Python in µs: leader per produce request, per fetch request in, per fetch "
+                             "answer out; follower per answer (default: none, the bare floor)")
     args = parser.parse_args()
+    global WORK
+    WORK = args.work_us
     if args.serve == "sync":
         _serve_sync()
     elif args.serve == "aio":
@@ -316,7 +367,8 @@ def main() -> None:
     elif args.follow:
         _follow(*args.follow)
     else:
-        print(json.dumps(measure(args.rate_mb_per_s, args.seconds, args.leader, follower=args.follower)))
+        print(json.dumps(measure(args.rate_mb_per_s, args.seconds, args.leader, follower=args.follower,
+                                 work=args.work_us)))
 
 
 if __name__ == "__main__":
