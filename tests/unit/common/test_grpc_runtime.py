@@ -31,3 +31,11 @@ def test_says_so_when_grpc_is_already_loaded(monkeypatch, caplog):
 
     assert grpc_runtime.configure() is False
     assert "apply to the processes this one starts" in caplog.text
+
+
+def test_a_value_inherited_from_a_configured_parent_counts_as_applied(monkeypatch, caplog):
+    monkeypatch.setenv(grpc_runtime.ENV, grpc_runtime.VALUE)
+    monkeypatch.setitem(sys.modules, "grpc", object())  # loaded since, with the value already in place
+
+    assert grpc_runtime.configure() is True
+    assert caplog.text == ""

@@ -43,10 +43,12 @@ log = logging.getLogger(__name__)
 def configure() -> bool:
     """Set replog's gRPC experiments for this process (unless the environment already names some)
     and the processes it starts. Returns whether this process runs with replog's value: False if
-    the operator's value stands, or if grpc was imported before (then it applies to children only)."""
-    os.environ.setdefault(ENV, VALUE)
-    if os.environ[ENV] != VALUE:
-        return False
+    the operator's value stands, or if this call sets it after grpc was imported (then it applies
+    to the children only). A value already in the environment was there when grpc loaded."""
+    present = os.environ.get(ENV)
+    if present is not None:  # set before grpc could load (by our parent, an earlier call or the operator)
+        return present == VALUE
+    os.environ[ENV] = VALUE
     if "grpc" in sys.modules:
         log.warning("grpc was imported before replog's gRPC settings were made; they apply to the "
                     "processes this one starts, not to itself")
