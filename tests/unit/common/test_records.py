@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from replog.common.records import (
     CRC_START,
+    BatchBuilder,
     HEADER_SIZE,
     CorruptRecordError,
     DecodedRecord,
@@ -233,3 +234,43 @@ def test_property_the_fast_path_never_accepts_what_the_full_check_refuses(n, key
     finally:
         records_module._uniform_records_are_valid = original
     assert not fast or full
+
+
+# --- BatchBuilder: records encoded as they join a batch (the producer's open batch) ------------
+
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(1, 40), cuts=st.lists(st.integers(0, 40), max_size=6), null_keys=st.booleans())
+def test_property_a_batch_built_in_pieces_is_the_batch_encoded_at_once(n, cuts, null_keys):
+    batch_records = [(None if null_keys else key, value, ts) for key, value, ts in records(n)]
+    builder = BatchBuilder()
+    start = 0
+    for cut in sorted({c for c in cuts if 0 < c < n}) + [n]:
+        builder.add_many(batch_records[start:cut])
+        start = cut
+    stamps = dict(producer_id=7, producer_epoch=2, base_sequence=40, base_offset=100, leader_epoch=3)
+
+    assert builder.count == n
+    assert builder.build(**stamps) == encode_batch(batch_records, **stamps)
+
+
+def test_a_builder_goes_on_after_a_build_and_the_next_build_holds_every_record():
+    builder = BatchBuilder().add_many(records(3))
+    first = builder.build()
+    builder.add_many(records(5)[3:])
+
+    assert [r.value for r in decode_records(first)] == [v for _, v, _ in records(3)]
+    assert decode_records(builder.build()) == decode_records(encode_batch(records(5)))
+
+
+def test_a_record_earlier_than_the_first_keeps_its_own_timestamp():
+    builder = BatchBuilder().add_many([(None, b"a", T0_MS)]).add_many([(None, b"b", T0_MS - 5_000)])
+
+    decoded = decode_records(builder.build())
+
+    assert [(r.value, r.timestamp_ms) for r in decoded] == [(b"a", T0_MS), (b"b", T0_MS - 5_000)]
+    assert read_header(builder.build()).max_timestamp_ms == T0_MS
+
+
+def test_an_empty_builder_builds_nothing():
+    with pytest.raises(ValueError, match="at least one record"):
+        BatchBuilder().build()

@@ -4,8 +4,9 @@
 (`send_batch()` appends many with one Future). One sender thread closes batches
 when full or after `linger_ms` (a lingered batch keeps filling while its
 partition cannot send: `max_in_flight` requests out, or a retry pending),
-encodes each once (replog.common.records) with its producer id, epoch and base
-sequence, and sends one ProduceRequest per leader broker over that broker's
+stamps each once with its producer id, epoch and base sequence (the records'
+bytes are written as they join the batch, replog.common.records.BatchBuilder,
+so the sender only adds the header and CRC when the batch may leave), and sends one ProduceRequest per leader broker over that broker's
 ProduceStream (produce_stream.py), which the broker appends in the order sent.
 
 Up to `max_in_flight` batches per partition are in flight (Kafka's
@@ -77,7 +78,7 @@ class RecordMetadata:
 class _Batch:
     topic: str
     partition: int
-    records: list = field(default_factory=list)       # (key, value, timestamp_ms)
+    records: rec.BatchBuilder = field(default_factory=rec.BatchBuilder)  # encoded as they join; .count
     futures: list = field(default_factory=list)       # (future, index of its first record in the batch)
     size_bytes: int = 0
     created_s: float = field(default_factory=time.monotonic)
@@ -166,11 +167,11 @@ class Producer:
             wake = batch is None  # the sender must start this batch's linger clock
             if batch is None:
                 batch = self._open[(topic, partition)] = _Batch(topic, partition)
-            batch.futures.append((future, len(batch.records)))
-            batch.records.append(record)
+            batch.futures.append((future, batch.records.count))
+            batch.records.add_many((record,))
             batch.size_bytes += size
             self._buffered += 1
-            if len(batch.records) >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
+            if batch.records.count >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
                 self._ready.append(self._open.pop((topic, partition)))
                 self._lock.notify_all()
                 wake = True
@@ -210,11 +211,11 @@ class Producer:
                 wake = True
             if batch is None:
                 batch = self._open[(topic, partition)] = _Batch(topic, partition)
-            batch.futures.append((future, len(batch.records)))
-            batch.records.extend([(key, value, stamp) for value in values])
+            batch.futures.append((future, batch.records.count))
+            batch.records.add_many([(key, value, stamp) for value in values])
             batch.size_bytes += size
             self._buffered += len(values)
-            if len(batch.records) >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
+            if batch.records.count >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
                 self._ready.append(self._open.pop((topic, partition)))
                 self._lock.notify_all()
                 wake = True
@@ -344,13 +345,13 @@ class Producer:
         key = (batch.topic, batch.partition)
         if self.idempotent:
             batch.base_sequence = self._next_sequence.get(key, 0)
-            self._next_sequence[key] = (batch.base_sequence + len(batch.records)) % (2**31)
+            self._next_sequence[key] = (batch.base_sequence + batch.records.count) % (2**31)
         batch.ordinal = self._next_ordinal.get(key, 0)
         self._next_ordinal[key] = batch.ordinal + 1
         with self._lock:
             self._unfinished.setdefault(key, set()).add(batch.ordinal)
-        batch.encoded = rec.encode_batch(batch.records, producer_id=self.producer_id,
-                                         producer_epoch=self.producer_epoch, base_sequence=batch.base_sequence)
+        batch.encoded = batch.records.build(producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+                                            base_sequence=batch.base_sequence)
         batch.deadline_s = time.monotonic() + self.delivery_timeout_s
 
     def _encode_waiting(self) -> None:
@@ -454,7 +455,7 @@ class Producer:
             unfinished = self._unfinished.get(key)
             if unfinished is not None:
                 unfinished.discard(batch.ordinal)
-            self._buffered -= len(batch.records)
+            self._buffered -= batch.records.count
             self._lock.notify_all()
 
     def _landed(self, key: tuple[str, int]) -> None:
