@@ -6,8 +6,9 @@ when full or after `linger_ms` (a lingered batch keeps filling while its
 partition cannot send: `max_in_flight` requests out, or a retry pending),
 stamps each once with its producer id, epoch and base sequence (the records'
 bytes are written as they join the batch, replog.common.records.BatchBuilder,
-so the sender only adds the header and CRC when the batch may leave), and sends one ProduceRequest per leader broker over that broker's
-ProduceStream (produce_stream.py), which the broker appends in the order sent.
+so the sender only adds the header and CRC when the batch may leave), and
+sends one ProduceRequest per leader broker over that broker's ProduceStream
+(produce_stream.py), which the broker appends in the order sent.
 
 Up to `max_in_flight` batches per partition are in flight (Kafka's
 max.in.flight.requests.per.connection, 5 by default; at most 5 with
