@@ -218,9 +218,8 @@ def encode_batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
 ) -> bytes:
-    """One batch holding `records`, each (key, value, timestamp_ms); key may be None."""
-    if not records:
-        raise ValueError("a batch holds at least one record")
+    """One batch holding `records`, each (key, value, timestamp_ms); key may be None (ValueError if
+    there are none, from `BatchBuilder.build`)."""
     return BatchBuilder().add_many(records).build(
         base_offset=base_offset, leader_epoch=leader_epoch, producer_id=producer_id,
         producer_epoch=producer_epoch, base_sequence=base_sequence)
