@@ -114,9 +114,10 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
             self._partition_data(tp, partition.fetch_offset, answer, request.decode_records)
             for tp, partition, answer in zip(topic_partitions, request.partitions, answers)
         ]
-        self._metrics.fetch_requests.labels("consumer").inc()
-        self._metrics.bytes_out.labels("consumer").inc(sum(len(a.records) for a in answers))
-        self._metrics.fetch_latency_ms.labels("consumer").observe((time.perf_counter() - started) * 1000)
+        metrics = self._metrics.consumer_fetch
+        metrics.requests.inc()
+        metrics.bytes_out.inc(sum(len(a.records) for a in answers))
+        metrics.latency_ms.observe((time.perf_counter() - started) * 1000)
         return log_pb2.FetchResponse(partitions=partitions)
 
     def _read_one(self, partition, hosted: HostedPartition | None, tp: TopicPartition,

@@ -122,8 +122,7 @@ class ProduceHandler:
         """Steps 1-3: the answers known now (by index in the request) and the acks=-1 waits."""
         started = time.perf_counter()
         acks = request.acks
-        acks_label = str(acks) if acks in VALID_ACKS else "invalid"
-        self._metrics.produce_requests.labels(acks_label).inc()
+        self._metrics.produce_acks(acks).requests.inc()
         answers: dict[int, log_pb2.ProducePartitionResponse] = {}
         waits: list[tuple[int, ProduceWait]] = []
         seen: set[TopicPartition] = set()
@@ -152,7 +151,6 @@ class ProduceHandler:
                  results: Sequence[ProduceResult]) -> log_pb2.ProduceResponse:
         """Step 4's answer, from the answers known at append time and the waits' results."""
         acks = request.acks
-        acks_label = str(acks) if acks in VALID_ACKS else "invalid"
         if waits:
             for (index, wait), result in zip(waits, results):
                 answers[index] = log_pb2.ProducePartitionResponse(
@@ -164,7 +162,7 @@ class ProduceHandler:
         for answer in ordered:
             if answer.error_code != ErrorCode.NONE:
                 self._metrics.produce_errors.labels(ErrorCode(answer.error_code).name).inc()
-        self._metrics.produce_latency_ms.labels(acks_label).observe((time.perf_counter() - started) * 1000)
+        self._metrics.produce_acks(acks).latency_ms.observe((time.perf_counter() - started) * 1000)
         if acks == ACKS_NONE:
             return log_pb2.ProduceResponse()
         return log_pb2.ProduceResponse(partitions=ordered)

@@ -144,9 +144,10 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         response = replication_pb2.ReplicaFetchResponse(session_id=session.session_id, partitions=[
             _partition_data(tp, a) for tp, a in news])
         sent = sum(len(a.records) for a in answers.values())
-        self._metrics.fetch_requests.labels("follower").inc()
-        self._metrics.bytes_out.labels("follower").inc(sent)
-        self._metrics.fetch_latency_ms.labels("follower").observe((time.perf_counter() - started) * 1000)
+        metrics = self._metrics.follower_fetch
+        metrics.requests.inc()
+        metrics.bytes_out.inc(sent)
+        metrics.latency_ms.observe((time.perf_counter() - started) * 1000)
         return response
 
     def _read_one(self, replica_id: int, partition, hosted: HostedPartition | None, tp: TopicPartition,
