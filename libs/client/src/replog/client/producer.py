@@ -165,7 +165,7 @@ class Producer:
             while self._buffered >= self._buffered_max:
                 self._lock.wait()
             batch = self._open.get((topic, partition))
-            wake = batch is None  # the sender must start this batch's linger clock
+            wake = batch is None and self._may_send_locked((topic, partition))
             if batch is None:
                 batch = self._open[(topic, partition)] = _Batch(topic, partition)
             batch.futures.append((future, batch.records.count))
@@ -205,7 +205,7 @@ class Producer:
             while self._buffered and self._buffered + len(values) > self._buffered_max:
                 self._lock.wait()
             batch = self._open.get((topic, partition))
-            wake = batch is None  # the sender must start this batch's linger clock
+            wake = batch is None and self._may_send_locked((topic, partition))
             if batch is not None and batch.size_bytes + size > self.batch_bytes_max:
                 self._ready.append(self._open.pop((topic, partition)))
                 batch = None
@@ -223,6 +223,13 @@ class Producer:
         if wake:
             self._wake_sender()  # joining an open batch needs no wake-up: its linger clock already runs
         return future
+
+    def _may_send_locked(self, key: tuple[str, int]) -> bool:
+        """Whether a batch this partition opens now needs the sender woken to start its linger
+        clock (under the lock). Not while the partition has all the requests out it may: the
+        sender looks at its open batch again when an answer comes, and with one request in
+        flight that saves a wake-up of the sender per request."""
+        return self._in_flight.get(key, 0) < self.max_in_flight
 
     def _wake_sender(self) -> None:
         self._completions.put(None)  # the sender re-plans at once instead of after its idle wait
