@@ -214,6 +214,15 @@ def test_same_size_records_mixing_null_and_empty_keys_are_valid():
     assert validate_batch(batch).record_count == 6
 
 
+@pytest.mark.parametrize("key", [None, b"", b"key"])
+def test_the_fast_path_takes_valid_batches_of_one_record_size(key):
+    from replog.common import records as records_module
+
+    for n in (1, 2, 300):
+        batch = uniform(n, key, b"v" * 100)
+        assert records_module._uniform_records_are_valid(batch, 0, read_header(batch))
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 12), st.integers(0, 4), st.integers(0, 40), st.data())
 def test_property_the_fast_path_never_accepts_what_the_full_check_refuses(n, key_bytes, value_bytes, data):

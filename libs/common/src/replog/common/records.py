@@ -332,16 +332,36 @@ def _check_records(buf: bytes | bytearray | memoryview, pos: int, header: BatchH
 
 
 # Batches whose records all have the same key and value sizes (the common case: a
-# producer sending fixed-size records) are checked by one struct unpack of the whole
-# record area and a few C-level tuple operations instead of a Python loop per record.
-# Compiled layouts are cached by (record count, key bytes, value bytes).
+# producer sending fixed-size records) are checked with C-level operations instead of
+# a Python loop per record. With one record size every record starts a fixed stride
+# apart, so each byte of its offset delta, key length and value length forms a column
+# (`area[j::stride]`) that must equal a column built once for the layout; only the
+# timestamp deltas are unpacked, to find their maximum. Layouts are cached by (record
+# count, key length, value length).
 _UNIFORM_LAYOUTS_MAX = 16
 
 
+class _UniformLayout(NamedTuple):
+    stride: int  # bytes per record
+    columns: tuple[tuple[int, bytes], ...]  # (byte position in a record, that byte of every record)
+    timestamp_deltas: struct.Struct  # unpacks every record's timestamp delta from the record area
+
+
 @functools.lru_cache(maxsize=_UNIFORM_LAYOUTS_MAX)
-def _uniform_layout(record_count: int, key_bytes: int, value_bytes: int) -> tuple[struct.Struct, tuple[int, ...]]:
-    layout = struct.Struct(">" + f"iqi{key_bytes}xi{value_bytes}x" * record_count)
-    return layout, tuple(range(record_count))
+def _uniform_layout(record_count: int, key_len: int, value_len: int) -> _UniformLayout:
+    key_bytes = max(key_len, 0)
+    stride = _RECORD_HEAD.size + key_bytes + _INT32.size + value_len
+    offset_deltas = [delta.to_bytes(4, "big") for delta in range(record_count)]
+    key_len_bytes = key_len.to_bytes(4, "big", signed=True)
+    value_len_bytes = value_len.to_bytes(4, "big", signed=True)
+    value_len_at = _RECORD_HEAD.size + key_bytes
+    columns = tuple(
+        [(j, bytes(delta[j] for delta in offset_deltas)) for j in range(4)]
+        + [(12 + j, key_len_bytes[j:j + 1] * record_count) for j in range(4)]
+        + [(value_len_at + j, value_len_bytes[j:j + 1] * record_count) for j in range(4)]
+    )
+    timestamp_deltas = struct.Struct(">" + f"4xq{stride - 12}x" * record_count)
+    return _UniformLayout(stride, columns, timestamp_deltas)
 
 
 def _uniform_records_are_valid(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> bool:
@@ -365,14 +385,13 @@ def _uniform_records_are_valid(buf: bytes | bytearray | memoryview, pos: int, he
     record_bytes = _RECORD_HEAD.size + key_bytes + _INT32.size + value_len
     if value_len < 0 or record_bytes * record_count != end - start:
         return False
-    layout, offset_deltas = _uniform_layout(record_count, key_bytes, value_len)
-    fields = layout.unpack_from(buf, start)  # offset_delta, timestamp_delta_ms, key_len, value_len per record
-    return (
-        fields[0::4] == offset_deltas
-        and fields[2::4].count(key_len) == record_count
-        and fields[3::4].count(value_len) == record_count
-        and header.base_timestamp_ms + max(fields[1::4]) == header.max_timestamp_ms
-    )
+    layout = _uniform_layout(record_count, key_len, value_len)
+    area = bytes(memoryview(buf)[start:end])
+    stride = layout.stride
+    for at, expected in layout.columns:
+        if area[at::stride] != expected:
+            return False
+    return header.base_timestamp_ms + max(layout.timestamp_deltas.unpack(area)) == header.max_timestamp_ms
 
 
 class BatchScan:
