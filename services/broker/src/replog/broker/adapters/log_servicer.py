@@ -110,15 +110,16 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         finally:
             if may_wait:
                 self._wait_slots.give_back()
-        partitions = [
-            self._partition_data(tp, partition.fetch_offset, answer, request.decode_records)
-            for tp, partition, answer in zip(topic_partitions, request.partitions, answers)
-        ]
+        # Filled in place: partition answers built apart and then listed would be copied, records and all.
+        response = log_pb2.FetchResponse()
+        add_partition = response.partitions.add
+        for tp, partition, answer in zip(topic_partitions, request.partitions, answers):
+            self._add_partition_data(add_partition, tp, partition.fetch_offset, answer, request.decode_records)
         metrics = self._metrics.consumer_fetch
         metrics.requests.inc()
         metrics.bytes_out.inc(sum(len(a.records) for a in answers))
         metrics.latency_ms.observe((time.perf_counter() - started) * 1000)
-        return log_pb2.FetchResponse(partitions=partitions)
+        return response
 
     def _read_one(self, partition, hosted: HostedPartition | None, tp: TopicPartition,
                   bytes_max: int) -> ConsumerFetchAnswer:
@@ -131,9 +132,10 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
                                  fetch_offset=partition.fetch_offset, bytes_max=wanted)
 
     @staticmethod
-    def _partition_data(tp: TopicPartition, fetch_offset: int, answer: ConsumerFetchAnswer,
-                        decode: bool) -> log_pb2.FetchPartitionData:
-        data = log_pb2.FetchPartitionData(
+    def _add_partition_data(add_partition, tp: TopicPartition, fetch_offset: int, answer: ConsumerFetchAnswer,
+                            decode: bool) -> None:
+        """One partition's answer, added in place (`add_partition`: the response's `partitions.add`)."""
+        data = add_partition(
             topic=tp.topic, partition=tp.partition, error_code=answer.error_code, error_message=answer.message,
             high_watermark=answer.high_watermark, log_start_offset=answer.log_start_offset, records=answer.records,
         )
@@ -142,13 +144,12 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
                 decoded = decode_records(answer.records, fetch_offset)
             except CorruptRecordError as exc:
                 data.error_code, data.error_message = ErrorCode.CORRUPT_RECORD, str(exc)
-                return data
+                return
             data.decoded_records.extend(
                 common_pb2.Record(offset=r.offset, key=r.key or b"", key_is_null=r.key is None, value=r.value,
                                   timestamp_ms=r.timestamp_ms)
                 for r in decoded if r.offset < answer.high_watermark
             )
-        return data
 
     def _not_here(self, tp: TopicPartition) -> ErrorCode:
         known = tp.partition >= 0 and self._metadata.has_partition(tp.topic, tp.partition)

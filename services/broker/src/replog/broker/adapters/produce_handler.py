@@ -199,7 +199,8 @@ class ProduceHandler:
         ), None
 
     def _checked_batch(self, data: log_pb2.ProducePartitionData) -> tuple[bytes, BatchHeader] | tuple[ErrorCode, str]:
-        if data.record_batch and len(data.records):
+        batch = data.record_batch  # read once: each read of a bytes field copies it
+        if batch and len(data.records):
             return ErrorCode.INVALID_REQUEST, "send either record_batch or records, not both"
         try:
             if len(data.records):
@@ -207,9 +208,7 @@ class ProduceHandler:
                 batch = encode_batch([
                     (None if r.key_is_null else r.key, r.value, r.timestamp_ms or now_ms) for r in data.records
                 ])
-            elif data.record_batch:
-                batch = data.record_batch
-            else:
+            elif not batch:
                 return ErrorCode.INVALID_REQUEST, "no records"
             if len(batch) > self._batch_bytes_max:
                 return ErrorCode.RECORD_TOO_LARGE, f"batch of {len(batch)} bytes, the limit is {self._batch_bytes_max}"
