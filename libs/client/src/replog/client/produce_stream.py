@@ -46,16 +46,18 @@ class ProduceStream:
         self._reader = threading.Thread(target=self._read, name="producer-stream", daemon=True)
         self._reader.start()
 
-    def send(self, request: log_pb2.ProduceRequest, sent: Any, due_s: float) -> bool:
-        """Queue a request; False if the stream is broken (nothing was sent: open another)."""
+    def send(self, message: log_pb2.ProduceStreamRequest, sent: Any, due_s: float) -> bool:
+        """Queue a request (its `produce` filled in; the stream sets `request_id`); False if the
+        stream is broken (nothing was sent: open another and send it there)."""
         with self._lock:
             if self.broken:
                 return False
             request_id = self._next_id
             self._next_id += 1
             self._pending[request_id] = (sent, due_s)
+            message.request_id = request_id
             hopmarks.mark("P1")
-            self._requests.put(log_pb2.ProduceStreamRequest(request_id=request_id, produce=request))
+            self._requests.put(message)
         return True
 
     def cancel_if_overdue(self, now_s: float) -> None:

@@ -391,21 +391,25 @@ class Producer:
 
     def _send_group(self, address: str, group: list[_Batch]) -> None:
         """One request (a partition at most once in it) on the broker's stream, opened if need be."""
-        request = log_pb2.ProduceRequest(
-            acks=self.acks, timeout_ms=int(self.request_timeout_s * 1000),
-            partitions=[log_pb2.ProducePartitionData(topic=b.topic, partition=b.partition, record_batch=b.encoded)
-                        for b in group],
-        )
+        # Filled in place: a ProduceRequest built apart and then set as `produce` would be copied,
+        # record batches and all.
+        message = log_pb2.ProduceStreamRequest()
+        request = message.produce
+        request.acks = self.acks
+        request.timeout_ms = int(self.request_timeout_s * 1000)
+        add_partition = request.partitions.add
+        for b in group:
+            add_partition(topic=b.topic, partition=b.partition, record_batch=b.encoded)
         due_s = time.monotonic() + self.request_timeout_s + 5
         stream = self._streams.get(address)
-        if stream is None or not stream.send(request, group, due_s):
+        if stream is None or not stream.send(message, group, due_s):
             try:
                 stream = self._streams[address] = ProduceStream(self.metadata.channels.get(address), self._on_reply,
                                                                 self._on_lost)
             except Exception as exc:  # noqa: BLE001 - like a failed request: retried
                 self._on_lost(group, str(exc))
                 return
-            if not stream.send(request, group, due_s):  # it failed at once (the broker is down)
+            if not stream.send(message, group, due_s):  # it failed at once (the broker is down)
                 self._on_lost(group, "the produce stream failed as it opened")
 
     def _on_lost(self, group: list[_Batch], why: str) -> None:
