@@ -135,7 +135,7 @@ class Producer:
         self._next_ordinal: dict[tuple[str, int], int] = {}
         self._unfinished: dict[tuple[str, int], set[int]] = {}  # ordinals encoded and not yet answered for good
         self._streams: dict[str, ProduceStream] = {}  # sender thread only
-        self._completions: queue.Queue = queue.Queue()
+        self._completions: queue.SimpleQueue = queue.SimpleQueue()  # C-level: no Python lock per put and get
         self._buffered = 0
         self._buffered_max = buffered_records_max
         self._round_robin = 0
