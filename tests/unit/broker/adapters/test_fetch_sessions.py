@@ -134,6 +134,31 @@ def test_an_idle_incremental_round_waits_for_a_wake_up():
     assert list(answers) == [target.tp] and time.monotonic() - started < 1
 
 
+def test_a_high_watermark_move_does_not_end_the_wait_but_its_answer_carries_it():
+    # The leader tells a session of a HW move without waking it (Waiter.note): records are what it
+    # waits for. It still answers on its deadline with the new HW, which the follower must learn.
+    fresh_partitions()
+    session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+    tp = TopicPartition("t", 3)
+    poll(session, [position(p) for p in PARTITIONS])
+    partition = PARTITIONS[tp]
+
+    def move_high_watermark():
+        time.sleep(0.05)
+        partition.high_watermark = 12
+        for waiter in list(partition.waiters):
+            waiter.note(partition)
+
+    mover = threading.Thread(target=move_high_watermark)
+    mover.start()
+    started = time.monotonic()
+    answers = poll(session, [], max_wait_ms=300)
+    mover.join()
+    assert time.monotonic() - started >= 0.29  # it waited its whole max wait
+    assert answers[tp].high_watermark == 12 and answers[tp].records == b""
+    assert [t for t, _ in session.news(answers)] == [tp]  # sent: the follower learns the HW
+
+
 def test_records_the_byte_budget_left_unsent_are_read_again_next_round():
     fresh_partitions()
     session = FetchSessions(PARTITIONS.get).open(replica_id=2)

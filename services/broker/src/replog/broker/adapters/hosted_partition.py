@@ -17,8 +17,9 @@ changed (an HW that advanced, effects to run) and act on it after release.
 
 Waiters: a long-poll (consumer Fetch, follower ReplicaFetch) registers one
 `Waiter` (long_poll.py) with each partition it reads; `wake()` notifies them,
-naming this partition, when records are appended, the HW moves or the role
-changes. No polling loop.
+naming this partition, when records are appended or the role changes. A HW
+move wakes the consumers' polls and only tells the followers' fetch sessions
+(`high_watermark_moved_locked`). No polling loop.
 """
 
 from __future__ import annotations
@@ -70,11 +71,26 @@ class HostedPartition:
         with self.lock:
             self._waiters.discard(waiter)
 
-    def wake_locked(self, *, but: Waiter | None = None) -> None:
-        """Wake every long-poll parked here (`but` one: it is reading the change now); the caller holds `lock`."""
+    def wake_locked(self) -> None:
+        """Wake every long-poll parked here; the caller holds `lock`."""
         for waiter in self._waiters:
-            if waiter is not but:
+            waiter.notify(self)
+
+    def high_watermark_moved_locked(self) -> None:
+        """Tell the long polls parked here that the HW moved; the caller holds `lock`.
+
+        A consumer's poll is woken: the HW is what lets it read. A follower's fetch session is
+        only told (Waiter.note): it waits for records (its min_bytes is at least 1), which a HW
+        move does not bring, so a wake-up only made it read the partition again and go back to
+        sleep -- once per acks=all write on the leader, for the follower whose fetch did not move
+        the HW, just as that write's answer was due, and after a failover once per moved
+        partition and follower. It reads the partition again before it answers, so the answer
+        carries the new HW."""
+        for waiter in self._waiters:
+            if waiter.replica_id is None:
                 waiter.notify(self)
+            else:
+                waiter.note(self)
 
     def wake(self) -> None:
         with self.lock:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from replog.broker.adapters.hosted_partition import HostedPartition
-from replog.broker.adapters.long_poll import Waiter
 from replog.broker.adapters.producer_headers import producer_header
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
@@ -127,13 +126,11 @@ def read_for_follower(
     last_fetched_epoch: int,
     bytes_max: int,
     now_ms: int,
-    reader: Waiter | None = None,
 ) -> FollowerFetchAnswer:
     """One partition of a ReplicaFetch: record the follower's position, send what follows it.
 
-    A HW this fetch advances wakes the partition's long polls except `reader`, the fetching
-    session's own: this answer already carries that HW, and a woken session would read the
-    partition again for nothing (after a failover, every moved partition, on the busiest broker)."""
+    A HW this fetch advances wakes the consumers' long polls parked on the partition; the
+    followers' fetch sessions are told without a wake-up (HostedPartition.high_watermark_moved_locked)."""
     with hosted.lock:
         replica, log = hosted.replica, hosted.log
         if not hosted.usable:
@@ -160,7 +157,7 @@ def read_for_follower(
         if result.fetch_offset < result.read_upto_offset:
             records = log.read(result.fetch_offset, bytes_max, upper_offset=result.read_upto_offset)
         if result.high_watermark_update.advanced:
-            hosted.wake_locked(but=reader)
+            hosted.high_watermark_moved_locked()
         return FollowerFetchAnswer(
             ErrorCode.NONE, "", result.high_watermark, result.log_start_offset, log.log_end_offset,
             result.leader_epoch, records=records, high_watermark_update=result.high_watermark_update,

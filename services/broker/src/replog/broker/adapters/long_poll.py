@@ -39,8 +39,16 @@ class Waiter:
             self._woken.add(id(source))
         self._event.set()
 
-    def wait(self, timeout_s: float) -> None:
-        self._event.wait(timeout_s)
+    def note(self, source: object) -> None:
+        """Called by a partition (under its own lock): it changed in a way that is no reason to
+        answer early (a HW that moved, for a follower's fetch session). Recorded without waking
+        the poll: it reads the partition again with its next wake-up, or before it answers."""
+        with self._lock:
+            self._woken.add(id(source))
+
+    def wait(self, timeout_s: float) -> bool:
+        """Sleep until notified (True) or for `timeout_s` (False)."""
+        return self._event.wait(timeout_s)
 
     def take(self) -> set[int]:
         """The ids of the partitions that signalled since the last take; resets the wake-up."""

@@ -29,7 +29,6 @@ from replog.broker.adapters.fetch_sessions import FetchSessions
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.isr_changes import IsrChangeSender
 from replog.broker.adapters.leader_side import FollowerFetchAnswer, offset_for_leader_epoch, read_for_follower
-from replog.broker.adapters.long_poll import Waiter
 from replog.broker.adapters.metrics import BrokerMetrics
 from replog.broker.adapters.replication_throttle import ReplicationThrottle
 from replog.broker.adapters.turn import Turn
@@ -135,7 +134,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
             answers = session.poll(
                 session.listed(request.partitions),
                 lambda tp, position, hosted, bytes_left: self._read_one(
-                    request.replica_id, position, hosted, tp, bytes_left, session.waiter),
+                    request.replica_id, position, hosted, tp, bytes_left),
                 bytes_max=bytes_max, min_bytes=max(request.min_bytes, 1),
                 max_wait_ms=min(request.max_wait_ms, FETCH_WAIT_MS_MAX), clock=self._clock,
                 stopping=lambda: self._stopping() or not context.is_active(),
@@ -153,7 +152,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         metrics.latency_ms.observe((time.perf_counter() - started) * 1000)
 
     def _read_one(self, replica_id: int, partition, hosted: HostedPartition | None, tp: TopicPartition,
-                  bytes_max: int, reader: Waiter) -> FollowerFetchAnswer:
+                  bytes_max: int) -> FollowerFetchAnswer:
         if hosted is None:
             return FollowerFetchAnswer(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} is not hosted here",
                                        -1, -1, -1, -1)
@@ -164,7 +163,6 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
             hosted, replica_id=replica_id, current_leader_epoch=partition.current_leader_epoch,
             fetch_offset=partition.fetch_offset, last_fetched_epoch=partition.last_fetched_epoch,
             bytes_max=min(partition.partition_max_bytes or bytes_max, bytes_max), now_ms=self._clock.monotonic_ms(),
-            reader=reader,
         )
         if answer.high_watermark_update is not None and answer.high_watermark_update.advanced:
             self._delayed.check(tp)
