@@ -157,7 +157,6 @@ class FetchSession:
         answers: dict[TopicPartition, FollowerFetchAnswer] = {}
         held_back: set[TopicPartition] = set()  # records for a replica being added, over the throttle
         sent = 0
-        last_look = False
         while True:
             urgent = False
             with self._turn:  # turn.py: a read is a system call; the wait below is outside the turn
@@ -183,16 +182,10 @@ class FetchSession:
                     sent += len(answer.records)
                     urgent = urgent or answer.error_code is not ErrorCode.NONE or answer.diverging is not None
             remaining_ms = deadline_ms - clock.monotonic_ms()
-            if urgent or sent >= min_bytes or stopping() or self.closed:
+            if urgent or sent >= min_bytes or remaining_ms <= 0 or stopping() or self.closed:
                 break
-            if remaining_ms <= 0:
-                # Answering on the deadline: first read again what changed without waking us (a
-                # HW that moved, Waiter.note), so the answer carries it.
-                to_read = self._woken()
-                if not to_read or last_look:
-                    break
-                last_look = True
-                continue
+            # Woken, or at the deadline: read what signalled, including what was only noted (a HW
+            # that moved, Waiter.note), so an answer on the deadline carries it.
             self.waiter.wait(remaining_ms / 1000)
             to_read = self._woken()
         for tp, answer in answers.items():

@@ -69,8 +69,6 @@ class ProduceAcksMetrics:
     latency_ms: Histogram
 
 
-
-
 class BrokerMetrics:
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self._registry = registry
