@@ -341,6 +341,9 @@ def _check_records(buf: bytes | bytearray | memoryview, pos: int, header: BatchH
 _UNIFORM_LAYOUTS_MAX = 16
 
 
+_KEY_LEN_AT = _RECORD_HEAD.size - _INT32.size  # a record's key_len, after offset_delta and timestamp_delta
+
+
 class _UniformLayout(NamedTuple):
     stride: int  # bytes per record
     columns: tuple[tuple[int, bytes], ...]  # (byte position in a record, that byte of every record)
@@ -357,10 +360,10 @@ def _uniform_layout(record_count: int, key_len: int, value_len: int) -> _Uniform
     value_len_at = _RECORD_HEAD.size + key_bytes
     columns = tuple(
         [(j, bytes(delta[j] for delta in offset_deltas)) for j in range(4)]
-        + [(12 + j, key_len_bytes[j:j + 1] * record_count) for j in range(4)]
+        + [(_KEY_LEN_AT + j, key_len_bytes[j:j + 1] * record_count) for j in range(4)]
         + [(value_len_at + j, value_len_bytes[j:j + 1] * record_count) for j in range(4)]
     )
-    timestamp_deltas = struct.Struct(">" + f"4xq{stride - 12}x" * record_count)
+    timestamp_deltas = struct.Struct(">" + f"4xq{stride - _KEY_LEN_AT}x" * record_count)
     return _UniformLayout(stride, columns, timestamp_deltas)
 
 
