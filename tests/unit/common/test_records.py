@@ -218,13 +218,24 @@ def test_same_size_records_mixing_null_and_empty_keys_are_valid():
 def test_the_fast_path_takes_valid_batches_of_one_record_size(key):
     from replog.common import records as records_module
 
-    for n in (1, 2, 300):
+    for n in (1, 2, 255, 256, 257, 300, 1025):  # whole and partial chunks of timestamps; columns past 1024
         batch = uniform(n, key, b"v" * 100)
         assert records_module._uniform_records_are_valid(batch, 0, read_header(batch))
 
 
+@pytest.mark.parametrize("latest", [0, 255, 256, 511, 512, 599])
+def test_the_fast_path_finds_the_latest_timestamp_in_any_chunk_of_records(latest):
+    from replog.common import records as records_module
+
+    batch = bytearray(encode_batch([(None, b"v" * 20, T0_MS + (50 if i == latest else 0)) for i in range(600)]))
+    assert records_module._uniform_records_are_valid(batch, 0, read_header(batch))
+    struct.pack_into(">q", batch, 35, T0_MS + 49)  # max_timestamp_ms one short of record `latest`'s
+    with pytest.raises(CorruptRecordError, match="max_timestamp_ms"):
+        validate_batch(recrc(batch))
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.integers(1, 12), st.integers(0, 4), st.integers(0, 40), st.data())
+@given(st.one_of(st.integers(1, 12), st.integers(250, 600)), st.integers(0, 4), st.integers(0, 40), st.data())
 def test_property_the_fast_path_never_accepts_what_the_full_check_refuses(n, key_bytes, value_bytes, data):
     from replog.common import records as records_module
 

@@ -335,36 +335,55 @@ def _check_records(buf: bytes | bytearray | memoryview, pos: int, header: BatchH
 # producer sending fixed-size records) are checked with C-level operations instead of
 # a Python loop per record. With one record size every record starts a fixed stride
 # apart, so each byte of its offset delta, key length and value length forms a column
-# (`area[j::stride]`) that must equal a column built once for the layout; only the
-# timestamp deltas are unpacked, to find their maximum. Layouts are cached by (record
-# count, key length, value length).
-_UNIFORM_LAYOUTS_MAX = 16
-
-
+# (`area[j::stride]`): a length byte is the same in every record, and the offset-delta
+# columns are those of 0..n-1. Only the timestamp deltas are unpacked, a chunk of
+# records at a time, to find their maximum.
+#
+# A latency-bound producer sends whatever arrived during a round trip, so its batches
+# hold a different record count almost every time. So the cached columns cover a
+# power of two of records (a batch compares their first n bytes), and the timestamps'
+# unpackers are of whole chunks but for the last, partial one (small, and at most
+# _TIMESTAMP_CHUNK of them per record size). A cache keyed by the exact count, as this
+# once was, missed often and rebuilt every column at several times the check's cost.
 _KEY_LEN_AT = _RECORD_HEAD.size - _INT32.size  # a record's key_len, after offset_delta and timestamp_delta
+_TIMESTAMP_CHUNK = 256  # records whose timestamp deltas one unpack reads
+_TIMESTAMP_UNPACKERS_MAX = 64
+_COLUMNS_MIN = 1024  # records the columns of a layout cover at least (then a power of two)
 
 
 class _UniformLayout(NamedTuple):
     stride: int  # bytes per record
-    columns: tuple[tuple[int, bytes], ...]  # (byte position in a record, that byte of every record)
-    timestamp_deltas: struct.Struct  # unpacks every record's timestamp delta from the record area
+    columns: tuple[tuple[int, bytes], ...]  # (byte position in a record, that byte of each of `size` records)
 
 
-@functools.lru_cache(maxsize=_UNIFORM_LAYOUTS_MAX)
-def _uniform_layout(record_count: int, key_len: int, value_len: int) -> _UniformLayout:
-    key_bytes = max(key_len, 0)
-    stride = _RECORD_HEAD.size + key_bytes + _INT32.size + value_len
-    offset_deltas = [delta.to_bytes(4, "big") for delta in range(record_count)]
-    key_len_bytes = key_len.to_bytes(4, "big", signed=True)
-    value_len_bytes = value_len.to_bytes(4, "big", signed=True)
-    value_len_at = _RECORD_HEAD.size + key_bytes
-    columns = tuple(
-        [(j, bytes(delta[j] for delta in offset_deltas)) for j in range(4)]
-        + [(_KEY_LEN_AT + j, key_len_bytes[j:j + 1] * record_count) for j in range(4)]
-        + [(value_len_at + j, value_len_bytes[j:j + 1] * record_count) for j in range(4)]
-    )
-    timestamp_deltas = struct.Struct(">" + f"4xq{stride - _KEY_LEN_AT}x" * record_count)
-    return _UniformLayout(stride, columns, timestamp_deltas)
+@functools.lru_cache(maxsize=16)
+def _uniform_layout(key_len: int, value_len: int, size: int) -> _UniformLayout:
+    """The layout of up to `size` records of one size; a batch of n records holds the first n
+    bytes of each column."""
+    value_len_at = _RECORD_HEAD.size + max(key_len, 0)
+    deltas = [delta.to_bytes(4, "big") for delta in range(size)]
+    columns = [(j, bytes(delta[j] for delta in deltas)) for j in range(4)]
+    for at, length in ((_KEY_LEN_AT, key_len), (value_len_at, value_len)):
+        columns += [(at + j, bytes((byte,)) * size) for j, byte in enumerate(length.to_bytes(4, "big", signed=True))]
+    return _UniformLayout(value_len_at + _INT32.size + value_len, tuple(columns))
+
+
+@functools.lru_cache(maxsize=_TIMESTAMP_UNPACKERS_MAX)
+def _timestamp_deltas(stride: int, record_count: int) -> struct.Struct:
+    """Unpacks the timestamp deltas of `record_count` records `stride` bytes apart, from a record's start."""
+    return struct.Struct(">" + f"4xq{stride - _KEY_LEN_AT}x" * record_count)
+
+
+def _max_timestamp_delta(area: bytes, stride: int, record_count: int) -> int:
+    chunk_bytes = _TIMESTAMP_CHUNK * stride
+    full, rest = divmod(record_count, _TIMESTAMP_CHUNK)
+    highest = []
+    if full:
+        unpack_from = _timestamp_deltas(stride, _TIMESTAMP_CHUNK).unpack_from
+        highest = [max(unpack_from(area, at)) for at in range(0, full * chunk_bytes, chunk_bytes)]
+    if rest:
+        highest.append(max(_timestamp_deltas(stride, rest).unpack_from(area, full * chunk_bytes)))
+    return max(highest)
 
 
 def _uniform_records_are_valid(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> bool:
@@ -385,16 +404,14 @@ def _uniform_records_are_valid(buf: bytes | bytearray | memoryview, pos: int, he
     if start + _RECORD_HEAD.size + key_bytes + _INT32.size > end:
         return False
     (value_len,) = _INT32.unpack_from(buf, start + _RECORD_HEAD.size + key_bytes)
-    record_bytes = _RECORD_HEAD.size + key_bytes + _INT32.size + value_len
-    if value_len < 0 or record_bytes * record_count != end - start:
+    if value_len < 0 or (key_bytes + value_len + _RECORD_HEAD.size + _INT32.size) * record_count != end - start:
         return False
-    layout = _uniform_layout(record_count, key_len, value_len)
+    stride, columns = _uniform_layout(key_len, value_len, max(_COLUMNS_MIN, 1 << (record_count - 1).bit_length()))
     area = bytes(memoryview(buf)[start:end])
-    stride = layout.stride
-    for at, expected in layout.columns:
-        if area[at::stride] != expected:
+    for at, column in columns:
+        if area[at::stride] != column[:record_count]:
             return False
-    return header.base_timestamp_ms + max(layout.timestamp_deltas.unpack(area)) == header.max_timestamp_ms
+    return header.base_timestamp_ms + _max_timestamp_delta(area, stride, record_count) == header.max_timestamp_ms
 
 
 class BatchScan:
