@@ -46,9 +46,10 @@ import threading
 import time
 from typing import NamedTuple
 
-from replog.common import grpc_runtime
+from replog.common import cpu_scheduling, grpc_runtime
 
 grpc_runtime.configure()  # before grpc loads: this process and its children run gRPC as the services do
+cpu_scheduling.configure()  # and are scheduled as the services are
 
 import grpc  # noqa: E402
 

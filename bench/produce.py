@@ -54,7 +54,10 @@ It answers where the time between the chain floor and our latency goes.
 Every process of the run, this one and the floors' included, runs gRPC core
 with replog's settings (replog.common.grpc_runtime: EventEngine's client and
 listener off, one thread hop fewer per message); the JSON reports them as
-grpc_experiments.
+grpc_experiments. Likewise every process runs under replog's CPU scheduling
+policy (replog.common.cpu_scheduling: SCHED_BATCH, a woken thread does not
+preempt a running one), reported as cpu_scheduling; REPLOG_CPU_SCHEDULING=normal
+runs the whole bench under Linux's default instead.
 
 `--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
 broker, one follower and this process during the run (py-spy must be on PATH
@@ -79,9 +82,10 @@ import time
 from concurrent.futures import Future
 from pathlib import Path
 
-from replog.common import grpc_runtime
+from replog.common import cpu_scheduling, grpc_runtime
 
 grpc_runtime.configure()  # before grpc loads: this process and its children run gRPC as the services do
+CPU_SCHEDULING = cpu_scheduling.configure()  # before any thread: this process and its children, as the services
 
 import grpc  # noqa: E402
 
@@ -426,6 +430,7 @@ def main() -> None:
         "errors": len(results.errors),
         "tracing": args.tracing,
         "grpc_experiments": os.environ.get(grpc_runtime.ENV, ""),
+        "cpu_scheduling": CPU_SCHEDULING,
         "floor_grpc_stream_mb_per_s": round(floor, 1),
         **({"floor_grpc_stream_round_trip_ms": round_trips["sync"],
             "floor_grpc_aio_stream_round_trip_ms": round_trips["aio"]} if latency_mode else {}),
