@@ -375,6 +375,7 @@ def _timestamp_deltas(stride: int, record_count: int) -> struct.Struct:
 
 
 def _max_timestamp_delta(area: bytes, stride: int, record_count: int) -> int:
+    """The largest timestamp delta of `record_count` records `stride` bytes apart in `area`."""
     chunk_bytes = _TIMESTAMP_CHUNK * stride
     full, rest = divmod(record_count, _TIMESTAMP_CHUNK)
     highest = []
