@@ -351,21 +351,16 @@ _TIMESTAMP_UNPACKERS_MAX = 64
 _COLUMNS_MIN = 1024  # records the columns of a layout cover at least (then a power of two)
 
 
-class _UniformLayout(NamedTuple):
-    stride: int  # bytes per record
-    columns: tuple[tuple[int, bytes], ...]  # (byte position in a record, that byte of each of `size` records)
-
-
 @functools.lru_cache(maxsize=16)
-def _uniform_layout(key_len: int, value_len: int, size: int) -> _UniformLayout:
-    """The layout of up to `size` records of one size; a batch of n records holds the first n
-    bytes of each column."""
+def _uniform_columns(key_len: int, value_len: int, size: int) -> tuple[tuple[int, bytes], ...]:
+    """(byte position in a record, that byte of each of `size` records of one size), for every
+    offset-delta, key-length and value-length byte; a batch of n records holds the first n of each."""
     value_len_at = _RECORD_HEAD.size + max(key_len, 0)
     deltas = [delta.to_bytes(4, "big") for delta in range(size)]
     columns = [(j, bytes(delta[j] for delta in deltas)) for j in range(4)]
     for at, length in ((_KEY_LEN_AT, key_len), (value_len_at, value_len)):
         columns += [(at + j, bytes((byte,)) * size) for j, byte in enumerate(length.to_bytes(4, "big", signed=True))]
-    return _UniformLayout(value_len_at + _INT32.size + value_len, tuple(columns))
+    return tuple(columns)
 
 
 @functools.lru_cache(maxsize=_TIMESTAMP_UNPACKERS_MAX)
@@ -405,9 +400,10 @@ def _uniform_records_are_valid(buf: bytes | bytearray | memoryview, pos: int, he
     if start + _RECORD_HEAD.size + key_bytes + _INT32.size > end:
         return False
     (value_len,) = _INT32.unpack_from(buf, start + _RECORD_HEAD.size + key_bytes)
-    if value_len < 0 or (key_bytes + value_len + _RECORD_HEAD.size + _INT32.size) * record_count != end - start:
+    stride = _RECORD_HEAD.size + key_bytes + _INT32.size + value_len
+    if value_len < 0 or stride * record_count != end - start:
         return False
-    stride, columns = _uniform_layout(key_len, value_len, max(_COLUMNS_MIN, 1 << (record_count - 1).bit_length()))
+    columns = _uniform_columns(key_len, value_len, max(_COLUMNS_MIN, 1 << (record_count - 1).bit_length()))
     area = bytes(memoryview(buf)[start:end])
     for at, column in columns:
         if area[at::stride] != column[:record_count]:
