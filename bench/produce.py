@@ -43,6 +43,10 @@ else: producer, leader, two followers pulling, as four processes on the
 threaded gRPC stack (floor_chain.py). It is what the goal leaves to the broker
 and producer themselves. cpu_s gives the CPU seconds
 each role used during the run (from /proc), which shows what bounds it.
+In latency mode `tail` says how the slowest batches spread over the run:
+how many reached the goal, in how many 100 ms windows the batches at or over
+the p99 fell, and the worst windows (`tail()`). A tail in few windows came
+in episodes (a segment roll, a stall of the machine), not from every cycle.
 
 `--hops` (latency mode, one request in flight) has the services and the
 producer mark each hop of every produce cycle (replog.common.hopmarks) and
@@ -107,6 +111,8 @@ MIB = 1024 * 1024
 FLOOR_MESSAGES = 600
 FLOOR_EXCHANGES = 3000  # round trips timed for the latency floor
 FLOOR_WARM_UP = 200
+TAIL_WINDOW_S = 0.1  # latency mode: the tail's time windows
+TAIL_WORST_WINDOWS = 5
 CHAIN_FLOOR_SECONDS = 5.0  # the acks=all chain floor's measured time (after a 1 s warm-up)
 BATCH_BYTES_MAX = MIB  # the producer's and the brokers' default batch limit
 
@@ -249,6 +255,7 @@ class Acks:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.latencies_ms: list[float] = []
+        self.sent_s: list[float] = []  # when each batch of `latencies_ms` was handed over (perf_counter)
         self.records = 0
         self.errors: list[str] = []
         self.last_ack_s = 0.0
@@ -261,6 +268,7 @@ class Acks:
                     self.errors.append(str(f.exception()))
                 else:
                     self.latencies_ms.append((now - sent_s) * 1000)
+                    self.sent_s.append(sent_s)
                     self.records += count
                     self.last_ack_s = now
             if on_done is not None:
@@ -311,6 +319,35 @@ def drive_fixed_rate(producer: Producer, args, payload: bytes) -> tuple[Acks, fl
         time.sleep(max(0.0, started + (tick + 1) * 0.001 - time.perf_counter()))
     producer.flush(timeout_s=60)
     return acks, args.seconds
+
+
+def tail(acks: Acks, goal_ms: float, window_s: float = TAIL_WINDOW_S) -> dict:
+    """How the slowest batches of a latency run spread over time.
+
+    `at_or_over_goal`: batches whose latency reached the goal, and their share.
+    `p99_windows`: how many `window_s` windows of the run (by send time) hold
+    the batches at or over the p99; few means the tail came in episodes.
+    `worst_windows`: the windows holding most of them, as [start s into the
+    run, batches], most first (a 64 MiB segment roll of all three brokers
+    shows here: at 10 MB/s, every 6.4 s or so).
+    """
+    if not acks.latencies_ms:
+        return {}
+    start = min(acks.sent_s)
+    p99 = harness.percentile(acks.latencies_ms, 0.99)
+    windows: dict[int, int] = {}
+    for sent, latency in zip(acks.sent_s, acks.latencies_ms):
+        if latency >= p99:
+            index = int((sent - start) / window_s)
+            windows[index] = windows.get(index, 0) + 1
+    over = sum(1 for latency in acks.latencies_ms if latency >= goal_ms)
+    worst = sorted(windows.items(), key=lambda item: (-item[1], item[0]))[:TAIL_WORST_WINDOWS]
+    return {
+        "window_s": window_s,
+        "at_or_over_goal": {"batches": over, "share": round(over / len(acks.latencies_ms), 4)},
+        "p99_windows": len(windows),
+        "worst_windows": [[round(index * window_s, 2), count] for index, count in worst],
+    }
 
 
 # --- profiling -------------------------------------------------------------------------------------
@@ -436,6 +473,7 @@ def main() -> None:
             "floor_grpc_aio_stream_round_trip_ms": round_trips["aio"]} if latency_mode else {}),
         **({"floor_acks_all_chain_ms": {"p50": chain["p50"], "p99": chain["p99"]}} if chain else {}),
         "cpu_s": harness.cpu_used(cpu_before, cpu_after),
+        **({"tail": tail(results, GOAL_P99_MS_AT_10_MB_PER_S)} if latency_mode else {}),
         **({"hops": hop_table} if hop_table is not None else {}),
         "goal": ({"p99_ms_at_10_mb_per_s": GOAL_P99_MS_AT_10_MB_PER_S} if latency_mode
                  else {"records_per_s": GOAL_RECORDS_PER_S}),
