@@ -75,6 +75,7 @@ fixed 10 MB/s.
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import os
 import shutil
@@ -335,11 +336,8 @@ def tail(acks: Acks, goal_ms: float, window_s: float = TAIL_WINDOW_S) -> dict:
         return {}
     start = min(acks.sent_s)
     p99 = harness.percentile(acks.latencies_ms, 0.99)
-    windows: dict[int, int] = {}
-    for sent, latency in zip(acks.sent_s, acks.latencies_ms):
-        if latency >= p99:
-            index = int((sent - start) / window_s)
-            windows[index] = windows.get(index, 0) + 1
+    windows = collections.Counter(int((sent - start) / window_s)
+                                  for sent, latency in zip(acks.sent_s, acks.latencies_ms) if latency >= p99)
     over = sum(1 for latency in acks.latencies_ms if latency >= goal_ms)
     worst = sorted(windows.items(), key=lambda item: (-item[1], item[0]))[:TAIL_WORST_WINDOWS]
     return {
