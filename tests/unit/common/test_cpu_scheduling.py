@@ -9,12 +9,12 @@ from replog.common import cpu_scheduling
 from replog.common.config import ConfigError
 
 
-@pytest.mark.parametrize("value, expected", [("batch", "batch"), (" Normal ", "normal"), ("", "batch")])
+@pytest.mark.parametrize("value, expected", [("batch", "batch"), (" Normal ", "normal"), ("realtime", "realtime"), ("", "batch")])
 def test_the_choice_is_read_from_the_environment(value, expected):
     assert cpu_scheduling.choice({cpu_scheduling.ENV: value}) == expected
     assert cpu_scheduling.choice({}) == "batch"
 
 
 def test_an_unknown_choice_is_a_configuration_error_naming_the_choices():
-    with pytest.raises(ConfigError, match=r"REPLOG_CPU_SCHEDULING='fast': must be one of batch, normal"):
+    with pytest.raises(ConfigError, match=r"REPLOG_CPU_SCHEDULING='fast': must be one of batch, normal, realtime"):
         cpu_scheduling.choice({cpu_scheduling.ENV: "fast"})
