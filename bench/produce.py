@@ -58,10 +58,14 @@ It answers where the time between the chain floor and our latency goes.
 Every process of the run, this one and the floors' included, runs gRPC core
 with replog's settings (replog.common.grpc_runtime: EventEngine's client and
 listener off, one thread hop fewer per message); the JSON reports them as
-grpc_experiments. Likewise every process runs under replog's CPU scheduling
-policy (replog.common.cpu_scheduling: SCHED_BATCH, a woken thread does not
-preempt a running one), reported as cpu_scheduling; REPLOG_CPU_SCHEDULING=normal
-runs the whole bench under Linux's default instead.
+grpc_experiments. Likewise every process runs under one CPU scheduling policy
+(replog.common.cpu_scheduling), reported as cpu_scheduling: `--cpu-scheduling`,
+else REPLOG_CPU_SCHEDULING, else the setting for the mode. Throughput mode runs
+under the services' default, batch (SCHED_BATCH: a woken thread does not
+preempt a running one). Latency mode runs under realtime (SCHED_RR at the
+lowest real-time priority), the setting for a host where latency comes first;
+as root or with CAP_SYS_NICE, else it falls back to batch and says so. Issue 3's
+note has both policies' figures.
 
 `--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
 broker, one follower and this process during the run (py-spy must be on PATH
@@ -90,7 +94,6 @@ from pathlib import Path
 from replog.common import cpu_scheduling, grpc_runtime
 
 grpc_runtime.configure()  # before grpc loads: this process and its children run gRPC as the services do
-CPU_SCHEDULING = cpu_scheduling.configure()  # before any thread: this process and its children, as the services
 
 import grpc  # noqa: E402
 
@@ -374,6 +377,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
     parser.add_argument("--tracing", choices=("on", "off"), default="on",
                         help="off starts the services with OTEL_SDK_DISABLED=true (no spans at all)")
+    parser.add_argument("--cpu-scheduling", choices=cpu_scheduling.CHOICES,
+                        help="policy of every process of the run (default: $REPLOG_CPU_SCHEDULING, else realtime "
+                             "in latency mode and batch in throughput mode)")
     parser.add_argument("--floor-server", choices=("sync", "aio"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor_server:
@@ -381,6 +387,9 @@ def main() -> None:
         return
     acks = -1 if args.acks == "all" else int(args.acks)
     latency_mode = args.rate_mb_per_s > 0
+    os.environ[cpu_scheduling.ENV] = (args.cpu_scheduling or os.environ.get(cpu_scheduling.ENV)
+                                      or ("realtime" if latency_mode else "batch"))
+    policy = cpu_scheduling.configure()  # this process; the floors' and the cluster's inherit it
     args.max_in_flight = args.max_in_flight or (1 if latency_mode else 5)
     args.linger_ms = args.linger_ms if args.linger_ms >= 0 else (0 if latency_mode else 1)
     if args.hops and not (latency_mode and args.max_in_flight == 1):
@@ -465,7 +474,7 @@ def main() -> None:
         "errors": len(results.errors),
         "tracing": args.tracing,
         "grpc_experiments": os.environ.get(grpc_runtime.ENV, ""),
-        "cpu_scheduling": CPU_SCHEDULING,
+        "cpu_scheduling": policy,
         "floor_grpc_stream_mb_per_s": round(floor, 1),
         **({"floor_grpc_stream_round_trip_ms": round_trips["sync"],
             "floor_grpc_aio_stream_round_trip_ms": round_trips["aio"]} if latency_mode else {}),
