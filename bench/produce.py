@@ -63,9 +63,9 @@ grpc_experiments. Likewise every process runs under one CPU scheduling policy
 else REPLOG_CPU_SCHEDULING, else the setting for the mode. Throughput mode runs
 under the services' default, batch (SCHED_BATCH: a woken thread does not
 preempt a running one). Latency mode runs under realtime (SCHED_RR at the
-lowest real-time priority), the setting for a host where latency comes first;
-as root or with CAP_SYS_NICE, else it falls back to batch and says so. Issue 3's
-note has both policies' figures.
+lowest real-time priority), the setting for a host where latency comes first.
+That needs root or CAP_SYS_NICE; without either, the run falls back to batch and
+says so. Issue 3's note has both policies' figures.
 
 `--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
 broker, one follower and this process during the run (py-spy must be on PATH

@@ -9,7 +9,8 @@ from replog.common import cpu_scheduling
 from replog.common.config import ConfigError
 
 
-@pytest.mark.parametrize("value, expected", [("batch", "batch"), (" Normal ", "normal"), ("realtime", "realtime"), ("", "batch")])
+@pytest.mark.parametrize("value, expected", [
+    ("batch", "batch"), (" Normal ", "normal"), ("realtime", "realtime"), ("", "batch")])
 def test_the_choice_is_read_from_the_environment(value, expected):
     assert cpu_scheduling.choice({cpu_scheduling.ENV: value}) == expected
     assert cpu_scheduling.choice({}) == "batch"
