@@ -33,11 +33,17 @@ nothing preempts, as under SCHED_BATCH: one priority, and round-robin slices of
 100 ms only for a thread that runs that long. bench/produce.py --acks all
 --rate-mb-per-s 10 (the whole cluster on one 2-core machine), 6 alternated pairs
 against batch: p99 lower in 5 (3.38 to 4.99 ms against 4.82 to 6.00), p50 lower
-in all 6 (2.12 to 2.33 against 2.29 to 2.56). Threads changed cores ten times as
-often (5,800 against 600 a second, `perf stat -a`) and found their caches cold:
-the leader used a fifth more CPU (10.7 against 9.0 s). SCHED_FIFO gave the same
-figures as SCHED_RR, which is kept because a thread that runs on cannot hold a
-core from its peers for good.
+in all 6 (2.12 to 2.33 against 2.29 to 2.56). With `--hops`, the request round
+trip fell from p50 1.42 / p99 2.61 ms to 1.24 / 1.78; every hop's p99 about
+halved, a follower's next request to the leader most (p50 266 to 168 us): it
+leaves on gRPC's feeder thread and arrives on the leader's poller, two wake-ups
+that no longer queue behind a running thread. Threads changed cores ten times
+as often (5,800 against 600 a second, `perf stat -a`), with as many context
+switches. The leader used a fifth more CPU (10.7 against 9.1 s) for as many
+more round trips (10,485 against 9,076 in 15 s, each carrying fewer records):
+1.0 ms per round trip either way. SCHED_FIFO gave the same figures as SCHED_RR,
+which is kept because a thread that runs on cannot hold a core from its peers
+for good.
 
 The price is paid by everything else on the host: while our threads want every
 core, ordinary threads get what Linux's real-time throttling leaves them
