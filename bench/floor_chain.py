@@ -49,7 +49,6 @@ from typing import NamedTuple
 from replog.common import cpu_scheduling, grpc_runtime
 
 grpc_runtime.configure()  # before grpc loads: this process and its children run gRPC as the services do
-cpu_scheduling.configure()  # and are scheduled as the services are
 
 import grpc  # noqa: E402
 
@@ -373,4 +372,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    # Scheduled as the services are, before any thread. When produce.py imports this module, it
+    # chooses the policy itself; the chain's processes started from here inherit it either way.
+    cpu_scheduling.configure()
     main()
