@@ -104,14 +104,14 @@ def test_killed_follower_leaves_the_isr_within_the_lag_time_and_rejoins(start_cl
                                           extra_args={"broker": ["--replica-lag-time-max-ms", str(LAG_MS)]}))
     with zk_session(cluster) as zk:
         create_topic(zk, "fol", {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
-        wait_for_leader(zk, "fol", 1, 30)
+        wait_for_leader(cluster, zk, "fol", 1, 30)
         producer = BackgroundProducer(bootstrap(cluster), "fol").start()
         try:
             wait_for(lambda: producer.acked_count() > 200, 20, "acks before the kill")
             cluster.kill("broker-3")
             killed_at = time.monotonic()
             # The leader's lag check, not the ZooKeeper session (8 s), takes broker 3 out.
-            wait_for_isr(zk, "fol", {1, 2}, 10)
+            wait_for_isr(cluster, zk, "fol", {1, 2}, 10)
             shrink_s = time.monotonic() - killed_at
             assert shrink_s < LAG_MS / 1000 + LAG_MS / 2000 + 1.5, shrink_s
             shrunk_at = time.monotonic()
@@ -119,7 +119,7 @@ def test_killed_follower_leaves_the_isr_within_the_lag_time_and_rejoins(start_cl
 
             cluster.start("broker-3")
             cluster.wait_healthy(["broker-3"], 30)
-            state = wait_for_isr(zk, "fol", {1, 2, 3}, 40)
+            state = wait_for_isr(cluster, zk, "fol", {1, 2, 3}, 40)
             assert state.leader == 1
         finally:
             producer.stop()
@@ -136,7 +136,7 @@ def test_killed_leader_loses_no_acknowledged_record_and_duplicates_none(start_cl
     cluster = start_cluster(ClusterSpec(controllers=1, gateways=0, zookeeper_session_timeout_ms=3000))
     with zk_session(cluster) as zk:
         create_topic(zk, "idem", {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
-        wait_for_leader(zk, "idem", 1, 30)
+        wait_for_leader(cluster, zk, "idem", 1, 30)
         producer = BackgroundProducer(bootstrap(cluster), "idem").start()
         try:
             wait_for(lambda: producer.acked_count() > 300, 20, "acks before the kill")
@@ -161,7 +161,7 @@ def test_killed_leader_loses_no_acknowledged_record_and_duplicates_none(start_cl
         # The old leader returns as a follower, drops anything never committed, and matches.
         cluster.start("broker-1")
         cluster.wait_healthy(["broker-1"], 30)
-        wait_for_isr(zk, "idem", {1, 2, 3}, 40)
+        wait_for_isr(cluster, zk, "idem", {1, 2, 3}, 40)
     wait_caught_up(cluster, (1, 2, 3), "idem", end, 20)
     assert len({describe(cluster, b, "idem").size_bytes for b in (1, 2, 3)}) == 1
 
@@ -170,7 +170,7 @@ def test_controlled_shutdown_moves_leadership_before_the_leader_stops(start_clus
     cluster = start_cluster(ClusterSpec(controllers=1, gateways=0))
     with zk_session(cluster) as zk:
         create_topic(zk, "calm", {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
-        wait_for_leader(zk, "calm", 1, 30)
+        wait_for_leader(cluster, zk, "calm", 1, 30)
         producer = BackgroundProducer(bootstrap(cluster), "calm").start()
         try:
             wait_for(lambda: producer.acked_count() > 200, 20, "acks before the stop")
@@ -198,15 +198,15 @@ def test_paused_broker_whose_session_expired_registers_again_and_rejoins(start_c
     cluster = start_cluster(ClusterSpec(controllers=1, gateways=0, zookeeper_session_timeout_ms=3000))
     with zk_session(cluster) as zk:
         create_topic(zk, "nap", {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
-        wait_for_leader(zk, "nap", 1, 30)
+        wait_for_leader(cluster, zk, "nap", 1, 30)
         _, before = zk.get(schema.broker_path(3))
         cluster.signal("broker-3", signal.SIGSTOP)
         try:
-            wait_for_isr(zk, "nap", {1, 2}, 20)
+            wait_for_isr(cluster, zk, "nap", {1, 2}, 20)
             wait_for(lambda: zk.get(schema.broker_path(3)) is None, 20, "broker 3's registration to expire")
         finally:
             cluster.signal("broker-3", signal.SIGCONT)
         found = wait_for(lambda: zk.get(schema.broker_path(3)), 20, "broker 3 to register again")
         assert found[1].czxid > before.czxid
-        wait_for_isr(zk, "nap", {1, 2, 3}, 30)
+        wait_for_isr(cluster, zk, "nap", {1, 2, 3}, 30)
     assert "registered /brokers/ids/3" in cluster.tail("broker-3", 50)

@@ -61,8 +61,7 @@ def test_torn_write_at_the_end_of_a_segment_is_cut_at_start_up(start_cluster):
     cluster = start_cluster(ClusterSpec(controllers=1, gateways=0))
     with zk_session(cluster) as zk:
         create_topic(zk, "torn", {0: (1,)})
-        wait_for_leader(zk, "torn", 1, 30)
-        wait_for(lambda: (d := describe(cluster, 1, "torn")) and d.leader, 30, "leadership")
+        wait_for_leader(cluster, zk, "torn", 1, 30)
         produce_batches(cluster, 1, "torn", acks=1)
         cluster.stop("broker-1")
         segment = segment_path(cluster, 1, "torn")
@@ -71,8 +70,8 @@ def test_torn_write_at_the_end_of_a_segment_is_cut_at_start_up(start_cluster):
             f.truncate(size - 7)  # the last batch loses its tail: a write torn by a crash
         cluster.start("broker-1")
         cluster.wait_healthy(["broker-1"], 30)
-        wait_for_leader(zk, "torn", 1, 30)
-    recovered = wait_for(lambda: (d := describe(cluster, 1, "torn")) and d.leader and d, 15, "leadership again")
+        wait_for_leader(cluster, zk, "torn", 1, 30)
+    recovered = describe(cluster, 1, "torn")
     kept = (BATCHES - 1) * RECORDS_PER_BATCH
     assert recovered.log_end_offset == kept and recovered.high_watermark == kept
     (warning,) = recovery_warnings(cluster, "broker-1")
@@ -87,8 +86,8 @@ def test_corrupted_byte_in_a_follower_segment_is_detected_and_refetched(start_cl
     cluster = start_cluster(ClusterSpec(controllers=1, gateways=0))
     with zk_session(cluster) as zk:
         create_topic(zk, "rot", {0: (1, 2)}, {"min.insync.replicas": "2"})
-        wait_for_leader(zk, "rot", 1, 30)
-        wait_for(lambda: (d := describe(cluster, 1, "rot")) and d.leader and len(d.isr) == 2, 30, "ISR of two")
+        wait_for_leader(cluster, zk, "rot", 1, 30, followers=(2,))
+        wait_for_isr(cluster, zk, "rot", {1, 2}, 30)
         produce_batches(cluster, 1, "rot", acks=-1)
         total = BATCHES * RECORDS_PER_BATCH
         wait_caught_up(cluster, (1, 2), "rot", total, 10)
@@ -104,7 +103,7 @@ def test_corrupted_byte_in_a_follower_segment_is_detected_and_refetched(start_cl
         (warning,) = wait_for(lambda: recovery_warnings(cluster, "broker-2"), 30, "the recovery report")
         assert "CRC" in warning["msg"]
         assert f"dropped {len(data) - position} bytes" in warning["msg"]
-        wait_for_isr(zk, "rot", {1, 2}, 60)
+        wait_for_isr(cluster, zk, "rot", {1, 2}, 60)
     wait_caught_up(cluster, (1, 2), "rot", total, 30)
     assert segment_path(cluster, 2, "rot").read_bytes() == segment_path(cluster, 1, "rot").read_bytes()
 
@@ -115,8 +114,7 @@ def test_replica_of_a_topic_deleted_while_the_broker_was_down_is_removed_at_star
     cluster = start_cluster(ClusterSpec(controllers=1, gateways=0))
     with zk_session(cluster) as zk:
         create_topic(zk, "gone", {0: (1, 2, 3)})
-        wait_for_leader(zk, "gone", 1, 30)
-        wait_for(lambda: (d := describe(cluster, 1, "gone")) and d.leader, 30, "leadership")
+        wait_for_leader(cluster, zk, "gone", 1, 30)
         produce_batches(cluster, 1, "gone", acks=-1)
         directory = segment_path(cluster, 3, "gone").parent
         assert directory.exists()

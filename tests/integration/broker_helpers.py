@@ -54,10 +54,10 @@ def log_stub(cluster, broker_id: int) -> log_pb2_grpc.LogServiceStub:
 
 
 def describe(cluster, broker_id: int, topic: str, partition: int = 0) -> log_pb2.ReplicaDescription | None:
+    request = log_pb2.DescribeReplicasRequest(partitions=[common_pb2.TopicPartition(topic=topic, partition=partition)])
     try:
-        reply = log_stub(cluster, broker_id).DescribeReplicas(
-            log_pb2.DescribeReplicasRequest(partitions=[common_pb2.TopicPartition(topic=topic, partition=partition)]),
-            timeout=5)
+        with grpc.insecure_channel(cluster.processes[broker_name(broker_id)].address) as channel:
+            reply = log_pb2_grpc.LogServiceStub(channel).DescribeReplicas(request, timeout=5)
     except grpc.RpcError:
         return None
     return reply.replicas[0] if reply.replicas else None
@@ -68,20 +68,47 @@ def partition_state(zk: ZkClient, topic: str, partition: int = 0) -> schema.Part
     return schema.PartitionStateRecord.decode(found[0]) if found else None
 
 
-def wait_for_isr(zk: ZkClient, topic: str, isr: set[int], timeout_s: float, partition: int = 0):
-    return wait_for(lambda: (s := partition_state(zk, topic, partition)) is not None and set(s.isr) == isr and s,
-                    timeout_s, f"ISR of {topic}-{partition} to become {sorted(isr)}")
+def wait_for_isr(cluster, zk: ZkClient, topic: str, isr: set[int], timeout_s: float, partition: int = 0):
+    """Wait until ZooKeeper holds `isr` and the partition's leader, asked itself, holds the same ISR.
 
-
-def wait_for_leader(zk: ZkClient, topic: str, leader: int | None, timeout_s: float, partition: int = 0):
-    """Wait until the state names `leader` (or, with None, any live leader)."""
+    The leader learns of an ISR change from the controller after ZooKeeper has it, so a test that
+    acts on the ISR (an acks=all write, a kill) waits for both."""
     def check():
         state = partition_state(zk, topic, partition)
-        if state is None:
+        if state is None or set(state.isr) != isr:
             return None
-        ok = state.leader >= 0 if leader is None else state.leader == leader
-        return state if ok else None
-    return wait_for(check, timeout_s, f"leader of {topic}-{partition} to be {leader}")
+        if state.leader < 0:
+            return state
+        found = describe(cluster, state.leader, topic, partition)
+        agrees = (found is not None and found.leader and found.leader_epoch == state.leader_epoch
+                  and set(found.isr) == isr)
+        return state if agrees else None
+    return wait_for(check, timeout_s, f"ISR of {topic}-{partition} to become {sorted(isr)}, "
+                                      f"in ZooKeeper and at its leader")
+
+
+def wait_for_leader(cluster, zk: ZkClient, topic: str, leader: int | None, timeout_s: float, partition: int = 0,
+                    *, followers: tuple[int, ...] = ()):
+    """Wait until ZooKeeper names `leader` (None: any live leader) and that broker says it leads at
+    the leader epoch ZooKeeper holds; each broker in `followers` must say it follows at that epoch.
+
+    The controller writes ZooKeeper before it sends LeaderAndIsr: a request sent to a broker on
+    ZooKeeper's word alone can reach it before the news does and be refused with NOT_LEADER."""
+    def check():
+        state = partition_state(zk, topic, partition)
+        if state is None or state.leader < 0 or (leader is not None and state.leader != leader):
+            return None
+        found = describe(cluster, state.leader, topic, partition)
+        if found is None or not found.leader or found.leader_epoch != state.leader_epoch:
+            return None
+        for follower in followers:
+            seen = describe(cluster, follower, topic, partition)
+            if seen is None or seen.leader or seen.leader_epoch != state.leader_epoch:
+                return None
+        return state
+    named = "any broker" if leader is None else f"broker {leader}"
+    return wait_for(check, timeout_s, f"{named} to lead {topic}-{partition}, in ZooKeeper and by its own word"
+                                      + (f", followed by {list(followers)}" if followers else ""))
 
 
 def wait_caught_up(cluster, broker_ids, topic: str, end_offset: int, timeout_s: float, partition: int = 0):

@@ -26,7 +26,7 @@ from .broker_helpers import (
     log_stub,
     produce_raw,
     wait_caught_up,
-    wait_for,
+    wait_for_isr,
     wait_for_leader,
     zk_session,
 )
@@ -47,9 +47,9 @@ def cluster(tmp_path_factory):
     with zk_session(cluster) as zk:
         create_topic(zk, "strict", {0: (1, 2)}, {"min.insync.replicas": "2"})
         create_topic(zk, "needs-three", {0: (1, 2)}, {"min.insync.replicas": "3"})
-        wait_for_leader(zk, "strict", 1, 30)
-        wait_for_leader(zk, "needs-three", 1, 30)
-    wait_for(lambda: (d := describe(cluster, 1, "strict")) and d.leader and len(d.isr) == 2, 30, "leader of strict")
+        wait_for_leader(cluster, zk, "strict", 1, 30, followers=(2,))
+        wait_for_leader(cluster, zk, "needs-three", 1, 30)
+        wait_for_isr(cluster, zk, "strict", {1, 2}, 30)
     first = produce_raw(cluster, 1, "strict", batch_of([b"good-1", b"good-2"]))
     assert first.error_code == E.ERROR_CODE_NONE, first
     wait_caught_up(cluster, (1, 2), "strict", 2, 10)
@@ -232,7 +232,6 @@ def test_idempotent_sequences(cluster):
 
 
 def test_not_enough_replicas_before_append_and_acks_one_still_works(cluster):
-    wait_for(lambda: (d := describe(cluster, 1, "needs-three")) and d.leader, 30, "leader of needs-three")
     refused = produce_raw(cluster, 1, "needs-three", batch_of([b"x"]), acks=-1)
     assert refused.error_code == E.ERROR_CODE_NOT_ENOUGH_REPLICAS
     assert describe(cluster, 1, "needs-three").log_end_offset == 0

@@ -47,7 +47,7 @@ def bootstrap(cluster) -> list[str]:
 def test_10000_records_acks_all_through_three_replicas_are_consumed_in_order(cluster):
     with zk_session(cluster) as zk:
         create_topic(zk, "orders", {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
-        wait_for_leader(zk, "orders", 1, 30)
+        wait_for_leader(cluster, zk, "orders", 1, 30)
     with Producer(bootstrap(cluster), acks=-1) as producer:
         futures = [producer.send("orders", f"record-{i}".encode(), partition=0) for i in range(RECORDS)]
         producer.flush(60)
@@ -70,8 +70,9 @@ def test_10000_records_acks_all_through_three_replicas_are_consumed_in_order(clu
 def test_metadata_list_offsets_and_decoded_fetch(cluster):
     with zk_session(cluster) as zk:
         create_topic(zk, "meta", {0: (2, 3, 1), 1: (3, 1, 2)})
-        wait_for_leader(zk, "meta", 2, 30, partition=0)
-        wait_for_leader(zk, "meta", 3, 30, partition=1)
+        # Broker 3 must also know it follows partition 0: it is asked for it below.
+        wait_for_leader(cluster, zk, "meta", 2, 30, partition=0, followers=(3,))
+        wait_for_leader(cluster, zk, "meta", 3, 30, partition=1)
     stub = log_stub(cluster, 1)
     reply = wait_for(lambda: (r := stub.Metadata(log_pb2.MetadataRequest(topics=["meta", "nope"]), timeout=5))
                      and len(r.topics[0].partitions) == 2 and r, 10, "metadata for meta")
@@ -116,9 +117,8 @@ def test_long_poll_fetch_answers_when_records_arrive(cluster):
 
     with zk_session(cluster) as zk:
         create_topic(zk, "poll", {0: (3, 1, 2)})
-        wait_for_leader(zk, "poll", 3, 30)
+        wait_for_leader(cluster, zk, "poll", 3, 30)
     leader = log_stub(cluster, 3)
-    wait_for(lambda: describe(cluster, 3, "poll") and describe(cluster, 3, "poll").leader, 30, "leadership")
 
     def produce_later():
         time.sleep(0.5)
@@ -137,7 +137,7 @@ def test_long_poll_fetch_answers_when_records_arrive(cluster):
 def test_become_leader_and_follower_spans_join_the_controllers_trace(cluster):
     with zk_session(cluster) as zk:
         create_topic(zk, "traced", {0: (1, 2, 3)})
-        state = wait_for_leader(zk, "traced", 1, 30)
+        state = wait_for_leader(cluster, zk, "traced", 1, 30)
     assert state.leader_epoch == 0
 
     def spans():
@@ -172,9 +172,18 @@ def test_broker_metrics_are_exposed(cluster):
     with zk_session(cluster) as zk:
         if partition_state(zk, "orders") is None:
             create_topic(zk, "orders", {0: (1, 2, 3)})
-        wait_for_leader(zk, "orders", 1, 30)
+        wait_for_leader(cluster, zk, "orders", 1, 30)
     port = cluster.processes["broker-1"].metrics_port
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+
+    def scrape() -> str:
+        return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+
+    def leader_count(text: str) -> float:
+        line = next(line for line in text.splitlines() if line.startswith("replog_broker_leader_count "))
+        return float(line.split()[1])
+
+    text = wait_for(lambda: (t := scrape()) and leader_count(t) >= 1 and t, 10,
+                    "broker 1's leader count to be 1 or more")
     for name in ("replog_broker_under_replicated_partitions", "replog_broker_under_min_isr_partition_count",
                  "replog_broker_at_min_isr_partition_count", "replog_broker_offline_replica_count",
                  "replog_broker_leader_count", "replog_broker_partition_count", "replog_broker_isr_shrinks_total",
@@ -182,14 +191,12 @@ def test_broker_metrics_are_exposed(cluster):
                  "replog_broker_produce_requests_total", "replog_broker_produce_latency_ms_bucket",
                  "replog_broker_fetch_requests_total"):
         assert name in text, name
-    leader_count = next(line for line in text.splitlines() if line.startswith("replog_broker_leader_count "))
-    assert float(leader_count.split()[1]) >= 1
 
 
 def test_producer_send_batch_and_send_keep_order_and_offsets(cluster):
     with zk_session(cluster) as zk:
         create_topic(zk, "mixed", {0: (2, 3, 1)}, {"min.insync.replicas": "2"})
-        wait_for_leader(zk, "mixed", 2, 30)
+        wait_for_leader(cluster, zk, "mixed", 2, 30)
     with Producer(bootstrap(cluster), acks=-1, linger_ms=5) as producer:
         first = producer.send_batch("mixed", [b"a0", b"a1", b"a2"], partition=0)
         single = producer.send("mixed", b"b0", partition=0)

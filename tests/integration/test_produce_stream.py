@@ -40,7 +40,7 @@ def cluster(tmp_path_factory):
         with zk_session(cluster) as zk:
             for topic in ("piped", "mixed", "ordered"):
                 create_topic(zk, topic, {0: (1, 2, 3)}, {"min.insync.replicas": "2"})
-                wait_for_leader(zk, topic, 1, 30)
+                wait_for_leader(cluster, zk, topic, 1, 30)
         for topic in ("piped", "mixed", "ordered"):
             wait_for(lambda t=topic: (d := describe(cluster, 1, t)) and d.leader and len(d.isr) == 3, 30,
                      f"the ISR of {topic}")
@@ -133,7 +133,7 @@ def test_a_broker_refuses_a_stream_past_its_waiting_capacity_and_takes_one_again
                                         extra_args={"broker": ["--grpc-workers", "20"]}))
     with zk_session(small) as zk:
         create_topic(zk, "few", {0: (1,)})
-        wait_for_leader(zk, "few", 1, 30)
+        wait_for_leader(small, zk, "few", 1, 30)
     stub = log_stub(small, 1)
 
     def open_stream():
