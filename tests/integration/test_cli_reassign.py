@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from replog.cli import reassign as reassign_cli
 from replog.common.zk import schema
 from replog.devcluster import ClusterSpec
 
@@ -73,7 +74,7 @@ def controller_finishes(kazoo) -> None:
     kazoo.delete(schema.REASSIGN_PARTITIONS)
 
 
-def test_generate_execute_verify_round_trip(replog, kazoo, tmp_path):
+def test_generate_execute_verify_round_trip(replog, kazoo, tmp_path, monkeypatch):
     assert replog("topics", "create", "moves", "--replica-assignment", "1:2,2:3,3:1")[0] == 0
     plan, rollback = tmp_path / "plan.json", tmp_path / "rollback.json"
 
@@ -134,14 +135,20 @@ def test_generate_execute_verify_round_trip(replog, kazoo, tmp_path):
     assert {tuple(r) for r in assignment_of(kazoo, "moves").partitions.values()} == \
         {tuple(p["replicas"]) for p in proposed["partitions"]}
 
-    # Rolling back with --watch: a progress bar on stderr until the controller is done.
+    # Rolling back with --watch: a progress bar on stderr until the controller is done. The
+    # controller moves on only after the watch has polled: it sees the plan pending, then moving.
+    polls = []
+    original_rows = reassign_cli._progress_rows
+    monkeypatch.setattr(reassign_cli, "_progress_rows", lambda reply: polls.append(reply) or original_rows(reply))
+
     def controller() -> None:
         deadline = time.monotonic() + 20
-        while not kazoo.exists(schema.REASSIGN_PARTITIONS) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.4)
+        while len(polls) < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
         controller_starts(kazoo, "moves")
-        time.sleep(0.3)
+        seen = len(polls)
+        while len(polls) <= seen and time.monotonic() < deadline:
+            time.sleep(0.02)
         controller_finishes(kazoo)
 
     thread = threading.Thread(target=controller)

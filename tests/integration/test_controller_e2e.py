@@ -134,13 +134,19 @@ def test_controlled_shutdown_loses_no_write_of_a_retrying_producer(cluster):
             i += 1
             time.sleep(0.002)
 
+    def acknowledged(futures) -> int:
+        return sum(1 for f in futures if f.done() and f.exception() is None)
+
     writer = threading.Thread(target=write)
     writer.start()
-    time.sleep(1)
-    cluster.stop(f"broker-{victim}")  # SIGTERM: ControlledShutdown first, then exit
-    time.sleep(2)
-    stop.set()
-    writer.join()
+    try:
+        wait_for(lambda: acknowledged(list(sent)) >= 200, 30, "200 writes acknowledged before the stop")
+        cluster.stop(f"broker-{victim}")  # SIGTERM: ControlledShutdown first, then exit
+        stopped_at = len(sent)
+        wait_for(lambda: acknowledged(sent[stopped_at:]) >= 200, 30, "200 writes sent after the stop acknowledged")
+    finally:
+        stop.set()
+        writer.join()
     producer.flush(60)
     producer.close()
     failures = [f.exception() for f in sent if f.exception() is not None]

@@ -159,7 +159,6 @@ def test_no_live_isr_member_means_offline_and_back_when_it_returns(cluster_and_z
 
 def test_a_broker_a_request_did_not_reach_in_time_gets_its_state_again(cluster_factory):
     import signal
-    import time
 
     cluster = cluster_factory(ClusterSpec(zookeeper_session_timeout_ms=15000))
     zk = ZkClient(cluster.zookeeper_connect)
@@ -170,14 +169,14 @@ def test_a_broker_a_request_did_not_reach_in_time_gets_its_state_again(cluster_f
         # Broker 3 freezes (a GC pause, an overloaded host) but stays registered: the
         # controller's requests for a new topic time out (deadline 3 s) and it resyncs broker 3.
         confirms_before = cluster.tail("broker-3", 10_000).count("LeaderAndIsr confirm")
+        active, _ = controller(zk)
         cluster.signal("broker-3", signal.SIGSTOP)
         try:
             create_topic(zk, "during", {0: (1, 2, 3)})
-            time.sleep(5)
+            wait_for(lambda: "to broker 3 failed: DEADLINE_EXCEEDED" in cluster.tail(f"controller-{active}", 400),
+                     20, "the controller's request to the frozen broker 3 to time out")
         finally:
             cluster.signal("broker-3", signal.SIGCONT)
-        active, _ = controller(zk)
-        assert "to broker 3 failed: DEADLINE_EXCEEDED" in cluster.tail(f"controller-{active}", 400)
         wait_for(lambda: cluster.tail("broker-3", 10_000).count("LeaderAndIsr confirm") > confirms_before,
                  20, "the controller to resync broker 3")
         partitions = wait_for(lambda: metadata(cluster, 3, "during").topics[0].partitions, 10,

@@ -40,7 +40,8 @@ def test_an_added_replica_catches_up_at_the_throttled_rate_until_the_throttle_is
         assert size > 2_000_000
 
         set_throttle(zk, RATE)
-        time.sleep(0.5)  # the leader's watch has the rate before the reassignment starts
+        wait_for(lambda: f"reassignment replication throttle: {RATE} bytes/s" in cluster.tail("broker-1", 200), 10,
+                 "broker 1 to take the throttle before the reassignment starts")
         started = time.monotonic()
         zk.kazoo.create(schema.REASSIGN_PARTITIONS,
                         schema.ReassignmentRequest({("moving", 0): (1, 2, 3)}).encode())
@@ -51,8 +52,9 @@ def test_an_added_replica_catches_up_at_the_throttled_rate_until_the_throttle_is
         answer = produce_raw(cluster, 1, "moving", batch_of([b"not throttled"]), acks=-1)
         assert answer.error_code == common_pb2.ERROR_CODE_NONE and time.monotonic() - before < 2
 
-        time.sleep(2.5)
-        copied = describe(cluster, 3, "moving").size_bytes
+        # Past the first second's burst: at the throttled rate that takes about a second more.
+        copied = wait_for(lambda: (c := describe(cluster, 3, "moving").size_bytes) >= 2 * RATE and c, 20,
+                          "broker 3 to copy two seconds' worth at the throttled rate")
         elapsed = time.monotonic() - started
         # At most a second's burst, the rate since, and one batch over; and some progress.
         assert 0 < copied <= RATE * (1 + elapsed) + RECORDS * VALUE * 2, (copied, elapsed)

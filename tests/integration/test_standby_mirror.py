@@ -12,7 +12,7 @@ from replog.controller.adapters import standby_mirror
 from replog.controller.adapters.loader import load_snapshot
 from replog.controller.adapters.standby_mirror import StandbyMirror
 
-from .controller_helpers import create_topic
+from .controller_helpers import create_topic, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +50,8 @@ def test_the_copy_taken_equals_a_full_load_after_every_kind_of_change(zk_client,
     mirror = StandbyMirror(zk.connect_string)
     mirror.start()
     try:
-        time.sleep(0.5)  # loaded; what follows is seen only through the feed (or at take-over)
+        # Loaded; what follows is seen only through the feed (or at take-over).
+        wait_for(lambda: mirror.topics() == {"kept", "gone"}, 10, "the mirror's first full copy")
         write_state(zk, "kept", 0, 2, (2,), leader_epoch=1)  # an ISR change of the old controller
         create_topic(zk, "new", {0: (2, 1), 1: (1, 2)}, {"min.insync.replicas": "2"})
         write_state(zk, "new", 0, 2, (2, 1))  # one partition started, the other not yet
@@ -58,7 +59,8 @@ def test_the_copy_taken_equals_a_full_load_after_every_kind_of_change(zk_client,
         zk.kazoo.delete(schema.topic_config_path("gone"))
         zk.kazoo.set(schema.topic_config_path("kept"), schema.TopicConfigRecord({"retention.ms": "5"}).encode())
         zk.kazoo.create(schema.delete_topic_path("kept"))
-        time.sleep(0.3)  # some changes are refreshed before the take-over, some only at it
+        # Some changes are refreshed before the take-over (a refresh has brought "new" in), some only at it.
+        wait_for(lambda: "new" in mirror.topics(), 10, "a refresh that brings in the new topic")
         write_state(zk, "kept", 1, 1, (1,), leader_epoch=3)
         taken = mirror.take(7, 9)
     finally:

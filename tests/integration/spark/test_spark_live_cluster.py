@@ -133,11 +133,11 @@ def test_a_killed_broker_shows_up_in_the_failover_report(spark, cluster, tmp_pat
     trace_dir = str(cluster.trace_dir)
 
     def failover_rows():
-        time.sleep(1.0)  # the services export spans in batches every 500 ms
         spans = traces.read_spans(spark, [trace_dir])
         return [r for r in failovers.failover_table(spans).collect()
                 if r.kind == "broker_failure" and victim in r.brokers_dead]
 
+    # Polled once a second: the services export spans in batches every 500 ms.
     found = wait_for(failover_rows, 60, "a broker_failure trace naming the killed broker", interval_s=1.0)
     row = found[-1]
     assert row.detection_source == "inferred" and row.detection_ms == SESSION_TIMEOUT_MS

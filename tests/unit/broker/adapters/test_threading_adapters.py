@@ -16,6 +16,8 @@ from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import SystemClock
 from replog.v1 import broker_control_pb2, common_pb2
 
+from tests.unit.broker.adapters.adapter_helpers import wait_for
+
 TP = TopicPartition("t", 0)
 
 
@@ -39,10 +41,9 @@ def test_delayed_produce_completes_when_the_hw_passes_it():
     progress = Progress()
     delayed = DelayedProduces(progress, SystemClock())
     thread, box = wait_in_thread(delayed, 10_000)
-    time.sleep(0.05)
+    wait_for(lambda: len(delayed) == 1, "the produce to wait")
     progress.high_watermark = 3
     delayed.check(TP)
-    time.sleep(0.05)
     assert thread.is_alive() and len(delayed) == 1
     progress.high_watermark = 5
     delayed.check(TP)
@@ -56,7 +57,7 @@ def test_delayed_produce_times_out_and_close_releases_waiters():
     (result,) = delayed.wait([ProduceWait(TP, 3, 0, 4, 2)], 100)
     assert result.error_code is ErrorCode.REQUEST_TIMED_OUT and 0.09 < time.monotonic() - started < 2
     thread, box = wait_in_thread(delayed, 60_000)
-    time.sleep(0.05)
+    wait_for(lambda: len(delayed) == 1, "the produce to wait")
     delayed.close()
     thread.join(2)
     assert box["results"][0].error_code is ErrorCode.REQUEST_TIMED_OUT
@@ -91,8 +92,7 @@ def test_a_parked_produce_expires_only_once_its_deadline_passed_and_close_answer
     delayed.park([ProduceWait(TP, 3, 5, 9, 2)], 60_000, answers.append)
     delayed.expire_due()
     assert answers == []  # not due yet: the caller keeps the clock
-    while SystemClock().monotonic_ms() <= deadline_ms:
-        time.sleep(0.01)
+    wait_for(lambda: SystemClock().monotonic_ms() > deadline_ms, "the first produce's deadline to pass")
     delayed.expire_due()
     assert [results[0].error_code for results in answers] == [ErrorCode.REQUEST_TIMED_OUT]
     delayed.close()
@@ -137,7 +137,7 @@ def test_long_poll_answers_on_wake_up_not_on_timeout():
     threading.Timer(0.1, append).start()
     started = time.monotonic()
     answers = poll([parked], max_wait_ms=5000)
-    assert answers == [("data", 10)] and time.monotonic() - started < 1 and not parked.waiters
+    assert answers == [("data", 10)] and time.monotonic() - started < 4 and not parked.waiters  # not the 5 s
 
 
 def test_long_poll_rereads_only_the_partitions_that_woke_it():
