@@ -8,11 +8,35 @@ BIN=.venv/bin
 TOPIC=demo-orders
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
+# described EXPR: EXPR over the topic's partitions `p` (partition -> row of `replog topics describe`):
+# a True/False result is the exit status, anything else is printed.
+described() {
+  $BIN/replog topics describe "$TOPIC" -o json | $BIN/python -c "
+import json, sys
+found = json.load(sys.stdin)
+topic = found['topics'][0] if isinstance(found, dict) else found[0]
+p = {row['partition']: row for row in topic['partitions']}
+result = $1
+sys.exit(0 if result else 1) if isinstance(result, bool) else print(result)"
+}
+
+# wait_until SECONDS WHAT COMMAND...: run COMMAND until it succeeds; give up after SECONDS, saying on what.
+wait_until() {
+  local seconds=$1 what=$2 deadline=$((SECONDS + $1))
+  shift 2
+  until "$@"; do
+    if [ $SECONDS -ge $deadline ]; then echo "timed out after $seconds s waiting for $what" >&2; return 1; fi
+    sleep 0.2
+  done
+}
+
+every_partition_led() { described "len(p) == 3 and all(row['leader'] >= 0 for row in p.values())"; }
+
 if ! $BIN/replog topics list -o json | grep -q "\"$TOPIC\""; then
   step "replog topics create $TOPIC --partitions 3 --replication-factor 3 --config min.insync.replicas=2"
   $BIN/replog topics create "$TOPIC" --partitions 3 --replication-factor 3 --config min.insync.replicas=2
 fi
-sleep 1
+wait_until 30 "a leader for every partition of $TOPIC" every_partition_led
 step "replog topics describe $TOPIC"
 $BIN/replog topics describe "$TOPIC"
 
@@ -20,18 +44,13 @@ step "Producing 5 records with acks=all (idempotent producer)"
 for i in 1 2 3 4 5; do echo "order-$i:before the failover"; done \
   | $BIN/replog produce --topic "$TOPIC" --partition 0 --key-separator :
 
-LEADER=$($BIN/replog topics describe "$TOPIC" -o json \
-  | $BIN/python -c "import json,sys; d=json.load(sys.stdin); t=d['topics'][0] if isinstance(d,dict) else d[0]; print([p for p in t['partitions'] if p['partition']==0][0]['leader'])")
+LEADER=$(described "p[0]['leader']")
 step "kill -9 broker-$LEADER, the leader of partition 0"
 $BIN/replog-local kill "broker-$LEADER"
 
 step "Waiting for the controller to notice (ZooKeeper session timeout) and elect a new leader"
-for _ in $(seq 1 60); do
-  NEW=$($BIN/replog topics describe "$TOPIC" -o json \
-    | $BIN/python -c "import json,sys; d=json.load(sys.stdin); t=d['topics'][0] if isinstance(d,dict) else d[0]; print([p for p in t['partitions'] if p['partition']==0][0]['leader'])")
-  if [ "$NEW" != "$LEADER" ] && [ "$NEW" != "-1" ]; then break; fi
-  sleep 0.5
-done
+moved() { NEW=$(described "p[0]['leader']"); [ "$NEW" != "$LEADER" ] && [ "$NEW" != "-1" ]; }
+wait_until 60 "a new leader of partition 0" moved
 $BIN/replog topics describe "$TOPIC"
 echo "partition 0: leader moved from broker $LEADER to broker $NEW"
 
@@ -44,5 +63,6 @@ $BIN/replog consume --topic "$TOPIC" --partition 0 --from-beginning --print-offs
 
 step "Bringing broker-$LEADER back: it rejoins as a follower and catches up"
 $BIN/replog-local start "broker-$LEADER"
-sleep 3
+back_in_isr() { described "$LEADER in p[0]['isr']"; }
+wait_until 60 "broker-$LEADER back in the ISR of partition 0" back_in_isr
 $BIN/replog topics describe "$TOPIC"
