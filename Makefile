@@ -11,7 +11,7 @@ PROTO_STAMP := $(PROTO_OUT)/replog/v1/.generated
 DISTS := libs/common libs/client services/broker services/controller services/admin-gateway deploy/local spark
 PYPROJECTS := $(addsuffix /pyproject.toml,$(DISTS))
 
-.PHONY: setup system-deps demo test up down status proto lint clean
+.PHONY: setup system-deps demo test up down status proto lint docs clean
 
 setup: system-deps $(STAMP)
 
@@ -36,6 +36,10 @@ proto: $(PROTO_STAMP)
 $(STAMP): $(PROTO_STAMP) $(PYPROJECTS)
 	$(BIN)/pip install -q $(addprefix -e ,$(DISTS))
 	@touch $@
+
+# The reference pages drawn from the code (API, configuration, metrics); a unit test fails when they are stale.
+docs: setup
+	$(BIN)/python docs/generate.py
 
 lint: setup
 	$(BIN)/buf lint

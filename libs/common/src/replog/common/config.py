@@ -42,6 +42,13 @@ def setting(default: Any, help: str, validate: Validator | None = None) -> Any:
 
 
 # --- validators -------------------------------------------------------------
+# Each validator carries its rule as a phrase (`rule`), which the generated
+# configuration reference (docs/configuration.md) prints beside the key.
+
+def _with_rule(rule: str, check: Validator) -> Validator:
+    check.rule = rule  # type: ignore[attr-defined]
+    return check
+
 
 def tcp_port(value: int) -> str | None:
     return None if 0 <= value <= 65535 else "must be a TCP port from 0 to 65535 (0 picks a free one)"
@@ -59,14 +66,14 @@ def between(low: int, high: int) -> Validator:
     def check(value: int) -> str | None:
         return None if low <= value <= high else f"must be from {low} to {high}"
 
-    return check
+    return _with_rule(f"from {low} to {high}", check)
 
 
 def one_of(*choices: str) -> Validator:
     def check(value: str) -> str | None:
         return None if value in choices else f"must be one of {', '.join(choices)}"
 
-    return check
+    return _with_rule(f"one of {', '.join(choices)}", check)
 
 
 _ZK_HOST = re.compile(r"^[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
@@ -85,13 +92,19 @@ def zookeeper_connect(value: str) -> str | None:
     return None
 
 
+_with_rule("a TCP port from 0 to 65535 (0 picks a free one)", tcp_port)
+_with_rule("greater than 0", positive)
+_with_rule("0 or greater", non_negative)
+_with_rule("host:port[,host:port...][/chroot]", zookeeper_connect)
+
+
 # --- loading ----------------------------------------------------------------
 
-def _env_name(field_name: str) -> str:
+def env_name(field_name: str) -> str:
     return "REPLOG_" + field_name.upper()
 
 
-def _flag_name(field_name: str) -> str:
+def flag_name(field_name: str) -> str:
     return "--" + field_name.replace("_", "-")
 
 
@@ -131,11 +144,11 @@ def build_parser(cls: type, prog: str, description: str) -> argparse.ArgumentPar
         kind = type(field.default) if field.default is not None else str
         metavar = {bool: "BOOL", int: "INT", float: "NUM"}.get(kind, "TEXT")
         parser.add_argument(
-            _flag_name(field.name),
+            flag_name(field.name),
             dest=field.name,
             default=None,
             metavar=metavar,
-            help=f"{field.metadata.get('help', '')} (env {_env_name(field.name)}; default {field.default!r})",
+            help=f"{field.metadata.get('help', '')} (env {env_name(field.name)}; default {field.default!r})",
         )
     return parser
 
@@ -170,10 +183,10 @@ def load_config(
         flag_value = getattr(args, field.name)
         if flag_value is not None:
             value = _convert(field, flag_value, "flag")
-            source = f"flag {_flag_name(field.name)}"
-        elif _env_name(field.name) in env:
-            value = _convert(field, env[_env_name(field.name)], "environment")
-            source = f"environment {_env_name(field.name)}"
+            source = f"flag {flag_name(field.name)}"
+        elif env_name(field.name) in env:
+            value = _convert(field, env[env_name(field.name)], "environment")
+            source = f"environment {env_name(field.name)}"
         elif field.name in file_values:
             value = _convert(field, file_values[field.name], "config file")
             source = f"config file key {field.name}"
