@@ -2,7 +2,8 @@
 
 - docs/api.md from the comments of the protos (protos/replog/v1/, the contract);
 - docs/configuration.md from each service's typed configuration (its `setting(...)` fields);
-- docs/metrics.md from each service's Prometheus metrics.
+- docs/metrics.md from each service's Prometheus metrics;
+- docs/zookeeper.md from the ZooKeeper layout table (`replog.common.zk.schema.LAYOUT`).
 
 `make docs` runs it. With `--check` it writes nothing and exits 1 naming every page that
 differs from what it would write; tests/unit/test_generated_docs.py runs that check, so a
@@ -211,9 +212,30 @@ def render_metrics() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+# --- zookeeper.md ------------------------------------------------------------------------------
+
+def render_zookeeper() -> str:
+    from replog.common.zk import schema
+
+    lines = [HEADER.format(source="replog.common.zk.schema.LAYOUT").rstrip(), "",
+             "# ZooKeeper layout", "",
+             "Every znode replog uses, who writes it and what it holds. `replog.common.zk.schema` is the one "
+             "module that builds these paths and encodes and decodes their JSON (each value carries a "
+             "`version`); its decoders refuse any other shape. The shapes follow Kafka's.", "",
+             "| path | kind | written by | meaning |", "|---|---|---|---|"]
+    for znode in schema.LAYOUT:
+        lines.append(f"| `{znode.path}` | {znode.kind} | {_cell(znode.writer)} | {_cell(znode.meaning)} |")
+    lines.append("")
+    for znode in schema.LAYOUT:
+        example = znode.example.decode() or "(empty)"
+        lines += [f"### `{znode.path}`", "", "```", example, "```", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
 # --- main --------------------------------------------------------------------------------------
 
-PAGES = {"api.md": render_api, "configuration.md": render_configuration, "metrics.md": render_metrics}
+PAGES = {"api.md": render_api, "configuration.md": render_configuration, "metrics.md": render_metrics,
+         "zookeeper.md": render_zookeeper}
 
 
 def stale_pages() -> list[str]:

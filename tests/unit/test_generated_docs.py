@@ -1,4 +1,5 @@
-"""The reference pages that describe generated facts (API, configuration, metrics) match the code."""
+"""The reference pages that describe generated facts (API, configuration, metrics, ZooKeeper layout)
+match the code."""
 
 from __future__ import annotations
 
@@ -28,3 +29,14 @@ def test_every_config_key_and_metric_is_on_its_page():
             assert f"`{name}`" in configuration, (program, name)
     for name in ("replog_broker_leader_count", "replog_controller_active_controller_count"):
         assert f"`{name}`" in metrics
+
+
+def test_every_znode_path_the_schema_names_is_in_the_layout():
+    from replog.common.zk import schema
+
+    laid_out = {znode.path for znode in schema.LAYOUT}
+    parents = set(schema.PERSISTENT_PATHS) | {schema.ADMIN, schema.CONFIG}
+    named = {value for name, value in vars(schema).items()
+             if name.isupper() and isinstance(value, str) and value.startswith("/")}
+    missing = sorted(path for path in named - parents if path not in laid_out)
+    assert not missing, f"paths with no row in schema.LAYOUT: {missing}"

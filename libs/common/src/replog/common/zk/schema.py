@@ -6,26 +6,8 @@ value has a `version` field. Decoders are strict: a value that is not the
 expected shape raises `ZkDataError` naming the path and the problem, because a
 controller acting on a misread partition state could lose data.
 
-Layout:
-    /controller                                   ephemeral, ControllerRecord
-    /controller_epoch                             decimal text; its zkVersion fences zombie controllers
-    /brokers/ids/<id>                             ephemeral, BrokerRegistration (czxid = broker epoch)
-    /brokers/topics/<topic>                       TopicAssignment
-    /brokers/topics/<topic>/partitions/<p>/state  PartitionStateRecord (zkVersion = partition epoch)
-    /admin/delete_topics/<topic>                  empty: topic marked for deletion
-    /admin/reassign_partitions                    ReassignmentRequest
-    /admin/preferred_replica_election             ElectionRequest (preferred)
-    /admin/unclean_leader_election                ElectionRequest (unclean)
-    /config/topics/<topic>                        TopicConfigRecord
-    /latest_producer_id_block                     ProducerIdBlock
-    /config/reassignment_throttle                 ReassignmentThrottle
-
-Who writes what: the gateway (admin requests) writes /brokers/topics/<topic>
-when creating a topic or adding partitions, /config/topics/<topic>, and the
-/admin/* requests; the active controller writes everything else it decides
-(partition states, assignments during reassignment) and deletes the /admin
-requests it has completed; brokers write only their own registration and
-producer id blocks.
+The layout (every path, who writes it, what it holds, with an example) is the
+`LAYOUT` table at the end of this module; docs/zookeeper.md is drawn from it.
 """
 
 from __future__ import annotations
@@ -430,3 +412,51 @@ class ReassignmentThrottle:
         if rate < 0:
             raise ZkDataError(f"{path}: 'bytes_per_s' must be 0 or more")
         return ReassignmentThrottle(rate)
+
+
+# --- the layout, as data ----------------------------------------------------------------------
+# docs/zookeeper.md is drawn from this table (docs/generate.py); a unit test checks that every
+# path constant above has a row, so a new znode cannot be left out of the reference.
+
+@dataclass(frozen=True)
+class Znode:
+    path: str          # with <placeholders> for the variable parts
+    kind: str          # "persistent" or "ephemeral"
+    writer: str        # who creates and changes it
+    meaning: str
+    example: bytes     # what it holds, encoded by this module
+
+
+LAYOUT: tuple[Znode, ...] = (
+    Znode(CONTROLLER, "ephemeral", "the controller that wins the election",
+          "the active controller; its deletion starts an election",
+          ControllerRecord(1, 1767225600000, "10.0.0.5", 9190).encode()),
+    Znode(CONTROLLER_EPOCH, "persistent", "the controller that wins the election",
+          "the controller epoch as decimal text; its zkVersion fences every controller write",
+          encode_controller_epoch(7)),
+    Znode(broker_path("<id>"), "ephemeral", "that broker only",
+          "a live broker's registration; its czxid is the broker epoch",
+          BrokerRegistration(2, "10.0.0.6", 9290, "b", 9390, 1767225600000).encode()),
+    Znode(topic_path("<topic>"), "persistent", "the gateway (create, add partitions); the controller (reassignment)",
+          "the topic's replica assignment, and the replicas being added or removed",
+          TopicAssignment({0: (1, 2, 3), 1: (2, 3, 4)}, {1: (4,)}, {1: (1,)}).encode()),
+    Znode(partition_state_path("<topic>", "<p>"), "persistent", "the active controller only",
+          "leader, leader epoch and ISR; its zkVersion is the partition epoch",
+          PartitionStateRecord(1, 4, (1, 2, 3), 7).encode()),
+    Znode(delete_topic_path("<topic>"), "persistent", "the gateway; the controller deletes it when done",
+          "the topic is being deleted", b""),
+    Znode(REASSIGN_PARTITIONS, "persistent", "the gateway; the controller deletes it when done",
+          "requested reassignments (an empty replica list cancels one)",
+          ReassignmentRequest({("orders", 1): (2, 3, 4)}).encode()),
+    Znode(PREFERRED_REPLICA_ELECTION, "persistent", "the gateway; the controller deletes it when done",
+          "partitions whose preferred replica should lead", ElectionRequest((("orders", 0),)).encode()),
+    Znode(UNCLEAN_LEADER_ELECTION, "persistent", "the gateway; the controller deletes it when done",
+          "partitions to elect a leader outside the ISR for (may lose records)",
+          ElectionRequest((("orders", 0),)).encode()),
+    Znode(topic_config_path("<topic>"), "persistent", "the gateway",
+          "the topic's config overrides", TopicConfigRecord({"min.insync.replicas": "2"}).encode()),
+    Znode(REASSIGNMENT_THROTTLE, "persistent", "the gateway (reassign execute / verify)",
+          "bytes per second a replica being added may copy", ReassignmentThrottle(10485760).encode()),
+    Znode(PRODUCER_ID_BLOCK, "persistent", "brokers, by conditional update",
+          "the last block of producer ids handed out", ProducerIdBlock(2, 1000, 1999).encode()),
+)
