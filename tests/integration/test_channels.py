@@ -92,7 +92,11 @@ class FrameCountingProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return  # closed
-            server = socket.create_connection(("127.0.0.1", self._target_port))
+            try:
+                server = socket.create_connection(("127.0.0.1", self._target_port))
+            except OSError:  # the server stopped
+                client.close()
+                continue
             self.connections += 1
             self._sockets += [client, server]
             threading.Thread(target=self._relay, args=(client, server, True), daemon=True).start()
@@ -145,6 +149,26 @@ def test_an_idle_channel_keeps_its_connection_while_it_pings():
             health_pb2.HealthCheckRequest(), timeout=5)
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
         assert proxy.connections == 1
+    finally:
+        channels.close()
+        server.stop(0)
+        proxy.close()
+
+
+def test_a_dropped_channel_is_replaced_by_one_with_a_connection_of_its_own():
+    server = start_server([], host="127.0.0.1", port=0)
+    proxy = FrameCountingProxy(server.port)
+    channels = ChannelCache()
+    address = f"127.0.0.1:{proxy.port}"
+    try:
+        for _ in range(5):  # without use_local_subchannel_pool, a new channel took over the old connection at times
+            channel = channels.get(address)
+            health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+            channels.drop(address, channel)
+        assert proxy.connections == 5
+        current = channels.get(address)
+        channels.drop(address, channel)  # a channel dropped before: the current one stays
+        assert channels.get(address) is current
     finally:
         channels.close()
         server.stop(0)

@@ -43,6 +43,9 @@ CHANNEL_OPTIONS = [
     ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
     ("grpc.keepalive_permit_without_calls", 1),  # an idle connection can die too
     ("grpc.http2.max_pings_without_data", 0),  # no limit: an idle connection would stop pinging after 2
+    # A channel of its own connection: a channel built to replace one whose connection is suspect
+    # (ChannelCache.drop) must not share the old one's, as channels with equal options otherwise do.
+    ("grpc.use_local_subchannel_pool", 1),
 ]
 
 # Default deadlines, seconds.
@@ -88,11 +91,17 @@ class ChannelCache:
                 entry[1].refresh()
             return entry[0]
 
-    def drop(self, address: str) -> None:
+    def drop(self, address: str, channel: grpc.Channel | None = None) -> None:
+        """Close the channel to `address`; the next `get` builds a new one, with a connection of its own.
+
+        With `channel`, only if that is still the one cached: two users that found the same
+        connection dead close it once, not the first one's replacement too."""
         with self._lock:
-            entry = self._channels.pop(address, None)
-        if entry is not None:
-            _close(entry)
+            entry = self._channels.get(address)
+            if entry is None or (channel is not None and entry[0] is not channel):
+                return
+            del self._channels[address]
+        _close(entry)
 
     def close(self) -> None:
         with self._lock:
