@@ -1,15 +1,19 @@
 """Channels from `ChannelCache` against a real gRPC server on loopback: calls made one at a
-time do not start a thread each, and the keeper calls do not hold the server's threads."""
+time do not start a thread each, the keeper calls do not hold the server's threads, and an
+idle channel's keepalive pings are accepted by our servers rather than answered with GOAWAY."""
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 import time
 
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from replog.common.channels import ChannelCache
-from replog.common.grpc_server import start_server
+from replog.common.grpc_server import KEEPALIVE_TIME_MS, start_server
+from tests.integration.controller_helpers import wait_for
 
 
 def threads_created_so_far() -> int:
@@ -61,3 +65,111 @@ def test_a_server_stops_without_waiting_for_its_peers_keepers():
         assert time.monotonic() - started < 1.0  # the grace is for real requests, not for keepers
     finally:
         channels.close()
+
+
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+FRAME_PING, FRAME_GOAWAY = 6, 7
+FLAG_ACK = 1
+
+
+class FrameCountingProxy:
+    """A TCP proxy in front of a server that counts the HTTP/2 frames going through: the client's
+    pings (not acks) and the server's GOAWAYs, and the connections made."""
+
+    def __init__(self, target_port: int) -> None:
+        self._target_port = target_port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.connections = 0
+        self.client_pings = 0
+        self.server_goaways = 0
+        self._sockets: list[socket.socket] = [self._listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            try:
+                server = socket.create_connection(("127.0.0.1", self._target_port))
+            except OSError:  # the server stopped
+                client.close()
+                continue
+            self.connections += 1
+            self._sockets += [client, server]
+            threading.Thread(target=self._relay, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._relay, args=(server, client, False), daemon=True).start()
+
+    def _relay(self, source: socket.socket, sink: socket.socket, from_client: bool) -> None:
+        pending = b""
+        skip = len(HTTP2_PREFACE) if from_client else 0
+        while True:
+            try:
+                data = source.recv(65536)
+                if not data:
+                    return
+                sink.sendall(data)
+            except OSError:
+                return
+            pending += data
+            if skip:
+                taken = min(skip, len(pending))
+                pending, skip = pending[taken:], skip - taken
+            while len(pending) >= 9:
+                length, kind, flags = struct.unpack(">I", b"\0" + pending[:3])[0], pending[3], pending[4]
+                if len(pending) < 9 + length:
+                    break
+                pending = pending[9 + length:]
+                if from_client and kind == FRAME_PING and not flags & FLAG_ACK:
+                    self.client_pings += 1
+                elif not from_client and kind == FRAME_GOAWAY:
+                    self.server_goaways += 1
+
+    def close(self) -> None:
+        for sock in self._sockets:
+            sock.close()
+
+
+def test_an_idle_channel_keeps_its_connection_while_it_pings():
+    server = start_server([], host="127.0.0.1", port=0)
+    proxy = FrameCountingProxy(server.port)
+    channels = ChannelCache()
+    try:
+        health_pb2_grpc.HealthStub(channels.get(f"127.0.0.1:{proxy.port}")).Check(
+            health_pb2.HealthCheckRequest(), timeout=5)
+        # Idle but for its keeper: it pings, once a KEEPALIVE_TIME_MS without data. A server left at
+        # gRPC's defaults answers the third or fourth such ping with GOAWAY "too_many_pings", and the
+        # client then pings less often (and not at all on a connection it no longer uses).
+        wait_for(lambda: proxy.client_pings >= 6, 10 * KEEPALIVE_TIME_MS / 1000, "six keepalive pings")
+        assert proxy.server_goaways == 0
+        assert proxy.connections == 1
+        reply = health_pb2_grpc.HealthStub(channels.get(f"127.0.0.1:{proxy.port}")).Check(
+            health_pb2.HealthCheckRequest(), timeout=5)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        assert proxy.connections == 1
+    finally:
+        channels.close()
+        server.stop(0)
+        proxy.close()
+
+
+def test_a_dropped_channel_is_replaced_by_one_with_a_connection_of_its_own():
+    server = start_server([], host="127.0.0.1", port=0)
+    proxy = FrameCountingProxy(server.port)
+    channels = ChannelCache()
+    address = f"127.0.0.1:{proxy.port}"
+    try:
+        for _ in range(5):  # without use_local_subchannel_pool, a new channel took over the old connection at times
+            channel = channels.get(address)
+            health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=5)
+            channels.drop(address, channel)
+        assert proxy.connections == 5
+        current = channels.get(address)
+        channels.drop(address, channel)  # a channel dropped before: the current one stays
+        assert channels.get(address) is current
+    finally:
+        channels.close()
+        server.stop(0)
+        proxy.close()

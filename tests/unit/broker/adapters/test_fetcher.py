@@ -1,7 +1,8 @@
 """The replica fetcher's requests: whom they name, and when.
 
 - A leader that stops answering is retried with an empty session open (no partitions named, no long
-  poll) until it answers, and only then are the partitions named.
+  poll) until it answers, and only then are the partitions named. A stream that failed is reopened
+  on the same channel (gRPC reconnects it); one that got no answer in time, on a new channel.
 - After an answer, a partition is named again when its position moved, not when the answer only
   told it a newer HW.
 
@@ -19,7 +20,7 @@ from typing import Iterator
 import grpc
 from prometheus_client import CollectorRegistry
 
-from replog.broker.adapters import fetch_stream
+from replog.broker.adapters import fetch_stream, fetcher
 from replog.broker.adapters.fetcher import FetchSettings, ReplicaFetcher
 from replog.broker.adapters.hosted_partition import HostedPartition
 from replog.broker.adapters.metrics import BrokerMetrics
@@ -42,6 +43,11 @@ class Unavailable(grpc.RpcError):
         return grpc.StatusCode.UNAVAILABLE
 
 
+class Cancelled(grpc.RpcError):
+    def code(self):
+        return grpc.StatusCode.CANCELLED
+
+
 class Stream:
     """A fake ReplicaFetchStream: each response is made when the fetcher's next request arrives."""
 
@@ -49,6 +55,7 @@ class Stream:
         self._leader = leader
         self._requests = requests
         self._failed = False
+        self._cancelled = threading.Event()
 
     def __next__(self):
         if self._failed:
@@ -59,6 +66,10 @@ class Stream:
             if self._leader.down:
                 self._failed = True  # a failed stream stays failed; the fetcher opens another
                 raise Unavailable()
+            silent = self._leader.silent
+        if silent:  # as behind a network cut: nothing comes back until the fetcher gives up
+            self._cancelled.wait()
+            raise Cancelled()
         time.sleep(0.01)  # an idle long poll would wait; keep the loop slow
         answer = self._leader.answers.pop(0) if self._leader.answers else replication_pb2.ReplicaFetchResponse()
         answer.session_id = 7
@@ -66,20 +77,26 @@ class Stream:
 
     def cancel(self) -> None:
         self._failed = True
+        self._cancelled.set()
 
 
 class FakeLeader:
-    """Refuses every request while `down`; otherwise answers at once: the next of `answers`, then
-    answers naming no partitions."""
+    """Refuses every request while `down`; answers none while `silent`; otherwise answers at once: the
+    next of `answers`, then answers naming no partitions. Remembers the channel of every stream."""
 
-    def __init__(self, down: bool = True, answers: list[replication_pb2.ReplicaFetchResponse] = ()) -> None:
+    def __init__(self, down: bool = True, answers: list[replication_pb2.ReplicaFetchResponse] = (),
+                 silent: bool = False) -> None:
         self.down = down
+        self.silent = silent
         self.answers = list(answers)
         self.requests: list[replication_pb2.ReplicaFetchRequest] = []
+        self.channels: list[grpc.Channel] = []
         self.lock = threading.Lock()
 
     def stub(self, channel):
         leader = self
+        with self.lock:
+            self.channels.append(channel)
 
         class Stub:
             def ReplicaFetchStream(self, request_iterator):
@@ -124,12 +141,24 @@ def test_a_dead_leader_is_retried_with_empty_requests_until_it_answers(tmp_path,
             leader.down = False
         assert len(first.partitions) == len(PARTITIONS)  # the first attempt names everything
         assert all(not r.partitions and r.session_epoch == 0 and r.max_wait_ms == 0 for r in retries)
+        assert all(channel is leader.channels[0] for channel in leader.channels)
 
         wait_for(lambda: any(r.session_epoch == 1 for r in list(leader.requests)), "a request in the new session")
         with leader.lock:
             joined = next(r for r in leader.requests if r.session_epoch == 1)
         assert joined.session_id == 7
         assert sorted(p.partition for p in joined.partitions) == list(range(len(PARTITIONS)))
+
+
+def test_a_leader_that_does_not_answer_in_time_is_fetched_from_on_a_new_channel(tmp_path, monkeypatch):
+    monkeypatch.setattr(fetcher, "RPC_SLACK_S", 0.1)  # the deadline: the long poll's wait and this
+    replicas = {tp: hosted(tmp_path, tp) for tp in PARTITIONS}
+    leader = FakeLeader(down=False, silent=True)
+    with running_fetcher(leader, replicas, monkeypatch):
+        wait_for(lambda: len(leader.channels) >= 3, "the streams after two requests without an answer")
+        with leader.lock:
+            channels = leader.channels[:3]
+        assert len({id(channel) for channel in channels}) == 3  # the list holds them: ids are not reused
 
 
 def test_a_partition_is_named_again_when_it_appended_not_when_it_only_learned_a_high_watermark(

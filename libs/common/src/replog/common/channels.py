@@ -22,7 +22,7 @@ import time
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from replog.common.grpc_server import MESSAGE_BYTES_MAX
+from replog.common.grpc_server import KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, MESSAGE_BYTES_MAX
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", MESSAGE_BYTES_MAX),
@@ -32,6 +32,20 @@ CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
     ("grpc.min_reconnect_backoff_ms", 100),
+    # Find a dead connection in seconds. A peer behind a network cut sends nothing back, not even a
+    # reset: without pings a call waits out its deadline, the next one queues on the same connection,
+    # and only TCP's retransmission back-off (doubling, up to minutes) retries the path once the cut
+    # heals. A ping unanswered for KEEPALIVE_TIMEOUT_MS closes the connection: every call on it fails
+    # at once and gRPC reconnects (the back-off above). A ping a second per peer costs next to
+    # nothing; the timeout gives a busy peer (any bytes arriving count as an answer) twice that to
+    # answer before it is taken for dead. Our servers allow these pings (grpc_server.py).
+    ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
+    ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+    ("grpc.keepalive_permit_without_calls", 1),  # an idle connection can die too
+    ("grpc.http2.max_pings_without_data", 0),  # no limit: an idle connection would stop pinging after 2
+    # A channel of its own connection: a channel built to replace one whose connection is suspect
+    # (ChannelCache.drop) must not share the old one's, as channels with equal options otherwise do.
+    ("grpc.use_local_subchannel_pool", 1),
 ]
 
 # Default deadlines, seconds.
@@ -77,11 +91,17 @@ class ChannelCache:
                 entry[1].refresh()
             return entry[0]
 
-    def drop(self, address: str) -> None:
+    def drop(self, address: str, channel: grpc.Channel | None = None) -> None:
+        """Close the channel to `address`; the next `get` builds a new one, with a connection of its own.
+
+        With `channel`, only if that is still the one cached: two users that found the same
+        connection dead close it once, not the first one's replacement too."""
         with self._lock:
-            entry = self._channels.pop(address, None)
-        if entry is not None:
-            _close(entry)
+            entry = self._channels.get(address)
+            if entry is None or (channel is not None and entry[0] is not channel):
+                return
+            del self._channels[address]
+        _close(entry)
 
     def close(self) -> None:
         with self._lock:

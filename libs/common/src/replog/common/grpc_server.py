@@ -21,10 +21,19 @@ log = logging.getLogger(__name__)
 
 # Large enough for a fetch response carrying a few MiB of records.
 MESSAGE_BYTES_MAX = 64 * 1024 * 1024
+# Our clients ping every connection this often, and take it for dead if a ping goes unanswered this
+# long (channels.py says why).
+KEEPALIVE_TIME_MS = 1000
+KEEPALIVE_TIMEOUT_MS = 2000
 SERVER_OPTIONS = [
     ("grpc.max_receive_message_length", MESSAGE_BYTES_MAX),
     ("grpc.max_send_message_length", MESSAGE_BYTES_MAX),
     ("grpc.so_reuseport", 0),
+    # Accept those pings. By default a server allows one every 5 minutes on a connection it sends no
+    # data on, and answers a third one sooner with GOAWAY "too_many_pings", closing the connection.
+    # Half the clients' interval: a ping that arrives early (timers are not exact) is not a strike.
+    ("grpc.http2.min_ping_interval_without_data_ms", KEEPALIVE_TIME_MS // 2),
+    ("grpc.keepalive_permit_without_calls", 1),  # pings on a connection with no call open, too
 ]
 
 

@@ -10,7 +10,8 @@ the fetcher's life and carries each request as a message.
 `exchange` sends a request and waits for its response, like `result()` of a
 unary call: it raises `grpc.RpcError` when the stream fails, is cancelled or
 its deadline passes, and `StreamEnded` when the leader ends it (it is
-stopping). Either way the stream is finished and the fetcher opens another.
+stopping). Either way the stream is finished and the fetcher opens another;
+after a deadline passed (`timed_out`), on a new channel (fetcher.py).
 `cancel` (any thread, any number of times) ends it, and with it the exchange
 in flight, as a cancelled unary call would; it also ends the request iterator,
 whose gRPC feeder thread would otherwise wait on it for good, so a finished
@@ -45,6 +46,7 @@ class StreamEnded(Exception):
 
 class FetchStream:
     def __init__(self, channel: grpc.Channel) -> None:
+        self.channel = channel
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
         stub = replication_pb2_grpc.ReplicationServiceStub(channel)
         self._responses = stub.ReplicaFetchStream(iter(self._requests.get, _CLOSE))

@@ -13,7 +13,8 @@ new, so an idle partition costs nothing per round. Each request is a long
 poll (the leader answers when it has records or after `max_wait_ms`), sent as
 one message on a ReplicaFetchStream kept open to the leader (fetch_stream.py)
 rather than as a call of its own; a failed or cancelled exchange ends the
-stream, and the next request opens another. Adding
+stream, and the next request opens another (on a new channel if the leader did
+not answer in time: the connection is suspect). Adding
 or removing a partition, a failed or cancelled request, or the leader
 refusing the session starts a new session. Each partition's answer is
 handled against the position the session holds for it: append and move the follower HW; truncate on a diverging epoch
@@ -305,6 +306,12 @@ class ReplicaFetcher:
             hopmarks.mark("F1", settings.broker_id)
         except (grpc.RpcError, StreamEnded) as exc:
             stream.cancel()  # finished (this also ends its request feeder); the next request opens another
+            if stream.timed_out:
+                # Nothing came back in time: the connection itself is suspect (one into a network
+                # cut swallows whatever is sent on it), so the next stream goes on a new channel,
+                # after the transport back-off below. The channel's keepalive pings find a dead
+                # connection sooner (channels.py); this is the backstop for what they miss.
+                self._channels.drop(address, stream.channel)
             with self._cond:
                 if self._stream is stream:
                     self._stream = None
