@@ -16,8 +16,9 @@ processes must be moved before they open the connections to cut.
 Each `with` removes what it made when it ends, also on failure: the table (which heals
 the cut), and the cgroup after its processes are moved back where they were. The names
 start with `replog_test_`, so anything a killed test run left is easy to find
-(`nft list tables`, the cgroup2 mount). Needs root, the `nft` tool and a cgroup2 mount
-under /sys/fs/cgroup; without them the test is skipped.
+(`nft list tables`, the cgroup2 mount). Needs root, the `nft` tool (`make test` installs
+Debian's nftables) and a cgroup2 mount under /sys/fs/cgroup; without them the test fails
+saying which is missing, rather than pass without having cut anything.
 """
 
 from __future__ import annotations
@@ -49,14 +50,14 @@ def _cgroup2_mount() -> tuple[Path, str]:
         separator = fields.index("-")
         if fields[separator + 1] == "cgroup2":
             return Path(fields[4]), fields[3]
-    pytest.skip("no cgroup2 mount: cannot tell one process's connections from another's")
+    pytest.fail("no cgroup2 mount: cannot tell one process's connections from another's")
 
 
 def _require_tools() -> None:
     if os.geteuid() != 0:
-        pytest.skip("a network cut needs root (nftables, cgroups)")
+        pytest.fail("a network cut needs root (nftables, cgroups): run the fault tests as root")
     if shutil.which("nft") is None:
-        pytest.skip("a network cut needs the nft tool (Debian: apt-get install nftables)")
+        pytest.fail("a network cut needs the nft tool (Debian: apt-get install nftables; make test installs it)")
 
 
 def _cgroup2_path_of(pid: int) -> str:
@@ -72,7 +73,7 @@ def process_group(pids: list[int]) -> Iterator[ProcessGroup]:
     _require_tools()
     mount, mounted_root = _cgroup2_mount()
     if not mount.is_relative_to(NFT_CGROUP_ROOT):
-        pytest.skip(f"cgroup2 is mounted at {mount}, where nft does not look")
+        pytest.fail(f"cgroup2 is mounted at {mount}, where nft does not look")
     path = mount / f"replog_test_{uuid.uuid4().hex[:12]}"
     origins = {pid: _cgroup2_path_of(pid) for pid in pids}
     path.mkdir()

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what the local cluster and the tests need from Debian's packages:
-# a Java runtime and ZooKeeper. Safe to run again: it does nothing when both are there.
+# a Java runtime and ZooKeeper, and nftables for the fault tests' network cuts.
+# Safe to run again: it does nothing when all are there.
 set -euo pipefail
 
 zk_jar=/usr/share/java/zookeeper.jar
 need=()
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 [ -f "$zk_jar" ] || need+=(zookeeper)
+command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need+=(nftables)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "setup: installing ${need[*]} from Debian's packages"
@@ -19,7 +21,7 @@ else
   exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: need ${need[*]} but this machine has no apt-get; install Java 17 and ZooKeeper 3.8 (jar at $zk_jar) by hand" >&2
+  echo "setup: need ${need[*]} but this machine has no apt-get; install Java 17, ZooKeeper 3.8 (jar at $zk_jar) and nftables by hand" >&2
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive
