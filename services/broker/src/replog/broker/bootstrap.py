@@ -69,7 +69,7 @@ class BrokerProcess:
         self.channels = ChannelCache()
         self.server = None
         self.broker_epoch = 0
-        self._joined = False  # every component started (only then is there all of it to stop)
+        self._joined = False  # start() ran to the end: every component is up, for stop() to take down
         self._stopping = False
         self._session_lost = False
 
