@@ -1,16 +1,23 @@
 """The foundation, end to end: a real cluster comes up healthy, a non-Python
 client discovers every service through reflection and health, the CLI reports
-the cluster, and bad configuration fails in one line."""
+the cluster, bad configuration fails in one line, and a service started without
+ZooKeeper waits for it, unhealthy, until it is stopped."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.integration.controller_helpers import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -93,8 +100,7 @@ def test_cli_usage_errors_exit_2(venv_bin):
     [
         (["--unknown-flag", "1"], "unrecognized arguments: --unknown-flag"),
         (["--port", "65536"], "--port=65536 must be a TCP port"),
-        (["--zookeeper", "127.0.0.1:1", "--zookeeper-connect-timeout-ms", "1000"],
-         "cannot reach ZooKeeper at 127.0.0.1:1 within 1 s"),
+        (["--zookeeper", "127.0.0.1"], "--zookeeper='127.0.0.1' has a bad host:port '127.0.0.1'"),
     ],
 )
 def test_bad_configuration_exits_nonzero_with_one_line(program, args, expected, venv_bin, tmp_path):
@@ -104,6 +110,62 @@ def test_bad_configuration_exits_nonzero_with_one_line(program, args, expected, 
     assert "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert expected in last and last.startswith(f"{program}:"), result.stderr
+
+
+# One RPC of each program's own service: refused while the program waits for ZooKeeper.
+OWN_RPC = {
+    "replog-controller": "/replog.v1.ControllerService/AlterPartition",
+    "replog-broker": "/replog.v1.LogService/DescribeReplicas",
+    "replog-gateway": "/replog.v1.AdminService/ListTopics",
+}
+
+
+def health_status(address: str):
+    """The process's own word on its health, or None when it does not answer."""
+    try:
+        with grpc.insecure_channel(address) as channel:
+            return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2).status
+    except grpc.RpcError:
+        return None
+
+
+@pytest.mark.parametrize("program", ["replog-controller", "replog-broker", "replog-gateway"])
+def test_a_service_without_zookeeper_waits_unhealthy_and_stops_cleanly(program, venv_bin, tmp_path):
+    # Nothing listens on the ZooKeeper port: the program must neither exit nor pretend to serve.
+    from replog.devcluster.cluster import free_port
+
+    zookeeper = f"127.0.0.1:{free_port()}"
+    address = f"127.0.0.1:{free_port()}"
+    log_path = tmp_path / "service.log"
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            [str(venv_bin / program), "--zookeeper", zookeeper, "--port", address.rsplit(":", 1)[1]],
+            stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        def waiting_lines() -> list[str]:
+            return [line for line in log_path.read_text().splitlines()
+                    if f"waiting for ZooKeeper at {zookeeper}: no answer yet" in line]
+
+        wait_for(lambda: process.poll() is not None or waiting_lines(), 60, f"{program} to say it waits")
+        assert process.poll() is None, log_path.read_text()
+        assert health_status(address) == health_pb2.HealthCheckResponse.NOT_SERVING
+        with grpc.insecure_channel(address) as channel, pytest.raises(grpc.RpcError) as refused:
+            channel.unary_unary(OWN_RPC[program])(b"", timeout=5)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert f"waiting for ZooKeeper at {zookeeper}" in refused.value.details()
+
+        process.send_signal(signal.SIGTERM)
+        stopped_s = time.monotonic()
+        assert process.wait(timeout=20) == 0
+        assert time.monotonic() - stopped_s < 10, "a stop while waiting for ZooKeeper must not wait for it"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = log_path.read_text()
+    assert "Traceback" not in text
+    assert len(waiting_lines()) == 1, text  # said once; kazoo's own per-attempt lines are rate-limited
+    assert text.count("Connection dropped") <= 1, text
 
 
 def test_standby_controller_takes_over_when_the_active_one_dies(cluster_factory):

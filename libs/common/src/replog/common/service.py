@@ -32,8 +32,6 @@ def run(prog: str, body: Callable[[], int | None]) -> int:
     and the CPU scheduling policy before any thread starts, so that every thread has it
     (cpu_scheduling.py)."""
     grpc_runtime.configure()
-    from replog.common.zk.client import ZkUnavailableError
-
     try:
         cpu_scheduling.configure()
         return body() or EXIT_OK
@@ -43,7 +41,7 @@ def run(prog: str, body: Callable[[], int | None]) -> int:
     except ConfigError as exc:
         print(f"{prog}: bad configuration: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (StartupError, ZkUnavailableError, OSError) as exc:
+    except (StartupError, OSError) as exc:
         print(f"{prog}: cannot start: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:

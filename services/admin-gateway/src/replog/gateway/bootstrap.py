@@ -1,14 +1,19 @@
-"""Wires the gateway's adapters: ZooKeeper session, gRPC server, tracing, metrics."""
+"""Wires the gateway's adapters: ZooKeeper session, gRPC server, tracing, metrics.
+
+The gateway listens before it joins ZooKeeper, however long ZooKeeper takes to answer: its
+health says NOT_SERVING and its service refuses with UNAVAILABLE (readiness_gate.py) until then."""
 
 from __future__ import annotations
 
 import logging
 import random
+import threading
 
 from replog.common import telemetry
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import ServiceBinding, start_server
+from replog.common.readiness_gate import ReadinessGate
 from replog.common.zk.client import ZkClient
 from replog.gateway.config import GatewayConfig
 from replog.gateway.deps import GatewayDeps
@@ -24,15 +29,16 @@ class GatewayProcess:
         self.zk = ZkClient(
             config.zookeeper,
             session_timeout_ms=config.zookeeper_session_timeout_ms,
-            connect_timeout_ms=config.zookeeper_connect_timeout_ms,
+            connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )
+        self.gate = ReadinessGate(f"gateway {config.gateway_id} is waiting for ZooKeeper at {config.zookeeper}")
         self.channels = ChannelCache()
         self.server = None
 
-    def start(self) -> None:
+    def start(self, stopping: threading.Event) -> bool:
+        """Listen, wait for ZooKeeper, then serve. False when `stopping` was set before ZooKeeper
+        answered: nothing but the server was started."""
         telemetry.init_tracing("replog-gateway", self.config.gateway_id, self.config.trace_dir)
-        self.zk.start()
-        self.zk.ensure_layout()
         deps = GatewayDeps(
             zk=self.zk,
             channels=self.channels,
@@ -48,9 +54,17 @@ class GatewayProcess:
             )],
             host=self.config.host,
             port=self.config.port,
+            serving=False,
+            interceptors=[self.gate],
         )
+        if not self.zk.connect(stopping):
+            return False
+        self.zk.ensure_layout()
+        self.gate.open()
+        self.server.set_serving(True)
         metrics_port = telemetry.start_metrics_server(self.config.metrics_port, self.config.host)
         log.info("gateway up: grpc %s:%d, metrics %d", self.config.host, self.server.port, metrics_port)
+        return True
 
     def stop(self) -> None:
         if self.server:

@@ -1,7 +1,12 @@
 """Wires the broker's adapters: logs and replicas, ZooKeeper (registration, watches),
 replica fetchers, the ISR sender, checkpoints, gRPC services, tracing and metrics.
 Nothing is built at import time; `start()` builds it all in dependency order and
-`stop()` takes it down in reverse (controlled shutdown first)."""
+`stop()` takes it down in reverse (controlled shutdown first).
+
+A broker listens before it joins ZooKeeper, however long ZooKeeper takes to answer: its health
+says NOT_SERVING and its services refuse with UNAVAILABLE (readiness_gate.py) until then. It
+never gives up waiting: a broker that exited when ZooKeeper was down left the partitions it
+alone held offline until a person started it again."""
 
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ from replog.common import gc_policy, telemetry
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import start_server
+from replog.common.readiness_gate import ReadinessGate
 from replog.common.service import StartupError
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
@@ -57,31 +63,37 @@ class BrokerProcess:
         self.zk = ZkClient(
             config.zookeeper,
             session_timeout_ms=config.zookeeper_session_timeout_ms,
-            connect_timeout_ms=config.zookeeper_connect_timeout_ms,
+            connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )
+        self.gate = ReadinessGate(f"broker {config.broker_id} is waiting for ZooKeeper at {config.zookeeper}")
         self.channels = ChannelCache()
         self.server = None
         self.broker_epoch = 0
+        self._joined = False  # start() ran to the end: every component is up, for stop() to take down
         self._stopping = False
         self._session_lost = False
-        self._started: list = []  # components to stop, in start order
 
     # --- start -------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, stopping: threading.Event) -> bool:
+        """Load the logs, listen, wait for ZooKeeper, then run and register. False when `stopping`
+        was set before ZooKeeper answered: nothing but the server and the loaded logs was started."""
         config = self.config
         telemetry.init_tracing("replog-broker", str(config.broker_id), config.trace_dir)
         self.metrics = BrokerMetrics()
         self.replicas = self._load_replicas()
-        self.zk.start()
-        self.zk.ensure_layout()
-        self.replicas.delete_unassigned(assigned_here(self.zk, config.broker_id))
         self._build()
-        gc_policy.settle()  # the loaded replicas live as long as the process
         self.server = start_server(
             bindings(self.control_servicer, self.replication_servicer, self.log_servicer),
             host=config.host, port=config.port, max_workers=config.grpc_workers, serving=False,
+            interceptors=[self.gate],
         )
+        if not self.zk.connect(stopping):
+            return False
+        self.zk.ensure_layout()
+        self.replicas.delete_unassigned(assigned_here(self.zk, config.broker_id))
+        gc_policy.settle()  # the loaded replicas live as long as the process
+        self.gate.open()
         metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         self.metrics.watch_partitions(lambda: self.replicas.summary(self.topic_configs.min_insync_replicas))
         self.controller.start()
@@ -91,8 +103,10 @@ class BrokerProcess:
         self._register(metrics_port)
         self.server.set_serving(True)  # healthy means registered: peers and the controller can see it
         self.zk.add_session_listener(self._on_session)
+        self._joined = True
         log.info("broker %d up: grpc %s:%d, metrics %d, rack %r, %d local replicas", config.broker_id, config.host,
                  self.server.port, metrics_port, config.rack, len(self.replicas.topic_partitions()))
+        return True
 
     def _load_replicas(self) -> ReplicaManager:
         config = self.config
@@ -201,11 +215,11 @@ class BrokerProcess:
     def stop(self) -> None:
         if self._stopping:
             return
-        if self.server is not None and self.config.controlled_shutdown_enable and self.broker_epoch:
+        if self._joined and self.config.controlled_shutdown_enable and self.broker_epoch:
             self.state_changes.begin_shutdown()
             controlled_shutdown(self.controller, self.config.broker_id, self.broker_epoch)
         self._stopping = True
-        if self.server is not None:
+        if self._joined:
             self.delayed_produces.close()
             for hosted in self.replicas.hosted():
                 hosted.wake()
@@ -214,6 +228,7 @@ class BrokerProcess:
             self.checkpointer.stop()
             self.replication_servicer.end_streams()
             self.log_servicer.end_streams()
+        if self.server is not None:
             self.server.stop(SERVER_STOP_GRACE_S)
             self.replicas.close()
         self.channels.close()

@@ -20,7 +20,9 @@ class BrokerConfig:
     log_dir: str = setting("./data/broker", "directory holding this broker's partition logs and checkpoints")
     metrics_port: int = setting(0, "Prometheus /metrics port (0 picks a free one)", tcp_port)
     zookeeper_session_timeout_ms: int = setting(6000, "ZooKeeper session timeout", positive)
-    zookeeper_connect_timeout_ms: int = setting(10000, "how long to wait for ZooKeeper at start", positive)
+    zookeeper_connect_backoff_max_ms: int = setting(
+        2000, "longest pause between attempts to reach ZooKeeper, at start and after losing it "
+              "(the process waits for ZooKeeper as long as it takes, NOT_SERVING meanwhile)", positive)
     trace_dir: str = setting("", "directory for JSON-lines span files when no OTLP endpoint is set")
     log_level: str = setting("info", "log level", one_of("debug", "info", "warning", "error"))
     replica_lag_time_max_ms: int = setting(10000, "a follower not caught up for this long leaves the ISR", positive)

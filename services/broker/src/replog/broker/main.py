@@ -22,10 +22,10 @@ def main(argv: list[str] | None = None) -> int:
         open_files = service.raise_open_files_limit()
         logging.getLogger(PROG).info("open files limit %d (one descriptor per hosted replica's active segment)",
                                      open_files)
+        stop = service.StopSignal()  # first: a stop while waiting for ZooKeeper ends the wait
         process = BrokerProcess(config)
-        process.start()
-        stop = service.StopSignal()
-        stop.wait()
+        if process.start(stop.event):
+            stop.wait()
         process.stop()
         return 0
 

@@ -1,12 +1,17 @@
 """Wires the controller's adapters: ZooKeeper session, seat elector, event loop,
-gRPC server, tracing and metrics. Nothing is built at import time."""
+gRPC server, tracing and metrics. Nothing is built at import time.
+
+The controller listens before it joins ZooKeeper, however long ZooKeeper takes to answer: its
+health says NOT_SERVING and its service refuses with UNAVAILABLE (readiness_gate.py) until then."""
 
 from __future__ import annotations
 
 import logging
+import threading
 
 from replog.common import telemetry
 from replog.common.grpc_server import ServiceBinding, start_server
+from replog.common.readiness_gate import ReadinessGate
 from replog.common.zk.client import ZkClient
 from replog.controller.adapters.event_loop import ControllerLoop
 from replog.controller.adapters.seat import SeatElector
@@ -24,7 +29,7 @@ class ControllerProcess:
         self.zk = ZkClient(
             config.zookeeper,
             session_timeout_ms=config.zookeeper_session_timeout_ms,
-            connect_timeout_ms=config.zookeeper_connect_timeout_ms,
+            connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )
         settings = ControllerSettings(
             auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
@@ -36,14 +41,15 @@ class ControllerProcess:
             session_timeout_ms=config.zookeeper_session_timeout_ms, give_up=self._give_up,
         )
         self.servicer = ControllerServicer(self)
+        self.gate = ReadinessGate(f"controller {config.controller_id} is waiting for ZooKeeper at {config.zookeeper}")
         self.elector: SeatElector | None = None
         self.server = None
 
-    def start(self) -> None:
+    def start(self, stopping: threading.Event) -> bool:
+        """Listen, wait for ZooKeeper, then serve and run for the seat. False when `stopping` was set
+        before ZooKeeper answered: nothing but the server was started."""
         config = self.config
         telemetry.init_tracing("replog-controller", str(config.controller_id), config.trace_dir)
-        self.zk.start()
-        self.zk.ensure_layout()
         self.server = start_server(
             [ServiceBinding(
                 controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name,
@@ -52,7 +58,14 @@ class ControllerProcess:
             )],
             host=config.host,
             port=config.port,
+            serving=False,
+            interceptors=[self.gate],
         )
+        if not self.zk.connect(stopping):
+            return False
+        self.zk.ensure_layout()
+        self.gate.open()
+        self.server.set_serving(True)
         metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         log.info("controller %d: grpc %s:%d, metrics %d", config.controller_id, config.host,
                  self.server.port, metrics_port)
@@ -60,6 +73,7 @@ class ControllerProcess:
         self.elector = SeatElector(self.zk, config.controller_id, (config.host, self.server.port),
                                    self.loop.on_elected, self.loop.on_resigned)
         self.elector.start()
+        return True
 
     def _give_up(self, reason: str) -> None:
         if self.elector is not None:
@@ -70,9 +84,9 @@ class ControllerProcess:
         return self.loop.active
 
     def stop(self) -> None:
-        if self.elector:
+        if self.elector:  # the loop and the elector start together, once ZooKeeper has answered
             self.elector.stop()
-        self.loop.stop()
+            self.loop.stop()
         if self.server:
             self.server.stop()
         self.zk.stop()

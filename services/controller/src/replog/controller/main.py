@@ -18,10 +18,10 @@ def main(argv: list[str] | None = None) -> int:
         from replog.controller.bootstrap import ControllerProcess
 
         setup_logging("controller", str(config.controller_id), config.log_level)
+        stop = service.StopSignal()  # first: a stop while waiting for ZooKeeper ends the wait
         process = ControllerProcess(config)
-        process.start()
-        stop = service.StopSignal()
-        stop.wait()
+        if process.start(stop.event):
+            stop.wait()
         process.stop()
         return 0
 

@@ -1,19 +1,31 @@
-"""A thin kazoo adapter: connection with a deadline, retried idempotent reads,
-session-state callbacks, and the persistent parents of the layout.
+"""A thin kazoo adapter: the connection (waited for, or with a deadline), retried idempotent
+reads, session-state callbacks, and the persistent parents of the layout.
 
 Writes are not retried here: a controller write must fail loudly if its
 session or epoch is gone (see the controller's executor), and a retried
 non-idempotent write could apply twice.
+
+Reaching ZooKeeper. kazoo's connection thread tries the hosts in turn and, after a failed
+round, pauses before the next, each pause about twice the last. kazoo lets the pause grow to
+an hour, so a process that had lost ZooKeeper for a few minutes would go on without it for
+minutes after it came back; here the pause stops growing at `connect_backoff_max_ms`. That
+thread tries until the client is stopped. A service `connect`s: it waits for as long as
+ZooKeeper takes, because without it a service can do nothing useful, and a broker that gave up
+at start left the partitions it alone held offline until a person started it again. Tools and
+tests `start` with a deadline. kazoo logs each failed attempt; `_ConnectionLogFilter` lets
+those lines through at a bounded rate, and `connect` says itself that it is waiting.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from typing import Callable
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import ConnectionLoss, NoNodeError, NodeExistsError, OperationTimeoutError
-from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from replog.common.zk import schema
@@ -21,6 +33,14 @@ from replog.common.zk import schema
 log = logging.getLogger(__name__)
 
 SessionListener = Callable[[str], None]
+
+CONNECT_BACKOFF_FIRST_S = 0.1
+START_TIMEOUT_S = 10.0
+# A connection normally takes milliseconds: none after this long means ZooKeeper is not answering.
+WAIT_REPORT_FIRST_S = 1.0
+WAIT_REPORT_INTERVAL_S = 15.0
+# `connect` runs on a service's main thread, which must see a SIGTERM promptly (service.StopSignal).
+STOP_POLL_S = 0.2
 
 _retry_reads = retry(
     retry=retry_if_exception_type((ConnectionLoss, OperationTimeoutError)),
@@ -34,33 +54,98 @@ class ZkUnavailableError(RuntimeError):
     """ZooKeeper could not be reached in time."""
 
 
+class _ConnectionLogFilter(logging.Filter):
+    """Passes each of kazoo's per-attempt connection messages at most once per `interval_s`.
+
+    Every failed attempt logs a warning (and a line at info); with attempts a few seconds
+    apart, a ZooKeeper outage would otherwise fill every service's log. With no limit on
+    attempts, kazoo's retry ends only when `stop` interrupts it, which kazoo reports as a
+    failure to connect "within the connection retry policy": that line is dropped."""
+
+    PER_ATTEMPT = frozenset({
+        "Connecting to %s(%s):%s, use_ssl: %r",
+        "Connection dropped: %s",
+        "Connection time-out: %s",
+        "Cannot resolve %s: %s",
+    })
+    STOPPED = "Failed connecting to Zookeeper within the connection retry policy."
+
+    def __init__(self, interval_s: float) -> None:
+        super().__init__()
+        self._interval_s = interval_s
+        self._lock = threading.Lock()
+        self._passed_s: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == self.STOPPED:
+            return False
+        if record.msg not in self.PER_ATTEMPT:
+            return True
+        now_s = time.monotonic()
+        with self._lock:
+            passed_s = self._passed_s.get(record.msg)
+            if passed_s is not None and now_s - passed_s < self._interval_s:
+                return False
+            self._passed_s[record.msg] = now_s
+        return True
+
+
+def _filter_connection_logs() -> None:
+    kazoo_log = logging.getLogger("kazoo.client")  # kazoo's connection thread logs here
+    if not any(isinstance(f, _ConnectionLogFilter) for f in kazoo_log.filters):
+        kazoo_log.addFilter(_ConnectionLogFilter(WAIT_REPORT_INTERVAL_S))
+
+
 class ZkClient:
     """Owns one kazoo session."""
 
-    def __init__(self, connect: str, *, session_timeout_ms: int = 6000, connect_timeout_ms: int = 10000) -> None:
+    def __init__(self, connect: str, *, session_timeout_ms: int = 6000, connect_backoff_max_ms: int = 2000) -> None:
+        assert connect_backoff_max_ms > 0, connect_backoff_max_ms
         self.connect_string = connect
         self.session_timeout_ms = session_timeout_ms
-        self.connect_timeout_ms = connect_timeout_ms
-        self.kazoo = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0)
+        self.connect_backoff_max_ms = connect_backoff_max_ms
+        _filter_connection_logs()
+        connection_retry = KazooRetry(max_tries=-1, delay=CONNECT_BACKOFF_FIRST_S, backoff=2,
+                                      max_delay=connect_backoff_max_ms / 1000.0)
+        self.kazoo = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0,
+                                 connection_retry=connection_retry)
         self._listeners: list[SessionListener] = []
         self.kazoo.add_listener(self._on_state)
 
-    def start(self) -> None:
-        # Each failed connection attempt logs a warning; at start-up only the
-        # final one-line reason matters, so keep kazoo quiet until connected.
-        kazoo_log = logging.getLogger("kazoo")
-        level = kazoo_log.level
-        kazoo_log.setLevel(logging.CRITICAL)
-        try:
-            self.kazoo.start(timeout=self.connect_timeout_ms / 1000.0)
-        except KazooTimeoutError:
-            self.kazoo.stop()
-            self.kazoo.close()
-            raise ZkUnavailableError(
-                f"cannot reach ZooKeeper at {self.connect_string} within {self.connect_timeout_ms / 1000:g} s"
-            ) from None
-        finally:
-            kazoo_log.setLevel(level)
+    def connect(self, stopping: threading.Event, *, report_interval_s: float = WAIT_REPORT_INTERVAL_S) -> bool:
+        """Connect, waiting for as long as ZooKeeper takes to answer; False if `stopping` is set first.
+
+        Logs once that it is waiting (if the first attempts fail), then again every
+        `report_interval_s` while it still is. Waits in short steps, so that a stop signal handled
+        on this thread is seen at once. After False the caller still `stop`s the client."""
+        if stopping.is_set():
+            return False
+        live = self.kazoo.start_async()
+        started_s = time.monotonic()
+        reports = 0
+        next_report_s = WAIT_REPORT_FIRST_S
+        while not live.wait(STOP_POLL_S):
+            if stopping.is_set():
+                log.info("stopped while waiting for ZooKeeper at %s", self.connect_string)
+                return False
+            waited_s = time.monotonic() - started_s
+            if waited_s >= next_report_s:
+                if reports == 0:
+                    log.warning("waiting for ZooKeeper at %s: no answer yet; retrying, with pauses growing to "
+                                "about %g s", self.connect_string, self.connect_backoff_max_ms / 1000)
+                else:
+                    log.warning("still waiting for ZooKeeper at %s after %.0f s", self.connect_string, waited_s)
+                reports += 1
+                next_report_s = waited_s + report_interval_s
+        if reports:
+            log.info("reached ZooKeeper at %s after %.1f s", self.connect_string, time.monotonic() - started_s)
+        return True
+
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Connect within `timeout_s` or raise ZkUnavailableError (for tools and tests; a service `connect`s)."""
+        if not self.kazoo.start_async().wait(timeout_s):
+            self.stop()
+            raise ZkUnavailableError(f"cannot reach ZooKeeper at {self.connect_string} within {timeout_s:g} s")
 
     def stop(self) -> None:
         try:
