@@ -19,9 +19,10 @@ is retried with the same bytes and the same sequence after a metadata refresh.
 Its partition then *recovers*: nothing new is sent until every batch of it in
 flight has answered, and the batches to retry go one at a time, in sequence
 order; a later batch that the leader refused as out of order because an
-earlier one had not been appended is one of them. With idempotence the leader
-recognises a batch it already has and answers with its original offset, so a
-retry never writes a record twice.
+earlier one had not been appended is one of them. Once none is in flight and
+none waits to be retried, the partition sends as before, its open batch
+included. With idempotence the leader recognises a batch it already has and
+answers with its original offset, so a retry never writes a record twice.
 """
 
 from __future__ import annotations
@@ -292,6 +293,7 @@ class Producer:
                 if self._closed and not self._ready and not self._open and not self._in_flight:
                     return
                 now = time.monotonic()
+                self._end_recoveries_locked()
                 # A lingered batch leaves only when its partition can send: while it has all
                 # the requests in flight it may (or a full batch waits) it keeps filling, as
                 # Kafka's accumulator does, instead of splitting into one small request per linger.
@@ -316,8 +318,6 @@ class Producer:
                     batch = self._ready.popleft()
                     key = (batch.topic, batch.partition)
                     in_flight = self._in_flight.get(key, 0)
-                    if key in self._recovering and in_flight == 0 and batch.attempts == 0:
-                        self._recovering.discard(key)  # every retried batch is through
                     limit = 1 if key in self._recovering else self.max_in_flight
                     if key in blocked or in_flight >= limit or batch.retry_at_s > now:
                         waiting.append(batch)
@@ -344,6 +344,13 @@ class Producer:
                     completion = self._completions.get_nowait()
                 except queue.Empty:
                     completion = None
+
+    def _end_recoveries_locked(self) -> None:
+        """A partition has recovered once none of its batches is in flight and none waits to be
+        retried (under the lock): from then on it sends as before, its open batch included."""
+        for key in [k for k in self._recovering if k not in self._in_flight]:
+            if not any(b.attempts and (b.topic, b.partition) == key for b in self._ready):
+                self._recovering.discard(key)
 
     def _encode(self, batch: _Batch) -> None:
         """Encode a batch once, giving it the partition's next sequence (sender thread only,
