@@ -40,8 +40,8 @@ class Consumer:
     def __init__(self, bootstrap: list[str], topic: str, *, partitions: list[int] | None = None,
                  start: str | int = EARLIEST, fetch_max_bytes: int = 4 * 1024 * 1024,
                  max_wait_ms: int = 500, reset_out_of_range: bool = False, retry_backoff_ms: int = 200,
-                 metadata_max_age_ms: int = 300_000) -> None:
-        self.metadata = MetadataCache(bootstrap)
+                 metadata_max_age_ms: int = 300_000, metadata_timeout_ms: int = 1000) -> None:
+        self.metadata = MetadataCache(bootstrap, timeout_s=metadata_timeout_ms / 1000)
         self.retry_backoff_s = retry_backoff_ms / 1000
         self.metadata_max_age_s = metadata_max_age_ms / 1000
         self._metadata_due_s = time.monotonic() + self.metadata_max_age_s
@@ -101,6 +101,7 @@ class Consumer:
             try:
                 reply = self.metadata.stub(address).Fetch(request, timeout=wait_ms / 1000 + 10)
             except grpc.RpcError:
+                self.metadata.mark_unreachable(address)
                 self._refresh_quietly()
                 continue
             for data in reply.partitions:

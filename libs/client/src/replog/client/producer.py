@@ -107,6 +107,7 @@ class Producer:
         retry_backoff_ms: int = 100,
         buffered_records_max: int = 1_000_000,
         max_in_flight: int = 5,
+        metadata_timeout_ms: int = 1000,
     ) -> None:
         if acks not in (0, 1, -1):
             raise ValueError(f"acks must be 0, 1 or -1 (all), not {acks}")
@@ -117,7 +118,7 @@ class Producer:
                              f"remembers a producer's last {MAX_IN_FLIGHT_IDEMPOTENT} batches per partition) or 1 "
                              f"to {MAX_IN_FLIGHT} without, not {max_in_flight}")
         self.max_in_flight = max_in_flight
-        self.metadata = MetadataCache(bootstrap)
+        self.metadata = MetadataCache(bootstrap, timeout_s=metadata_timeout_ms / 1000)
         self.acks = acks
         self.idempotent = idempotent
         self.linger_s = linger_ms / 1000
