@@ -4,9 +4,15 @@
   partition's new records as they come, not only when a flush or a full batch pushes them.
 - A consumer that saw a partition without a leader (its only replica's broker killed) reads
   it again once the broker is back, while it goes on reading the other partition.
+- A leader killed or paused under load: the producer as shipped has every record acknowledged
+  within the ZooKeeper session timeout (the time the cluster takes to notice) plus 2 s of its send.
 """
 
 from __future__ import annotations
+
+import signal
+import threading
+import time
 
 import pytest
 
@@ -99,3 +105,98 @@ def read_until(consumer: Consumer, read: dict[int, list[bytes]], counts: dict[in
         wait_for(enough, timeout_s, f"records {counts} by partition")
     except AssertionError as exc:
         raise AssertionError(f"{exc}; read {({p: len(v) for p, v in read.items()})}") from None
+
+
+class Load:
+    """Sends one record per partition every `interval_s` from a thread; keeps each one's send and ack times."""
+
+    def __init__(self, producer: Producer, topic: str, partitions: int, interval_s: float = 0.005) -> None:
+        self.producer, self.topic, self.partitions, self.interval_s = producer, topic, partitions, interval_s
+        self.records: list[tuple[int, float, object]] = []  # (partition, sent at, future)
+        self.acked_at: dict[int, float] = {}  # index in records -> acknowledged at
+        self.errors: list[BaseException] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> "Load":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            for p in range(self.partitions):
+                index = len(self.records)
+                future = self.producer.send(self.topic, b"r%d" % index, partition=p)
+                self.records.append((p, time.monotonic(), future))
+                future.add_done_callback(lambda f, index=index: self._done(index, f))
+
+    def _done(self, index: int, future) -> None:
+        with self._lock:
+            if future.exception() is not None:
+                self.errors.append(future.exception())
+            else:
+                self.acked_at[index] = time.monotonic()
+
+    def acked(self) -> int:
+        with self._lock:
+            return len(self.acked_at)
+
+    def answered(self) -> int:
+        with self._lock:
+            return len(self.acked_at) + len(self.errors)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def slowest_s(self, partition: int, now: float) -> float:
+        """The longest a record of `partition` took from send to acknowledgement (till `now` if it has none)."""
+        with self._lock:
+            return max(self.acked_at.get(i, now) - sent for i, (p, sent, _) in enumerate(self.records)
+                       if p == partition)
+
+
+@pytest.mark.parametrize("fault", ["kill", "pause"])
+def test_producer_as_shipped_resumes_within_the_session_timeout_after_its_leader_is_lost(start_cluster, fault):
+    """kill -9 closes the leader's connections; SIGSTOP leaves them open and silent (a long GC pause, a
+    frozen VM), and the producer's requests there unanswered, so it must leave them for the new leader."""
+    cluster = start_cluster(ClusterSpec(controllers=1, gateways=0, zookeeper_session_timeout_ms=SESSION_MS))
+    bound_s = SESSION_MS / 1000 + 2
+    with zk_session(cluster) as zk:
+        create_topic(zk, "lost", {0: (1, 2, 3), 1: (2, 3, 1)}, {"min.insync.replicas": "2"})
+        wait_for_isr(cluster, zk, "lost", {1, 2, 3}, 30, partition=0)
+        wait_for_isr(cluster, zk, "lost", {1, 2, 3}, 30, partition=1)
+        producer = Producer(bootstrap(cluster))
+        try:
+            load = Load(producer, "lost", 2).start()
+            try:
+                wait_for(lambda: load.acked() > 400, 20, "acknowledgements before the fault")
+                if fault == "kill":
+                    cluster.kill("broker-1")
+                else:
+                    cluster.signal("broker-1", signal.SIGSTOP)
+                lost_at = time.monotonic()
+                wait_for_leader(cluster, zk, "lost", None, 30, partition=0)
+                # Load on past the bound: a partition that stopped sending leaves records unacknowledged.
+                wait_for(lambda: time.monotonic() > lost_at + bound_s + 2, bound_s + 10, "the load to run on")
+            finally:
+                load.stop()
+            # No flush: what was sent is acknowledged on the producer's own schedule, or not in time.
+            answer_by = time.monotonic() + bound_s
+            wait_for(lambda: load.answered() == len(load.records) or time.monotonic() > answer_by, bound_s + 5,
+                     "every record to be answered, or the bound to pass")
+            slowest_s = {p: round(load.slowest_s(p, time.monotonic()), 2) for p in (0, 1)}
+        finally:
+            cluster.signal("broker-1", signal.SIGCONT)
+            producer.close(timeout_s=30)
+    assert not load.errors, load.errors[:3]
+    assert max(slowest_s.values()) <= bound_s, f"longest from send to acknowledgement by partition: {slowest_s}"
+    # What was left at the old leader went again, with its sequence: each record is in the log once.
+    sent = {p: sorted(b"r%d" % i for i, (q, _, _) in enumerate(load.records) if q == p) for p in (0, 1)}
+    read: dict[int, list[bytes]] = {0: [], 1: []}
+    with Consumer(bootstrap(cluster), "lost") as consumer:
+        read_until(consumer, read, {p: len(values) for p, values in sent.items()})
+    for p in (0, 1):
+        assert sorted(read[p]) == sent[p], (f"partition {p}: {len(sent[p])} records sent, {len(read[p])} read, "
+                                            f"{len(set(read[p]))} of them distinct")
