@@ -3,6 +3,11 @@
 `poll()` sends one long-polling Fetch per leader broker and returns decoded
 records in offset order per partition. Leadership changes are followed through
 Metadata; an offset out of range is reported (or reset, when asked).
+
+Metadata is refreshed after a failed fetch or a partition error, every
+`retry_backoff_ms` while a partition read has no known leader (it is skipped
+meanwhile, and read again as soon as metadata names one: a broker back from a
+crash), and every `metadata_max_age_ms` in any case.
 """
 
 from __future__ import annotations
@@ -34,8 +39,13 @@ class ConsumerRecord:
 class Consumer:
     def __init__(self, bootstrap: list[str], topic: str, *, partitions: list[int] | None = None,
                  start: str | int = EARLIEST, fetch_max_bytes: int = 4 * 1024 * 1024,
-                 max_wait_ms: int = 500, reset_out_of_range: bool = False) -> None:
-        self.metadata = MetadataCache(bootstrap)
+                 max_wait_ms: int = 500, reset_out_of_range: bool = False, retry_backoff_ms: int = 200,
+                 metadata_max_age_ms: int = 300_000, metadata_timeout_ms: int = 1000) -> None:
+        self.metadata = MetadataCache(bootstrap, timeout_s=metadata_timeout_ms / 1000)
+        self.retry_backoff_s = retry_backoff_ms / 1000
+        self.metadata_max_age_s = metadata_max_age_ms / 1000
+        self._metadata_due_s = time.monotonic() + self.metadata_max_age_s
+        self._metadata_tried_at_s = float("-inf")
         self.topic = topic
         count = self.metadata.partition_count(topic)
         self.partitions = list(range(count)) if partitions is None else list(partitions)
@@ -65,18 +75,20 @@ class Consumer:
                 raise ProduceError(common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE,
                                    f"no leader answered ListOffsets for {self.topic}-{partition}")
             time.sleep(0.2)
-            self.metadata.refresh([self.topic])
+            self._refresh_quietly()
 
     def poll(self, timeout_ms: int | None = None) -> list[ConsumerRecord]:
         wait_ms = self.max_wait_ms if timeout_ms is None else timeout_ms
+        if time.monotonic() >= self._metadata_due_s:
+            self._refresh_quietly()
         by_leader: dict[str, list[int]] = {}
         for p in self.partitions:
             leader = self.metadata.leader_address(self.topic, p)
             if leader is None:
+                self._refresh_by(self._metadata_tried_at_s + self.retry_backoff_s)  # until it has one
                 continue
             by_leader.setdefault(leader[0], []).append(p)
         if not by_leader:
-            self._refresh_quietly()
             time.sleep(min(wait_ms, 200) / 1000)
             return []
         out: list[ConsumerRecord] = []
@@ -89,6 +101,7 @@ class Consumer:
             try:
                 reply = self.metadata.stub(address).Fetch(request, timeout=wait_ms / 1000 + 10)
             except grpc.RpcError:
+                self.metadata.mark_unreachable(address)
                 self._refresh_quietly()
                 continue
             for data in reply.partitions:
@@ -112,11 +125,16 @@ class Consumer:
             self.positions[p] = records[-1].offset + 1
         return [ConsumerRecord(self.topic, p, r.offset, r.key, r.value, r.timestamp_ms) for r in records]
 
+    def _refresh_by(self, due_s: float) -> None:
+        self._metadata_due_s = min(self._metadata_due_s, due_s)
+
     def _refresh_quietly(self) -> None:
+        self._metadata_tried_at_s = time.monotonic()
+        self._metadata_due_s = self._metadata_tried_at_s + self.metadata_max_age_s
         try:
             self.metadata.refresh([self.topic])
         except Exception:  # noqa: BLE001 - the next poll tries again
-            pass
+            self._refresh_by(self._metadata_tried_at_s + self.retry_backoff_s)
 
     def close(self) -> None:
         self.metadata.close()

@@ -10,14 +10,14 @@ stream takes the answers and hands each, with what was sent, to `on_answer`.
 When the stream fails, is cancelled or ends, every request still unanswered is
 handed to `on_lost` (it may or may not have been appended), and the stream is
 `broken`: the producer opens another for its next request. A stream has no
-per-request deadline, so `cancel_if_overdue` (called by the producer's sender
-loop) cancels one whose oldest unanswered request has waited past its due time:
-a broker that stopped answering without closing the connection.
+per-request deadline: the producer's sender loop cancels one whose oldest
+unanswered request (`unanswered_s`) has waited too long, a broker that
+stopped answering without closing the connection, and, with idempotence, one
+holding a request (`outstanding`) for a partition that has a new leader.
 """
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 from typing import Any, Callable
@@ -26,8 +26,6 @@ import grpc
 
 from replog.common import hopmarks
 from replog.v1 import log_pb2, log_pb2_grpc
-
-log = logging.getLogger(__name__)
 
 _CLOSE = object()  # ends the request iterator (half-closes the stream)
 
@@ -38,7 +36,8 @@ class ProduceStream:
         self._on_answer = on_answer
         self._on_lost = on_lost
         self._lock = threading.Lock()
-        self._pending: dict[int, tuple[Any, float]] = {}  # request id -> (what was sent, due time)
+        # request id -> (what was sent, when); in request id order, so the first is the oldest
+        self._pending: dict[int, tuple[Any, float]] = {}
         self._next_id = 0
         self.broken = False
         self._requests: queue.SimpleQueue = queue.SimpleQueue()
@@ -46,7 +45,7 @@ class ProduceStream:
         self._reader = threading.Thread(target=self._read, name="producer-stream", daemon=True)
         self._reader.start()
 
-    def send(self, message: log_pb2.ProduceStreamRequest, sent: Any, due_s: float) -> bool:
+    def send(self, message: log_pb2.ProduceStreamRequest, sent: Any, sent_at_s: float) -> bool:
         """Queue a request (its `produce` filled in; the stream sets `request_id`); False if the
         stream is broken (nothing was sent: open another and send it there)."""
         with self._lock:
@@ -54,20 +53,27 @@ class ProduceStream:
                 return False
             request_id = self._next_id
             self._next_id += 1
-            self._pending[request_id] = (sent, due_s)
+            self._pending[request_id] = (sent, sent_at_s)
             message.request_id = request_id
             hopmarks.mark("P1")
             self._requests.put(message)
         return True
 
-    def cancel_if_overdue(self, now_s: float) -> None:
+    def unanswered_s(self, now_s: float) -> float:
+        """How long the oldest request still unanswered has waited (0 when none is)."""
         with self._lock:
-            overdue = any(due_s < now_s for _, due_s in self._pending.values())
-        if overdue:
-            log.warning("a broker left a produce request unanswered past its timeout; reopening the stream")
-            self.cancel()
+            oldest = next(iter(self._pending.values()), None)
+        return 0.0 if oldest is None else now_s - oldest[1]
+
+    def outstanding(self) -> list[Any]:
+        """What was sent with each request still unanswered, oldest first."""
+        with self._lock:
+            return [sent for sent, _ in self._pending.values()]
 
     def cancel(self) -> None:
+        """End the stream: what it holds is handed to `on_lost`, and nothing more is sent on it."""
+        with self._lock:
+            self.broken = True
         self._call.cancel()
         self._requests.put(_CLOSE)
 

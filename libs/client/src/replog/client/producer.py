@@ -19,9 +19,25 @@ is retried with the same bytes and the same sequence after a metadata refresh.
 Its partition then *recovers*: nothing new is sent until every batch of it in
 flight has answered, and the batches to retry go one at a time, in sequence
 order; a later batch that the leader refused as out of order because an
-earlier one had not been appended is one of them. With idempotence the leader
-recognises a batch it already has and answers with its original offset, so a
-retry never writes a record twice.
+earlier one had not been appended is one of them. Once none is in flight and
+none waits to be retried, the partition sends as before, its open batch
+included. With idempotence the leader recognises a batch it already has and
+answers with its original offset, so a retry never writes a record twice.
+
+Following a new leader (Kafka's KIP-951 idea, with metadata as the source):
+the sender refreshes metadata soon after a retriable error, then every
+`retry_backoff_ms` while a partition recovers or a request has waited over
+`UNANSWERED_CHECK_S`, and every `metadata_max_age_ms` in any case. A batch
+waiting out its backoff goes at once when metadata names a leader newer than
+the one that failed it, and its backoff grows only with failures at one
+leader. With idempotence, a request outstanding at a broker that metadata
+says was replaced as a partition's leader (another broker, a newer leader
+epoch) is abandoned: its stream is cancelled, and what was on it is retried
+like a lost request, same bytes and sequence, in order, so the new leader
+appends it once or answers it as a duplicate. A silent leader (paused, cut
+off) is thus left as soon as the cluster has replaced it, not after the
+request timeout. Without idempotence a resend might write a batch twice, so
+there the producer waits for the answer or the request timeout.
 """
 
 from __future__ import annotations
@@ -44,6 +60,12 @@ log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT_IDEMPOTENT = 5  # the broker's producer state keeps a producer's last 5 batches (BATCHES_KEPT)
 MAX_IN_FLIGHT = 100
+# A request unanswered this long (an acks=all write normally answers in milliseconds) makes the sender
+# look at metadata every retry backoff, to see whether its leader was replaced.
+UNANSWERED_CHECK_S = 1.0
+# A stream's request unanswered this long past the request timeout (by which the broker answers an
+# acks=all write) is given up: the broker stopped answering.
+ANSWER_GRACE_S = 5.0
 
 RETRIABLE = {
     common_pb2.ERROR_CODE_NOT_LEADER,
@@ -89,6 +111,8 @@ class _Batch:
     attempts: int = 0
     deadline_s: float = 0.0
     retry_at_s: float = 0.0
+    sent_to: tuple[str, int] | None = None  # (address, leader epoch) of the leader last sent to
+    failures_here: int = 0  # retriable failures at sent_to in a row: what the backoff grows with
 
 
 class Producer:
@@ -104,8 +128,11 @@ class Producer:
         request_timeout_ms: int = 30_000,
         delivery_timeout_ms: int = 120_000,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
         buffered_records_max: int = 1_000_000,
         max_in_flight: int = 5,
+        metadata_max_age_ms: int = 300_000,
+        metadata_timeout_ms: int = 1000,
     ) -> None:
         if acks not in (0, 1, -1):
             raise ValueError(f"acks must be 0, 1 or -1 (all), not {acks}")
@@ -116,7 +143,7 @@ class Producer:
                              f"remembers a producer's last {MAX_IN_FLIGHT_IDEMPOTENT} batches per partition) or 1 "
                              f"to {MAX_IN_FLIGHT} without, not {max_in_flight}")
         self.max_in_flight = max_in_flight
-        self.metadata = MetadataCache(bootstrap)
+        self.metadata = MetadataCache(bootstrap, timeout_s=metadata_timeout_ms / 1000)
         self.acks = acks
         self.idempotent = idempotent
         self.linger_s = linger_ms / 1000
@@ -125,6 +152,8 @@ class Producer:
         self.request_timeout_s = request_timeout_ms / 1000
         self.delivery_timeout_s = delivery_timeout_ms / 1000
         self.retry_backoff_s = retry_backoff_ms / 1000
+        self.retry_backoff_max_s = max(retry_backoff_max_ms, retry_backoff_ms) / 1000
+        self.metadata_max_age_s = metadata_max_age_ms / 1000
         self.producer_id, self.producer_epoch = -1, -1
         self._lock = threading.Condition()
         self._open: dict[tuple[str, int], _Batch] = {}
@@ -135,6 +164,9 @@ class Producer:
         self._next_ordinal: dict[tuple[str, int], int] = {}
         self._unfinished: dict[tuple[str, int], set[int]] = {}  # ordinals encoded and not yet answered for good
         self._streams: dict[str, ProduceStream] = {}  # sender thread only
+        self._topics: set[str] = set()  # sender thread only: the topics whose metadata it refreshes
+        self._metadata_due_s = time.monotonic() + self.metadata_max_age_s  # sender thread only: next refresh
+        self._metadata_tried_at_s = float("-inf")  # sender thread only
         self._completions: queue.SimpleQueue = queue.SimpleQueue()  # C-level: no Python lock per put and get
         self._buffered = 0
         self._buffered_max = buffered_records_max
@@ -292,6 +324,8 @@ class Producer:
                 if self._closed and not self._ready and not self._open and not self._in_flight:
                     return
                 now = time.monotonic()
+                self._end_recoveries_locked()
+                troubled = bool(self._recovering)
                 # A lingered batch leaves only when its partition can send: while it has all
                 # the requests in flight it may (or a full batch waits) it keeps filling, as
                 # Kafka's accumulator does, instead of splitting into one small request per linger.
@@ -316,8 +350,6 @@ class Producer:
                     batch = self._ready.popleft()
                     key = (batch.topic, batch.partition)
                     in_flight = self._in_flight.get(key, 0)
-                    if key in self._recovering and in_flight == 0 and batch.attempts == 0:
-                        self._recovering.discard(key)  # every retried batch is through
                     limit = 1 if key in self._recovering else self.max_in_flight
                     if key in blocked or in_flight >= limit or batch.retry_at_s > now:
                         waiting.append(batch)
@@ -332,8 +364,11 @@ class Producer:
                 self._send(sendable)
             self._encode_waiting()
             now = time.monotonic()
-            for stream in list(self._streams.values()):
-                stream.cancel_if_overdue(now)
+            troubled = self._check_streams(now) or troubled
+            if troubled:
+                self._refresh_metadata_by(self._metadata_tried_at_s + self.retry_backoff_s)
+            if now >= self._metadata_due_s:
+                self._refresh_metadata(now)
             try:
                 completion = self._completions.get(timeout=self.linger_s if timed else 0.05)
             except queue.Empty:
@@ -344,6 +379,71 @@ class Producer:
                     completion = self._completions.get_nowait()
                 except queue.Empty:
                     completion = None
+
+    def _end_recoveries_locked(self) -> None:
+        """A partition has recovered once none of its batches is in flight and none waits to be
+        retried (under the lock): from then on it sends as before, its open batch included."""
+        for key in [k for k in self._recovering if k not in self._in_flight]:
+            if not any(b.attempts and (b.topic, b.partition) == key for b in self._ready):
+                self._recovering.discard(key)
+
+    def _check_streams(self, now: float) -> bool:
+        """Give up a stream whose oldest request waited past its answer timeout; whether any other
+        has a request unanswered for over UNANSWERED_CHECK_S."""
+        slow = False
+        for address, stream in list(self._streams.items()):
+            if stream.broken:
+                continue
+            waited_s = stream.unanswered_s(now)
+            if waited_s > self.request_timeout_s + ANSWER_GRACE_S:
+                log.warning("broker %s left a produce request unanswered for %.1f s; reopening the stream",
+                            address, waited_s)
+                stream.cancel()
+            elif waited_s > UNANSWERED_CHECK_S:
+                slow = True
+        return slow
+
+    def _refresh_metadata_by(self, due_s: float) -> None:
+        self._metadata_due_s = min(self._metadata_due_s, due_s)
+
+    def _refresh_metadata(self, now: float) -> None:
+        """Refresh the leaders of the topics sent to (sender thread), then act on what changed."""
+        self._metadata_tried_at_s = now
+        self._metadata_due_s = now + self.metadata_max_age_s
+        if not self._topics:
+            return  # nothing sent yet (an empty list would ask for every topic)
+        try:
+            self.metadata.refresh(sorted(self._topics))
+        except Exception:  # noqa: BLE001 - tried again when next due
+            return
+        with self._lock:
+            released = False
+            if self._recovering:
+                for batch in self._ready:
+                    if batch.retry_at_s > now and self._leader_is_newer(batch):
+                        batch.retry_at_s = 0.0  # a new leader: no need to wait out the old one's backoff
+                        released = True
+        if released:
+            self._wake_sender()
+        if self.idempotent:
+            for address, stream in list(self._streams.items()):
+                waiting = [b for group in stream.outstanding() for b in group]
+                if not stream.broken and any(self._leader_replaced(b, address) for b in waiting):
+                    log.info("abandoning the requests outstanding at %s: a partition of theirs has a new leader",
+                             address)
+                    stream.cancel()  # what was on it comes back through _on_lost, to be retried in order
+
+    def _leader_is_newer(self, batch: _Batch) -> bool:
+        """Metadata names a leader of the batch's partition newer than the one it last failed at."""
+        leader = self.metadata.leader_address(batch.topic, batch.partition)
+        return leader is not None and (batch.sent_to is None or leader[1] > batch.sent_to[1])
+
+    def _leader_replaced(self, batch: _Batch, address: str) -> bool:
+        """Metadata says another broker than `address`, where the batch waits, leads its partition
+        at a newer leader epoch than the batch was sent at."""
+        leader = self.metadata.leader_address(batch.topic, batch.partition)
+        return (leader is not None and batch.sent_to is not None and leader[0] != address
+                and leader[1] > batch.sent_to[1])
 
     def _encode(self, batch: _Batch) -> None:
         """Encode a batch once, giving it the partition's next sequence (sender thread only,
@@ -371,16 +471,21 @@ class Producer:
             self._encode(batch)
 
     def _send(self, batches: list[_Batch]) -> None:
-        by_leader: dict[str, list[_Batch]] = {}
         for batch in batches:
             self._encode(batch)
+            self._topics.add(batch.topic)
+        unknown = sorted({b.topic for b in batches if self.metadata.leader_address(b.topic, b.partition) is None})
+        if unknown:
+            self._metadata_tried_at_s = time.monotonic()
+            try:
+                self.metadata.refresh(unknown)
+            except Exception:  # noqa: BLE001 - retried below
+                pass
+        by_leader: dict[str, list[_Batch]] = {}
+        for batch in batches:
             leader = self.metadata.leader_address(batch.topic, batch.partition)
-            if leader is None:
-                try:
-                    self.metadata.refresh([batch.topic])
-                except Exception:  # noqa: BLE001 - retried below
-                    pass
-                leader = self.metadata.leader_address(batch.topic, batch.partition)
+            if leader != batch.sent_to:
+                batch.sent_to, batch.failures_here = leader, 0
             if leader is None:
                 self._completions.put((batch, common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE, "no leader known", -1))
                 continue
@@ -400,16 +505,16 @@ class Producer:
         add_partition = request.partitions.add
         for b in group:
             add_partition(topic=b.topic, partition=b.partition, record_batch=b.encoded)
-        due_s = time.monotonic() + self.request_timeout_s + 5
+        now_s = time.monotonic()
         stream = self._streams.get(address)
-        if stream is None or not stream.send(message, group, due_s):
+        if stream is None or not stream.send(message, group, now_s):
             try:
                 stream = self._streams[address] = ProduceStream(self.metadata.channels.get(address), self._on_reply,
                                                                 self._on_lost)
             except Exception as exc:  # noqa: BLE001 - like a failed request: retried
                 self._on_lost(group, str(exc))
                 return
-            if not stream.send(message, group, due_s):  # it failed at once (the broker is down)
+            if not stream.send(message, group, now_s):  # it failed at once (the broker is down)
                 self._on_lost(group, "the produce stream failed as it opened")
 
     def _on_lost(self, group: list[_Batch], why: str) -> None:
@@ -444,14 +549,19 @@ class Producer:
                 retry = min(self._unfinished.get(key, {batch.ordinal})) < batch.ordinal
         if code in (common_pb2.ERROR_CODE_NONE, common_pb2.ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER):
             for future, i in batch.futures:
-                future.set_result(RecordMetadata(batch.topic, batch.partition, base_offset + i if base_offset >= 0 else -1))
+                offset = base_offset + i if base_offset >= 0 else -1
+                future.set_result(RecordMetadata(batch.topic, batch.partition, offset))
         elif retry and time.monotonic() < batch.deadline_s:
             batch.attempts += 1
-            batch.retry_at_s = time.monotonic() + min(self.retry_backoff_s * batch.attempts, 1.0)
-            try:
-                self.metadata.refresh([batch.topic])
-            except Exception:  # noqa: BLE001 - the next attempt refreshes again
-                pass
+            batch.failures_here += 1
+            batch.retry_at_s = time.monotonic() + min(self.retry_backoff_s * batch.failures_here,
+                                                      self.retry_backoff_max_s)
+            if self._leader_is_newer(batch):
+                batch.retry_at_s = 0.0  # metadata already names its new leader: no backoff
+            if code == common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE and batch.sent_to is not None:
+                self.metadata.mark_unreachable(batch.sent_to[0])
+            # Soon, and once for the errors that come together (the sender refreshes before sending again).
+            self._refresh_metadata_by(self._metadata_tried_at_s + self.retry_backoff_s)
             with self._lock:
                 self._landed(key)
                 self._recovering.add(key)
