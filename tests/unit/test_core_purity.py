@@ -1,6 +1,6 @@
 """The pure cores (every package named `core`) import no I/O library.
 
-STYLE.md rule 1: decisions live in cores that can be run in a simulation;
+Decisions live in cores that can be run in a simulation;
 gRPC, ZooKeeper, Spark, sockets and subprocesses stay in adapters. Checked two
 ways: statically over the source, and by importing every core module in a fresh
 interpreter where those modules cannot be imported at all.

@@ -1,4 +1,4 @@
-"""Stories: brokers die (seed A, DESIGN §5 "Broker failure")."""
+"""Stories: brokers die (seed A; docs/architecture.md, "A broker failure")."""
 
 import dataclasses
 

@@ -1,4 +1,4 @@
-"""Stories: a controller takes its seat (seed D, DESIGN §5 "Seat")."""
+"""Stories: a controller takes its seat (seed D; docs/architecture.md, "Who holds the seat")."""
 
 import random
 

@@ -1,1 +1,1 @@
-"""PySpark jobs over the topology export and the trace files (DESIGN.md §8)."""
+"""PySpark jobs over the topology export and the trace files."""

@@ -1,6 +1,6 @@
 """Failover report: how long each failover took, phase by phase, from the trace files.
 
-A failover is one trace (DESIGN.md §7). Its root is a controller span:
+A failover is one trace (docs/architecture.md, "A broker failure"). Its root is a controller span:
 
 * ``controller.broker_change`` with a non-empty ``brokers.dead``: **broker_failure**
   (a change that only adds brokers is not a failover and is left out);

@@ -1,4 +1,4 @@
-"""The broker core does no I/O and reads no clock or randomness (STYLE rules 1 and 4)."""
+"""The broker core does no I/O and reads no clock or randomness (time and randomness come in from outside)."""
 
 import ast
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Time comes into the cores from outside (STYLE.md rule 4).
+"""Time comes into the cores from outside, so a simulation can run them on a clock of its own.
 
 Cores receive a `Clock` and never call `time` themselves, so scenario tests and
 simulations can drive time by hand with `ManualClock` and replay a schedule.

@@ -6,7 +6,7 @@ handed to the thread waiting on the completion queue (the server's poller, a
 channel's spin thread), which hands it to the handler. The older transport
 (iomgr) lets the thread that waits on the completion queue read the socket
 itself: one thread hop fewer per message, in each direction. A replicated
-acks=all write is six stream messages on the leader (DESIGN.md §4), so the hop
+acks=all write is six stream messages on the leader (docs/architecture.md, "An acks=all produce"), so the hop
 is paid many times per write.
 
 Measured on this 2-core machine (grpcio 1.85), one 10 kB message out and its

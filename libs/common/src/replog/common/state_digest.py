@@ -2,7 +2,7 @@
 confirm what a broker holds instead of sending it all again.
 
 What it owns: the two digest formats, which the controller computes from what it
-would send and a broker from what it holds (DESIGN.md §5 "Seat"):
+would send and a broker from what it holds (docs/architecture.md, "Who holds the seat"):
 
 - the *replica digest* covers the partitions a broker hosts, each as (topic,
   partition, leader, leader epoch, and the partition epoch where the broker

@@ -1,4 +1,4 @@
-"""Tracing and metrics bootstrap (DESIGN.md section 7).
+"""Tracing and metrics bootstrap (docs/metrics.md lists the metrics).
 
 Tracing: an OpenTelemetry TracerProvider with `service.name` and
 `service.instance.id`. When OTEL_EXPORTER_OTLP_ENDPOINT is set, spans go to

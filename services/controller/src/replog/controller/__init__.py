@@ -1,1 +1,3 @@
-"""replog controller: one active controller elects leaders and drives replicas (DESIGN §5)."""
+"""replog controller: one active controller elects leaders and drives replicas.
+
+docs/architecture.md, "Control flow", tells how."""

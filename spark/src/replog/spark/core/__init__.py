@@ -1,1 +1,1 @@
-"""The Spark jobs' pure logic: no Spark, no I/O (STYLE.md rule 1; tests/unit/test_core_purity.py checks it)."""
+"""The Spark jobs' pure logic: no Spark, no I/O (tests/unit/test_core_purity.py checks it)."""

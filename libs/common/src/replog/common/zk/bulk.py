@@ -2,8 +2,8 @@
 
 Why: kazoo issues one request per call and pays Python overhead on both sides
 of each; reading 100K partition-state znodes that way takes about 20 s on the
-project's machine (DESIGN.md section 9), which alone breaks the controller
-failover goal. The server's own cost is per request, not per znode: each
+project's machine, which alone breaks the controller failover goal. The
+server's own cost is per request, not per znode: each
 request passes its request processors (a queue hand-off each) and gets a reply
 frame of its own. Measured on this machine against the local 3.8 server,
 3,334 GetData pipelined one request each cost the server 230 ms of CPU (about

@@ -2,7 +2,7 @@
 recursive watches (ZooKeeper 3.6+), which kazoo does not speak.
 
 Why: a standby controller keeps a copy of the cluster's state so that taking
-the seat does not start with reading 100K znodes (DESIGN.md §5 "Seat"). One
+the seat does not start with reading 100K znodes (docs/architecture.md, "Who holds the seat"). One
 watch per znode would mean 100K one-shot watches to re-arm; one persistent
 recursive watch on ``/brokers/topics`` reports every created, deleted or
 changed znode below it, for as long as the session lives.

@@ -1,4 +1,4 @@
-"""The one owner of replog's ZooKeeper layout (DESIGN.md section 3).
+"""The one owner of replog's ZooKeeper layout (docs/zookeeper.md is drawn from it).
 
 Every znode path and every JSON shape is built and parsed here and nowhere
 else. Shapes follow Kafka's so existing knowledge and tools carry over; each

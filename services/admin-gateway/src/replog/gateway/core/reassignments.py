@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-A reassignment moves a partition's replicas to a target list (DESIGN §5, Kafka
+A reassignment moves a partition's replicas to a target list (docs/architecture.md, "Control flow"; Kafka
 KIP-455). The gateway never moves anything itself: it writes the targets into
 ``/admin/reassign_partitions`` and the controller carries them out, recording
 ``adding_replicas`` / ``removing_replicas`` in ``/brokers/topics/<topic>``

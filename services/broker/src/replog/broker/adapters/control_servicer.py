@@ -1,6 +1,6 @@
 """gRPC BrokerControlService: the controller's LeaderAndIsr, StopReplica and UpdateMetadata.
 
-Thin (STYLE rule 7): fence the sender, convert protobuf to domain values, call
+Thin: fence the sender, convert protobuf to domain values, call
 ReplicaStateChanges / the metadata cache, convert back. Fencing, for every
 request: a controller epoch lower than the highest seen is a zombie controller
 (STALE_CONTROLLER_EPOCH, nothing applied); a broker epoch lower than this

@@ -1,4 +1,5 @@
-"""Controlled shutdown (DESIGN.md §5): before stopping, ask the controller to move leadership away.
+"""Controlled shutdown: before stopping, ask the controller to move leadership away
+(docs/operations.md, "Controlled shutdown").
 
 The controller answers after it has sent the LeaderAndIsr that makes this
 broker a follower everywhere it can, so when the call returns NONE with no

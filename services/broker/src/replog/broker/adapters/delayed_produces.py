@@ -1,6 +1,6 @@
 """acks=-1 produce requests waiting for the HW: the core's purgatory behind one lock.
 
-Theory of operation (DESIGN.md §4 "Purgatory"; core/purgatory.py, core/produce.py):
+Theory of operation (docs/architecture.md, "An acks=all produce"; core/purgatory.py, core/produce.py):
 
 The gRPC handler thread of a unary acks=-1 request parks one `DelayedProduce`
 here and blocks on its own `threading.Event` (`wait`); a ProduceStream parks

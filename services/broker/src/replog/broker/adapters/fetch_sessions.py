@@ -1,6 +1,6 @@
 """Replica fetch sessions on the leader: a follower's long poll costs what changed, not what it follows.
 
-Theory of operation (DESIGN.md §4 "Replication"; the idea of Kafka's KIP-227
+Theory of operation (docs/architecture.md, "Replication"; the idea of Kafka's KIP-227
 incremental fetch sessions, kept to replication):
 
 A follower's fetcher carries every partition it follows on this leader,

@@ -1,6 +1,6 @@
 """One replica fetcher: a thread pulling every partition this broker follows on one leader.
 
-Theory of operation (DESIGN.md §2 "Replication", §4 "Truncation"; Kafka
+Theory of operation (docs/architecture.md, "Replication", "Truncation by leader epoch"; Kafka
 `ReplicaFetcherThread` / `AbstractFetcherThread`):
 
 The fetcher holds a target per partition: the leader epoch it follows in (from

@@ -1,6 +1,6 @@
 """The follower's steps on one hosted partition: where to fetch, append, truncate.
 
-Theory of operation (DESIGN.md §4 "Truncation", "High watermark"; KIP-101/320):
+Theory of operation (docs/architecture.md, "Truncation by leader epoch", "High watermark and ISR"; KIP-101/320):
 
 A fetcher thread asks `fetch_position` for every partition it carries, sends
 one ReplicaFetch, and hands each partition's answer to `append_from_leader`,

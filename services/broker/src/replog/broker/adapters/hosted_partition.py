@@ -1,7 +1,7 @@
 """One replica hosted on this broker: its lock and everything the lock guards.
 
-Theory of operation (DESIGN.md §4 "Replica manager"; STYLE rule "one lock per
-partition, not one big lock in 28 places"):
+Theory of operation (docs/architecture.md, "Data flow"; one lock per partition, not one big
+lock taken in many places):
 
 A `HostedPartition` owns the replica's `PartitionLog`, its pure
 `PartitionReplica` core, its idempotent producer table and the long-poll

@@ -1,6 +1,6 @@
 """ISR changes: the periodic shrink check and AlterPartition to the controller.
 
-Theory of operation (DESIGN.md §4 "ISR"; core/leader.py, core/isr_proposal.py;
+Theory of operation (docs/architecture.md, "High watermark and ISR"; core/leader.py, core/isr_proposal.py;
 Kafka's isr-expiration task and AlterPartitionManager):
 
 One thread. Every `replica_lag_time_max_ms / 2` it asks each led partition's

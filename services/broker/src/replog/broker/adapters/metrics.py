@@ -1,4 +1,4 @@
-"""The broker's Prometheus metrics (DESIGN.md §7), named `replog_broker_*` after Kafka's.
+"""The broker's Prometheus metrics (docs/metrics.md), named `replog_broker_*` after Kafka's.
 
 Built by bootstrap (nothing at import time). Partition gauges are computed
 when Prometheus scrapes, from a summary the replica manager supplies, so they

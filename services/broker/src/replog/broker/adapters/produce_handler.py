@@ -1,6 +1,6 @@
 """Produce, end to end on the leader: validate, append, and for acks=-1 wait for the HW.
 
-Theory of operation (DESIGN.md §4 "Produce"; core/produce.py order):
+Theory of operation (docs/architecture.md, "Produce"; core/produce.py order):
 
 1. Request checks: acks must be 0, 1 or -1 (else every partition gets
    INVALID_REQUIRED_ACKS and nothing is appended); a partition named twice

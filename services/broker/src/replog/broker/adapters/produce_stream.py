@@ -1,6 +1,6 @@
 """One ProduceStream on the leader: requests appended in the order sent, answered as each completes.
 
-Theory of operation (log.proto, LogService.ProduceStream; DESIGN.md §4 "Produce"):
+Theory of operation (log.proto, LogService.ProduceStream; docs/architecture.md, "Produce"):
 
 A unary Produce holds a gRPC handler thread until its acks=-1 wait ends, and a
 producer that wants its batches appended in sequence order can then have only

@@ -1,6 +1,6 @@
 """The replicas this broker hosts: loading them at start-up, looking them up, checkpoints.
 
-Theory of operation (DESIGN.md §4 "Replica manager", "Checkpoints"):
+Theory of operation (docs/architecture.md, "Data flow", "Storage"):
 
 `ReplicaManager` is the registry of `HostedPartition`s. Its own lock guards
 only membership (which partitions exist); each partition has its own lock for

@@ -1,4 +1,4 @@
-"""The replication throttle for reassignment traffic (DESIGN.md §5 "Reassignment";
+"""The replication throttle for reassignment traffic (docs/operations.md, "Adding a broker and moving replicas to it";
 the role of Kafka's leader.replication.throttled.rate).
 
 The admin gateway stores a rate in ``/config/reassignment_throttle`` (bytes per

@@ -1,6 +1,6 @@
 """LeaderAndIsr and StopReplica, applied: the core decides per partition, this runs the effects.
 
-Theory of operation (DESIGN.md §4 "Replica manager"; seed ReplicaManager
+Theory of operation (docs/architecture.md, "Data flow"; seed ReplicaManager
 `becomeLeaderOrFollower`, `stopReplicas`; core/partition.py):
 
 For each partition of a LeaderAndIsr (already fenced by controller and broker

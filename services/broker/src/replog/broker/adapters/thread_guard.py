@@ -1,6 +1,6 @@
 """What a background thread does with an exception it did not expect.
 
-A broken invariant (AssertionError) stops the process, as STYLE rule 6 says:
+A broken invariant (AssertionError) stops the process, as everywhere in replog:
 a thread that dies quietly would leave a broker that looks alive but no longer
 replicates. Anything else is logged with its traceback and the loop goes on
 after a pause, so one bad round does not end replication for good.

@@ -1,6 +1,6 @@
 """A bound on client requests that park a gRPC handler thread, so replication always has threads.
 
-Theory of operation (DESIGN.md §4 "Purgatory"): the broker's gRPC server is
+Theory of operation (docs/architecture.md, "An acks=all produce"): the broker's gRPC server is
 synchronous; an acks=-1 Produce waiting for the HW and a consumer Fetch
 long-polling each hold one of its `grpc_workers` threads. Kafka's purgatory
 holds no thread, ours does. Without a bound, enough waiting client requests

@@ -1,6 +1,6 @@
 """The leader's half of safe truncation: detecting a follower whose log diverged.
 
-Theory of operation (KIP-101, KIP-320; DESIGN.md §4 "Truncation"):
+Theory of operation (KIP-101, KIP-320; docs/architecture.md, "Truncation by leader epoch"):
 
 A follower fetches with its log end offset (`fetch_offset`) and the leader
 epoch of its last record (`last_fetched_epoch`). Only one leader ever writes

@@ -1,4 +1,4 @@
-"""Error codes a peer can cause, as values (STYLE rule 6).
+"""Error codes a peer can cause, as values (a broken invariant is an assert instead).
 
 What it owns: `Refusal`, the value a core function returns instead of raising when a peer
 (client, follower, controller) asked for something it may not have.

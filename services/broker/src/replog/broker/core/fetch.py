@@ -1,6 +1,6 @@
 """Consumer fetch: what may be read, and when a long-poll may answer.
 
-Theory of operation (DESIGN.md §4 "High watermark", "Purgatory"; seed v2:
+Theory of operation (docs/architecture.md, "High watermark and ISR", "Consume"; seed v2:
 "Only messages up to the HW are exposed to the reader"):
 
 `plan_consumer_fetch` checks, in order: this replica leads (NOT_LEADER); the

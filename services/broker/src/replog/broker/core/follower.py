@@ -1,6 +1,6 @@
 """The follower's side of fetching: where to fetch from, and its high watermark.
 
-Theory of operation (DESIGN.md §4 "High watermark"; seed v2 "Writes"; KIP-320):
+Theory of operation (docs/architecture.md, "High watermark and ISR"; seed v2 "Writes"; KIP-320):
 
 A follower fetches at its log end offset and names the leader epoch of its
 last record, so the leader can detect divergence (divergence.py) and the

@@ -1,6 +1,6 @@
 """What a leader knows about one follower, and the caught-up rule.
 
-Theory of operation (DESIGN.md §4 "ISR"; Kafka `Replica.updateFetchState`,
+Theory of operation (docs/architecture.md, "High watermark and ISR"; Kafka `Replica.updateFetchState`,
 `Partition.isFollowerInSync`):
 
 Each fetch a leader accepts from follower F carries F's log end offset (its

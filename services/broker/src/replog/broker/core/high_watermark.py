@@ -1,6 +1,6 @@
 """The leader's high watermark (HW) as pure functions, like etcd raft's `CommittedIndex`.
 
-Theory of operation (DESIGN.md §4 "High watermark"; seed v2 "Writes"; KIP-101,
+Theory of operation (docs/architecture.md, "High watermark and ISR"; seed v2 "Writes"; KIP-101,
 KIP-207, KIP-497):
 
 1. Candidate. `high_watermark_candidate(isr, log_end_offsets)` is the minimum

@@ -1,6 +1,6 @@
 """ISR change proposals (AlterPartition) and the "maximal ISR" (KIP-497).
 
-Theory of operation (DESIGN.md §4 "ISR"; Kafka `PendingExpandIsr` /
+Theory of operation (docs/architecture.md, "High watermark and ISR"; Kafka `PendingExpandIsr` /
 `PendingShrinkIsr`, KIP-497):
 
 The leader never changes the ISR itself: it proposes a new ISR to the

@@ -1,6 +1,6 @@
 """Leader state of one partition: follower progress, HW, ISR proposals.
 
-Theory of operation (DESIGN.md §4 "High watermark", "ISR"; seed v2 "Writes";
+Theory of operation (docs/architecture.md, "High watermark and ISR"; seed v2 "Writes";
 KIP-101, KIP-320, KIP-497; Kafka `Partition.updateFollowerFetchState`,
 `maybeExpandIsr`, `maybeShrinkIsr`, `maybeIncrementLeaderHW`):
 

@@ -1,6 +1,6 @@
 """Partition replica state and the LeaderAndIsr / StopReplica decisions.
 
-Theory of operation (DESIGN.md §4 "Replica manager"; seed: ReplicaManager
+Theory of operation (docs/architecture.md, "Data flow"; seed: ReplicaManager
 `becomeLeaderOrFollower` / `makeLeaders` / `makeFollowers` / `stopReplica`):
 
 A broker holds one `PartitionState` per hosted replica. The controller is the
@@ -17,7 +17,7 @@ an outcome value; it changes nothing itself:
 - newer leader epoch                  -> Applied(BECOME_LEADER | BECOME_FOLLOWER
   | GO_OFFLINE) with the adapter's effects in order
 
-Roles move only along `VALID_PREVIOUS_ROLES` (STYLE rule 5). STOPPED is
+Roles move only along `VALID_PREVIOUS_ROLES` (transitions as data). STOPPED is
 terminal: the adapter forgets a stopped replica and starts a new
 `PartitionState.new(...)` if the controller assigns it again (as Kafka removes
 the Partition from `allPartitions`). Any other move raises

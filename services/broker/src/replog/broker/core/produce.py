@@ -1,6 +1,6 @@
 """Produce admission and the completion rule of a delayed (acks=-1) produce.
 
-Theory of operation (DESIGN.md §4 "Produce"; seed ReplicaManager
+Theory of operation (docs/architecture.md, "Produce"; seed ReplicaManager
 `appendRecords`, `isValidRequiredAcks`; Kafka `Partition.appendRecordsToLeader`,
 `checkEnoughReplicasReachOffset`, `DelayedProduce`):
 

@@ -1,6 +1,6 @@
 """Idempotent producer state of one partition (KIP-98).
 
-Theory of operation (DESIGN.md §4 "Produce"; Kafka `ProducerStateManager`):
+Theory of operation (docs/architecture.md, "Produce"; Kafka `ProducerStateManager`):
 
 Per producer id the partition keeps the producer epoch and the metadata of the
 last `BATCHES_KEPT` (5) batches it wrote: first/last sequence, first/last

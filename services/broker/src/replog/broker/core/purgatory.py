@@ -1,6 +1,6 @@
 """Delayed operations waiting on keys: the broker's "purgatory", without threads.
 
-Theory of operation (DESIGN.md §4 "Purgatory"; Kafka `DelayedOperationPurgatory`):
+Theory of operation (docs/architecture.md, "An acks=all produce"; Kafka `DelayedOperationPurgatory`):
 
 A request that cannot be answered yet (acks=-1 produce waiting for the HW, a
 long-poll fetch waiting for bytes) is parked here, watching one or more keys

@@ -1,6 +1,6 @@
 """One hosted replica: the single place its state changes (TigerBeetle: centralise state changes).
 
-Theory of operation (DESIGN.md §4 "Replica manager"; seed ReplicaManager):
+Theory of operation (docs/architecture.md, "Data flow"; seed ReplicaManager):
 
 `PartitionReplica` ties together the pieces the adapter would otherwise have to
 keep consistent by hand:

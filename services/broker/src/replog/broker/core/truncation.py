@@ -1,6 +1,6 @@
 """Follower truncation to the last common leader epoch (KIP-101, KIP-279, KIP-320).
 
-Theory of operation (DESIGN.md §4 "Truncation"):
+Theory of operation (docs/architecture.md, "Truncation by leader epoch"):
 
 The seed's rule "truncate to the HW, then fetch" loses committed data (KIP-101
 scenario 1: a follower truncates its HW-lagging tail, then is elected and the

@@ -1,4 +1,4 @@
-"""The broker's storage: one segmented log per partition replica (DESIGN.md §4, Log and Checkpoints).
+"""The broker's storage: one segmented log per partition replica (docs/architecture.md, "Storage").
 
 Pure file I/O: no gRPC, no ZooKeeper, no threads. One job per module:
 

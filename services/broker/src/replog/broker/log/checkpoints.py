@@ -1,4 +1,4 @@
-"""Checkpoint files: small text files replaced atomically (DESIGN.md §4, Checkpoints).
+"""Checkpoint files: small text files replaced atomically (docs/architecture.md, "Storage").
 
 Theory of operation
 -------------------

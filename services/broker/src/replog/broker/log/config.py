@@ -1,4 +1,4 @@
-"""Settings of one partition log (DESIGN.md §4, Log).
+"""Settings of one partition log (docs/architecture.md, "Storage").
 
 Sizes are in bytes, times in milliseconds; `None` switches a policy off.
 """

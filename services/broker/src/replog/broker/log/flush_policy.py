@@ -1,4 +1,4 @@
-"""When a partition log fsyncs (DESIGN.md §4: flush by count / interval, or per append).
+"""When a partition log fsyncs (by count / interval, or per append).
 
 Pure: the log tells it about appends and flushes with the monotonic time,
 and asks whether a flush is due. With neither limit set, data reaches disk

@@ -1,4 +1,4 @@
-"""The log of one partition replica: segments, leader-epoch cache, flushing (DESIGN.md §4, Log).
+"""The log of one partition replica: segments, leader-epoch cache, flushing (docs/architecture.md, "Storage").
 
 Theory of operation
 -------------------

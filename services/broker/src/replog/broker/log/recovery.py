@@ -1,4 +1,4 @@
-"""Start-up recovery of a partition log (DESIGN.md §4: validate the tail, cut a torn one).
+"""Start-up recovery of a partition log (validate the tail, cut a torn one).
 
 Theory of operation
 -------------------

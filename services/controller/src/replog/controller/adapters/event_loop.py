@@ -1,4 +1,4 @@
-"""The controller's single event loop (STYLE.md rule 3, DESIGN.md section 5).
+"""The controller's single event loop (one thread, one queue; docs/architecture.md, "Control flow").
 
 One thread drains one bounded queue of frozen events. For each event it calls
 the pure `decide(state, event, rng)`, then the executor: the plan's ZooKeeper

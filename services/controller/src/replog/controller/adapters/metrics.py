@@ -1,4 +1,4 @@
-"""The controller's Prometheus metrics (DESIGN.md section 7), named as Kafka's."""
+"""The controller's Prometheus metrics (docs/metrics.md), named as Kafka's."""
 
 from __future__ import annotations
 

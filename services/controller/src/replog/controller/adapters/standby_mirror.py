@@ -1,5 +1,5 @@
 """A standby's copy of the cluster state, so taking the seat does not start with
-reading every partition (DESIGN.md §5 "Seat"; KRaft's standbys replay the
+reading every partition (docs/architecture.md, "Who holds the seat"; KRaft's standbys replay the
 metadata log for the same reason).
 
 Theory of operation

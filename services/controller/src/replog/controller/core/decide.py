@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-STYLE §2-3; KRaft's separation of deciding from applying.  The controller loop
+Deciding apart from applying, as KRaft does, on one event loop.  The controller loop
 takes one event at a time and calls :func:`decide`; it reads ``state`` and
 returns a :class:`~.plan.Plan`, changing nothing.  The executor persists the
 plan's ZooKeeper writes, calls :func:`~.apply.apply` for the next state, then
@@ -17,7 +17,7 @@ A controller that has not taken its seat (``controller_epoch`` 0) decides
 nothing except ``Startup``; RPC events are answered NOT_CONTROLLER.
 
 ``rng`` is part of the signature so that decisions may use randomness only
-through a seeded source (STYLE §4); no current decision needs it -- replica
+through a seeded source, never ``random`` itself; no current decision needs it -- replica
 placement happens in the gateway, through ``placement.py``.
 """
 

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-DESIGN §5 "Leader election".  Each function looks at a partition's replicas in
+docs/architecture.md, "A broker failure".  Each function looks at a partition's replicas in
 *assignment order* (so the preferred replica wins when it can) and returns the
 new leader's broker id, or ``None`` when no replica qualifies; the caller then
 keeps or records ``NO_LEADER``.  ``eligible`` is the set of brokers that may

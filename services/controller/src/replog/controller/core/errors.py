@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-STYLE §6 separates two kinds of error:
+There are two kinds of error:
 
 * Conditions a peer or client can cause (a stale leader epoch, an unknown broker,
   a bad replica assignment) are *values*: an :class:`ErrorCode` in a reply, or a

@@ -2,8 +2,8 @@
 
 Theory of operation
 -------------------
-DESIGN §5 "Event loop" / STYLE §3: ZooKeeper watches, broker RPCs, the executor
-and timers only *enqueue* one of these frozen values; the single controller loop
+One event loop (docs/architecture.md, "From an admin request to the brokers"): ZooKeeper
+watches, broker RPCs, the executor and timers only *enqueue* one of these frozen values; the single controller loop
 takes them one at a time and calls ``decide(state, event, rng)``.  An event says
 what happened, in domain terms, with the data already read (a watch adapter
 reads the znode before it enqueues).  Events the controller makes for itself
@@ -152,7 +152,7 @@ class UncleanElectionRequested:
 
 @dataclass(frozen=True, slots=True)
 class AutoRebalanceTick:
-    """Periodic check of each broker's leader imbalance (DESIGN §5)."""
+    """Periodic check of each broker's leader imbalance (docs/operations.md, "Preferred leader election")."""
 
     now_ms: int
 

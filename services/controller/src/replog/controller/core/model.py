@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 Everything here is a value.  :class:`ControllerState` is the controller's cache of
-ZooKeeper (DESIGN §3) plus the few facts only the active controller knows (which
+ZooKeeper (docs/zookeeper.md) plus the few facts only the active controller knows (which
 brokers asked for a controlled shutdown, which deleted replicas are still being
 stopped).  ``decide()`` reads a state and never changes it; ``apply()`` builds the
 next one (``apply.py``).  The mappings inside a state are plain dicts for speed
@@ -131,7 +131,7 @@ class ControllerSettings:
 
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
-    """What a newly elected controller read from ZooKeeper (seed D, DESIGN §5 "Seat").
+    """What a newly elected controller read from ZooKeeper (seed D; docs/architecture.md, "Who holds the seat").
 
     ``assignments`` carries each partition's full assignment with its KIP-455
     adding/removing replicas; ``reassignment_requests`` is the content of

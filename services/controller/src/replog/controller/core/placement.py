@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-DESIGN §6.  Given the brokers (id -> rack or ``None``), a partition count and a
+Given the brokers (id -> rack or ``None``), a partition count and a
 replication factor, produce ``{partition: (broker, ...)}`` with the first broker
 of each tuple the preferred leader.  The output is the same as Kafka's for the
 same broker list, start index and replica shift; only the random source differs

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 ``decide(state, event, rng)`` returns a :class:`Plan` and changes nothing
-(STYLE §2; KRaft's ``generateRecordsAndResult``).  The executor carries it out
+(KRaft's ``generateRecordsAndResult``).  The executor carries it out
 in this order:
 
 1. ``zk_writes`` -- in the order given, in batched ZooKeeper ``multi``s that each
@@ -41,7 +41,7 @@ in this order:
 4. ``reply`` to the RPC that caused the event, if any.
 5. ``follow_ups`` back onto the controller's queue.
 
-``metrics`` are facts for the metrics adapter (DESIGN §7): counts of what this
+``metrics`` are facts for the metrics adapter (docs/metrics.md): counts of what this
 plan did and the offline-partition count after it.
 
 Broker requests are value objects that map one to one onto

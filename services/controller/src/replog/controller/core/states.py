@@ -1,4 +1,4 @@
-"""Partition and replica state machines as transition tables (STYLE §5).
+"""Partition and replica state machines as transition tables: an illegal move raises at once.
 
 Theory of operation
 -------------------

@@ -11,7 +11,7 @@ was expected.  Keys absent from the map take the defaults below (Kafka's
 defaults), and :meth:`TopicConfig.to_map` gives the effective configs back.
 
 The controller itself reads only ``unclean_leader_election`` (may the offline
-election pick a replica outside the ISR, DESIGN §5); the other values are
+election pick a replica outside the ISR; docs/architecture.md, "A broker failure"); the other values are
 carried for the brokers and the admin API.  ``None`` means "the broker's own
 default" for the flush settings.
 """

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-DESIGN §4 "ISR" / §5; KIP-497 and Kafka's ZK-mode ``processAlterPartition``.
+docs/architecture.md, "High watermark and ISR"; KIP-497 and Kafka's ZK-mode ``processAlterPartition``.
 The controller checks, in order:
 
 1. the sender is a registered broker with that ``broker_epoch`` (0 = not

@@ -1,4 +1,4 @@
-"""BrokersChanged: brokers died, returned, or restarted (seed A, DESIGN §5 "Broker failure").
+"""BrokersChanged: brokers died, returned, or restarted (seed A; docs/architecture.md, "A broker failure").
 
 Theory of operation
 -------------------

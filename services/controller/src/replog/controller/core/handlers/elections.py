@@ -1,4 +1,4 @@
-"""Requested elections and the automatic leader rebalance (DESIGN §5).
+"""Requested elections and the automatic leader rebalance (docs/operations.md, "Preferred leader election").
 
 Theory of operation
 -------------------

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Seed A step 3 / seed B ``init_leaders`` / DESIGN §5, with the seed's holes closed:
+Seed A step 3 / seed B ``init_leaders`` / docs/architecture.md, "Control flow", with the seed's holes closed:
 
 * A partition whose leader is alive keeps it; dead brokers leave its ISR.
 * A partition whose leader is dead (or ``NO_LEADER``) gets the offline election

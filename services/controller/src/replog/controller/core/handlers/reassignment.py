@@ -1,4 +1,4 @@
-"""Partition reassignment, KIP-455 style (seed F, DESIGN §5 "Reassignment").
+"""Partition reassignment, KIP-455 style (seed F; docs/operations.md, "Adding a broker and moving replicas to it").
 
 Theory of operation
 -------------------

@@ -1,4 +1,4 @@
-"""ControlledShutdown: move leadership off a stopping broker first (DESIGN §5).
+"""ControlledShutdown: move leadership off a stopping broker first (docs/operations.md, "Controlled shutdown").
 
 Theory of operation
 -------------------

@@ -1,4 +1,4 @@
-"""Startup: a controller took its seat and read the cluster (seed D, DESIGN §5 "Seat").
+"""Startup: a controller took its seat and read the cluster (seed D; docs/architecture.md, "Who holds the seat").
 
 Theory of operation
 -------------------
