@@ -3,7 +3,8 @@
 - docs/api.md from the comments of the protos (protos/replog/v1/, the contract);
 - docs/configuration.md from each service's typed configuration (its `setting(...)` fields);
 - docs/metrics.md from each service's Prometheus metrics;
-- docs/zookeeper.md from the ZooKeeper layout table (`replog.common.zk.schema.LAYOUT`).
+- docs/zookeeper.md from the ZooKeeper layout table (`replog.common.zk.schema.LAYOUT`);
+- docs/export-schema.md from the topology export's tables (`replog.common.export_schema.TABLES`).
 
 `make docs` runs it. With `--check` it writes nothing and exits 1 naming every page that
 differs from what it would write; tests/unit/test_generated_docs.py runs that check, so a
@@ -232,10 +233,43 @@ def render_zookeeper() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+# --- export-schema.md --------------------------------------------------------------------------
+
+def render_export_schema() -> str:
+    from replog.common import export_schema as schema
+
+    lines = [HEADER.format(source="replog.common.export_schema.TABLES").rstrip(), "",
+             f"# Topology export, schema version {schema.SCHEMA_VERSION}", "",
+             "`replog export --format parquet|ndjson --out DIR` writes the tables of the gateway's "
+             "`ExportTopology` stream (protos/replog/v1/admin.proto: `ClusterRow`, `BrokerRow`, `PartitionRow`) "
+             "into a directory that Spark, pandas or DuckDB can read. `replog.common.export_schema` defines the "
+             "tables once; the writer's Arrow schema, the Spark jobs' DDL and this page are derived from it.", "",
+             "| file | contents |", "|---|---|",
+             "| `cluster.<ext>` | one row |",
+             "| `brokers.<ext>` | one row per broker: every registered one, plus every one named in an assignment |",
+             "| `partitions.<ext>` | one row per partition, by topic then partition |",
+             f"| `{schema.MANIFEST}` | `schema_version`, `format`, `exported_at_ms`, per table its `file` and "
+             "`rows`; written last |", "",
+             f"`<ext>` is one of {', '.join(f'`{f}`' for f in schema.FORMATS)}. Files are written under temporary "
+             "names and renamed, and the manifest is written last, so a reader that finds it finds complete tables. "
+             "Parquet files carry the key-value metadata `replog.schema_version` and `replog.table`. NDJSON has "
+             "one JSON object per line with the same column names; lists are JSON arrays, nulls are `null`.", "",
+             "The schema version changes whenever a column is added, removed, renamed or changes meaning; the CLI "
+             "refuses a stream whose `ClusterRow.schema_version` it does not know, and the Spark jobs refuse "
+             "an export of another version.", ""]
+    for table, columns in schema.TABLES.items():
+        lines += [f"## {table}", "", "| column | type | null | Spark type | meaning |", "|---|---|---|---|---|"]
+        for c in columns:
+            null = "yes" if c.nullable else "no"
+            lines.append(f"| {c.name} | {c.type} | {null} | {schema.spark_type(c)} | {_cell(c.meaning)} |")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
 # --- main --------------------------------------------------------------------------------------
 
 PAGES = {"api.md": render_api, "configuration.md": render_configuration, "metrics.md": render_metrics,
-         "zookeeper.md": render_zookeeper}
+         "zookeeper.md": render_zookeeper, "export-schema.md": render_export_schema}
 
 
 def stale_pages() -> list[str]:

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from kazoo.client import KazooClient
 
-from replog.cli import export_files
+from replog.common import export_schema
 from replog.cli.main import main
 from replog.common.zk import schema
 from replog.devcluster import ClusterSpec
@@ -112,9 +112,9 @@ def test_parquet_export_reads_back_with_the_documented_schema(topology, capsys, 
     assert report["schema_version"] == 1
     assert {t: v["rows"] for t, v in report["tables"].items()} == {"cluster": 1, "brokers": 3, "partitions": 5}
     assert json.loads((tmp_path / "_manifest.json").read_text())["tables"]["partitions"]["file"] == "partitions.parquet"
-    tables = {name: pq.read_table(tmp_path / f"{name}.parquet") for name in export_files.TABLES}
+    tables = {name: pq.read_table(tmp_path / f"{name}.parquet") for name in export_schema.TABLES}
     for name, table in tables.items():
-        expected = export_files.arrow_schema(name)
+        expected = export_schema.arrow_schema(name)
         assert table.schema.equals(expected, check_metadata=False), (name, table.schema)
         assert table.schema.metadata[b"replog.schema_version"] == b"1"
     assert tables["cluster"].to_pylist()[0]["schema_version"] == 1
@@ -135,7 +135,7 @@ def test_parquet_export_reads_back_with_the_documented_schema(topology, capsys, 
 def test_ndjson_export_holds_the_same_rows(topology, capsys, tmp_path):
     run_export(topology, capsys, "--format", "parquet", "--out", str(tmp_path / "p"))
     run_export(topology, capsys, "--format", "ndjson", "--out", str(tmp_path / "j"))
-    for name, columns in export_files.TABLES.items():
+    for name, columns in export_schema.TABLES.items():
         lines = (tmp_path / "j" / f"{name}.ndjson").read_text().splitlines()
         rows = [json.loads(line) for line in lines]
         assert all(list(row) == [c.name for c in columns] for row in rows)

@@ -23,12 +23,12 @@ def one_line(exc) -> str:
     return message
 
 
-def test_the_spark_schema_is_the_cli_writers_schema():
-    from replog.cli import export_files
+def test_the_spark_schema_is_the_writers_schema():
+    from replog.common import export_schema
 
     kinds = {"int32": "int", "int64": "bigint", "bool": "boolean", "string": "string", "list<int32>": "array<int>"}
-    assert {t: {c.name: kinds[c.type] for c in cols} for t, cols in export_files.TABLES.items()} == schema.TABLES
-    assert export_files.SCHEMA_VERSION == schema.SCHEMA_VERSION
+    assert {t: {c.name: kinds[c.type] for c in cols} for t, cols in export_schema.TABLES.items()} == schema.TABLES
+    assert export_schema.SCHEMA_VERSION == schema.SCHEMA_VERSION
 
 
 def test_manifest_checks():

@@ -3,11 +3,11 @@
 Theory of operation
 -------------------
 The export is three tables (cluster, brokers, partitions) plus ``_manifest.json``;
-SCHEMA.md next to the gateway package documents every column, and the writer
-is ``replog.cli.export_files``. This module restates the columns as Spark DDL
-(the jobs must not import the CLI: a Spark cluster's workers install only this
-distribution and replog-common) and checks what a reader can check cheaply,
-before Spark does any work:
+``replog.common.export_schema`` defines every column (docs/export-schema.md lists
+them) and the writer is ``replog.cli.export_files``. This module takes the columns'
+Spark types from there (the jobs must not import the CLI: a Spark cluster's workers
+install only this distribution and replog-common) and checks what a reader can
+check cheaply, before Spark does any work:
 
 * the manifest: present, ``schema_version`` known, every table's file named;
 * each table's columns: none missing, none of the wrong type (extra columns are
@@ -24,42 +24,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-SCHEMA_VERSION = 1
-TABLE_NAMES = ("cluster", "brokers", "partitions")
-FORMATS = ("parquet", "ndjson")
+from replog.common import export_schema
+from replog.common.export_schema import FORMATS, SCHEMA_VERSION, TABLE_NAMES, ddl  # noqa: F401 (the jobs' names)
 
-# Column name -> Spark SQL type, in the order the export writes them.
+# Column name -> Spark SQL type, in the order the export writes them (derived, never restated).
 TABLES: dict[str, dict[str, str]] = {
-    "cluster": {
-        "controller_id": "int",
-        "controller_epoch": "int",
-        "exported_at_ms": "bigint",
-        "schema_version": "int",
-    },
-    "brokers": {
-        "broker_id": "int",
-        "host": "string",
-        "port": "int",
-        "rack": "string",
-        "alive": "boolean",
-        "controller": "boolean",
-    },
-    "partitions": {
-        "topic": "string",
-        "partition": "int",
-        "leader": "int",
-        "leader_epoch": "int",
-        "replicas": "array<int>",
-        "isr": "array<int>",
-        "preferred_leader": "int",
-        "under_replicated": "boolean",
-        "unavailable": "boolean",
-        "under_min_isr": "boolean",
-        "min_insync_replicas": "int",
-        "log_end_offset": "bigint",
-        "high_watermark": "bigint",
-        "size_bytes": "bigint",
-    },
+    table: {c.name: export_schema.spark_type(c) for c in columns} for table, columns in export_schema.TABLES.items()
 }
 
 # Integer types a reader may widen losslessly (an NDJSON file read with inference,
@@ -69,11 +39,6 @@ _INTEGER_TYPES = ("int", "bigint", "smallint", "tinyint")
 
 class ExportError(Exception):
     """A topology export that cannot be used; the message is one line naming the problem."""
-
-
-def ddl(table: str) -> str:
-    """The table's schema as a Spark DDL string: 'topic string, partition int, ...'."""
-    return ", ".join(f"`{name}` {kind}" for name, kind in TABLES[table].items())
 
 
 def check_manifest(manifest: object, where: str) -> dict[str, str]:

@@ -24,7 +24,8 @@ from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from replog.spark import schema as export_schema
+from replog.common.export_schema import arrow_schema
+from replog.spark import schema
 
 BATCH_SIZE_DEFAULT = 1000
 STREAM_TIMEOUT_S = 300.0
@@ -36,7 +37,7 @@ class ReplogDataSource(DataSource):
         return "replog"
 
     def schema(self) -> str:
-        return export_schema.ddl(self._table())
+        return schema.ddl(self._table())
 
     def reader(self, schema) -> "ExportTopologyReader":  # Spark passes the schema by this name
         gateway = self.options.get("gateway")
@@ -48,8 +49,8 @@ class ReplogDataSource(DataSource):
 
     def _table(self) -> str:
         table = self.options.get("table", "partitions")
-        if table not in export_schema.TABLE_NAMES:
-            raise ValueError(f"unknown table {table!r} for the replog source (use one of {', '.join(export_schema.TABLE_NAMES)})")
+        if table not in schema.TABLE_NAMES:
+            raise ValueError(f"unknown table {table!r} for the replog source (use one of {', '.join(schema.TABLE_NAMES)})")
         return table
 
 
@@ -80,19 +81,20 @@ def arrow_batches(stream, table: str, where: str) -> Iterator:
     """Arrow record batches of one table from the ExportTopology responses."""
     import pyarrow as pa
 
-    arrow_schema = _arrow_schema(table)
+    # Spark declares every column of a data source nullable and checks each batch against that.
+    table_schema = pa.schema([field.with_nullable(True) for field in arrow_schema(table)])
     first = True
     brokers: list = []
     for response in stream:
         kind = response.WhichOneof("row")
         if first:
             if kind != "cluster":
-                raise export_schema.ExportError(f"{where}: the export stream did not start with the cluster row")
-            export_schema.check_version(response.cluster.schema_version, where)
+                raise schema.ExportError(f"{where}: the export stream did not start with the cluster row")
+            schema.check_version(response.cluster.schema_version, where)
             first = False
         if table == "cluster" and kind == "cluster":
             c = response.cluster
-            yield _batch(pa, arrow_schema, [(c.controller_id, c.controller_epoch, c.exported_at_ms,
+            yield _batch(pa, table_schema, [(c.controller_id, c.controller_epoch, c.exported_at_ms,
                                              c.schema_version)])
             return
         if table == "brokers":
@@ -103,13 +105,13 @@ def arrow_batches(stream, table: str, where: str) -> Iterator:
                 break  # brokers come before partitions
         elif table == "partitions":
             if kind == "partition_batch":
-                yield _batch(pa, arrow_schema, [_partition_tuple(r) for r in response.partition_batch.rows])
+                yield _batch(pa, table_schema, [_partition_tuple(r) for r in response.partition_batch.rows])
             elif kind == "partition":
-                yield _batch(pa, arrow_schema, [_partition_tuple(response.partition)])
+                yield _batch(pa, table_schema, [_partition_tuple(response.partition)])
     if first:
-        raise export_schema.ExportError(f"{where}: the export stream was empty")
+        raise schema.ExportError(f"{where}: the export stream was empty")
     if table == "brokers" and brokers:
-        yield _batch(pa, arrow_schema, brokers)
+        yield _batch(pa, table_schema, brokers)
 
 
 def _partition_tuple(r) -> tuple:
@@ -118,15 +120,7 @@ def _partition_tuple(r) -> tuple:
             r.high_watermark, r.size_bytes)
 
 
-def _batch(pa, arrow_schema, rows: list[tuple]):
-    columns = list(zip(*rows)) if rows else [[] for _ in arrow_schema]
-    arrays = [pa.array(list(values), type=field.type) for values, field in zip(columns, arrow_schema)]
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema)
-
-
-def _arrow_schema(table: str):
-    import pyarrow as pa
-
-    types = {"int": pa.int32(), "bigint": pa.int64(), "boolean": pa.bool_(), "string": pa.string(),
-             "array<int>": pa.list_(pa.int32())}
-    return pa.schema([pa.field(name, types[kind]) for name, kind in export_schema.TABLES[table].items()])
+def _batch(pa, table_schema, rows: list[tuple]):
+    columns = list(zip(*rows)) if rows else [[] for _ in table_schema]
+    arrays = [pa.array(list(values), type=field.type) for values, field in zip(columns, table_schema)]
+    return pa.RecordBatch.from_arrays(arrays, schema=table_schema)

@@ -14,23 +14,8 @@ import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from replog.common.export_schema import arrow_schema
 from replog.spark import schema
-
-_ARROW_TYPES = {"int": "int32", "bigint": "int64", "boolean": "bool_", "string": "string"}
-
-
-def arrow_schema(table: str):
-    import pyarrow as pa
-
-    def arrow_type(kind: str):
-        if kind == "array<int>":
-            return pa.list_(pa.int32())
-        return getattr(pa, _ARROW_TYPES[kind])()
-
-    nullable = {"host", "port", "rack"}
-    fields = [pa.field(name, arrow_type(kind), nullable=name in nullable) for name, kind in schema.TABLES[table].items()]
-    return pa.schema(fields, metadata={"replog.schema_version": str(schema.SCHEMA_VERSION), "replog.table": table})
-
 
 def write_export(out_dir: Path | str, brokers: Mapping[str, Sequence], partitions: Mapping[str, Sequence], *,
                  fmt: str = "parquet", controller_id: int = 1, controller_epoch: int = 1,
@@ -72,9 +57,7 @@ def write_export(out_dir: Path | str, brokers: Mapping[str, Sequence], partition
     tables = {}
     for table, columns in (("cluster", cluster_columns), ("brokers", broker_columns),
                            ("partitions", partition_columns)):
-        arrow = arrow_schema(table)
-        if schema_version != schema.SCHEMA_VERSION:
-            arrow = arrow.with_metadata({"replog.schema_version": str(schema_version), "replog.table": table})
+        arrow = arrow_schema(table, schema_version)
         arrays = [columns[f.name] if isinstance(columns[f.name], pa.Array) else pa.array(columns[f.name], type=f.type)
                   for f in arrow]
         tables[table] = pa.Table.from_arrays(arrays, schema=arrow)

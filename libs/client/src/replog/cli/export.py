@@ -1,7 +1,7 @@
 """`replog export --format parquet|ndjson --out DIR`: the topology tables as files.
 
 Reads the gateway's ExportTopology stream (the gateway stays stateless) and
-writes the tables with export_files; see SCHEMA.md next to the gateway package.
+writes the tables with export_files; docs/export-schema.md lists their columns.
 """
 
 from __future__ import annotations

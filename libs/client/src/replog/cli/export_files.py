@@ -15,64 +15,19 @@ name and renamed, and the manifest comes last, so a reader that finds the
 manifest finds complete tables (Spark and Hadoop skip names starting with '_').
 Parquet files also carry ``replog.schema_version`` in their key-value metadata.
 
-``TABLES`` below is the schema; SCHEMA.md next to the gateway package documents
-it column by column, and a unit test keeps the two equal. Bump
-``SCHEMA_VERSION`` (here and in the gateway) on any change a reader could notice.
+The tables, their columns and the schema version are ``replog.common.export_schema``'s
+(docs/export-schema.md describes them column by column).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from replog.cli.output import CliError
-
-SCHEMA_VERSION = 1
-FORMATS = ("parquet", "ndjson")
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str          # int32 | int64 | bool | string | list<int32>
-    nullable: bool = False
-
-
-TABLES: dict[str, tuple[Column, ...]] = {
-    "cluster": (
-        Column("controller_id", "int32"),
-        Column("controller_epoch", "int32"),
-        Column("exported_at_ms", "int64"),
-        Column("schema_version", "int32"),
-    ),
-    "brokers": (
-        Column("broker_id", "int32"),
-        Column("host", "string", nullable=True),
-        Column("port", "int32", nullable=True),
-        Column("rack", "string", nullable=True),
-        Column("alive", "bool"),
-        Column("controller", "bool"),
-    ),
-    "partitions": (
-        Column("topic", "string"),
-        Column("partition", "int32"),
-        Column("leader", "int32"),
-        Column("leader_epoch", "int32"),
-        Column("replicas", "list<int32>"),
-        Column("isr", "list<int32>"),
-        Column("preferred_leader", "int32"),
-        Column("under_replicated", "bool"),
-        Column("unavailable", "bool"),
-        Column("under_min_isr", "bool"),
-        Column("min_insync_replicas", "int32"),
-        Column("log_end_offset", "int64"),
-        Column("high_watermark", "int64"),
-        Column("size_bytes", "int64"),
-    ),
-}
+from replog.common.export_schema import FORMATS, MANIFEST, SCHEMA_VERSION, TABLES, arrow_schema
 
 
 class TopologyTables:
@@ -151,15 +106,6 @@ def collect(responses: Iterable) -> TopologyTables:
     return tables
 
 
-def arrow_schema(table: str):
-    import pyarrow as pa
-
-    types = {"int32": pa.int32(), "int64": pa.int64(), "bool": pa.bool_(), "string": pa.string(),
-             "list<int32>": pa.list_(pa.int32())}
-    fields = [pa.field(c.name, types[c.type], nullable=c.nullable) for c in TABLES[table]]
-    return pa.schema(fields, metadata={"replog.schema_version": str(SCHEMA_VERSION), "replog.table": table})
-
-
 def write(tables: TopologyTables, out_dir: Path, fmt: str) -> dict:
     """Write the tables and the manifest; returns the manifest."""
     if fmt not in FORMATS:
@@ -177,9 +123,9 @@ def write(tables: TopologyTables, out_dir: Path, fmt: str) -> dict:
             "schema_version": SCHEMA_VERSION, "format": fmt, "tables": files,
             "exported_at_ms": tables.columns["cluster"]["exported_at_ms"][0],
         }
-        temporary = out_dir / "._manifest.json.tmp"
+        temporary = out_dir / f".{MANIFEST}.tmp"
         temporary.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-        os.replace(temporary, out_dir / "_manifest.json")
+        os.replace(temporary, out_dir / MANIFEST)
     except OSError as exc:
         raise CliError(f"cannot write the export to {out_dir}: {exc.strerror or exc}") from None
     return manifest

@@ -1,7 +1,7 @@
 """ExportTopology: the cluster's topology as a stream of table rows.
 
-The stream is the export (see the package docstring and SCHEMA.md for the
-tables); the gateway writes no files and keeps nothing, the CLI turns the
+The stream is the export (its tables are replog.common.export_schema's,
+described in docs/export-schema.md); the gateway writes no files and keeps nothing, the CLI turns the
 stream into Parquet or NDJSON. Order: one ClusterRow, the BrokerRows in id
 order, then the PartitionRows by topic and partition, one per message or in
 batches of up to ``partition_batch_size`` (capped at ``PARTITION_BATCH_MAX``
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from replog.common.export_schema import SCHEMA_VERSION
 from replog.gateway import log_stats
 from replog.gateway.cluster import broker_descriptions
 from replog.gateway.core.topics import describe_partitions
@@ -24,7 +25,6 @@ from replog.gateway.deps import GatewayDeps
 from replog.gateway.zk_view import load_view
 from replog.v1 import admin_pb2
 
-SCHEMA_VERSION = 1
 PARTITION_BATCH_MAX = 10_000
 
 
