@@ -6,9 +6,9 @@ Handlers never touch the state; they tell a builder what should change, and read
 through it (``state_of``, ``assignment_of``, ...) so a later step of the same
 decision sees an earlier one (a reassignment that starts and completes in one
 plan, an election after a broker left the ISR).  ``finish()`` turns the overlay
-into a :class:`~.plan.Plan`, with the requests from ``requests.py`` (who hears
-what).  The builder owns the rules every write must keep, so handlers cannot
-forget them:
+into a :class:`~.plan.Plan`: the requests come from ``requests.py`` (who hears
+what), the order of its steps from ``sequencing.py``.  The builder owns the
+rules every write must keep, so handlers cannot forget them:
 
 * one znode write per partition per plan: ``partition_epoch`` is the base
   version + 1 (0 for a created znode) however many steps touched it, and
@@ -17,8 +17,7 @@ forget them:
 * every write keeps the ISR non-empty, inside the assignment, free of
   duplicates, and the leader in it or ``NO_LEADER`` (asserts: a violation is a
   controller bug);
-* ZooKeeper writes come in a crash-safe order (``_zk_writes``), new leader
-  epochs first when the plan only rewrites states (``_first_wave``);
+* ZooKeeper writes come in a crash-safe order (``_zk_writes``);
 * never a StopReplica and a LeaderAndIsr for the same replica in one plan.
 
 The pending changes (``pending_states`` ... ``live_changed``) are public so that
@@ -41,7 +40,6 @@ from .plan import (
     ClearReassignment,
     CreatePartitionState,
     DeleteTopicZnodes,
-    LeaderAndIsrRequest,
     LearnPartitions,
     PartitionDecision,
     Plan,
@@ -56,10 +54,11 @@ from .plan import (
     SetTopicConfig,
     StateUpdate,
     StopReplicaPartition,
-    UpdateMetadata,
     ZkWrite,
 )
 from .requests import leader_and_isr_requests, stop_replica_requests, update_metadata_requests
+from .sequencing import plan_steps
+from .steps import REQUESTS, Send
 from .states import (
     PartitionState,
     ReplicaState,
@@ -104,6 +103,7 @@ class PlanBuilder:
         self.deleted_topics: list[str] = []
         self.live_changed = False
         self.reply: Reply | None = None
+        self._stopping_broker: int | None = None
         self.follow_ups: list[object] = []
         # metrics
         self.leader_elections = 0
@@ -328,22 +328,23 @@ class PlanBuilder:
     def topic_deleted_in_metadata(self, topic: str) -> None:
         self.deleted_topics.append(topic)
 
+    def answer_once_leaderships_moved(self, stopping_broker: int) -> None:
+        """Answer the RPC once the brokers taking over this broker's leaderships have
+        answered, not every broker (a controlled shutdown; ``sequencing.py``)."""
+        self._stopping_broker = stopping_broker
+
     # --- finishing -----------------------------------------------------------------
 
     def finish(self) -> Plan:
         decisions: dict[TopicPartition, PartitionDecision] = {}
         leader_and_isr, changed = leader_and_isr_requests(self, decisions)
-        zk_writes, first_wave_writes, first_wave, leader_and_isr = self._first_wave(self._zk_writes(), leader_and_isr)
+        requests = Send(REQUESTS, leader_and_isr, update_metadata_requests(self, decisions, changed),
+                        stop_replica_requests(self))
         return Plan(
-            zk_writes=zk_writes,
-            first_wave_writes=first_wave_writes,
-            first_wave=first_wave,
-            first_wave_metadata=self._first_wave_metadata(first_wave, changed),
+            steps=plan_steps(self._zk_writes(), requests, self.reply, base=self.base, live=self.live,
+                             shutting_down=self.shutting_down, changed=changed,
+                             stopping_broker=self._stopping_broker),
             state_updates=tuple(self._state_updates),
-            leader_and_isr=leader_and_isr,
-            update_metadata=update_metadata_requests(self, decisions, changed),
-            stop_replica=stop_replica_requests(self),
-            reply=self.reply,
             follow_ups=tuple(self.follow_ups),
             metrics=PlanMetrics(
                 leader_elections=self.leader_elections,
@@ -379,46 +380,3 @@ class PlanBuilder:
             writes.append(ClearReassignment(tuple(self._cleared_requests)))
         writes += self._other_writes
         return tuple(writes)
-
-    def _first_wave(self, writes: tuple[ZkWrite, ...], requests: tuple[LeaderAndIsrRequest, ...]):
-        """(writes, first_wave_writes, first_wave, the other LeaderAndIsr requests): see ``Plan``.
-
-        Only for a plan that writes nothing but existing partitions' states (a broker
-        failure, a controlled shutdown, an election): the new leader epochs are written
-        first and their LeaderAndIsr goes out at once, ahead of the ISR-only changes (the
-        executor decides how far ahead). A plan that also writes assignments or creates
-        partitions keeps every request until everything is written (crash safety, see
-        ``_zk_writes``).
-        """
-        if not writes or any(type(w) is not SetPartitionState for w in writes):
-            return writes, 0, (), requests
-        base = self.base_states
-        moved = {w.partition for w in writes if w.state.leader_epoch != base[w.partition].leader_epoch}
-        if not moved:
-            return writes, 0, (), requests
-        ordered = (tuple(w for w in writes if w.partition in moved)
-                   + tuple(w for w in writes if w.partition not in moved))
-        first, rest = [], []
-        for request in requests:
-            if request.init or request.broker_id in self.shutting_down:
-                rest.append(request)  # a stopping broker's new role (follower) waits for nobody
-                continue
-            now = tuple(d for d in request.partitions if d.partition in moved)
-            later = tuple(d for d in request.partitions if d.partition not in moved)
-            if now:
-                first.append(LeaderAndIsrRequest(request.broker_id, request.broker_epoch, False, now))
-            if later:
-                rest.append(LeaderAndIsrRequest(request.broker_id, request.broker_epoch, False, later))
-        return ordered, len(moved), tuple(first), tuple(rest)
-
-    def _first_wave_metadata(
-        self, first_wave: tuple[LeaderAndIsrRequest, ...], changed: list[PartitionDecision]
-    ) -> tuple[UpdateMetadata, ...]:
-        """The first wave's partitions as an UpdateMetadata delta to every live broker (see ``Plan``).
-        The plan's own UpdateMetadata still carries them too, with everything else."""
-        moved = {d.partition for request in first_wave for d in request.partitions}
-        partitions = tuple(d for d in changed if d.partition in moved)
-        if not partitions:
-            return ()
-        live = tuple(sorted(self.live))
-        return (UpdateMetadata(live, tuple(self.live[b] for b in live), partitions, (), False),)
