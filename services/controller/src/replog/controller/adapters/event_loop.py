@@ -279,13 +279,11 @@ class ControllerLoop:
 
     def _execute(self, event, generation: int, reply: Future | None, span) -> None:
         # The collector waits for the whole event, not only decide(): the core builds no
-        # reference cycles, and at 100K partitions scanning a plan's fresh objects cost a
-        # third of decide(). Running after decide, it struck mid-event: in a traced
-        # 10K-partition failover a full collection took 83 ms of the controller's thread
-        # between the new leaderships and the ISR-only writes, while the brokers replicated
-        # on the same 2 cores. A large plan's survivors (the new partition states, which
-        # live until the next change) are then frozen, so later full collections do not
-        # scan them again; states it replaces are still freed by reference counting.
+        # reference cycles, and a collection mid-event holds up the new leaderships on the
+        # failover's critical path. A large plan's survivors (the new partition states, which
+        # live until the next change) are then frozen, so later full collections do not scan
+        # them again; states it replaces are still freed by reference counting
+        # (docs/perf/controller-gc.md).
         with gc_policy.paused() as pause:
             self._run_event(event, generation, reply, span, pause)
 

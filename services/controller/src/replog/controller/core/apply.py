@@ -7,10 +7,10 @@ The executor calls this once the plan's ZooKeeper writes succeeded (KRaft's
 ``plan.zk_writes`` onto a new state and returns it; the old state is untouched.
 A ``LoadState`` update, first of a Startup plan, replaces the base.
 
-Cost: copy on write.  Each top-level dict the plan touches is copied once
-(a 100K-entry dict copies in about a millisecond); in ``partitions_by_broker``
-only the brokers whose replicas change are copied.  Everything else is shared
-with the previous state.  A write whose ``expected_partition_epoch`` does not
+Cost: copy on write.  Each top-level dict the plan touches is copied once; in
+``partitions_by_broker`` only the brokers whose replicas change are copied.
+Everything else is shared with the previous state, which is never changed
+(docs/perf/controller-state-values.md).  A write whose ``expected_partition_epoch`` does not
 match the state is a broken invariant (the executor would have failed the
 ``multi``) and asserts.
 """

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 
 # The two partition-state writes are NamedTuples, not dataclasses, because a
-# failover makes one per partition (up to 100K): see model.py.
+# failover makes one per partition (up to 100K): docs/perf/controller-state-values.md.
 
 
 class CreatePartitionState(NamedTuple):

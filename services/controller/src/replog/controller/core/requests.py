@@ -11,9 +11,9 @@ the plan.  The rules every plan keeps:
   dead follower leaving the ISR) goes to the leader alone: the leader is the one
   replica that acts on an ISR (its HW, acks=all).  Followers learn it from
   UpdateMetadata, as they learn the leader's own AlterPartition changes (Kafka
-  has done the same since KIP-497).  A broker failure at 10K partitions sent
-  6,666 such changes to followers that did nothing with them, in the middle
-  of the moved partitions' first replication round;
+  has done the same since KIP-497).  Telling every replica kept the followers
+  busy during the moved partitions' first replication round
+  (docs/perf/isr-only-changes.md);
 * UpdateMetadata goes to every live broker: the whole cluster to brokers that
   need it (INIT), the changed partitions to the others;
 * one StopReplica per broker.
