@@ -80,23 +80,30 @@ def plan_steps(
     if writes:
         steps.append(Write(writes))
     steps.append(Apply())
-    sends = requests.leader_and_isr or requests.update_metadata or requests.stop_replica
-    if sends:
-        steps.append(requests)
-    every_answer = [Await()] if sends or first_wave else []
-    if stopping_broker is None:
-        steps += [*every_answer, Answer(reply)]
-    else:
-        if first_wave is not None:
-            leaders = {r.broker_id for r in first_wave.leader_and_isr
-                       if any(d.state.leader == r.broker_id for d in r.partitions)}
-            steps.append(Await(NEW_LEADERS, brokers=frozenset(leaders - {stopping_broker})))
-        elif sends:
-            steps.append(Await(REQUESTS, brokers=requests.broker_ids() - {stopping_broker}))
-        steps += [Answer(reply), *every_answer]
+    sent = requests if requests.leader_and_isr or requests.update_metadata or requests.stop_replica else None
+    if sent is not None:
+        steps.append(sent)
+    steps += _answer(reply, first_wave, sent, stopping_broker)
     result = tuple(steps)
     check_order(result)
     return result
+
+
+def _answer(reply: Reply | None, first_wave: Send | None, requests: Send | None,
+            stopping_broker: int | None) -> list[Step]:
+    """Answer after every broker answered; to a controlled shutdown, once the brokers taking
+    over its leaderships did (those of the first wave, else every other broker)."""
+    every_answer: list[Step] = [Await()] if first_wave or requests else []
+    if stopping_broker is None:
+        return [*every_answer, Answer(reply)]
+    takers: list[Step] = []
+    if first_wave is not None:
+        leaders = {r.broker_id for r in first_wave.leader_and_isr
+                   if any(d.state.leader == r.broker_id for d in r.partitions)}
+        takers = [Await(NEW_LEADERS, brokers=frozenset(leaders - {stopping_broker}))]
+    elif requests is not None:
+        takers = [Await(REQUESTS, brokers=requests.broker_ids() - {stopping_broker})]
+    return [*takers, Answer(reply), *every_answer]
 
 
 def _new_leader_epochs(writes: tuple[ZkWrite, ...], base: ControllerState) -> set[TopicPartition]:
