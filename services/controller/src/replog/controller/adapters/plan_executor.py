@@ -54,12 +54,18 @@ class _Execution:
 
     def walk(self, plan: Plan) -> list[BrokerOutcome]:
         applied = plan.steps.index(Apply())
+        self._persist(plan.steps[:applied])
+        self._run(plan.steps[applied])
+        return self._tell(plan.steps[applied + 1:])
+
+    def _persist(self, steps) -> None:
+        """The steps before Apply: the writes, and any wave that goes out between them."""
         with tracer.start_as_current_span("controller.zookeeper_write") as span:
-            for step in plan.steps[:applied]:
+            for step in steps:
                 if type(step) is Send:
                     self._prepared[step.wave] = self._sender.prepare(step.leader_and_isr, step.update_metadata)
             written_before_send = None
-            for step in plan.steps[:applied]:
+            for step in steps:
                 if type(step) is Send and written_before_send is None:
                     written_before_send = self._written
                 self._run(step)
@@ -67,32 +73,25 @@ class _Execution:
                 span.set_attribute("first_wave.partitions", written_before_send)
             span.set_attributes({"zookeeper.transactions": self._stats.transactions,
                                  "zookeeper.ops": self._stats.operations, "zookeeper.bytes": self._stats.bytes})
-        self._run(plan.steps[applied])
+
+    def _tell(self, steps) -> list[BrokerOutcome]:
+        """The steps after Apply; then every broker's outcome, all of them answered by now."""
         with tracer.start_as_current_span("controller.send_requests") as span:
-            for step in plan.steps[applied + 1:]:
+            for step in steps:
                 self._run(step)
             outcomes = [f.result() for _, futures in self._waves.values() for f in futures.values()]
             span.set_attribute("brokers", sorted({o.broker_id for o in outcomes}))
         return outcomes
 
     def _run(self, step) -> None:
-        kind = type(step)
-        if kind is Write:
-            self._write(step)
-        elif kind is Apply:
-            self._state = self._apply_plan()
-        elif kind is Send:
-            self._send(step)
-        elif kind is Await:
-            self._await(step)
-        elif kind is Answer:
-            self._answer(step)
-        else:
-            raise AssertionError(f"unknown step {step!r}")
+        self._EXECUTORS[type(step)](self, step)
 
     def _write(self, step: Write) -> None:
         self._stats = self._stats + self._writer.write(step.writes)
         self._written += len(step.writes)
+
+    def _apply(self, step: Apply) -> None:
+        self._state = self._apply_plan()
 
     def _send(self, step: Send) -> None:
         update_metadata = step.update_metadata
@@ -117,3 +116,5 @@ class _Execution:
     def _answer(self, step: Answer) -> None:
         if self._reply is not None and not self._reply.done():
             self._reply.set_result(step.reply)
+
+    _EXECUTORS = {Write: _write, Apply: _apply, Send: _send, Await: _await, Answer: _answer}
