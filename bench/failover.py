@@ -29,7 +29,7 @@ end in ms from the notice, in order: where the window went in that run.
 `--isr-only-sample N` also probes N partitions whose leader lives on and
 reports `isr_only_sample_writable_s`: their acks=all writes wait for the dead
 follower to leave their ISR, which the controller writes after the new
-leaderships (controller plan.py), so any change that favours the moved
+leaderships (controller core/sequencing.py), so any change that favours the moved
 partitions shows its cost here.
 `--placement kafka` lays the partitions out as CreateTopic would, so the moved
 leaderships split over both survivors (reported in moved_leaders_by_new_leader);

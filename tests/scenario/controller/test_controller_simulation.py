@@ -54,6 +54,7 @@ from replog.controller.core.model import (
 )
 from replog.controller.core.placement import assign_replicas_to_brokers
 from replog.controller.core.plan import CreatePartitionState, Plan, SetPartitionState
+from replog.controller.core.steps import Answer, Apply, Write
 from replog.controller.core.topic_config import TopicConfig
 
 SEEDS = range(40)
@@ -279,7 +280,7 @@ class World:
         start = self.rng.randrange(len(plan.zk_writes))
         failed = plan.zk_writes[start:start + self.rng.randint(1, 2)]
         landed = tuple(w for w in plan.zk_writes if w not in failed)
-        self.state = apply(before, dataclasses.replace(plan, zk_writes=landed))  # ZooKeeper now
+        self.state = apply(before, dataclasses.replace(plan, steps=(Write(landed), Apply(), Answer())))  # ZooKeeper now
         self.history.append(f"(writes failed: {failed!r})")
         return self.failover_now()
 
@@ -297,8 +298,10 @@ def check_plan(before: ControllerState, plan: Plan, event) -> None:
         if hasattr(update, "state") and isinstance(update.state, ControllerState):
             before = update.state
             live_after = update.state.live_brokers
+    for send in plan.sends:
+        broker_ids = [r.broker_id for r in send.leader_and_isr]
+        assert len(broker_ids) == len(set(broker_ids)), "two LeaderAndIsr requests to one broker"
     broker_ids = [r.broker_id for r in plan.leader_and_isr]
-    assert len(broker_ids) == len(set(broker_ids)), "two LeaderAndIsr requests to one broker"
     assert len({r.broker_id for r in plan.stop_replica}) == len(plan.stop_replica)
     started = {(d.partition, r.broker_id) for r in plan.leader_and_isr for d in r.partitions}
     stopped = {(p.partition, r.broker_id) for r in plan.stop_replica for p in r.partitions}

@@ -18,6 +18,7 @@ from replog.controller.core.model import (
     TopicPartition,
 )
 from replog.controller.core.plan import LeaderAndIsrRequest, Plan, SetPartitionState, CreatePartitionState
+from replog.controller.core.steps import NEW_LEADERS, Send, Write
 from replog.controller.core.topic_config import TopicConfig
 
 CONTROLLER_EPOCH = 7
@@ -104,15 +105,30 @@ def writes(plan: Plan) -> dict[TopicPartition, LeaderAndIsr]:
             if isinstance(w, (SetPartitionState, CreatePartitionState))}
 
 
+def wave(plan: Plan, name: str) -> Send:
+    """The plan's wave of requests of that name (an empty one when the plan has none)."""
+    return next((send for send in plan.sends if send.wave == name), Send(name))
+
+
+def writes_before(plan: Plan, name: str) -> int:
+    """How many ZooKeeper writes the plan persists before that wave goes out (0 without that wave)."""
+    written = 0
+    for step in plan.steps:
+        if isinstance(step, Send) and step.wave == name:
+            return written
+        written += len(step.writes) if isinstance(step, Write) else 0
+    return 0
+
+
 def leader_and_isr(plan: Plan) -> dict[int, LeaderAndIsrRequest]:
     """Each broker's LeaderAndIsr: its first-wave request (new leader epochs) and the later one,
     merged in the order sent. Within a wave, one request per broker."""
-    for wave in (plan.first_wave, plan.leader_and_isr):
-        ids = [r.broker_id for r in wave]
+    for send in plan.sends:
+        ids = [r.broker_id for r in send.leader_and_isr]
         assert len(ids) == len(set(ids)), "two LeaderAndIsr requests to one broker in one wave"
-    assert not any(r.init for r in plan.first_wave)
+    assert not any(r.init for r in wave(plan, NEW_LEADERS).leader_and_isr)
     requests: dict[int, LeaderAndIsrRequest] = {}
-    for r in plan.first_wave + plan.leader_and_isr:
+    for r in plan.leader_and_isr:
         held = requests.get(r.broker_id)
         requests[r.broker_id] = r if held is None else dataclasses.replace(
             held, partitions=held.partitions + r.partitions)

@@ -10,6 +10,7 @@ from replog.controller.core.events import BrokersChanged, ReassignmentRequested,
 from replog.controller.core.invariants import violations
 from replog.controller.core.model import LeaderAndIsr
 from replog.controller.core.plan import Plan, SetPartitionState
+from replog.controller.core.steps import Answer, Apply, Write
 
 
 def test_an_empty_plan_gives_back_the_same_state():
@@ -40,4 +41,4 @@ def test_a_write_against_another_partition_epoch_is_a_broken_invariant():
     state = cluster(topics={"orders": [(1, 2)]})
     stale = SetPartitionState(tp("orders", 0), LeaderAndIsr(2, 1, (2,), 7, 6), 5)
     with pytest.raises(AssertionError, match="expected partition epoch 5"):
-        apply(state, Plan(zk_writes=(stale,)))
+        apply(state, Plan(steps=(Write((stale,)), Apply(), Answer())))

@@ -2,11 +2,12 @@
 
 import dataclasses
 
-from controller_story import broker, cluster, leader_and_isr, run, sent_partitions, tp, writes
+from controller_story import broker, cluster, leader_and_isr, run, sent_partitions, tp, wave, writes, writes_before
 
 from replog.controller.core.events import BrokersChanged
 from replog.controller.core.model import NO_LEADER, LeaderAndIsr
-from replog.controller.core.plan import without_delivered
+from replog.controller.core.sequencing import without_delivered
+from replog.controller.core.steps import NEW_LEADERS, REQUESTS
 from replog.controller.core.topic_config import TopicConfig
 
 
@@ -40,7 +41,7 @@ def test_every_change_goes_out_in_one_leader_and_isr_per_surviving_broker():
     assert sent_partitions(plan, 3) == {tp("orders", 0), tp("orders", 2)}
     assert tp("audit", 1) not in writes(plan)  # broker 1 holds no replica of it
     assert not any(r.init for r in plan.leader_and_isr)
-    (metadata,) = plan.update_metadata
+    (metadata,) = wave(plan, REQUESTS).update_metadata
     assert metadata.broker_ids == (2, 3) and len(metadata.partitions) == 4
 
 
@@ -49,12 +50,12 @@ def test_new_leaderships_are_written_first_and_go_out_in_a_first_wave():
     state = cluster(topics={"orders": [(1, 2, 3), (2, 3, 1), (3, 1, 2)], "audit": [(1, 2), (2, 3)]})
     plan, _ = kill(state, 1)
     moved = {tp("orders", 0), tp("audit", 0)}  # broker 1 led them; elsewhere it only leaves the ISR
-    assert plan.first_wave_writes == 2
+    assert writes_before(plan, NEW_LEADERS) == 2
     assert {w.partition for w in plan.zk_writes[:2]} == moved
     assert {w.partition for w in plan.zk_writes[2:]} == {tp("orders", 1), tp("orders", 2)}
-    first = {r.broker_id: {d.partition for d in r.partitions} for r in plan.first_wave}
+    first = {r.broker_id: {d.partition for d in r.partitions} for r in wave(plan, NEW_LEADERS).leader_and_isr}
     assert first == {2: moved, 3: {tp("orders", 0)}}
-    later = {r.broker_id: {d.partition for d in r.partitions} for r in plan.leader_and_isr}
+    later = {r.broker_id: {d.partition for d in r.partitions} for r in wave(plan, REQUESTS).leader_and_isr}
     assert later == {2: {tp("orders", 1)}, 3: {tp("orders", 2)}}
 
 
@@ -75,11 +76,11 @@ def test_the_first_wave_tells_every_live_brokers_metadata_the_new_leaders():
     """Clients ask any broker for leaders: the moved ones reach every cache with the first wave."""
     state = cluster(topics={"orders": [(1, 2, 3), (2, 3, 1), (3, 1, 2)], "audit": [(1, 2), (2, 3)]})
     plan, _ = kill(state, 1)
-    (metadata,) = plan.first_wave_metadata
+    (metadata,) = wave(plan, NEW_LEADERS).update_metadata
     assert metadata.broker_ids == (2, 3) and not metadata.full
     assert {b.broker_id for b in metadata.live_brokers} == {2, 3}
     assert {d.partition: d.state.leader for d in metadata.partitions} == {tp("orders", 0): 2, tp("audit", 0): 2}
-    (everything,) = plan.update_metadata  # the plan's own UpdateMetadata still carries them, with the rest
+    (everything,) = wave(plan, REQUESTS).update_metadata  # the plan's own UpdateMetadata still carries them too
     assert {tp("orders", 0), tp("audit", 0)} <= {d.partition for d in everything.partitions}
 
 
@@ -87,9 +88,10 @@ def test_brokers_that_took_the_first_wave_are_not_sent_its_partitions_again():
     state = cluster(live=(1, 2, 3, 4), topics={"orders": [(1, 2, 3), (2, 3, 1), (3, 1, 2)], "audit": [(1, 2), (2, 3)]})
     plan, _ = kill(state, 1)
     moved = {tp("orders", 0), tp("audit", 0)}
-    slimmed = without_delivered(plan.update_metadata, plan.first_wave_metadata, frozenset({2, 4}))
+    update_metadata, first_wave_metadata = wave(plan, REQUESTS).update_metadata, wave(plan, NEW_LEADERS).update_metadata
+    slimmed = without_delivered(update_metadata, first_wave_metadata, frozenset({2, 4}))
     by_broker = {b: {d.partition for d in u.partitions} for u in slimmed for b in u.broker_ids}
-    everything = {d.partition for d in plan.update_metadata[0].partitions}
+    everything = {d.partition for d in update_metadata[0].partitions}
     assert by_broker[2] == by_broker[4] == everything - moved
     assert by_broker[3] == everything  # it did not answer the first wave: it may have missed it
     assert all(not u.full and {b.broker_id for b in u.live_brokers} == {2, 3, 4} for u in slimmed)
@@ -97,22 +99,24 @@ def test_brokers_that_took_the_first_wave_are_not_sent_its_partitions_again():
 
 def test_only_the_very_decision_the_first_wave_carried_is_left_out():
     plan, _ = kill(cluster(topics={"orders": [(1, 2, 3)]}), 1)
-    (update,) = plan.update_metadata
+    (update,) = wave(plan, REQUESTS).update_metadata
     (decision,) = update.partitions
     other = decision._replace(state=decision.state._replace(isr=(2,)))  # the same partition, told otherwise
-    (again,) = without_delivered((dataclasses.replace(update, partitions=(other,)),), plan.first_wave_metadata,
-                                 frozenset({2, 3}))
+    (again,) = without_delivered((dataclasses.replace(update, partitions=(other,)),),
+                                 wave(plan, NEW_LEADERS).update_metadata, frozenset({2, 3}))
     assert again.partitions == (other,)
 
 
 def test_without_an_answered_first_wave_the_update_goes_out_whole():
     plan, _ = kill(cluster(topics={"orders": [(1, 2, 3), (2, 3, 1)]}), 1)
-    assert without_delivered(plan.update_metadata, plan.first_wave_metadata, frozenset()) == plan.update_metadata
+    update_metadata, first_wave_metadata = wave(plan, REQUESTS).update_metadata, wave(plan, NEW_LEADERS).update_metadata
+    assert without_delivered(update_metadata, first_wave_metadata, frozenset()) == update_metadata
 
 
 def test_a_dead_follower_alone_sends_no_first_wave():
     plan, _ = kill(cluster(topics={"orders": [(1, 2, 3)]}), 3)
-    assert plan.first_wave == () and plan.first_wave_metadata == ()
+    first_wave = wave(plan, NEW_LEADERS)
+    assert first_wave.leader_and_isr == () and first_wave.update_metadata == ()
 
 
 def test_a_plan_that_writes_more_than_states_sends_everything_after_its_writes():
@@ -120,8 +124,9 @@ def test_a_plan_that_writes_more_than_states_sends_everything_after_its_writes()
 
     state = cluster(topics={"orders": [(1, 2, 3)]})
     plan, _ = run(state, TopicsCreated({"new": {0: (1, 2, 3)}}))
-    assert plan.first_wave == () and plan.first_wave_writes == 0 and plan.leader_and_isr
-    assert plan.first_wave_metadata == ()
+    first_wave = wave(plan, NEW_LEADERS)
+    assert first_wave.leader_and_isr == () and writes_before(plan, NEW_LEADERS) == 0 and plan.leader_and_isr
+    assert first_wave.update_metadata == ()
 
 
 def test_with_no_live_isr_member_the_partition_goes_offline_and_keeps_one_isr_member():

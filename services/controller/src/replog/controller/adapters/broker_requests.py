@@ -9,8 +9,13 @@ the brokers' handling joins the controller's trace.
 An INIT LeaderAndIsr and a full UpdateMetadata are first sent as a digest of
 their content (`replog.common.state_digest`); only a broker that answers that
 it holds something else gets the full request. After a controller failover
-nothing has usually changed, and at 100K partitions the full requests cost the
-brokers seconds to apply.
+nothing has usually changed, and applying the full requests again would keep
+the brokers busy for seconds (docs/perf/state-digest.md).
+
+Sending costs the controller as little as possible, since it happens on the
+failover's critical path: no connectivity probe before a request to a channel
+grpcio last reported READY, and each partition's proto built once per wave,
+not once per broker (docs/perf/broker-request-sending.md).
 """
 
 from __future__ import annotations
@@ -40,11 +45,11 @@ tracer = trace.get_tracer("replog.controller")
 REQUEST_TIMEOUT_BASE_S = 3.0
 REQUEST_TIMEOUT_PER_PARTITION_S = 0.0002
 REQUEST_TIMEOUT_MAX_S = 60.0
+RECONNECT_WAIT_S = 1.5  # see _await_reconnect
 
 
 def request_timeout_s(partitions: int) -> float:
     return min(REQUEST_TIMEOUT_MAX_S, REQUEST_TIMEOUT_BASE_S + partitions * REQUEST_TIMEOUT_PER_PARTITION_S)
-RECONNECT_WAIT_S = 1.5
 
 
 @dataclass
@@ -78,8 +83,8 @@ class BrokerRequestSender:
         self._controller_epoch = controller_epoch
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="broker-rpc")
         self._connectivity = ChannelConnectivity()
-        # One full UpdateMetadata goes to every broker: its digest (0.36 s at 100K partitions) is
-        # computed by the first sender thread to need it while the others wait, not by each.
+        # One full UpdateMetadata goes to every broker: its digest is computed by the first
+        # sender thread to need it while the others wait, not by each (docs/perf/state-digest.md).
         self._digest_lock = threading.Lock()
 
     def close(self) -> None:
@@ -87,9 +92,9 @@ class BrokerRequestSender:
 
     def prepare(self, leader_and_isr=(), update_metadata=()) -> Future:
         """Build the protos `start` will need for these requests on a sender thread, meanwhile
-        (a future of them for `start(prepared=...)`). The first wave's are built while its
-        ZooKeeper write is in flight: the controller's loop only waits for ZooKeeper then, and in
-        a 10K-partition failover building them after the write held its LeaderAndIsr back 43 ms."""
+        (a future of them for `start(prepared=...)`). The executor does it for a wave that goes
+        out before Apply, while the ZooKeeper writes ahead of it are in flight: the loop only
+        waits for ZooKeeper then (docs/perf/first-wave.md)."""
         return self._pool.submit(self._build_protos, leader_and_isr, update_metadata)
 
     def start(self, state: ControllerState, leader_and_isr=(), update_metadata=(),
@@ -198,7 +203,8 @@ class BrokerRequestSender:
             if request.init:
                 reply = stub.LeaderAndIsr(broker_control_pb2.LeaderAndIsrRequest(
                     controller_id=self._controller_id, controller_epoch=self._controller_epoch, leaders=endpoints,
-                    broker_epoch=request.broker_epoch, replica_state_digest=_replica_digest(request.broker_id, request.partitions),
+                    broker_epoch=request.broker_epoch,
+                    replica_state_digest=_replica_digest(request.broker_id, request.partitions),
                 ), timeout=REQUEST_TIMEOUT_BASE_S, metadata=metadata)
                 if _confirmed(reply):
                     return reply
@@ -231,9 +237,9 @@ class BrokerRequestSender:
             return stub.UpdateMetadata(message, timeout=request_timeout_s(len(message.partitions)), metadata=metadata)
         message = broker_control_pb2.StopReplicaRequest(
             controller_id=self._controller_id, controller_epoch=self._controller_epoch,
-            partitions=[broker_control_pb2.StopReplicaPartition(topic=x.partition.topic, partition=x.partition.partition,
-                                                                leader_epoch=x.leader_epoch, delete=x.delete)
-                        for x in request.partitions],
+            partitions=[broker_control_pb2.StopReplicaPartition(
+                topic=x.partition.topic, partition=x.partition.partition, leader_epoch=x.leader_epoch, delete=x.delete)
+                for x in request.partitions],
             broker_epoch=request.broker_epoch,
         )
         return stub.StopReplica(message, timeout=request_timeout_s(len(message.partitions)), metadata=metadata)
@@ -269,12 +275,11 @@ class ChannelConnectivity:
     """What grpcio last reported of each channel's connection, from one subscription per channel.
 
     `_await_reconnect` is needed only by a channel that is not connected. Asking every channel
-    (`channel_ready_future`) subscribed and unsubscribed each time, which starts a grpcio polling
-    thread and a callback thread: on an idle process 0.2 ms, but about three interpreter switches
-    (15 ms with one busy thread) on a busy one. In a 10K-partition failover one broker's first
-    LeaderAndIsr left 125 ms after the other's for that wait. A stale READY (a broker that
-    restarted within grpcio's 0.2 s polling) makes the call fail in transit, and the event loop
-    resyncs that broker's whole state a moment later, as after any request lost in transit.
+    (`channel_ready_future`) subscribes and unsubscribes each time, which starts grpcio threads
+    and, on a busy process, delays each broker's first request (docs/perf/broker-request-sending.md).
+    A stale READY (a broker that restarted between two of grpcio's polls) makes the call fail in
+    transit, and the event loop resyncs that broker's whole state a moment later, as after any
+    request lost in transit.
     """
 
     def __init__(self) -> None:
@@ -311,4 +316,5 @@ def _await_reconnect(channel: grpc.Channel) -> None:
 
 def _endpoints(state, broker_ids, infos=None):
     infos = infos if infos is not None else [state.live_brokers[i] for i in broker_ids if i in state.live_brokers]
-    return [common_pb2.BrokerEndpoint(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack or "") for b in infos]
+    return [common_pb2.BrokerEndpoint(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack or "")
+            for b in infos]

@@ -1,10 +1,11 @@
 """The controller's single event loop (one thread, one queue; docs/architecture.md, "Control flow").
 
 One thread drains one bounded queue of frozen events. For each event it calls
-the pure `decide(state, event, rng)`, then the executor: the plan's ZooKeeper
-writes (batched, fenced by the controller epoch), `apply` to the in-memory
-state, the broker requests (parallel across brokers), the reply to the RPC
-that caused the event, and follow-up events back onto the queue. Watches and
+the pure `decide(state, event, rng)` and has the plan's steps carried out in the
+order the core chose (`plan_executor.py`: ZooKeeper writes fenced by the
+controller epoch, `apply` to the in-memory state, broker requests, the reply to
+the RPC that caused the event); then it puts follow-up events back onto the
+queue and schedules resyncs for brokers a request did not reach. Watches and
 RPC handlers only enqueue. No locks guard the state: only this thread touches it.
 
 Seat changes bump a generation number. Events enqueued under an older
@@ -15,14 +16,12 @@ check and brokers refuse its requests by controller epoch.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import queue
 import random
 import threading
 import time
 from concurrent.futures import Future
-from concurrent.futures import wait as futures_wait
 from dataclasses import dataclass
 from typing import Callable
 
@@ -34,6 +33,7 @@ from replog.common.zk.client import ZkClient
 from replog.controller.adapters import metrics
 from replog.controller.adapters.broker_requests import BrokerRequestSender
 from replog.controller.adapters.loader import load_snapshot
+from replog.controller.adapters.plan_executor import execute
 from replog.controller.adapters.seat import Seat
 from replog.controller.adapters.standby_mirror import StandbyMirror
 from replog.controller.adapters.watches import Watches
@@ -42,14 +42,13 @@ from replog.controller.core import events as ev
 from replog.controller.core.apply import apply
 from replog.controller.core.decide import decide
 from replog.controller.core.model import ControllerSettings, ControllerState
-from replog.controller.core.plan import without_delivered
+from replog.controller.core.plan import Plan
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.controller")
 
 RESYNC_DELAY_S = 1.0  # after a request to a broker failed in transit; doubled while it keeps failing
 RESYNC_DELAY_MAX_S = 30.0
-FIRST_WAVE_HEAD_START_S = 1.0  # how long ISR-only writes wait for the brokers taking new leaderships
 FREEZE_AFTER_WRITES = 1_000  # a plan writing this many znodes leaves long-lived state: freeze it (gc_policy)
 
 SPAN_NAMES = {
@@ -280,13 +279,11 @@ class ControllerLoop:
 
     def _execute(self, event, generation: int, reply: Future | None, span) -> None:
         # The collector waits for the whole event, not only decide(): the core builds no
-        # reference cycles, and at 100K partitions scanning a plan's fresh objects cost a
-        # third of decide(). Running after decide, it struck mid-event: in a traced
-        # 10K-partition failover a full collection took 83 ms of the controller's thread
-        # between the new leaderships and the ISR-only writes, while the brokers replicated
-        # on the same 2 cores. A large plan's survivors (the new partition states, which
-        # live until the next change) are then frozen, so later full collections do not
-        # scan them again; states it replaces are still freed by reference counting.
+        # reference cycles, and a collection mid-event holds up the new leaderships on the
+        # failover's critical path. A large plan's survivors (the new partition states, which
+        # live until the next change) are then frozen, so later full collections do not scan
+        # them again; states it replaces are still freed by reference counting
+        # (docs/perf/controller-gc.md).
         with gc_policy.paused() as pause:
             self._run_event(event, generation, reply, span, pause)
 
@@ -300,60 +297,8 @@ class ControllerLoop:
             _describe(span, self._state, event, plan)
             if generation != self._generation:
                 raise NotController()
-            first_wave: dict[int, Future] = {}
-            with tracer.start_as_current_span("controller.zookeeper_write") as write_span:
-                if plan.first_wave and self._knows_leaders(plan.first_wave):
-                    # New leaderships go out once written. The ISR-only changes are written once
-                    # the brokers have taken them (or after a bounded head start): partitions without
-                    # a leader take neither reads nor writes. On 2 cores, writing the rest meanwhile
-                    # held back the new leaders: in a 10K-partition failover they began applying
-                    # 0.7 s after their request was sent, and 0.05 s with the head start.
-                    # They are not held back any longer than that. Holding them 0.7 s more made
-                    # the moved partitions writable about 0.2 s sooner. But a partition whose ISR
-                    # still names the dead broker cannot take an acks=all write: its HW waits for
-                    # that broker. Twice as many partitions would have waited 0.7 s longer.
-                    # Writing them before the brokers answered was slower, and writing everything
-                    # in one wave was no faster.
-                    prepared = self._sender.prepare(plan.first_wave, plan.first_wave_metadata)
-                    stats = self._writer.write(plan.zk_writes[:plan.first_wave_writes])
-                    first_wave = self._sender.start(self._state, plan.first_wave, plan.first_wave_metadata,
-                                                    prepared=prepared)
-                    futures_wait(first_wave.values(), timeout=FIRST_WAVE_HEAD_START_S)
-                    stats = stats + self._writer.write(plan.zk_writes[plan.first_wave_writes:])
-                    write_span.set_attribute("first_wave.partitions", plan.first_wave_writes)
-                else:
-                    stats = self._writer.write(plan.zk_writes)
-                    if plan.first_wave:
-                        plan = dataclasses.replace(plan, leader_and_isr=plan.first_wave + plan.leader_and_isr,
-                                                   first_wave=(), first_wave_metadata=())
-                write_span.set_attributes({"zookeeper.transactions": stats.transactions,
-                                           "zookeeper.ops": stats.operations, "zookeeper.bytes": stats.bytes})
-            self._state = apply(self._state, plan)
-            if isinstance(event, ev.Startup):
-                gc_policy.settle()  # the loaded state lives as long as the seat
-            self._record_metrics(plan, started)
-            with tracer.start_as_current_span("controller.send_requests") as send_span:
-                update_metadata = plan.update_metadata
-                if first_wave:
-                    took = frozenset(b for b, f in first_wave.items() if f.done() and f.result().ok)
-                    update_metadata = without_delivered(update_metadata, plan.first_wave_metadata, took)
-                futures = self._sender.start(self._state, plan.leader_and_isr, update_metadata, plan.stop_replica)
-                if reply is not None and isinstance(event, ev.ControlledShutdownRequested):
-                    # The stopping broker may go as soon as everything is written and the
-                    # partitions it hands over have their new leaders (the brokers taking a
-                    # leadership in the first wave; every other broker without one); its own
-                    # requests need not hold it, nor followers or ISR-only changes. Kafka does
-                    # not wait for any broker at all.
-                    leaders = {r.broker_id for r in plan.first_wave
-                               if any(d.state.leader == r.broker_id for d in r.partitions)}
-                    for broker_id, future in (first_wave or futures).items():
-                        if broker_id != event.broker_id and (not first_wave or broker_id in leaders):
-                            future.result()
-                    reply.set_result(plan.reply)
-                outcomes = [f.result() for f in (*first_wave.values(), *futures.values())]
-                send_span.set_attribute("brokers", sorted({o.broker_id for o in outcomes}))
-            if reply is not None and not reply.done():
-                reply.set_result(plan.reply)
+            outcomes = execute(plan, self._writer, self._sender, self._state, reply=reply,
+                               apply_plan=lambda: self._apply(event, plan, started))
             for follow_up in plan.follow_ups:
                 self.enqueue(follow_up, generation=generation)
             for outcome in outcomes:
@@ -381,6 +326,14 @@ class ControllerLoop:
         finally:
             metrics.EVENT_PROCESSING_TIME.labels(type(event).__name__).observe((time.monotonic() - started) * 1000)
 
+    def _apply(self, event, plan: Plan, started: float) -> ControllerState:
+        """The plan's Apply step: the next state becomes the controller's."""
+        self._state = apply(self._state, plan)
+        if isinstance(event, ev.Startup):
+            gc_policy.settle()  # the loaded state lives as long as the seat
+        self._record_metrics(plan, started)
+        return self._state
+
     def _resync_later(self, broker_id: int, broker_epoch: int, generation: int) -> None:
         """After a request to a broker failed in transit, resend it its whole state (confirmed
         by digest first) in a moment; one resync per broker at a time. The wait doubles while
@@ -401,12 +354,6 @@ class ControllerLoop:
         timer = threading.Timer(delay_s, fire)
         timer.daemon = True
         timer.start()
-
-    def _knows_leaders(self, requests) -> bool:
-        """The first wave goes out before `apply`: every broker it names must be known already."""
-        live = self._state.live_brokers
-        return all(r.broker_id in live and all(d.state.leader in live for d in r.partitions if d.state.leader >= 0)
-                   for r in requests)
 
     def _record_metrics(self, plan, started: float) -> None:
         facts = plan.metrics
@@ -430,7 +377,7 @@ class ControllerLoop:
 
 def _describe(span, state: ControllerState, event, plan) -> None:
     """Attributes that explain the event in its trace."""
-    changed = {d.partition for r in (*plan.first_wave, *plan.leader_and_isr) for d in r.partitions}
+    changed = {d.partition for r in plan.leader_and_isr for d in r.partitions}
     span.set_attribute("partitions.affected", len(changed))
     span.set_attribute("leader_elections", plan.metrics.leader_elections)
     if isinstance(event, ev.BrokersChanged):

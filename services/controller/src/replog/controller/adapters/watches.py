@@ -39,7 +39,7 @@ Enqueue = Callable[..., bool]
 class Watches:
     def __init__(self, zk: ZkClient, enqueue: Enqueue, known_topics: frozenset[str] = frozenset()) -> None:
         """`known_topics`: topics the coming Startup snapshot holds anyway (a standby's copy); the
-        first firing does not read their assignments again (100K partitions take a second)."""
+        first firing does not read their assignments again (docs/perf/takeover-known-topics.md)."""
         self._zk = zk
         self._enqueue = enqueue
         self._closed = threading.Event()

@@ -5,11 +5,12 @@ fence, KAFKA-6082): if another controller has taken the seat since, the whole
 batch fails and nothing is written. Partition-state writes are also
 conditional on the state znode's version (the partition epoch). Batches are
 bounded in operations and bytes (ZooKeeper refuses requests over its
-jute.maxbuffer, 1 MiB by default) and are pipelined on the writer's own
-session (replog.common.zk.multi_writer: kazoo's per-operation objects cost
-the first wave of a 10K-partition failover 30 ms); ZooKeeper applies one
-session's requests in order. The few reads a write needs (which partition
-znodes exist, the reassignment request's version) go through kazoo.
+jute.maxbuffer, 1 MiB by default) and are pipelined as jute frames on the
+writer's own session (replog.common.zk.multi_writer), cheaper than kazoo's
+per-operation objects on the failover's critical path; ZooKeeper applies one
+session's requests in order (docs/perf/zk-multi-writer.md). The few reads a
+write needs (which partition znodes exist, the reassignment request's version)
+go through kazoo.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class ZkWriter:
         kazoo = self._zk.kazoo
         ops: list[tuple[mw.Operation, int]] = []
         # Per topic, the partition znodes there already: one read of the topic's partitions, not one
-        # `exists` per partition (creating a 10K-partition topic spent 4.4 s on those round trips).
+        # `exists` round trip per partition (docs/perf/partition-znode-reads.md).
         partition_nodes: dict[str, set[str]] = {}
         for write in writes:
             if isinstance(write, p.SetPartitionState):

@@ -7,12 +7,12 @@ The executor calls this once the plan's ZooKeeper writes succeeded (KRaft's
 ``plan.zk_writes`` onto a new state and returns it; the old state is untouched.
 A ``LoadState`` update, first of a Startup plan, replaces the base.
 
-Cost: copy on write.  Each top-level dict the plan touches is copied once
-(a 100K-entry dict copies in about a millisecond); in ``partitions_by_broker``
-only the brokers whose replicas change are copied.  Everything else is shared
-with the previous state.  A write whose ``expected_partition_epoch`` does not
-match the state is a broken invariant (the executor would have failed the
-``multi``) and asserts.
+Cost: copy on write.  Each top-level dict the plan touches is copied once; in
+``partitions_by_broker`` only the brokers whose replicas change are copied.
+Everything else is shared with the previous state, which is never changed
+(docs/perf/controller-state-values.md).  A write whose
+``expected_partition_epoch`` does not match the state is a broken invariant
+(the executor would have failed the ``multi``) and asserts.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ from .plan import (
 
 
 def apply(state: ControllerState, plan: Plan) -> ControllerState:
-    if not plan.state_updates and not plan.zk_writes:
+    writes = plan.zk_writes
+    if not plan.state_updates and not writes:
         return state
     updates = plan.state_updates
     if updates and isinstance(updates[0], LoadState):
@@ -50,7 +51,7 @@ def apply(state: ControllerState, plan: Plan) -> ControllerState:
     draft = _Draft(state)
     for update in updates:
         draft.replay_update(update)
-    for write in plan.zk_writes:
+    for write in writes:
         draft.replay_write(write)
     return draft.finish()
 

@@ -6,7 +6,7 @@ Deciding apart from applying, as KRaft does, on one event loop.  The controller 
 takes one event at a time and calls :func:`decide`; it reads ``state`` and
 returns a :class:`~.plan.Plan`, changing nothing.  The executor persists the
 plan's ZooKeeper writes, calls :func:`~.apply.apply` for the next state, then
-sends the broker requests (order in ``plan.py``).
+sends the broker requests, in the order of the plan's steps (``steps.py``).
 
 Each event type has one handler in ``handlers/``; every handler works through a
 :class:`~.builder.PlanBuilder`, which enforces the rules common to all plans.
@@ -56,6 +56,7 @@ from .handlers.startup import startup_builder
 from .handlers.topics import on_partitions_added, on_topic_config_changed, on_topics_created
 from .model import ControllerState
 from .plan import AlterPartitionReply, ControlledShutdownReply, PartitionResult, PartitionResultsReply, Plan
+from .steps import Answer, Apply
 
 if TYPE_CHECKING:
     import random
@@ -86,7 +87,7 @@ def decide(state: ControllerState, event: Event, rng: random.Random) -> Plan:
     if handler is None:
         raise TypeError(f"not a controller event: {event!r}")
     if state.controller_epoch == 0:
-        return Plan(reply=_not_controller(event))
+        return Plan(steps=(Apply(), Answer(_not_controller(event))))
     builder = PlanBuilder(state)
     handler(builder, event)
     return builder.finish()

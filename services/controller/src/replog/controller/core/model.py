@@ -25,16 +25,11 @@ not O(partitions x brokers): the 100K-partition target in the controller issue.
 
 ``TopicPartition``, ``LeaderAndIsr`` and ``ReplicaAssignment`` -- the three
 types there are 100K of -- are ``NamedTuple``s rather than frozen dataclasses,
-on purpose and measured (100K-partition failover benchmark in the controller
-issue):
-
-* a tuple's hash and equality run in C; a dataclass's ``__hash__`` is a Python
-  call on every dict lookup (about 4x slower for ``TopicPartition`` keys);
-* a NamedTuple is built about 3x faster than a frozen dataclass, whose
-  ``__init__`` goes through ``object.__setattr__`` once per field.
-
-They are just as immutable and keep their field names; the cost is that they
-also behave as tuples (compare equal to plain tuples, unpack).
+on purpose: a tuple's hash and equality run in C, where a dataclass makes a
+Python call on every dict lookup, and a tuple is cheaper to build
+(docs/perf/controller-state-values.md).  They are just as immutable and keep
+their field names; the cost is that they also behave as tuples (compare equal
+to plain tuples, unpack).
 """
 
 from __future__ import annotations

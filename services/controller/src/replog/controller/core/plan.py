@@ -3,56 +3,31 @@
 Theory of operation
 -------------------
 ``decide(state, event, rng)`` returns a :class:`Plan` and changes nothing
-(KRaft's ``generateRecordsAndResult``).  The executor carries it out
-in this order:
+(KRaft's ``generateRecordsAndResult``).  A plan holds:
 
-1. ``zk_writes`` -- in the order given, in batched ZooKeeper ``multi``s that each
-   also check the ``/controller_epoch`` version (KAFKA-6082), so a controller
-   that lost its seat writes nothing.  The order is crash-safe (partition
-   states, then assignments, then request clean-up and deletions): if the
-   executor stops between two ``multi``s, every ISR is still inside its
-   assignment and a new controller resumes from what was written.  ``SetPartitionState`` is additionally
-   conditional on the znode version ``expected_partition_epoch``; a failed
-   check means another writer exists -- the controller must resign, not retry.
-2. ``apply(state, plan)`` -- the next in-memory state (``apply.py``); it replays
-   ``state_updates`` (facts only the controller keeps) and then ``zk_writes``.
-3. Broker requests, one of each kind per broker, sent in parallel across
-   brokers and, to one broker, in the order LeaderAndIsr, UpdateMetadata,
-   StopReplica.  A plan never both starts and stops the same replica.
+* ZooKeeper writes, in a crash-safe order (partition states, then assignments,
+  then request clean-up and deletions): if the executor stops between two
+  ``multi``s, every ISR is still inside its assignment and a new controller
+  resumes from what was written;
+* ``state_updates``: facts only the controller keeps; ``apply(state, plan)``
+  replays them, then the writes (``apply.py``);
+* broker requests: value objects that map one to one onto ``broker_control.proto``;
+  the executor adds ``controller_id`` / ``controller_epoch`` and the leaders'
+  endpoints.  A plan never both starts and stops the same replica;
+* the reply to the RPC that caused the event, if any, and ``follow_ups`` that
+  go back onto the controller's queue once every step is done.
 
-   The first wave: a plan that writes only existing partitions' states and
-   moves some leaderships (a broker failure, a controlled shutdown, an
-   election) orders the new leader epochs first (``first_wave_writes`` of
-   them) and carries their LeaderAndIsr apart (``first_wave``, at most one
-   per broker), with an UpdateMetadata of the same partitions to every live
-   broker (``first_wave_metadata``): clients learn leaders from any broker's
-   Metadata, and otherwise would find the new ones only once the whole plan
-   went out. The executor sends it as soon as those writes are done, and
-   writes the ISR-only changes -- twice as many after a broker failure -- once
-   the brokers have taken it (within a bounded head start); everything else
-   waits for step 2 as usual. A partition without a leader serves nothing at
-   all; one whose ISR still names a dead follower serves reads and acks=0/1
-   writes, and only its acks=all writes wait (its HW cannot pass the dead
-   replica), so the leaderless go first. Holding the ISR-only changes back
-   longer, until the new leaders were writable, was tried: 0.35 s and 0.8 s
-   gave no measurable gain at 10K partitions, only a longer wait for those writes.
-   The plan's UpdateMetadata repeats the first wave's partitions; a broker that
-   answered the first wave gets it without them (``without_delivered``).
-4. ``reply`` to the RPC that caused the event, if any.
-5. ``follow_ups`` back onto the controller's queue.
-
-``metrics`` are facts for the metrics adapter (docs/metrics.md): counts of what this
-plan did and the offline-partition count after it.
-
-Broker requests are value objects that map one to one onto
-``broker_control.proto``; the executor adds ``controller_id`` /
-``controller_epoch`` and the leaders' endpoints from the state.
+``steps`` (``steps.py``) hold the writes, requests and reply in the order the
+executor carries them out; the properties below read them back by kind.
+``metrics`` are facts for the metrics adapter (docs/metrics.md): counts of what
+this plan did and the offline-partition count after it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import ErrorCode
@@ -63,6 +38,7 @@ from .model import (
     ReplicaAssignment,
     TopicPartition,
 )
+from .steps import Answer, Apply, Send, Step, Write
 from .topic_config import TopicConfig
 
 if TYPE_CHECKING:
@@ -73,8 +49,7 @@ if TYPE_CHECKING:
 
 
 # The two partition-state writes are NamedTuples, not dataclasses, because a
-# failover makes one per partition (100K) and a NamedTuple is built about three
-# times faster; they are just as immutable.
+# failover makes one per partition (up to 100K): docs/perf/controller-state-values.md.
 
 
 class CreatePartitionState(NamedTuple):
@@ -319,45 +294,35 @@ class PlanMetrics:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    zk_writes: tuple[ZkWrite, ...] = ()
-    # The first `first_wave_writes` writes are new leader epochs; once they are written,
-    # `first_wave` (their LeaderAndIsr) may go out before the rest is written.
-    first_wave_writes: int = 0
-    first_wave: tuple[LeaderAndIsrRequest, ...] = ()
-    first_wave_metadata: tuple[UpdateMetadata, ...] = ()  # the first wave's partitions, to every live broker
+    steps: tuple[Step, ...] = (Apply(), Answer())
     state_updates: tuple[StateUpdate, ...] = ()
-    leader_and_isr: tuple[LeaderAndIsrRequest, ...] = ()
-    update_metadata: tuple[UpdateMetadata, ...] = ()
-    stop_replica: tuple[StopReplicaRequest, ...] = ()
-    reply: Reply | None = None
     follow_ups: tuple[Event, ...] = ()
     metrics: PlanMetrics = field(default_factory=PlanMetrics)
 
+    @property
+    def zk_writes(self) -> tuple[ZkWrite, ...]:
+        """Every ZooKeeper write, in the order written (what ``apply`` replays)."""
+        writes = [step.writes for step in self.steps if type(step) is Write]
+        return writes[0] if len(writes) == 1 else tuple(chain.from_iterable(writes))
 
-def without_delivered(
-    updates: tuple[UpdateMetadata, ...], delivered: tuple[UpdateMetadata, ...], took_delivered: frozenset[int]
-) -> tuple[UpdateMetadata, ...]:
-    """The plan's UpdateMetadata less what the first wave already delivered.
+    @property
+    def sends(self) -> tuple[Send, ...]:
+        """The waves of broker requests, in the order sent."""
+        return tuple(step for step in self.steps if type(step) is Send)
 
-    The plan's own UpdateMetadata repeats the first wave's partitions (see ``Plan``): a
-    broker that missed the first wave must still hear of them. A broker in
-    ``took_delivered`` answered the first wave: its copy leaves out every decision
-    ``delivered`` carried (the same decision, not merely the same partition). After a
-    10K-partition broker failure that is a third of what each survivor would otherwise
-    apply again while its new leaderships catch up.
-    """
-    carried = {d.partition: d for update in delivered for d in update.partitions}
-    if not carried or not took_delivered:
-        return updates
-    out: list[UpdateMetadata] = []
-    for update in updates:
-        slimmed = tuple(b for b in update.broker_ids if b in took_delivered)
-        if update.full or not slimmed:
-            out.append(update)
-            continue
-        rest = tuple(b for b in update.broker_ids if b not in took_delivered)
-        if rest:
-            out.append(UpdateMetadata(rest, update.live_brokers, update.partitions, update.deleted_topics, False))
-        partitions = tuple(d for d in update.partitions if carried.get(d.partition) is not d)
-        out.append(UpdateMetadata(slimmed, update.live_brokers, partitions, update.deleted_topics, False))
-    return tuple(out)
+    @property
+    def leader_and_isr(self) -> tuple[LeaderAndIsrRequest, ...]:
+        """Every LeaderAndIsr request, in the order sent (a broker may get one per wave)."""
+        return tuple(chain.from_iterable(send.leader_and_isr for send in self.sends))
+
+    @property
+    def update_metadata(self) -> tuple[UpdateMetadata, ...]:
+        return tuple(chain.from_iterable(send.update_metadata for send in self.sends))
+
+    @property
+    def stop_replica(self) -> tuple[StopReplicaRequest, ...]:
+        return tuple(chain.from_iterable(send.stop_replica for send in self.sends))
+
+    @property
+    def reply(self) -> Reply | None:
+        return next((step.reply for step in self.steps if type(step) is Answer), None)

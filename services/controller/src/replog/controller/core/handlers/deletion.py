@@ -17,11 +17,11 @@ A topic marked under ``/admin/delete_topics`` is deleted in two steps:
 A replica whose deletion failed stays pending until its broker restarts (it
 is then dropped as dead) or a new controller takes over (which starts every
 marked deletion again) -- Kafka's "ineligible, retry later". A StopReplica
-lost in transit (say it outlasted its deadline: deleting 10K replicas took a
-broker 16 s) is sent again with the resync that follows any failed request to
-a broker (``resend_stops``): the broker may have deleted them and its answer
-been lost, and a replica it no longer hosts is answered as stopped. Without
-that the deletion waited for a restart or a failover that might never come.  Deletion is thus
+lost in transit (say it outlasted its deadline) is sent again with the resync
+that follows any failed request to a broker (``resend_stops``): the broker may
+have deleted them and its answer been lost, and a replica it no longer hosts is
+answered as stopped. Without that the deletion waited for a restart or a
+failover that might never come (docs/perf/deletion-resend.md).  Deletion is thus
 resumable: after a failover the topic is still under ``/admin/delete_topics``
 and ``Startup`` restarts step 1.  While a topic is being deleted no election,
 ISR change or reassignment touches it.

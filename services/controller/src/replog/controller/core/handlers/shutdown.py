@@ -14,9 +14,11 @@ on no election picks it and no ISR may add it -- and, for each partition it hold
   StopReplica(delete=False) so it stops fetching and cannot rejoin.
 
 Leaders that moved get LeaderAndIsr as usual (the stopping broker becomes a
-follower, so clients see only retriable NOT_LEADER).  The broker repeats the
-request until ``remaining`` is empty or it gives up; repeating is harmless.
-Partitions with one replica are never "remaining": nothing can take them over.
+follower, so clients see only retriable NOT_LEADER).  The answer waits only
+for the brokers taking over the leaderships (``sequencing.py``).  The broker
+repeats the request until ``remaining`` is empty or it gives up; repeating is
+harmless.  Partitions with one replica are never "remaining": nothing can take
+them over.
 A broker stops being "shutting down" when its registration disappears.
 """
 
@@ -44,6 +46,7 @@ def on_controlled_shutdown(b: PlanBuilder, event: ControlledShutdownRequested) -
         return
     if broker_id not in b.shutting_down:
         b.set_shutting_down(b.shutting_down | {broker_id})
+    b.answer_once_leaderships_moved(broker_id)
     remaining: list[TopicPartition] = []
     for tp in b.base.partitions_by_broker.get(broker_id, ()):
         if b.is_deleting(tp.topic):
