@@ -60,19 +60,19 @@ def _floor_server(kind: str) -> None:
     if kind == "aio":
         import asyncio
 
-        async def sink(request_iterator, context):
+        async def sink_aio(request_iterator, context):
             total = 0
             async for message in request_iterator:
                 total += len(message)
             return str(total).encode()
 
-        async def echo(request_iterator, context):
+        async def echo_aio(request_iterator, context):
             async for message in request_iterator:
                 yield message
 
         async def serve() -> None:
             server = grpc.aio.server(options=options)
-            server.add_generic_rpc_handlers((_floor_handler(sink, echo),))
+            server.add_generic_rpc_handlers((_floor_handler(sink_aio, echo_aio),))
             port = server.add_insecure_port("127.0.0.1:0")
             await server.start()
             print(port, flush=True)

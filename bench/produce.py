@@ -226,7 +226,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--batch-records", type=int, default=0,
                         help="records per send_batch call (default: 8,000, or fewer so a call fits in 1 MiB)")
-    parser.add_argument("--queued-batches", type=int, default=2, help="batches per partition handed to the producer beyond the first, unacknowledged at once")
+    parser.add_argument("--queued-batches", type=int, default=2,
+                        help="batches per partition handed to the producer beyond the first, unacknowledged at once")
     parser.add_argument("--max-in-flight", type=int, default=0,
                         help="producer requests in flight per partition (default: 5, or 1 in latency mode)")
     parser.add_argument("--linger-ms", type=int, default=-1, help="producer linger (default: 1, or 0 in latency mode)")
