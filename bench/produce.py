@@ -27,9 +27,9 @@ producer settings for latency (linger 0, one request in flight: what arrives
 during a round trip leaves in the next request); throughput mode's are for
 throughput (linger 1 ms, 5 in flight). Both are flags, and reported.
 
-floor_grpc_stream_mb_per_s: measured in the same run, two local processes
-stream 1 MiB messages over one raw gRPC stream (bytes, no schema, no broker):
-the most any gRPC transport moves on this machine. In latency mode also
+floor_grpc_stream_mb_per_s: measured in the same run (floor_grpc.py), two local
+processes stream 1 MiB messages over one raw gRPC stream (bytes, no schema, no
+broker): the most any gRPC transport moves on this machine. In latency mode also
 floor_grpc_stream_round_trip_ms: p50 / p99 of one message (a millisecond's
 records at the offered rate) out and its echo back over an open raw stream
 between two processes, on the threaded gRPC stack the services use; an acks=all
@@ -65,7 +65,7 @@ under the services' default, batch (SCHED_BATCH: a woken thread does not
 preempt a running one). Latency mode runs under realtime (SCHED_RR at the
 lowest real-time priority), the setting for a host where latency comes first.
 That needs root or CAP_SYS_NICE; without either, the run falls back to batch and
-says so. Issue 3's note has both policies' figures.
+says so. docs/perf/cpu-scheduling.md has both policies' figures.
 
 `--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
 broker, one follower and this process during the run (py-spy must be on PATH
@@ -80,10 +80,8 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -95,11 +93,10 @@ from replog.common import cpu_scheduling, grpc_runtime
 
 grpc_runtime.configure()  # before grpc loads: this process and its children run gRPC as the services do
 
-import grpc  # noqa: E402
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import floor_chain  # noqa: E402
+import floor_grpc  # noqa: E402
 import harness  # noqa: E402
 import hops  # noqa: E402
 
@@ -112,143 +109,10 @@ TOPIC = "produce-bench"
 GOAL_RECORDS_PER_S = 421_823
 GOAL_P99_MS_AT_10_MB_PER_S = 5.0
 MIB = 1024 * 1024
-FLOOR_MESSAGES = 600
-FLOOR_EXCHANGES = 3000  # round trips timed for the latency floor
-FLOOR_WARM_UP = 200
 TAIL_WINDOW_S = 0.1  # latency mode: the tail's time windows
 TAIL_WORST_WINDOWS = 5
 CHAIN_FLOOR_SECONDS = 5.0  # the acks=all chain floor's measured time (after a 1 s warm-up)
 BATCH_BYTES_MAX = MIB  # the producer's and the brokers' default batch limit
-
-
-# --- the gRPC floor ---------------------------------------------------------------------------
-
-def _identity(message: bytes) -> bytes:
-    return message
-
-
-def _floor_handler(sink, echo):
-    return grpc.method_handlers_generic_handler("floor.Sink", {
-        "Stream": grpc.stream_unary_rpc_method_handler(sink),
-        "Echo": grpc.stream_stream_rpc_method_handler(echo, _identity, _identity),
-    })
-
-
-def _floor_server(kind: str) -> None:
-    """Child process: a gRPC server with two raw bytes stream methods: Stream counts what it gets,
-    Echo answers each message with itself. `kind` is "sync" (the stack replog's services run on)
-    or "aio" (grpc.aio, for comparison)."""
-    options = [("grpc.max_receive_message_length", 4 * MIB), ("grpc.max_send_message_length", 4 * MIB)]
-    if kind == "aio":
-        import asyncio
-
-        async def sink(request_iterator, context):
-            total = 0
-            async for message in request_iterator:
-                total += len(message)
-            return str(total).encode()
-
-        async def echo(request_iterator, context):
-            async for message in request_iterator:
-                yield message
-
-        async def serve() -> None:
-            server = grpc.aio.server(options=options)
-            server.add_generic_rpc_handlers((_floor_handler(sink, echo),))
-            port = server.add_insecure_port("127.0.0.1:0")
-            await server.start()
-            print(port, flush=True)
-            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until stdin closes
-            await server.stop(0)
-
-        asyncio.run(serve())
-        return
-    from concurrent import futures
-
-    def sink(request_iterator, context):
-        total = 0
-        for message in request_iterator:
-            total += len(message)
-        return str(total).encode()
-
-    def echo(request_iterator, context):
-        yield from request_iterator
-
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=options)
-    server.add_generic_rpc_handlers((_floor_handler(sink, echo),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    print(port, flush=True)
-    sys.stdin.read()  # until the parent closes our stdin
-    server.stop(0)
-
-
-@contextlib.contextmanager
-def _floor_child(kind: str = "sync"):
-    """The floor server in a child process; yields its port."""
-    child = subprocess.Popen([sys.executable, __file__, "--floor-server", kind], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
-    try:
-        yield int(child.stdout.readline())
-    finally:
-        child.stdin.close()
-        child.wait(timeout=10)
-
-
-def floor_grpc_stream_mb_per_s() -> float:
-    with _floor_child() as port:
-        options = [("grpc.max_receive_message_length", 4 * MIB), ("grpc.max_send_message_length", 4 * MIB)]
-        with grpc.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
-            stream = channel.stream_unary("/floor.Sink/Stream")
-            payload = os.urandom(MIB)
-            stream(iter([payload] * 10), timeout=30)  # warm up the connection
-            started = time.perf_counter()
-            received = int(stream(iter([payload] * FLOOR_MESSAGES), timeout=120))
-            seconds = time.perf_counter() - started
-    assert received == FLOOR_MESSAGES * MIB, received
-    return received / MIB / seconds
-
-
-def floor_grpc_round_trip_ms(message_bytes: int, kind: str = "sync") -> dict[str, float]:
-    """p50 / p99 of one message out and its echo back over an open raw bytes stream between two
-    processes (FLOOR_EXCHANGES of them, after a warm-up), retries off as on the services'
-    channels: the least one exchange between two of our processes can cost here. `kind` "sync" is the
-    threaded gRPC stack replog runs on; "aio" is grpc.aio on both ends, for comparison."""
-    payload = os.urandom(message_bytes)
-    options = [("grpc.enable_retries", 0)]
-    times: list[float] = []
-    with _floor_child(kind) as port:
-        if kind == "aio":
-            import asyncio
-
-            async def exchange_all() -> None:
-                async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
-                    call = channel.stream_stream("/floor.Sink/Echo", _identity, _identity)()
-                    for i in range(FLOOR_WARM_UP + FLOOR_EXCHANGES):
-                        started = time.perf_counter()
-                        await call.write(payload)
-                        await call.read()
-                        if i >= FLOOR_WARM_UP:
-                            times.append((time.perf_counter() - started) * 1000)
-                    await call.done_writing()
-
-            asyncio.run(exchange_all())
-        else:
-            import queue
-
-            with grpc.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
-                outgoing: queue.SimpleQueue = queue.SimpleQueue()
-                responses = channel.stream_stream("/floor.Sink/Echo", _identity, _identity)(
-                    iter(outgoing.get, None))
-                for i in range(FLOOR_WARM_UP + FLOOR_EXCHANGES):
-                    started = time.perf_counter()
-                    outgoing.put(payload)
-                    next(responses)
-                    if i >= FLOOR_WARM_UP:
-                        times.append((time.perf_counter() - started) * 1000)
-                outgoing.put(None)
-                responses.cancel()
-    return {"p50": round(harness.percentile(times, 0.50), 3), "p99": round(harness.percentile(times, 0.99), 3)}
 
 
 # --- measuring ----------------------------------------------------------------------------------
@@ -351,8 +215,6 @@ def tail(acks: Acks, goal_ms: float, window_s: float = TAIL_WINDOW_S) -> dict:
     }
 
 
-# --- profiling -------------------------------------------------------------------------------------
-
 # --- main ------------------------------------------------------------------------------------------
 
 def main() -> None:
@@ -364,7 +226,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=1)
     parser.add_argument("--batch-records", type=int, default=0,
                         help="records per send_batch call (default: 8,000, or fewer so a call fits in 1 MiB)")
-    parser.add_argument("--queued-batches", type=int, default=2, help="batches per partition handed to the producer beyond the first, unacknowledged at once")
+    parser.add_argument("--queued-batches", type=int, default=2,
+                        help="batches per partition handed to the producer beyond the first, unacknowledged at once")
     parser.add_argument("--max-in-flight", type=int, default=0,
                         help="producer requests in flight per partition (default: 5, or 1 in latency mode)")
     parser.add_argument("--linger-ms", type=int, default=-1, help="producer linger (default: 1, or 0 in latency mode)")
@@ -380,11 +243,7 @@ def main() -> None:
     parser.add_argument("--cpu-scheduling", choices=cpu_scheduling.CHOICES,
                         help="policy of every process of the run (default: $REPLOG_CPU_SCHEDULING, else realtime "
                              "in latency mode and batch in throughput mode)")
-    parser.add_argument("--floor-server", choices=("sync", "aio"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.floor_server:
-        _floor_server(args.floor_server)
-        return
     acks = -1 if args.acks == "all" else int(args.acks)
     latency_mode = args.rate_mb_per_s > 0
     os.environ[cpu_scheduling.ENV] = (args.cpu_scheduling or os.environ.get(cpu_scheduling.ENV)
@@ -399,14 +258,14 @@ def main() -> None:
     brokers = max(3, args.replication_factor)
 
     harness.note("measuring the gRPC stream floor")
-    floor = floor_grpc_stream_mb_per_s()
+    floor = floor_grpc.floor_grpc_stream_mb_per_s()
     harness.note(f"floor: {floor:.0f} MB/s")
     round_trips = {}
     chain = None
     if latency_mode:  # one tick's records (what the producer hands over each millisecond) per message
         tick_bytes = max(1, int(args.rate_mb_per_s * 1000))
         for kind in ("sync", "aio"):
-            round_trips[kind] = floor_grpc_round_trip_ms(tick_bytes, kind) | {"message_bytes": tick_bytes}
+            round_trips[kind] = floor_grpc.floor_grpc_round_trip_ms(tick_bytes, kind) | {"message_bytes": tick_bytes}
         harness.note(f"round-trip floor: {round_trips}")
         if acks == -1 and args.replication_factor == 3:
             chain = floor_chain.measure(args.rate_mb_per_s, CHAIN_FLOOR_SECONDS)

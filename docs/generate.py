@@ -221,8 +221,9 @@ def render_zookeeper() -> str:
     lines = [HEADER.format(source="replog.common.zk.schema.LAYOUT").rstrip(), "",
              "# ZooKeeper layout", "",
              "Every znode replog uses, who writes it and what it holds. `replog.common.zk.schema` is the one "
-             "module that builds these paths and encodes and decodes their JSON (each value carries a "
-             "`version`); its decoders refuse any other shape. The shapes follow Kafka's.", "",
+             "package that builds these paths (`paths.py`) and encodes and decodes their JSON (`state.py`, "
+             "`admin.py`; each value carries a `version`); its decoders refuse any other shape. The shapes "
+             "follow Kafka's.", "",
              "| path | kind | written by | meaning |", "|---|---|---|---|"]
     for znode in schema.LAYOUT:
         lines.append(f"| `{znode.path}` | {znode.kind} | {_cell(znode.writer)} | {_cell(znode.meaning)} |")

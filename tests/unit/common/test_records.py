@@ -216,7 +216,7 @@ def test_same_size_records_mixing_null_and_empty_keys_are_valid():
 
 @pytest.mark.parametrize("key", [None, b"", b"key"])
 def test_the_fast_path_takes_valid_batches_of_one_record_size(key):
-    from replog.common import records as records_module
+    from replog.common.records import validation as records_module
 
     for n in (1, 2, 255, 256, 257, 300, 1025):  # whole and partial chunks of timestamps; columns past 1024
         batch = uniform(n, key, b"v" * 100)
@@ -225,7 +225,7 @@ def test_the_fast_path_takes_valid_batches_of_one_record_size(key):
 
 @pytest.mark.parametrize("latest", [0, 255, 256, 511, 512, 599])
 def test_the_fast_path_finds_the_latest_timestamp_in_any_chunk_of_records(latest):
-    from replog.common import records as records_module
+    from replog.common.records import validation as records_module
 
     batch = bytearray(encode_batch([(None, b"v" * 20, T0_MS + (50 if i == latest else 0)) for i in range(600)]))
     assert records_module._uniform_records_are_valid(batch, 0, read_header(batch))
@@ -237,7 +237,7 @@ def test_the_fast_path_finds_the_latest_timestamp_in_any_chunk_of_records(latest
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.integers(1, 12), st.integers(250, 600)), st.integers(0, 4), st.integers(0, 40), st.data())
 def test_property_the_fast_path_never_accepts_what_the_full_check_refuses(n, key_bytes, value_bytes, data):
-    from replog.common import records as records_module
+    from replog.common.records import validation as records_module
 
     batch = uniform(n, b"k" * key_bytes, b"v" * value_bytes)
     position = data.draw(st.integers(HEADER_SIZE, len(batch) - 1))

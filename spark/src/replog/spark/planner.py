@@ -13,7 +13,7 @@ choices each depending on all earlier ones (every move changes two brokers'
 loads), which does not split into independent tasks; the input is at most
 about a million (topic, partition, replicas, size) rows, which Arrow collects
 in a second or two and plain Python plans in seconds. So the frames go in
-(``toArrow``), ``core/rebalance.py`` decides (pure, unit-tested, with the lower
+(``toArrow``), ``core/rebalance/`` decides (pure, unit-tested, with the lower
 bound on moves), and the results come back as DataFrames; reading and writing
 happen in ``main()``.
 

@@ -26,13 +26,10 @@ def zookeeper_command(config_path: Path) -> list[str]:
     if SLF4J_SIMPLE.exists():  # otherwise ZooKeeper logs nothing at all (slf4j's no-op binding)
         classpath += f":{SLF4J_SIMPLE}"
     return [
-        # C1 only (no C2): a local cluster's server is young and shares a small machine. With C2, the
-        # first broker failure at 10K partitions was the first time ZooKeeper ran a session expiry
-        # and watch-firing setData multis in bulk: it deoptimised its request processors and spent
-        # 0.85-1.07 CPU-s recompiling them inside the 1.5-2.2 s failover window, on a 2-core
-        # machine, against 0.34-0.40 CPU-s in all with C1 (bench/failover.py, alternated).
-        # A long-running production server has long compiled those paths; C1 code is the closer
-        # stand-in for it here than a C2 compiler still at work.
+        # C1 only (no C2): a young server recompiles its request processors with C2 in the middle
+        # of the first bulk failover, on the cores the brokers need. A long-running production
+        # server compiled those paths long ago; C1 code is the closer stand-in for it here
+        # (docs/perf/zookeeper-c1-only.md).
         java, "-XX:TieredStopAtLevel=1", "-Xms64m", "-Xmx512m", "-Djute.maxbuffer=4194304",
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
         "-Dzookeeper.admin.enableServer=false",

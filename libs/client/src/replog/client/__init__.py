@@ -2,7 +2,8 @@
 
 from replog.client.consumer import EARLIEST, LATEST, Consumer, ConsumerRecord
 from replog.client.metadata import MetadataCache, NoBrokerReachable
-from replog.client.producer import ProduceError, Producer, RecordMetadata
+from replog.client.producer import Producer
+from replog.client.results import ProduceError, RecordMetadata
 
 __all__ = ["Consumer", "ConsumerRecord", "EARLIEST", "LATEST", "MetadataCache", "NoBrokerReachable",
            "ProduceError", "Producer", "RecordMetadata"]

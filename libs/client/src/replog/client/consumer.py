@@ -19,7 +19,7 @@ import grpc
 
 from replog.common import records as rec
 from replog.client.metadata import MetadataCache
-from replog.client.producer import ProduceError
+from replog.client.results import ProduceError
 from replog.v1 import common_pb2, log_pb2
 
 EARLIEST = "earliest"

@@ -5,13 +5,11 @@ process goes through one `ChannelCache`, so a broker has one connection per peer
 
 Each channel also carries one long-lived call, a health `Watch` of the peer
 (its "keeper"). grpcio runs a channel's future and callback calls on a thread
-it starts when the channel's first such call begins and ends when its last one
-does; a caller with one call in flight at a time (a replica fetcher, a
-producer) started a thread per call, which cost 110 us of CPU idle and, on a
-busy machine, a wait for the interpreter lock before every request left. The
-keeper keeps that thread alive. Our servers answer `Watch` without holding a
-handler thread (grpc_server.py). A keeper that ended (the peer went away) is
-started again by the next `get`, at most once a second.
+that lives only while such a call is open, so a caller with one call in flight
+at a time (a replica fetcher, a producer) would start a thread per call; the
+keeper keeps that thread alive (docs/perf/channel-keeper.md). Our servers answer
+`Watch` without holding a handler thread (grpc_server.py). A keeper that ended
+(the peer went away) is started again by the next `get`, at most once a second.
 """
 
 from __future__ import annotations
@@ -32,13 +30,11 @@ CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
     ("grpc.min_reconnect_backoff_ms", 100),
-    # Find a dead connection in seconds. A peer behind a network cut sends nothing back, not even a
-    # reset: without pings a call waits out its deadline, the next one queues on the same connection,
-    # and only TCP's retransmission back-off (doubling, up to minutes) retries the path once the cut
-    # heals. A ping unanswered for KEEPALIVE_TIMEOUT_MS closes the connection: every call on it fails
-    # at once and gRPC reconnects (the back-off above). A ping a second per peer costs next to
-    # nothing; the timeout gives a busy peer (any bytes arriving count as an answer) twice that to
-    # answer before it is taken for dead. Our servers allow these pings (grpc_server.py).
+    # Find a dead connection in seconds: a peer behind a network cut sends nothing back, not even a
+    # reset. A ping unanswered for KEEPALIVE_TIMEOUT_MS closes the connection, every call on it fails
+    # at once and gRPC reconnects (the back-off above). A ping a second per peer costs next to nothing;
+    # a busy peer gets twice that to answer (any bytes arriving count). Our servers allow these pings
+    # (grpc_server.py). What it gained: docs/perf/keepalive.md.
     ("grpc.keepalive_time_ms", KEEPALIVE_TIME_MS),
     ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
     ("grpc.keepalive_permit_without_calls", 1),  # an idle connection can die too

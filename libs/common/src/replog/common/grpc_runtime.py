@@ -1,30 +1,18 @@
 """How gRPC core runs in replog's processes: the one owner of `GRPC_EXPERIMENTS`.
 
-Since grpcio 1.6x, gRPC core moves every connection's bytes on threads of its
-own (EventEngine); a message that arrives is read on such a thread and then
-handed to the thread waiting on the completion queue (the server's poller, a
-channel's spin thread), which hands it to the handler. The older transport
-(iomgr) lets the thread that waits on the completion queue read the socket
-itself: one thread hop fewer per message, in each direction. A replicated
-acks=all write is six stream messages on the leader (docs/architecture.md, "An acks=all produce"), so the hop
-is paid many times per write.
+replog turns off EventEngine's client and listener (`VALUE`), so the thread waiting on the
+completion queue reads the socket itself (gRPC's older iomgr transport) instead of taking
+each message from an EventEngine thread: one thread hop fewer per message, in each
+direction, and an acks=all write is several stream messages on the leader. The measurements,
+and why the other EventEngine experiments stay on: docs/perf/eventengine-off.md.
 
-Measured on this 2-core machine (grpcio 1.85), one 10 kB message out and its
-echo back over an open stream between two processes (bench/produce.py's
-round-trip floor): p50 0.36 ms with EventEngine, 0.27 ms with only the client
-or only the listener side off, 0.24 ms with both off. The acks=all chain floor
-(bench/floor_chain.py) went from p99 2.5 to 1.4 ms, and `bench/produce.py
---acks all --rate-mb-per-s 10` from a median p99 of 8.47 to 5.92 ms over five
-alternated pairs (issue 3's note). Turning off `event_engine_for_all_other_endpoints`
-or `event_engine_callback_cq` as well made no difference, so they stay on.
-
-gRPC reads the variable once, when it is first imported, so `configure` must
-run before anything in the process imports grpc: `service.run` calls it first
-thing in every service, and the benchmarks whose own process is on the measured
-path call it before their imports. The processes a configured process starts
-inherit the setting. An operator who sets `GRPC_EXPERIMENTS` themselves keeps
-their value. The client library does not set it: it is the host program's
-process, and its choice (call `configure()` before importing grpc to opt in).
+gRPC reads the variable once, when it is first imported, so `configure` must run before
+anything in the process imports grpc: `service.run` calls it first thing in every service,
+and the benchmarks whose own process is on the measured path call it before their imports.
+The processes a configured process starts inherit the setting. An operator who sets
+`GRPC_EXPERIMENTS` themselves keeps their value. The client library does not set it: it is
+the host program's process, and its choice (call `configure()` before importing grpc to
+opt in).
 """
 
 from __future__ import annotations

@@ -51,10 +51,8 @@ class OpenStreams:
 
     A graceful stop waits its whole grace period for a stream that is still open, though a
     stream that lives as long as its peer's channel (a health `Watch`, a follower's fetch
-    stream) will not end by itself; `cancel_all` ends them first, and any that reaches its
-    handler afterwards. (A peer's keeper `Watch` sent just before the stop reached the
-    servicer only after `cancel_all` now and then, and held the stop for its whole grace:
-    test_channels.py, once in a full suite run.)"""
+    stream) will not end by itself; `cancel_all` ends them first, and also any that reaches
+    its handler afterwards (a peer's keeper `Watch` sent just before the stop can)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -103,9 +101,9 @@ class _HealthServicer(health.HealthServicer):
 
         The library sends while holding its lock, and each send waits until the server's event
         thread completes it. That thread may meanwhile be running a closing watch's callback,
-        which takes the same lock: both wait for good. It happened at a server stop, as peers'
-        channels closed their keeper watches (test_channels.py hung 300 s in `health.set`, once
-        in a full suite run). A send to a watch that has ended since is dropped by gRPC."""
+        which takes the same lock: both wait for good, as happens at a server stop while peers'
+        channels close their keeper watches. A send to a watch that has ended since is dropped
+        by gRPC."""
         with self._lock:
             if self._gracefully_shutting_down:
                 return

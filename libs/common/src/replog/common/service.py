@@ -95,8 +95,8 @@ class StopSignal:
 
         Python runs signal handlers only in the main thread, between bytecodes. When the
         kernel delivers SIGTERM to another thread (a broker has dozens), a main thread
-        parked in an untimed wait never wakes to run the handler: a broker ignored SIGTERM
-        for 20 s and was SIGKILLed without its controlled shutdown. Short waits bound that.
+        parked in an untimed wait never wakes to run the handler, and the process is killed
+        without its controlled shutdown. Short waits bound that.
         """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:

@@ -1,23 +1,15 @@
 """Bulk reads from ZooKeeper in batched `multiRead`s, for loading a whole cluster's state.
 
-Why: kazoo issues one request per call and pays Python overhead on both sides
-of each; reading 100K partition-state znodes that way takes about 20 s on the
-project's machine, which alone breaks the controller failover goal. The
-server's own cost is per request, not per znode: each
-request passes its request processors (a queue hand-off each) and gets a reply
-frame of its own. Measured on this machine against the local 3.8 server,
-3,334 GetData pipelined one request each cost the server 230 ms of CPU (about
-70 us a read) and took 200 ms; the same reads as seven MultiRead requests of
-up to MULTI_READ_OPS cost it 8 ms and took 10 ms. So this reader opens its own
-short read-only session, packs the reads into MultiRead requests (ZooKeeper
-3.6+), writes them back to back without waiting (ZooKeeper answers a session's
-requests in order), and decodes the replies with precompiled structs. Reads
-are as consistent as any ZooKeeper read on one session: each result reflects
-a state at least as new as the one before it (a `sync` first makes the first
-read see every write committed before the call). That matters beyond the
-reader's caller: a 10K-partition failover's clients reading the moved
-partitions' states one request each took 0.2 CPU-s of ZooKeeper, on the same
-2 cores as the brokers taking over.
+Why: kazoo sends one request per call, with Python overhead on both sides of each, and the
+server's own cost is per request, not per znode. So this reader opens its own short
+read-only session, packs the reads into MultiRead requests (ZooKeeper 3.6+), writes them
+back to back without waiting (ZooKeeper answers a session's requests in order), and
+decodes the replies with precompiled structs. The figures, and the designs it replaced:
+docs/perf/zookeeper-bulk-reads.md.
+
+Reads are as consistent as any ZooKeeper read on one session: each result reflects a state
+at least as new as the one before it (a `sync` first makes the first read see every write
+committed before the call).
 
 Only GetData and GetChildren (in MultiRead) and Sync are spoken; watches are
 not set. Writes never go through here (the controller's bulk writes:
@@ -63,7 +55,7 @@ OP_MULTI_READ = 22
 OP_CLOSE = -11
 OP_ERROR = -1
 ERR_NO_NODE = -101
-MULTI_READ_OPS = 500       # reads per MultiRead: 500 and 1,000 cost the server the same, 100 twice that
+MULTI_READ_OPS = 500       # reads per MultiRead (docs/perf/zookeeper-bulk-reads.md)
 WINDOW_REQUESTS = 40       # MultiReads in flight at most, so replies never fill both buffers
 
 
@@ -272,10 +264,8 @@ def decode_multi_read(frame: bytes, op: int, paths: Sequence[str]) -> list:
 def get_many(connect: str, paths: Iterable[str]) -> list[tuple[bytes, ZnodeStat] | None]:
     """GetData for every path (None where missing), on a new session synced first.
 
-    One session: reading over several at once used to help (the server worked
-    on their per-read requests on several cores), but in MultiReads the reads
-    cost the server little and the decoding here is the rest. 100K states took
-    0.31-0.47 s on one session against 0.49-0.53 s on eight."""
+    One session: in MultiReads, several sessions at once are slower than one
+    (docs/perf/zookeeper-bulk-reads.md)."""
     with BulkReader(connect) as reader:
         reader.sync()
         return reader.get_many(list(paths))

@@ -1,13 +1,10 @@
 """Pipelined ZooKeeper `multi` transactions on a session of their own, for the controller's bulk writes.
 
-Why: the controller writes a partition state per changed partition, 10K after a
-broker failure at 10K partitions, in batches of up to 1,000 operations. Through
-kazoo each operation is an object built on the caller's thread, serialized on
-kazoo's connection thread and answered with a Stat object. Measured against one
-local server, 3,334 epoch-checked setData in four multis: kazoo 30-50 ms from
-the first operation built to the last result, this writer 20 ms, most of it the
-server's own work. The failover's first wave (the new leaderships) waits for
-exactly that.
+Why: after a broker failure at 10K partitions the controller writes 10K partition states in
+batches of up to 1,000 operations, and the brokers wait for the first of them. Written as
+jute frames on one socket, back to back, they cost little more than the server's own work;
+kazoo builds, serializes and answers each operation as Python objects on two threads.
+The figures: docs/perf/zookeeper-multi-writes.md.
 
 What it speaks: Multi (opcode 14) holding Check (13), SetData (5), Create (1,
 persistent, open ACL) and Delete (2). The wire format is jute, as in ``bulk``,

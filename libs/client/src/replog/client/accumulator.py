@@ -1,0 +1,277 @@
+"""The producer's record accumulator: open batches, the batches ready to leave, and which may leave now.
+
+`send()` and `send_batch()` add records to their partition's open batch (`add`,
+`add_many`); the records' bytes are written as they join (replog.common.records.BatchBuilder),
+so the sender only adds the header and CRC when the batch may leave. A batch is ready when
+full, after `linger_ms`, or on `flush`; the sender takes what may leave now with `drain`.
+
+The rules `drain` keeps, per partition: at most `max_in_flight` requests out (Kafka's
+max.in.flight.requests.per.connection; at most 5 with idempotence, the batches a broker
+remembers per producer), so a batch need not wait for the whole round trip of the one
+before it; batches leave in the partition's order; a lingered batch leaves only when its
+partition can send. A partition with a batch to retry *recovers*: nothing new leaves until
+every batch of it in flight has answered, and the batches to retry go one at a time, in
+sequence order (`retry`); once none is in flight and none waits to be retried, the
+partition sends as before, its open batch included.
+
+Every field is guarded by `lock`, a Condition: senders of records wait on it for buffer
+space, and `wait_until_delivered` for the buffered count to reach zero.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Callable
+
+from replog.common import records as rec
+
+
+@dataclass
+class ProducerBatch:
+    topic: str
+    partition: int
+    records: rec.BatchBuilder = field(default_factory=rec.BatchBuilder)  # encoded as they join; .count
+    futures: list = field(default_factory=list)       # (future, index of its first record in the batch)
+    size_bytes: int = 0
+    created_s: float = field(default_factory=time.monotonic)
+    encoded: bytes | None = None
+    base_sequence: int = -1
+    ordinal: int = -1  # the partition's batches in send order, from 0 (set with the sequence)
+    attempts: int = 0
+    deadline_s: float = 0.0
+    retry_at_s: float = 0.0
+    sent_to: tuple[str, int] | None = None  # (address, leader epoch) of the leader last sent to
+    failures_here: int = 0  # retriable failures at sent_to in a row: what the backoff grows with
+
+
+class Accumulator:
+    def __init__(self, *, max_in_flight: int, linger_s: float, batch_records_max: int, batch_bytes_max: int,
+                 buffered_records_max: int) -> None:
+        self.max_in_flight = max_in_flight
+        self.linger_s = linger_s
+        self.batch_records_max = batch_records_max
+        self.batch_bytes_max = batch_bytes_max
+        self.lock = threading.Condition()
+        self.open: dict[tuple[str, int], ProducerBatch] = {}
+        self.ready: collections.deque[ProducerBatch] = collections.deque()
+        self.in_flight: dict[tuple[str, int], int] = {}  # batches in flight per partition
+        self.recovering: set[tuple[str, int]] = set()  # partitions retrying: one batch at a time, in order
+        self.unfinished: dict[tuple[str, int], set[int]] = {}  # ordinals encoded and not yet answered for good
+        self.buffered = 0
+        self.buffered_max = buffered_records_max
+        self.closed = False
+
+    # --- records in (the callers' threads) ------------------------------------------------------
+
+    def add(self, topic: str, partition: int, record: tuple[bytes | None, bytes, int], size: int,
+            future: Future) -> bool:
+        """Add one record to its partition's open batch; returns whether the sender must be woken."""
+        with self.lock:
+            if self.closed:
+                raise RuntimeError("the producer is closed")
+            while self.buffered >= self.buffered_max:
+                self.lock.wait()
+            batch = self.open.get((topic, partition))
+            wake = batch is None and self._may_send_locked((topic, partition))
+            if batch is None:
+                batch = self.open[(topic, partition)] = ProducerBatch(topic, partition)
+            batch.futures.append((future, batch.records.count))
+            batch.records.add_many((record,))
+            batch.size_bytes += size
+            self.buffered += 1
+            if batch.records.count >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
+                self.ready.append(self.open.pop((topic, partition)))
+                self.lock.notify_all()
+                wake = True
+        return wake
+
+    def add_many(self, topic: str, partition: int, key: bytes | None, values: list[bytes], timestamp_ms: int,
+                 size: int, future: Future) -> bool:
+        """Add records with one future to the partition's open batch, or to a new one if they would
+        push it past `batch_bytes_max`; returns whether the sender must be woken (joining an open
+        batch needs no wake-up: its linger clock already runs)."""
+        with self.lock:
+            if self.closed:
+                raise RuntimeError("the producer is closed")
+            while self.buffered and self.buffered + len(values) > self.buffered_max:
+                self.lock.wait()
+            batch = self.open.get((topic, partition))
+            wake = batch is None and self._may_send_locked((topic, partition))
+            if batch is not None and batch.size_bytes + size > self.batch_bytes_max:
+                self.ready.append(self.open.pop((topic, partition)))
+                batch = None
+                wake = True
+            if batch is None:
+                batch = self.open[(topic, partition)] = ProducerBatch(topic, partition)
+            batch.futures.append((future, batch.records.count))
+            # Built here, under the lock, in one step with the append: built outside it, the sender's
+            # thread ran alongside this one for the whole list and the producer used more CPU.
+            batch.records.add_many([(key, value, timestamp_ms) for value in values])
+            batch.size_bytes += size
+            self.buffered += len(values)
+            if batch.records.count >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
+                self.ready.append(self.open.pop((topic, partition)))
+                self.lock.notify_all()
+                wake = True
+        return wake
+
+    def _may_send_locked(self, key: tuple[str, int]) -> bool:
+        """Whether a batch this partition opens now needs the sender woken to start its linger
+        clock (under the lock). Not while the partition has all the requests out it may: the
+        sender looks at its open batch again when an answer comes, and with one request in
+        flight that saves a wake-up of the sender per request."""
+        return self.in_flight.get(key, 0) < self.max_in_flight
+
+    def ready_all(self) -> None:
+        """Every open batch is ready now, lingering or not (a flush)."""
+        with self.lock:
+            self.ready.extend(self.open.values())
+            self.open.clear()
+            self.lock.notify_all()
+
+    def wait_until_delivered(self, deadline_s: float | None, timeout_s: float | None) -> None:
+        """Until every record added has its answer; TimeoutError at `deadline_s` (monotonic)."""
+        with self.lock:
+            while self.buffered > 0:
+                remaining = None if deadline_s is None else deadline_s - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"{self.buffered} record(s) not delivered within {timeout_s} s")
+                self.lock.wait(remaining if remaining is not None else 0.5)
+
+    def close(self) -> None:
+        """No more records; the sender ends once nothing is left to send or to answer."""
+        with self.lock:
+            self.closed = True
+            self.lock.notify_all()
+
+    # --- batches out (the sender thread) ---------------------------------------------------------
+
+    def drain(self) -> tuple[list[ProducerBatch], bool, bool] | None:
+        """The batches that may leave now, each counted in flight; whether a batch waits for a timer
+        (a linger, a retry backoff) rather than an answer; and whether a partition recovers.
+        None once closed with nothing left: the sender ends."""
+        with self.lock:
+            if self.closed and not self.ready and not self.open and not self.in_flight:
+                return None
+            now = time.monotonic()
+            self._end_recoveries_locked()
+            troubled = bool(self.recovering)
+            # A lingered batch leaves only when its partition can send: while it has all
+            # the requests in flight it may (or a full batch waits) it keeps filling, as
+            # Kafka's accumulator does, instead of splitting into one small request per linger.
+            waiting_keys = {key for key, n in self.in_flight.items() if n >= self.max_in_flight}
+            waiting_keys |= self.recovering
+            waiting_keys |= {(b.topic, b.partition) for b in self.ready}
+            lingering = False  # an open batch that may leave once its linger ends
+            for key, batch in list(self.open.items()):
+                if key in waiting_keys:
+                    continue
+                if now - batch.created_s >= self.linger_s:
+                    self.ready.append(self.open.pop(key))
+                else:
+                    lingering = True
+            sendable = []
+            waiting = collections.deque()
+            # A partition's batches leave in order: one held back (its partition has
+            # all it may in flight, or it backs off before a retry) holds back every
+            # later one, else a later sequence would reach the leader first.
+            blocked: set[tuple[str, int]] = set()
+            while self.ready:
+                batch = self.ready.popleft()
+                key = (batch.topic, batch.partition)
+                in_flight = self.in_flight.get(key, 0)
+                limit = 1 if key in self.recovering else self.max_in_flight
+                if key in blocked or in_flight >= limit or batch.retry_at_s > now:
+                    waiting.append(batch)
+                    blocked.add(key)
+                else:
+                    self.in_flight[key] = in_flight + 1
+                    sendable.append(batch)
+            self.ready = waiting
+            # A batch held back by a request in flight waits for its completion, not for a timer.
+            timed = lingering or any(b.retry_at_s > now for b in waiting)
+        return sendable, timed, troubled
+
+    def _end_recoveries_locked(self) -> None:
+        """A partition has recovered once none of its batches is in flight and none waits to be
+        retried (under the lock): from then on it sends as before, its open batch included."""
+        for key in [k for k in self.recovering if k not in self.in_flight]:
+            if not any(b.attempts and (b.topic, b.partition) == key for b in self.ready):
+                self.recovering.discard(key)
+
+    def unencoded_ready(self) -> list[ProducerBatch]:
+        """The ready batches not encoded yet (they wait behind a request in flight)."""
+        with self.lock:
+            return [b for b in self.ready if b.encoded is None]
+
+    def track_unfinished(self, batch: ProducerBatch) -> None:
+        """The batch has its ordinal: it is unfinished until answered for good."""
+        with self.lock:
+            self.unfinished.setdefault((batch.topic, batch.partition), set()).add(batch.ordinal)
+
+    def release_backoffs(self, now: float, leader_is_newer: Callable[[ProducerBatch], bool]) -> bool:
+        """Clear the backoff of every batch waiting to be retried whose partition has a newer leader
+        than the one that failed it; whether any was cleared."""
+        with self.lock:
+            released = False
+            if self.recovering:
+                for batch in self.ready:
+                    if batch.retry_at_s > now and leader_is_newer(batch):
+                        batch.retry_at_s = 0.0  # a new leader: no need to wait out the old one's backoff
+                        released = True
+        return released
+
+    # --- answers (the sender thread) -------------------------------------------------------------
+
+    def has_earlier_unfinished(self, batch: ProducerBatch) -> bool:
+        """An earlier batch of the partition is not yet answered for good (it failed, or went to
+        another leader): what explains a leader's out-of-order refusal of this one."""
+        with self.lock:
+            return min(self.unfinished.get((batch.topic, batch.partition), {batch.ordinal})) < batch.ordinal
+
+    def retry(self, batch: ProducerBatch) -> None:
+        """The batch comes back to be sent again; its partition recovers."""
+        key = (batch.topic, batch.partition)
+        with self.lock:
+            self._landed(key)
+            self.recovering.add(key)
+            self._requeue(batch)
+            self.lock.notify_all()
+
+    def done(self, batch: ProducerBatch) -> None:
+        """The batch is answered for good (written or failed): its records leave the buffer."""
+        key = (batch.topic, batch.partition)
+        with self.lock:
+            self._landed(key)
+            unfinished = self.unfinished.get(key)
+            if unfinished is not None:
+                unfinished.discard(batch.ordinal)
+            self.buffered -= batch.records.count
+            self.lock.notify_all()
+
+    def _landed(self, key: tuple[str, int]) -> None:
+        """A request of this partition is no longer in flight (under the lock)."""
+        left = self.in_flight.get(key, 0) - 1
+        if left > 0:
+            self.in_flight[key] = left
+        else:
+            self.in_flight.pop(key, None)
+
+    def _requeue(self, batch: ProducerBatch) -> None:
+        """Put a batch to retry among the ready ones, in its partition's order (under the lock)."""
+        key = (batch.topic, batch.partition)
+        after = None  # index of the partition's last ready batch that goes before this one
+        for index, other in enumerate(self.ready):
+            if (other.topic, other.partition) == key:
+                if other.ordinal < 0 or other.ordinal > batch.ordinal:  # < 0: not encoded yet, so later
+                    self.ready.insert(index, batch)
+                    return
+                after = index
+        if after is None:
+            self.ready.appendleft(batch)
+        else:
+            self.ready.insert(after + 1, batch)

@@ -1,0 +1,128 @@
+"""Reading record batches: walking whole batches (`iter_batches`) and decoding their records.
+
+`iter_batches` reads headers only and stops cleanly at an incomplete tail, which is what
+the log and the replica fetchers need; `decode_records` is the consumer's view, checking each
+batch's CRC unless told not to.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from .batch import (
+    HEADER_SIZE,
+    INT32,
+    MAGIC,
+    MIN_BATCH_LENGTH,
+    RECORD_HEAD,
+    BatchHeader,
+    CorruptRecordError,
+    read_header,
+)
+from .validation import validate_batch
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRecord:
+    offset: int
+    key: bytes | None
+    value: bytes
+    timestamp_ms: int
+
+
+class BatchScan:
+    """Iterator of (position, header) over concatenated whole batches.
+
+    Reads headers only (no CRC check) and stops cleanly at an incomplete tail:
+    after iteration `stop_position` is where the whole batches end and
+    `tail_bytes` how many bytes of an incomplete batch follow. A header that
+    cannot start a batch (bad magic, impossible length) raises
+    `CorruptRecordError`, since no later boundary can be trusted.
+    """
+
+    def __init__(self, buf: bytes | bytearray | memoryview, pos: int = 0) -> None:
+        self._buf = buf
+        self.stop_position = pos
+
+    @property
+    def tail_bytes(self) -> int:
+        return len(self._buf) - self.stop_position
+
+    def __iter__(self) -> BatchScan:
+        return self
+
+    def __next__(self) -> tuple[int, BatchHeader]:
+        pos = self.stop_position
+        if len(self._buf) - pos < HEADER_SIZE:
+            raise StopIteration
+        header = read_header(self._buf, pos)
+        if header.magic != MAGIC or header.batch_length < MIN_BATCH_LENGTH:
+            raise CorruptRecordError(
+                f"no batch at position {pos}: magic {header.magic}, batch_length {header.batch_length}"
+            )
+        if pos + header.size_bytes > len(self._buf):
+            raise StopIteration
+        self.stop_position = pos + header.size_bytes
+        return pos, header
+
+
+def iter_batches(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchScan:
+    """Walk the batches in `buf` from `pos`; see `BatchScan` for where it stops."""
+    return BatchScan(buf, pos)
+
+
+def decode_records(
+    buf: bytes | bytearray | memoryview,
+    start_offset: int = 0,
+    *,
+    verify_crc: bool = True,
+) -> list[DecodedRecord]:
+    """The records of the whole batches in `buf`, skipping those below `start_offset`.
+
+    An incomplete batch at the end is ignored (a reader may have cut a fetch
+    short); a corrupt batch raises `CorruptRecordError`.
+    """
+    data = buf if isinstance(buf, bytes) else bytes(buf)
+    out: list[DecodedRecord] = []
+    for pos, header in iter_batches(data):
+        if header.last_offset < start_offset:
+            continue
+        if verify_crc:
+            validate_batch(data, pos, check_records=False)
+        _decode_batch_records(data, pos, header, start_offset, out)
+    return out
+
+
+def _decode_batch_records(
+    data: bytes, pos: int, header: BatchHeader, start_offset: int, out: list[DecodedRecord]
+) -> None:
+    end = pos + header.size_bytes
+    p = pos + HEADER_SIZE
+    unpack_head = RECORD_HEAD.unpack_from
+    unpack_int32 = INT32.unpack_from
+    base_offset = header.base_offset
+    base_timestamp_ms = header.base_timestamp_ms
+    append = out.append
+    try:
+        for _ in range(header.record_count):
+            offset_delta, timestamp_delta_ms, key_len = unpack_head(data, p)
+            p += 16
+            if key_len < 0:
+                key = None
+            else:
+                key = data[p : p + key_len]
+                p += key_len
+            (value_len,) = unpack_int32(data, p)
+            if value_len < 0:
+                raise CorruptRecordError(f"batch at position {pos}: value_len {value_len}")
+            p += 4
+            value = data[p : p + value_len]
+            p += value_len
+            offset = base_offset + offset_delta
+            if offset >= start_offset:
+                append(DecodedRecord(offset, key, value, base_timestamp_ms + timestamp_delta_ms))
+    except struct.error as exc:
+        raise CorruptRecordError(f"batch at position {pos}: records run past the batch end") from exc
+    if p != end:
+        raise CorruptRecordError(f"batch at position {pos}: records do not fill the batch exactly")

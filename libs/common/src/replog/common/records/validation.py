@@ -1,0 +1,206 @@
+"""Checking a record batch: `validate_batch` / `check_batch` say whether bytes are a well-formed batch.
+
+The leader validates every batch a producer sends, once, before appending it; the log
+checks what it recovers at start-up. Two checks of the records give the same verdict: the
+general one walks every record and names what is wrong; a fast one covers batches whose
+records all have one size (see `_uniform_records_are_valid`) and says only "valid" or "not
+shown valid", which sends the batch to the general one.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+
+from crc32c import crc32c
+
+from .batch import (
+    CRC_START,
+    HEADER_SIZE,
+    INT32,
+    MAGIC,
+    MIN_BATCH_LENGTH,
+    RECORD_HEAD,
+    BatchHeader,
+    CorruptRecordError,
+    RecordTooLargeError,
+    read_header,
+)
+
+
+def validate_batch(
+    buf: bytes | bytearray | memoryview,
+    pos: int = 0,
+    *,
+    max_bytes: int | None = None,
+    check_records: bool = True,
+) -> BatchHeader:
+    """Check the batch at `pos` and return its header.
+
+    Checks magic, length bounds (against `buf` and `max_bytes`), the CRC, the
+    record count, and with `check_records` that the records exactly fill the
+    batch with offset deltas 0..n-1 and the stated max timestamp. Raises
+    `RecordTooLargeError` or `CorruptRecordError` saying what is wrong.
+    """
+    return check_batch(buf, read_header(buf, pos), pos, max_bytes=max_bytes, check_records=check_records)
+
+
+def check_batch(
+    buf: bytes | bytearray | memoryview,
+    header: BatchHeader,
+    pos: int = 0,
+    *,
+    max_bytes: int | None = None,
+    check_records: bool = True,
+) -> BatchHeader:
+    """`validate_batch` for the batch at `pos` whose header was already read there (`iter_batches`
+    yields it): the same checks, without parsing the header a second time."""
+    if header.magic != MAGIC:
+        raise CorruptRecordError(f"batch at position {pos}: magic {header.magic}, expected {MAGIC}")
+    if header.batch_length < MIN_BATCH_LENGTH:
+        raise CorruptRecordError(
+            f"batch at position {pos}: batch_length {header.batch_length} is below the minimum {MIN_BATCH_LENGTH}"
+        )
+    size_bytes = header.size_bytes
+    if max_bytes is not None and size_bytes > max_bytes:
+        raise RecordTooLargeError(f"batch at position {pos} is {size_bytes} bytes, the limit is {max_bytes}")
+    available = len(buf) - pos
+    if size_bytes > available:
+        raise CorruptRecordError(
+            f"batch at position {pos}: batch_length says {size_bytes} bytes, only {available} available"
+        )
+    actual_crc = crc32c(memoryview(buf)[pos + CRC_START : pos + size_bytes])
+    if actual_crc != header.crc:
+        raise CorruptRecordError(
+            f"batch at position {pos} (base offset {header.base_offset}): CRC mismatch, "
+            f"stored {header.crc:#010x}, computed {actual_crc:#010x}"
+        )
+    if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
+        raise CorruptRecordError(
+            f"batch at position {pos}: record_count {header.record_count} and "
+            f"last_offset_delta {header.last_offset_delta} are inconsistent"
+        )
+    if check_records:
+        _check_records(buf, pos, header)
+    return header
+
+
+def _check_records(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> None:
+    """The records must exactly fill the batch, in offset order, within its max timestamp."""
+    if _uniform_records_are_valid(buf, pos, header):
+        return
+    end = pos + header.size_bytes
+    p = pos + HEADER_SIZE
+    unpack_head = RECORD_HEAD.unpack_from
+    unpack_int32 = INT32.unpack_from
+    max_timestamp_delta_ms = None
+    for expected_delta in range(header.record_count):
+        if p + RECORD_HEAD.size + INT32.size > end:
+            raise CorruptRecordError(f"batch at position {pos}: record {expected_delta} runs past the batch end")
+        offset_delta, timestamp_delta_ms, key_len = unpack_head(buf, p)
+        if offset_delta != expected_delta:
+            raise CorruptRecordError(
+                f"batch at position {pos}: record {expected_delta} has offset_delta {offset_delta}"
+            )
+        if key_len < -1:
+            raise CorruptRecordError(f"batch at position {pos}: record {expected_delta} has key_len {key_len}")
+        if max_timestamp_delta_ms is None or timestamp_delta_ms > max_timestamp_delta_ms:
+            max_timestamp_delta_ms = timestamp_delta_ms
+        p += RECORD_HEAD.size + max(key_len, 0)
+        if p + INT32.size > end:
+            raise CorruptRecordError(f"batch at position {pos}: record {expected_delta} runs past the batch end")
+        (value_len,) = unpack_int32(buf, p)
+        if value_len < 0:
+            raise CorruptRecordError(f"batch at position {pos}: record {expected_delta} has value_len {value_len}")
+        p += INT32.size + value_len
+        if p > end:
+            raise CorruptRecordError(f"batch at position {pos}: record {expected_delta} runs past the batch end")
+    if p != end:
+        raise CorruptRecordError(f"batch at position {pos}: {end - p} bytes follow the last record")
+    assert max_timestamp_delta_ms is not None
+    if header.base_timestamp_ms + max_timestamp_delta_ms != header.max_timestamp_ms:
+        raise CorruptRecordError(
+            f"batch at position {pos}: max_timestamp_ms {header.max_timestamp_ms} is not the "
+            f"largest record timestamp {header.base_timestamp_ms + max_timestamp_delta_ms}"
+        )
+
+
+# Batches whose records all have the same key and value sizes (the common case: a
+# producer sending fixed-size records) are checked with C-level operations instead of
+# a Python loop per record. With one record size every record starts a fixed stride
+# apart, so each byte of its offset delta, key length and value length forms a column
+# (`area[j::stride]`): a length byte is the same in every record, and the offset-delta
+# columns are those of 0..n-1. Only the timestamp deltas are unpacked, a chunk of
+# records at a time, to find their maximum.
+#
+# A latency-bound producer sends whatever arrived during a round trip, so its batches
+# hold a different record count almost every time. So the cached columns cover a
+# power of two of records (a batch compares their first n bytes), and the timestamps'
+# unpackers are of whole chunks but for the last, partial one (small, and at most
+# _TIMESTAMP_CHUNK of them per record size). The measurements, and the cache keyed by
+# record count that this replaced: docs/perf/same-size-batch-check.md.
+_KEY_LEN_AT = RECORD_HEAD.size - INT32.size  # a record's key_len, after offset_delta and timestamp_delta
+_TIMESTAMP_CHUNK = 256  # records whose timestamp deltas one unpack reads
+_TIMESTAMP_UNPACKERS_MAX = 64
+_COLUMNS_MIN = 1024  # records the columns of a layout cover at least (then a power of two)
+
+
+@functools.lru_cache(maxsize=16)
+def _uniform_columns(key_len: int, value_len: int, size: int) -> tuple[tuple[int, bytes], ...]:
+    """(byte position in a record, that byte of each of `size` records of one size), for every
+    offset-delta, key-length and value-length byte; a batch of n records holds the first n of each."""
+    value_len_at = RECORD_HEAD.size + max(key_len, 0)
+    deltas = [delta.to_bytes(4, "big") for delta in range(size)]
+    columns = [(j, bytes(delta[j] for delta in deltas)) for j in range(4)]
+    for at, length in ((_KEY_LEN_AT, key_len), (value_len_at, value_len)):
+        columns += [(at + j, bytes((byte,)) * size) for j, byte in enumerate(length.to_bytes(4, "big", signed=True))]
+    return tuple(columns)
+
+
+@functools.lru_cache(maxsize=_TIMESTAMP_UNPACKERS_MAX)
+def _timestamp_deltas(stride: int, record_count: int) -> struct.Struct:
+    """Unpacks the timestamp deltas of `record_count` records `stride` bytes apart, from a record's start."""
+    return struct.Struct(">" + f"4xq{stride - _KEY_LEN_AT}x" * record_count)
+
+
+def _max_timestamp_delta(area: bytes, stride: int, record_count: int) -> int:
+    """The largest timestamp delta of `record_count` records `stride` bytes apart in `area`."""
+    chunk_bytes = _TIMESTAMP_CHUNK * stride
+    full, rest = divmod(record_count, _TIMESTAMP_CHUNK)
+    highest = []
+    if full:
+        unpack_from = _timestamp_deltas(stride, _TIMESTAMP_CHUNK).unpack_from
+        highest = [max(unpack_from(area, at)) for at in range(0, full * chunk_bytes, chunk_bytes)]
+    if rest:
+        highest.append(max(_timestamp_deltas(stride, rest).unpack_from(area, full * chunk_bytes)))
+    return max(highest)
+
+
+def _uniform_records_are_valid(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> bool:
+    """True when the records have one size and pass every check of `_check_records`.
+
+    False means only "not shown valid this way": the caller then runs the general
+    per-record check, which accepts mixed sizes and names what is wrong otherwise.
+    """
+    start = pos + HEADER_SIZE
+    end = pos + header.size_bytes
+    record_count = header.record_count
+    if end - start < RECORD_HEAD.size + INT32.size:
+        return False
+    _, _, key_len = RECORD_HEAD.unpack_from(buf, start)
+    if key_len < -1:
+        return False
+    key_bytes = max(key_len, 0)
+    if start + RECORD_HEAD.size + key_bytes + INT32.size > end:
+        return False
+    (value_len,) = INT32.unpack_from(buf, start + RECORD_HEAD.size + key_bytes)
+    stride = RECORD_HEAD.size + key_bytes + INT32.size + value_len
+    if value_len < 0 or stride * record_count != end - start:
+        return False
+    columns = _uniform_columns(key_len, value_len, max(_COLUMNS_MIN, 1 << (record_count - 1).bit_length()))
+    area = bytes(memoryview(buf)[start:end])
+    for at, column in columns:
+        if area[at::stride] != column[:record_count]:
+            return False
+    return header.base_timestamp_ms + _max_timestamp_delta(area, stride, record_count) == header.max_timestamp_ms
+

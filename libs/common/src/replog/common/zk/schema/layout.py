@@ -1,0 +1,78 @@
+"""The ZooKeeper layout as data: every path, who writes it, what it holds, with an example.
+
+docs/zookeeper.md is drawn from `LAYOUT` (docs/generate.py); a unit test checks that every
+path constant of paths.py has a row, so a new znode cannot be left out of the reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .admin import ElectionRequest, ReassignmentRequest, ReassignmentThrottle
+from .paths import (
+    CONTROLLER,
+    CONTROLLER_EPOCH,
+    PREFERRED_REPLICA_ELECTION,
+    PRODUCER_ID_BLOCK,
+    REASSIGN_PARTITIONS,
+    REASSIGNMENT_THROTTLE,
+    UNCLEAN_LEADER_ELECTION,
+    broker_path,
+    delete_topic_path,
+    partition_state_path,
+    topic_config_path,
+    topic_path,
+)
+from .state import (
+    BrokerRegistration,
+    ControllerRecord,
+    PartitionStateRecord,
+    ProducerIdBlock,
+    TopicAssignment,
+    TopicConfigRecord,
+    encode_controller_epoch,
+)
+
+
+@dataclass(frozen=True)
+class Znode:
+    path: str          # with <placeholders> for the variable parts
+    kind: str          # "persistent" or "ephemeral"
+    writer: str        # who creates and changes it
+    meaning: str
+    example: bytes     # what it holds, encoded by this module
+
+
+LAYOUT: tuple[Znode, ...] = (
+    Znode(CONTROLLER, "ephemeral", "the controller that wins the election",
+          "the active controller; its deletion starts an election",
+          ControllerRecord(1, 1767225600000, "10.0.0.5", 9190).encode()),
+    Znode(CONTROLLER_EPOCH, "persistent", "the controller that wins the election",
+          "the controller epoch as decimal text; its zkVersion fences every controller write",
+          encode_controller_epoch(7)),
+    Znode(broker_path("<id>"), "ephemeral", "that broker only",
+          "a live broker's registration; its czxid is the broker epoch",
+          BrokerRegistration(2, "10.0.0.6", 9290, "b", 9390, 1767225600000).encode()),
+    Znode(topic_path("<topic>"), "persistent", "the gateway (create, add partitions); the controller (reassignment)",
+          "the topic's replica assignment, and the replicas being added or removed",
+          TopicAssignment({0: (1, 2, 3), 1: (2, 3, 4)}, {1: (4,)}, {1: (1,)}).encode()),
+    Znode(partition_state_path("<topic>", "<p>"), "persistent", "the active controller only",
+          "leader, leader epoch and ISR; its zkVersion is the partition epoch",
+          PartitionStateRecord(1, 4, (1, 2, 3), 7).encode()),
+    Znode(delete_topic_path("<topic>"), "persistent", "the gateway; the controller deletes it when done",
+          "the topic is being deleted", b""),
+    Znode(REASSIGN_PARTITIONS, "persistent", "the gateway; the controller deletes it when done",
+          "requested reassignments (an empty replica list cancels one)",
+          ReassignmentRequest({("orders", 1): (2, 3, 4)}).encode()),
+    Znode(PREFERRED_REPLICA_ELECTION, "persistent", "the gateway; the controller deletes it when done",
+          "partitions whose preferred replica should lead", ElectionRequest((("orders", 0),)).encode()),
+    Znode(UNCLEAN_LEADER_ELECTION, "persistent", "the gateway; the controller deletes it when done",
+          "partitions to elect a leader outside the ISR for (may lose records)",
+          ElectionRequest((("orders", 0),)).encode()),
+    Znode(topic_config_path("<topic>"), "persistent", "the gateway",
+          "the topic's config overrides", TopicConfigRecord({"min.insync.replicas": "2"}).encode()),
+    Znode(REASSIGNMENT_THROTTLE, "persistent", "the gateway (reassign execute / verify)",
+          "bytes per second a replica being added may copy", ReassignmentThrottle(10485760).encode()),
+    Znode(PRODUCER_ID_BLOCK, "persistent", "brokers, by conditional update",
+          "the last block of producer ids handed out", ProducerIdBlock(2, 1000, 1999).encode()),
+)
