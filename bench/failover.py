@@ -55,9 +55,9 @@ import harness  # noqa: E402
 
 from replog.common import records  # noqa: E402
 from replog.common.channels import ChannelCache  # noqa: E402
+from replog.common.core.placement import assign_replicas_to_brokers  # noqa: E402
 from replog.common.zk import bulk, change_feed, schema  # noqa: E402
 from replog.common.zk.client import ZkClient  # noqa: E402
-from replog.controller.core.placement import assign_replicas_to_brokers  # noqa: E402
 from replog.devcluster import ClusterSpec  # noqa: E402
 from replog.v1 import common_pb2, log_pb2, log_pb2_grpc  # noqa: E402
 

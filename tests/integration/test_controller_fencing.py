@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from replog.common.core.partitions import TopicPartition
 from replog.common.zk import schema
 from replog.controller.adapters.zk_writer import SeatLostError, ZkWriter
 from replog.controller.core import plan as p
-from replog.controller.core.model import LeaderAndIsr, TopicPartition
+from replog.controller.core.model import LeaderAndIsr
 
 pytestmark = pytest.mark.integration
 

@@ -25,6 +25,9 @@ from collections import deque
 
 import pytest
 
+from replog.common.core.partitions import NO_LEADER, TopicPartition
+from replog.common.core.placement import assign_replicas_to_brokers
+from replog.common.core.topic_config import TopicConfig
 from replog.controller.core import apply, decide
 from replog.controller.core.errors import ErrorCode
 from replog.controller.core.events import (
@@ -44,18 +47,9 @@ from replog.controller.core.events import (
     UncleanElectionRequested,
 )
 from replog.controller.core.invariants import violations
-from replog.controller.core.model import (
-    NO_LEADER,
-    BrokerInfo,
-    ClusterSnapshot,
-    ControllerSettings,
-    ControllerState,
-    TopicPartition,
-)
-from replog.controller.core.placement import assign_replicas_to_brokers
+from replog.controller.core.model import BrokerInfo, ClusterSnapshot, ControllerSettings, ControllerState
 from replog.controller.core.plan import CreatePartitionState, Plan, SetPartitionState
 from replog.controller.core.steps import Answer, Apply, Write
-from replog.controller.core.topic_config import TopicConfig
 
 SEEDS = range(40)
 STEPS = 150

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-
 import random
 from collections.abc import Iterable, Mapping
 
+from replog.common.core.partitions import TopicPartition
+from replog.common.core.topic_config import TopicConfig
 from replog.controller.core import apply, decide
 from replog.controller.core.invariants import violations
 from replog.controller.core.model import (
@@ -15,11 +16,9 @@ from replog.controller.core.model import (
     ControllerState,
     LeaderAndIsr,
     ReplicaAssignment,
-    TopicPartition,
 )
-from replog.controller.core.plan import LeaderAndIsrRequest, Plan, SetPartitionState, CreatePartitionState
+from replog.controller.core.plan import CreatePartitionState, LeaderAndIsrRequest, Plan, SetPartitionState
 from replog.controller.core.steps import NEW_LEADERS, Send, Write
-from replog.controller.core.topic_config import TopicConfig
 
 CONTROLLER_EPOCH = 7
 

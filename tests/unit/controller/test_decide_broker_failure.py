@@ -4,11 +4,12 @@ import dataclasses
 
 from controller_story import broker, cluster, leader_and_isr, run, sent_partitions, tp, wave, writes, writes_before
 
+from replog.common.core.partitions import NO_LEADER
+from replog.common.core.topic_config import TopicConfig
 from replog.controller.core.events import BrokersChanged
-from replog.controller.core.model import NO_LEADER, LeaderAndIsr
+from replog.controller.core.model import LeaderAndIsr
 from replog.controller.core.sequencing import without_delivered
 from replog.controller.core.steps import NEW_LEADERS, REQUESTS
-from replog.controller.core.topic_config import TopicConfig
 
 
 def kill(state, *dead):

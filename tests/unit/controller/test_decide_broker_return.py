@@ -2,9 +2,10 @@
 
 from controller_story import brokers, cluster, leader_and_isr, run, tp, writes
 
+from replog.common.core.partitions import NO_LEADER
+from replog.common.core.topic_config import TopicConfig
 from replog.controller.core.events import BrokersChanged
-from replog.controller.core.model import NO_LEADER, LeaderAndIsr
-from replog.controller.core.topic_config import TopicConfig
+from replog.controller.core.model import LeaderAndIsr
 
 
 def test_a_returning_broker_gets_init_with_all_its_replicas_and_rejoins_as_a_follower():

@@ -2,9 +2,10 @@
 
 from controller_story import cluster, run, tp, writes
 
+from replog.common.core.partitions import NO_LEADER
 from replog.controller.core.errors import ErrorCode
 from replog.controller.core.events import AutoRebalanceTick, PreferredElectionRequested, UncleanElectionRequested
-from replog.controller.core.model import NO_LEADER, ControllerSettings, LeaderAndIsr
+from replog.controller.core.model import ControllerSettings, LeaderAndIsr
 from replog.controller.core.plan import DeleteAdminRequest
 
 

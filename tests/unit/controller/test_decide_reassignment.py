@@ -2,11 +2,11 @@
 
 from controller_story import cluster, leader_and_isr, run, stops, tp, writes
 
+from replog.common.core.topic_config import TopicConfig
 from replog.controller.core.errors import ErrorCode
 from replog.controller.core.events import AlterPartitionItem, AlterPartitionReceived, ReassignmentRequested, Startup
 from replog.controller.core.model import ClusterSnapshot, ControllerState, LeaderAndIsr, ReplicaAssignment
 from replog.controller.core.plan import ClearReassignment, SetAssignment, SetPartitionState
-from replog.controller.core.topic_config import TopicConfig
 
 ORDERS_0 = tp("orders", 0)
 

@@ -5,6 +5,7 @@ import random
 import pytest
 from controller_story import brokers, cluster, leader_and_isr, run, stops, tp, writes
 
+from replog.common.core.partitions import NO_LEADER
 from replog.controller.core import decide
 from replog.controller.core.errors import ErrorCode
 from replog.controller.core.events import (
@@ -16,7 +17,6 @@ from replog.controller.core.events import (
     Startup,
 )
 from replog.controller.core.model import (
-    NO_LEADER,
     ClusterSnapshot,
     ControllerSettings,
     ControllerState,

@@ -2,10 +2,11 @@
 
 from controller_story import cluster, leader_and_isr, run, tp, writes
 
+from replog.common.core.partitions import NO_LEADER
+from replog.common.core.topic_config import TopicConfig
 from replog.controller.core.events import PartitionsAdded, TopicConfigChanged, TopicsCreated
-from replog.controller.core.model import NO_LEADER, LeaderAndIsr
+from replog.controller.core.model import LeaderAndIsr
 from replog.controller.core.plan import CreatePartitionState
-from replog.controller.core.topic_config import TopicConfig
 
 
 def test_a_new_topic_gets_leaders_and_isrs_and_its_replicas_start_empty():

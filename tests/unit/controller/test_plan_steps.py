@@ -3,8 +3,9 @@
 import pytest
 from controller_story import brokers, cluster, run, tp
 
+from replog.common.core.partitions import NO_LEADER
 from replog.controller.core.events import BrokersChanged, ControlledShutdownRequested, TopicsCreated
-from replog.controller.core.model import NO_LEADER, LeaderAndIsr
+from replog.controller.core.model import LeaderAndIsr
 from replog.controller.core.sequencing import HEAD_START_S
 from replog.controller.core.steps import NEW_LEADERS, REQUESTS, Answer, Apply, Await, Send, Write, check_order
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replog.controller.core.errors import ErrorCode
+from replog.common.error_codes import ErrorCode
 from replog.gateway.core import elections as core
 from replog.gateway.core.refusal import Refusal, Status
 

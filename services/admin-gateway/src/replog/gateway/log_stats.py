@@ -15,6 +15,7 @@ from typing import Collection, Mapping
 
 import grpc
 
+from replog.common.core.partitions import TopicPartition
 from replog.common.zk.schema import BrokerRegistration
 from replog.gateway.deps import GatewayDeps
 from replog.v1 import common_pb2, log_pb2, log_pb2_grpc
@@ -23,7 +24,6 @@ log = logging.getLogger(__name__)
 UNKNOWN = -1
 PARALLEL_CALLS_MAX = 16
 
-TopicPartition = tuple[str, int]
 ReplicasByBroker = dict[int, dict[TopicPartition, log_pb2.ReplicaDescription]]
 
 

@@ -13,7 +13,7 @@ Modules: ``names`` (Kafka's topic-name rules), ``model`` (the snapshot),
 ``health`` (the four kafka-topics health flags), ``topics`` (create, grow,
 configure, delete), ``reassignments`` (plans, merge, progress), ``elections``
 (pre-checks and outcomes). Placement and config parsing are not re-implemented:
-they come from ``replog.controller.core`` (the one owner of both).
+they come from ``replog.common.core``, the shared domain the controller uses too.
 
 Like every ``core`` package, nothing here imports grpc, kazoo, sockets or files
 (tests/unit/test_core_purity.py enforces it); time and randomness come in as

@@ -25,9 +25,10 @@ import enum
 from dataclasses import dataclass
 from typing import Sequence
 
-from replog.controller.core.errors import ErrorCode
+from replog.common.core.partitions import TopicPartition
+from replog.common.error_codes import ErrorCode
 
-from .model import ClusterView, TopicPartition
+from .model import ClusterView
 from .reassignments import label
 from .refusal import invalid
 

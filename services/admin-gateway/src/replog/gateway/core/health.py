@@ -20,9 +20,9 @@ import enum
 from dataclasses import dataclass
 from typing import AbstractSet, Sequence
 
+from replog.common.core.partitions import NO_LEADER
 from replog.common.zk.schema import PartitionStateRecord
 
-NO_LEADER = -1
 
 
 class Filter(enum.Enum):

@@ -14,11 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from replog.common.core.errors import InvalidConfigError
+from replog.common.core.topic_config import TopicConfig
 from replog.common.zk.schema import BrokerRegistration, PartitionStateRecord, ReassignmentRequest, TopicAssignment
-from replog.controller.core.errors import InvalidConfigError
-from replog.controller.core.topic_config import TopicConfig
 
-TopicPartition = tuple[str, int]
 NO_ZNODE = -1
 
 

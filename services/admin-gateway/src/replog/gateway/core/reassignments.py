@@ -30,11 +30,12 @@ import random
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from replog.common.core import placement
+from replog.common.core.errors import RequestError
+from replog.common.core.partitions import TopicPartition
 from replog.common.zk.schema import ReassignmentRequest, ReassignmentThrottle
-from replog.controller.core import placement
-from replog.controller.core.errors import ControllerError
 
-from .model import ClusterView, TopicPartition
+from .model import ClusterView
 from .refusal import invalid, not_found, precondition
 from .topics import ZK_REQUEST_BYTES_MAX, AssignmentEntry
 
@@ -239,7 +240,7 @@ def generate(
             )
         try:
             placed = placement.assign_replicas_to_brokers(racks, len(partitions), replication_factor, rng)
-        except ControllerError as exc:
+        except RequestError as exc:
             raise invalid(str(exc)) from None
         for index, partition in enumerate(partitions):
             current[(name, partition)] = topic.original_replicas(partition)

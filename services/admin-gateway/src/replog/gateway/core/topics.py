@@ -25,15 +25,10 @@ import random
 from dataclasses import dataclass, field, fields
 from typing import Iterable, Iterator, Mapping, Sequence
 
+from replog.common.core import placement
+from replog.common.core.errors import BrokerNotAvailableError, InvalidConfigError, InvalidRequestError, RequestError
+from replog.common.core.topic_config import TopicConfig
 from replog.common.zk.schema import TopicAssignment, TopicConfigRecord
-from replog.controller.core import placement
-from replog.controller.core.errors import (
-    BrokerNotAvailableError,
-    ControllerError,
-    InvalidConfigError,
-    InvalidRequestError,
-)
-from replog.controller.core.topic_config import TopicConfig
 
 from .health import Filter, PartitionHealth, partition_health
 from .model import ClusterView, TopicView
@@ -143,7 +138,7 @@ def _placed_assignment(view: ClusterView, request: CreateTopic, rng: random.Rand
         )
     except InvalidRequestError as exc:      # racks on some brokers only: the cluster's state
         raise precondition(str(exc)) from None
-    except ControllerError as exc:
+    except RequestError as exc:
         raise _refusal(exc) from None
 
 
@@ -167,7 +162,7 @@ def _explicit_assignment(
         named = {b for replicas in by_partition.values() for b in replicas}
         unknown = named - view.known_broker_ids()
         raise (invalid if unknown else precondition)(str(exc)) from None
-    except ControllerError as exc:
+    except RequestError as exc:
         raise _refusal(exc) from None
 
 
@@ -198,7 +193,7 @@ def _parse_configs(overrides: Mapping[str, str]) -> TopicConfig:
         raise invalid(str(exc)) from None
 
 
-def _refusal(exc: ControllerError) -> Refusal:
+def _refusal(exc: RequestError) -> Refusal:
     # Cluster-state failures (too few live brokers, mixed racks) are checked or
     # caught before this; what reaches here is a malformed request.
     return invalid(str(exc))
@@ -237,7 +232,7 @@ def plan_add_partitions(
             added = placement.assign_new_partitions(name, topic.assignment.partitions, total_count, view.racks())
         except InvalidRequestError as exc:
             raise precondition(str(exc)) from None
-        except ControllerError as exc:
+        except RequestError as exc:
             raise _refusal(exc) from None
     grown = TopicAssignment(
         partitions={**topic.assignment.partitions, **added},

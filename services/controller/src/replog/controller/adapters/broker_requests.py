@@ -32,8 +32,9 @@ from opentelemetry import trace
 
 from replog.common import state_digest, telemetry
 from replog.common.channels import ChannelCache
+from replog.common.core.partitions import TopicPartition
 from replog.controller.core import plan as p
-from replog.controller.core.model import ControllerState, TopicPartition
+from replog.controller.core.model import ControllerState
 from replog.v1 import broker_control_pb2, broker_control_pb2_grpc, common_pb2
 
 log = logging.getLogger(__name__)

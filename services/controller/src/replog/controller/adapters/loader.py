@@ -11,15 +11,10 @@ from __future__ import annotations
 import logging
 import time
 
+from replog.common.core.partitions import TopicPartition
+from replog.common.core.topic_config import TopicConfig
 from replog.common.zk import bulk, schema
-from replog.controller.core.model import (
-    BrokerInfo,
-    ClusterSnapshot,
-    LeaderAndIsr,
-    ReplicaAssignment,
-    TopicPartition,
-)
-from replog.controller.core.topic_config import TopicConfig
+from replog.controller.core.model import BrokerInfo, ClusterSnapshot, LeaderAndIsr, ReplicaAssignment
 
 log = logging.getLogger(__name__)
 

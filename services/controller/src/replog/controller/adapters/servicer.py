@@ -10,9 +10,9 @@ import concurrent.futures
 from opentelemetry import trace
 
 from replog.common import telemetry
+from replog.common.core.partitions import TopicPartition
 from replog.controller.adapters.event_loop import NotController
 from replog.controller.core import events as ev
-from replog.controller.core.model import TopicPartition
 from replog.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
 NOT_CONTROLLER = common_pb2.ERROR_CODE_NOT_CONTROLLER

@@ -30,6 +30,8 @@ import logging
 import threading
 import time
 
+from replog.common.core.partitions import TopicPartition
+from replog.common.core.topic_config import TopicConfig
 from replog.common.zk import bulk, schema
 from replog.common.zk.change_feed import ChangeFeed
 from replog.controller.adapters.loader import (
@@ -38,8 +40,7 @@ from replog.controller.adapters.loader import (
     read_partition_states,
     read_topic_configs,
 )
-from replog.controller.core.model import ClusterSnapshot, LeaderAndIsr, ReplicaAssignment, TopicPartition
-from replog.controller.core.topic_config import TopicConfig
+from replog.controller.core.model import ClusterSnapshot, LeaderAndIsr, ReplicaAssignment
 
 log = logging.getLogger(__name__)
 

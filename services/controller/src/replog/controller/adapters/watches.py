@@ -24,12 +24,13 @@ from typing import Callable
 from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from replog.common.core.partitions import TopicPartition
+from replog.common.core.topic_config import TopicConfig
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
 from replog.controller.adapters.loader import read_reassignment_request
 from replog.controller.core import events as ev
-from replog.controller.core.model import BrokerInfo, TopicPartition
-from replog.controller.core.topic_config import TopicConfig
+from replog.controller.core.model import BrokerInfo
 
 log = logging.getLogger(__name__)
 

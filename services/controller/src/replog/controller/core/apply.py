@@ -20,7 +20,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .model import NO_LEADER, ControllerState, ReplicaAssignment, TopicPartition
+from replog.common.core.partitions import NO_LEADER, TopicPartition
+
+from .model import ControllerState, ReplicaAssignment
 from .plan import (
     ClearReassignment,
     CreatePartitionState,

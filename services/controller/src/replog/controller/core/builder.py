@@ -34,8 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from replog.common.core.partitions import NO_LEADER, TopicPartition
+from replog.common.core.topic_config import TopicConfig
+
 from .errors import IllegalStateTransition
-from .model import NO_LEADER, BrokerInfo, ControllerState, LeaderAndIsr, ReplicaAssignment, TopicPartition
+from .model import BrokerInfo, ControllerState, LeaderAndIsr, ReplicaAssignment
 from .plan import (
     ClearReassignment,
     CreatePartitionState,
@@ -58,7 +61,6 @@ from .plan import (
 )
 from .requests import leader_and_isr_requests, stop_replica_requests, update_metadata_requests
 from .sequencing import plan_steps
-from .steps import REQUESTS, Send
 from .states import (
     PartitionState,
     ReplicaState,
@@ -67,7 +69,7 @@ from .states import (
     derive_partition_state,
     derive_replica_state,
 )
-from .topic_config import TopicConfig
+from .steps import REQUESTS, Send
 
 
 class PlanBuilder:

@@ -21,8 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .model import BrokerInfo, ClusterSnapshot, TopicPartition
-from .topic_config import TopicConfig
+from replog.common.core.partitions import TopicPartition
+from replog.common.core.topic_config import TopicConfig
+
+from .model import BrokerInfo, ClusterSnapshot
 
 
 @dataclass(frozen=True, slots=True)

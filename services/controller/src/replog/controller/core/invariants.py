@@ -22,7 +22,9 @@ because nothing elects for them any more):
 
 from __future__ import annotations
 
-from .model import NO_LEADER, ControllerState
+from replog.common.core.partitions import NO_LEADER
+
+from .model import ControllerState
 
 
 def violations(state: ControllerState, *, limit: int = 20) -> list[str]:

@@ -38,21 +38,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .topic_config import TopicConfig
-
-NO_LEADER = -1
-"""Leader id of a partition that has no leader (offline), as in Kafka."""
-
-
-class TopicPartition(NamedTuple):
-    """One partition of one topic; hashable and ordered by (topic, partition)."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
+from replog.common.core.partitions import NO_LEADER, TopicPartition
+from replog.common.core.topic_config import TopicConfig
 
 @dataclass(frozen=True, slots=True)
 class BrokerInfo:

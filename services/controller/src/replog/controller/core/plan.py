@@ -30,16 +30,12 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, NamedTuple
 
+from replog.common.core.partitions import TopicPartition
+from replog.common.core.topic_config import TopicConfig
+
 from .errors import ErrorCode
-from .model import (
-    BrokerInfo,
-    ControllerState,
-    LeaderAndIsr,
-    ReplicaAssignment,
-    TopicPartition,
-)
+from .model import BrokerInfo, ControllerState, LeaderAndIsr, ReplicaAssignment
 from .steps import Answer, Apply, Send, Step, Write
-from .topic_config import TopicConfig
 
 if TYPE_CHECKING:
     from .events import Event

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .model import NO_LEADER, TopicPartition
+from replog.common.core.partitions import NO_LEADER, TopicPartition
+
 from .plan import LeaderAndIsrRequest, PartitionDecision, StopReplicaRequest, UpdateMetadata
 
 if TYPE_CHECKING:

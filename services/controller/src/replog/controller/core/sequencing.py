@@ -37,7 +37,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .model import BrokerInfo, ControllerState, TopicPartition
+from replog.common.core.partitions import TopicPartition
+
+from .model import BrokerInfo, ControllerState
 from .plan import LeaderAndIsrRequest, PartitionDecision, Reply, SetPartitionState, UpdateMetadata, ZkWrite
 from .steps import NEW_LEADERS, REQUESTS, Answer, Apply, Await, Send, Step, Write, check_order
 

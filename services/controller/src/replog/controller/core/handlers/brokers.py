@@ -25,9 +25,10 @@ being deleted are left alone throughout.
 
 from __future__ import annotations
 
+from replog.common.core.partitions import NO_LEADER
+
 from ..builder import PlanBuilder
 from ..events import BrokerResyncRequested, BrokersChanged
-from ..model import NO_LEADER
 from .deletion import forget_dead_replicas, resend_stops
 from .leadership import initialize_partition, restore_leadership
 

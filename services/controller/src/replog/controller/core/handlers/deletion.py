@@ -29,9 +29,10 @@ ISR change or reassignment touches it.
 
 from __future__ import annotations
 
+from replog.common.core.partitions import TopicPartition
+
 from ..builder import PlanBuilder
 from ..events import TopicDeletionReplicaStopped, TopicDeletionRequested
-from ..model import TopicPartition
 from ..states import PartitionState, ReplicaState, check_partition_transition, check_replica_transition
 
 ANY_LEADER_EPOCH = -1

@@ -27,11 +27,12 @@ O(partitions) per tick, like Kafka's.
 
 from __future__ import annotations
 
+from replog.common.core.partitions import NO_LEADER, TopicPartition
+
 from ..builder import PlanBuilder
 from ..election import preferred_leader
 from ..errors import ErrorCode
 from ..events import AutoRebalanceTick, PreferredElectionRequested, UncleanElectionRequested
-from ..model import NO_LEADER, TopicPartition
 from ..plan import DeleteAdminRequest, PartitionResult, PartitionResultsReply, SetLastRebalanceCheck
 from .leadership import restore_leadership
 

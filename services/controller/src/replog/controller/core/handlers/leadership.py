@@ -24,9 +24,11 @@ on every write.
 
 from __future__ import annotations
 
+from replog.common.core.partitions import NO_LEADER, TopicPartition
+
 from ..builder import PlanBuilder
 from ..election import offline_partition_leader
-from ..model import NO_LEADER, LeaderAndIsr, TopicPartition
+from ..model import LeaderAndIsr
 
 
 def initialize_partition(b: PlanBuilder, tp: TopicPartition) -> LeaderAndIsr | None:

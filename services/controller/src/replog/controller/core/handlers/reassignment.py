@@ -35,11 +35,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from replog.common.core.partitions import NO_LEADER, TopicPartition
+
 from ..builder import PlanBuilder
 from ..election import offline_partition_leader, reassignment_leader
 from ..errors import ErrorCode
 from ..events import IsrChanged, ReassignmentRequested
-from ..model import NO_LEADER, ReplicaAssignment, TopicPartition
+from ..model import ReplicaAssignment
 from ..plan import PartitionResult, PartitionResultsReply
 from ..states import ReplicaState, check_replica_transition
 from .leadership import initialize_partition, restore_leadership

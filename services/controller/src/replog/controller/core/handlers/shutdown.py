@@ -24,11 +24,12 @@ A broker stops being "shutting down" when its registration disappears.
 
 from __future__ import annotations
 
+from replog.common.core.partitions import TopicPartition
+
 from ..builder import PlanBuilder
 from ..election import controlled_shutdown_leader
 from ..errors import ErrorCode
 from ..events import ControlledShutdownRequested
-from ..model import TopicPartition
 from ..plan import ControlledShutdownReply
 
 

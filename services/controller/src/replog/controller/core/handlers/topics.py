@@ -21,9 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from replog.common.core.partitions import NO_LEADER, TopicPartition
+
 from ..builder import PlanBuilder
 from ..events import PartitionsAdded, TopicConfigChanged, TopicsCreated
-from ..model import NO_LEADER, ReplicaAssignment, TopicPartition
+from ..model import ReplicaAssignment
 from .leadership import initialize_partition, restore_leadership
 
 

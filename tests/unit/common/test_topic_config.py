@@ -2,8 +2,9 @@
 
 import pytest
 
-from replog.controller.core.errors import ErrorCode, InvalidConfigError
-from replog.controller.core.topic_config import TopicConfig
+from replog.common.core.errors import InvalidConfigError
+from replog.common.core.topic_config import TopicConfig
+from replog.common.error_codes import ErrorCode
 
 
 def test_defaults_when_nothing_is_set():

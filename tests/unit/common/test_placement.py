@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replog.controller.core.errors import (
+from replog.common.core.errors import (
     BrokerNotAvailableError,
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidRequestError,
 )
-from replog.controller.core.placement import (
+from replog.common.core.placement import (
     assign_new_partitions,
     assign_replicas_to_brokers,
     rack_alternated_broker_list,
