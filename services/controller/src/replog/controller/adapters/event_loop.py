@@ -283,7 +283,7 @@ class ControllerLoop:
         # failover's critical path. A large plan's survivors (the new partition states, which
         # live until the next change) are then frozen, so later full collections do not scan
         # them again; states it replaces are still freed by reference counting
-        # (docs/perf/controller-gc.md).
+        # (docs/perf/gc-freeze.md).
         with gc_policy.paused() as pause:
             self._run_event(event, generation, reply, span, pause)
 

@@ -8,7 +8,7 @@ bounded in operations and bytes (ZooKeeper refuses requests over its
 jute.maxbuffer, 1 MiB by default) and are pipelined as jute frames on the
 writer's own session (replog.common.zk.multi_writer), cheaper than kazoo's
 per-operation objects on the failover's critical path; ZooKeeper applies one
-session's requests in order (docs/perf/zk-multi-writer.md). The few reads a
+session's requests in order (docs/perf/zookeeper-multi-writes.md). The few reads a
 write needs (which partition znodes exist, the reassignment request's version)
 go through kazoo.
 """
