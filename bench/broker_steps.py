@@ -49,17 +49,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
-from replog.broker.adapters.control_servicer import BrokerControlServicer  # noqa: E402
-from replog.broker.adapters.delayed_produces import DelayedProduces  # noqa: E402
-from replog.broker.adapters.metadata_cache import MetadataCache  # noqa: E402
-from replog.broker.adapters.metrics import BrokerMetrics  # noqa: E402
-from replog.broker.adapters.produce_handler import ProduceHandler  # noqa: E402
-from replog.broker.adapters.replica_manager import ReplicaManager  # noqa: E402
-from replog.broker.adapters.replication_servicer import ReplicationServicer  # noqa: E402
-from replog.broker.adapters.state_changes import ReplicaStateChanges  # noqa: E402
-from replog.broker.adapters.turn import Turn  # noqa: E402
-from replog.broker.adapters.wait_slots import WaitSlots  # noqa: E402
+from replog.broker.control.metadata_cache import MetadataCache  # noqa: E402
+from replog.broker.control.state_changes import ReplicaStateChanges  # noqa: E402
+from replog.broker.entrypoints.control_servicer import BrokerControlServicer  # noqa: E402
+from replog.broker.entrypoints.replication_servicer import ReplicationServicer  # noqa: E402
 from replog.broker.log import LogConfig  # noqa: E402
+from replog.broker.produce.delayed_produces import DelayedProduces  # noqa: E402
+from replog.broker.produce.produce_handler import ProduceHandler  # noqa: E402
+from replog.broker.replicas.replica_manager import ReplicaManager  # noqa: E402
+from replog.broker.runtime.metrics import BrokerMetrics  # noqa: E402
+from replog.broker.runtime.turn import Turn  # noqa: E402
+from replog.broker.runtime.wait_slots import WaitSlots  # noqa: E402
 from replog.common import gc_policy, records  # noqa: E402
 from replog.common.clock import SystemClock  # noqa: E402
 from replog.v1 import broker_control_pb2, common_pb2, log_pb2, replication_pb2  # noqa: E402

@@ -11,10 +11,10 @@ import grpc
 import pytest
 from prometheus_client import CollectorRegistry
 
-from replog.broker.adapters.delayed_produces import DelayedProduces
-from replog.broker.adapters.fetch_stream import FetchStream, StreamEnded
-from replog.broker.adapters.metrics import BrokerMetrics
-from replog.broker.adapters.replication_servicer import ReplicationServicer
+from replog.broker.entrypoints.replication_servicer import ReplicationServicer
+from replog.broker.produce.delayed_produces import DelayedProduces
+from replog.broker.replication.fetch_stream import FetchStream, StreamEnded
+from replog.broker.runtime.metrics import BrokerMetrics
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import ServiceBinding, start_server

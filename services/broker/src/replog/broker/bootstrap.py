@@ -16,31 +16,31 @@ import threading
 import time
 from pathlib import Path
 
-from replog.broker.adapters.assignments import assigned_here
-from replog.broker.adapters.checkpointer import Checkpointer, ControlBursts
-from replog.broker.adapters.control_servicer import BrokerControlServicer
-from replog.broker.adapters.controlled_shutdown import controlled_shutdown
-from replog.broker.adapters.controller_link import ControllerLink
-from replog.broker.adapters.delayed_produces import DelayedProduces
-from replog.broker.adapters.fetcher import FetchSettings, ReplicaFetcher
-from replog.broker.adapters.fetcher_manager import FetcherManager
-from replog.broker.adapters.isr_changes import IsrChangeSender
-from replog.broker.adapters.log_servicer import LogServicer
-from replog.broker.adapters.metadata_cache import MetadataCache
-from replog.broker.adapters.metrics import BrokerMetrics
-from replog.broker.adapters.produce_handler import ProduceHandler
-from replog.broker.adapters.producer_ids import ProducerIdAllocator
-from replog.broker.adapters.registration import register_broker
-from replog.broker.adapters.replica_manager import ReplicaManager
-from replog.broker.adapters.replication_servicer import ReplicationServicer
-from replog.broker.adapters.replication_throttle import ReplicationThrottle
-from replog.broker.adapters.servicers import bindings
-from replog.broker.adapters.state_changes import ReplicaStateChanges
-from replog.broker.adapters.topic_configs import TopicConfigs
-from replog.broker.adapters.turn import Turn
-from replog.broker.adapters.wait_slots import WaitSlots
 from replog.broker.config import BrokerConfig
+from replog.broker.control.controlled_shutdown import controlled_shutdown
+from replog.broker.control.controller_link import ControllerLink
+from replog.broker.control.isr_changes import IsrChangeSender
+from replog.broker.control.metadata_cache import MetadataCache
+from replog.broker.control.registration import register_broker
+from replog.broker.control.state_changes import ReplicaStateChanges
+from replog.broker.control.topic_configs import TopicConfigs
+from replog.broker.entrypoints.control_servicer import BrokerControlServicer
+from replog.broker.entrypoints.log_servicer import LogServicer
+from replog.broker.entrypoints.replication_servicer import ReplicationServicer
+from replog.broker.entrypoints.servicers import bindings
 from replog.broker.log import CheckpointError, LogConfig
+from replog.broker.produce.delayed_produces import DelayedProduces
+from replog.broker.produce.produce_handler import ProduceHandler
+from replog.broker.produce.producer_ids import ProducerIdAllocator
+from replog.broker.replicas.assignments import assigned_here
+from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
+from replog.broker.replicas.replica_manager import ReplicaManager
+from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
+from replog.broker.replication.fetcher_manager import FetcherManager
+from replog.broker.replication.replication_throttle import ReplicationThrottle
+from replog.broker.runtime.metrics import BrokerMetrics
+from replog.broker.runtime.turn import Turn
+from replog.broker.runtime.wait_slots import WaitSlots
 from replog.common import gc_policy, telemetry
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock

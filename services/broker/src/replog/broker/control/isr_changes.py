@@ -1,0 +1,247 @@
+"""ISR changes: the periodic shrink check and AlterPartition to the controller.
+
+Theory of operation (docs/architecture.md, "High watermark and ISR"; core/leader.py, core/isr_proposal.py;
+Kafka's isr-expiration task and AlterPartitionManager):
+
+One thread. Every `replica_lag_time_max_ms / 2` it asks each led partition's
+core whether a follower fell out of sync (`maybe_shrink_isr`); expansions come
+from the follower-fetch path (`submit`). Either way the core holds the one
+pending proposal per partition; this thread only carries it. A round sends the
+`proposal_to_resend` of every partition queued, many partitions in one
+AlterPartition request to the controller named in /controller, and applies
+each answer through the core, which decides what it proves (accepted, newer
+state, dropped, still pending). The ISR changes only when the controller
+accepted; until then the leader computes its HW over the maximal ISR.
+
+No answer is not a refusal: after a transport failure, NOT_CONTROLLER or any
+request-level error the same proposals are sent again, unchanged, after a
+back-off (a controller failover takes a few seconds; the back-off is capped).
+The periodic round also resends any pending proposal that was not answered,
+so nothing depends on a single message arriving.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable
+
+from opentelemetry import trace
+
+from replog.broker.control.controller_link import ControllerLink, ControllerUnavailable
+from replog.broker.core.errors import ErrorCode
+from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal, IsrChangeKind
+from replog.broker.core.leader import IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
+from replog.broker.core.topic_partition import TopicPartition
+from replog.broker.produce.delayed_produces import DelayedProduces
+from replog.broker.replicas.hosted_partition import HostedPartition
+from replog.broker.replicas.leader_side import apply_alter_partition_answer, maybe_shrink_isr, proposal_to_resend
+from replog.broker.runtime.metrics import BrokerMetrics
+from replog.broker.runtime.thread_guard import guarded_round
+from replog.common.clock import Clock
+from replog.v1 import controller_pb2
+
+log = logging.getLogger(__name__)
+tracer = trace.get_tracer("replog.broker")
+
+RETRY_BACKOFF_MS_MIN = 100
+RETRY_BACKOFF_MS_MAX = 2000
+PROPOSALS_PER_REQUEST_MAX = 1000
+
+
+class IsrChangeSender:
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        broker_epoch_of: Callable[[], int],
+        hosted: Callable[[], list[HostedPartition]],
+        lookup: Callable[[TopicPartition], HostedPartition | None],
+        controller: ControllerLink,
+        delayed_produces: DelayedProduces,
+        replica_lag_time_max_ms: int,
+        clock: Clock,
+        metrics: BrokerMetrics,
+    ) -> None:
+        self._broker_id = broker_id
+        self._broker_epoch_of = broker_epoch_of
+        self._hosted = hosted
+        self._lookup = lookup
+        self._controller = controller
+        self._delayed = delayed_produces
+        self._lag_ms = replica_lag_time_max_ms
+        self._check_interval_ms = max(replica_lag_time_max_ms // 2, 50)
+        self._clock = clock
+        self._metrics = metrics
+        self._cond = threading.Condition()
+        self._queued: dict[TopicPartition, None] = {}
+        self._retry_at_ms = 0
+        self._next_check_ms = 0
+        self._backoff_ms = 0
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="isr-changes", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._thread.join(timeout=1)  # a daemon thread; it may sit in an RPC to a stopping controller
+
+    def submit(self, topic_partition: TopicPartition) -> None:
+        """A proposal is pending for `topic_partition` (an expansion from a follower fetch)."""
+        with self._cond:
+            self._queued[topic_partition] = None
+            self._cond.notify_all()
+
+    # --- the loop -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        self._next_check_ms = self._clock.monotonic_ms() + self._check_interval_ms
+        while not self._stopped:
+            guarded_round(self._round)
+
+    def _round(self) -> None:
+        with self._cond:
+            while not self._stopped:
+                now_ms = self._clock.monotonic_ms()
+                if now_ms >= self._next_check_ms or (self._queued and now_ms >= self._retry_at_ms):
+                    break
+                wake_ms = self._next_check_ms if not self._queued else min(self._next_check_ms, self._retry_at_ms)
+                self._cond.wait(max(wake_ms - now_ms, 1) / 1000)
+            if self._stopped:
+                return
+        if self._clock.monotonic_ms() >= self._next_check_ms:
+            self._next_check_ms = self._clock.monotonic_ms() + self._check_interval_ms
+            self._periodic_check()
+        if self._clock.monotonic_ms() >= self._retry_at_ms:
+            self._send_round()
+
+    def _periodic_check(self) -> None:
+        now_ms = self._clock.monotonic_ms()
+        shrinks: list[str] = []
+        for hosted in self._hosted():
+            proposal = maybe_shrink_isr(hosted, now_ms=now_ms, replica_lag_time_max_ms=self._lag_ms)
+            if proposal is not None:
+                shrinks.append(f"{hosted.topic_partition} to {list(proposal.new_isr)}")
+            if proposal is not None or proposal_to_resend(hosted) is not None:
+                with self._cond:
+                    self._queued[hosted.topic_partition] = None
+        if shrinks:
+            log.info("proposing ISR shrinks for %d partition(s) with followers out of sync: %s%s", len(shrinks),
+                     ", ".join(shrinks[:5]), f" and {len(shrinks) - 5} more" if len(shrinks) > 5 else "")
+
+    def _send_round(self) -> None:
+        with self._cond:
+            queued = list(self._queued)[:PROPOSALS_PER_REQUEST_MAX]
+            for topic_partition in queued:
+                del self._queued[topic_partition]
+        proposals: dict[TopicPartition, tuple[HostedPartition, AlterPartitionProposal]] = {}
+        for topic_partition in queued:
+            hosted = self._lookup(topic_partition)
+            proposal = None if hosted is None else proposal_to_resend(hosted)
+            if proposal is not None:
+                proposals[topic_partition] = (hosted, proposal)
+        if not proposals:
+            return
+        response = self._send(proposals)
+        if response is None:
+            self._retry_later(proposals)
+            return
+        self._backoff_ms = 0
+        retry = {}
+        summary = _AnswerSummary()
+        for result in response.partitions:
+            topic_partition = TopicPartition(result.topic, result.partition)
+            entry = proposals.get(topic_partition)
+            if entry is not None and self._apply(topic_partition, *entry, result, summary):
+                retry[topic_partition] = entry
+        summary.log()
+        if retry:
+            self._retry_later(retry)
+
+    def _send(self, proposals) -> controller_pb2.AlterPartitionResponse | None:
+        items = [
+            controller_pb2.AlterPartitionItem(
+                topic=tp.topic, partition=tp.partition, leader_epoch=p.leader_epoch, new_isr=p.new_isr,
+                partition_epoch=p.partition_epoch,
+            )
+            for tp, (_, p) in proposals.items()
+        ]
+        request = controller_pb2.AlterPartitionRequest(
+            broker_id=self._broker_id, broker_epoch=self._broker_epoch_of(), partitions=items)
+        with tracer.start_as_current_span("broker.alter_partition", attributes={
+            "partitions": [str(tp) for tp in proposals], "partition.count": len(proposals),
+        }) as span:
+            try:
+                response = self._controller.alter_partition(request)
+            except ControllerUnavailable as exc:
+                span.set_attribute("error", str(exc))
+                log.info("AlterPartition not delivered (%s); will resend %d proposal(s)", exc, len(proposals))
+                return None
+            if response.error_code != ErrorCode.NONE:
+                span.set_attribute("error", ErrorCode(response.error_code).name)
+                log.info("AlterPartition refused as a whole: %s %s; will resend",
+                         ErrorCode(response.error_code).name, response.error_message)
+                return None
+            return response
+
+    def _apply(self, topic_partition: TopicPartition, hosted: HostedPartition, proposal: AlterPartitionProposal,
+               result: controller_pb2.AlterPartitionResult, summary: _AnswerSummary) -> bool:
+        """Apply one answer; True when the proposal must be sent again."""
+        answer = AlterPartitionAnswer(
+            error_code=ErrorCode(result.error_code), leader_id=result.leader, leader_epoch=result.leader_epoch,
+            isr=tuple(result.isr), partition_epoch=result.partition_epoch,
+        )
+        outcome = apply_alter_partition_answer(hosted, proposal, answer)
+        update = getattr(outcome, "high_watermark_update", None)
+        if update is not None and update.advanced:
+            self._delayed.check(topic_partition)
+        if isinstance(outcome, IsrCommitted):
+            (self._metrics.isr_expands if outcome.kind is IsrChangeKind.EXPAND else self._metrics.isr_shrinks).inc()
+            summary.add(f"ISR {outcome.kind.value} accepted",
+                        f"{topic_partition} now {list(outcome.isr)} (partition epoch {outcome.partition_epoch})")
+            self._delayed.check(topic_partition)
+        elif isinstance(outcome, IsrRefreshed):
+            summary.add("adopted the controller's newer ISR",
+                        f"{topic_partition} now {list(outcome.isr)} (partition epoch {outcome.partition_epoch})")
+            self._delayed.check(topic_partition)
+        elif isinstance(outcome, ProposalDropped | ProposalStillPending):
+            self._metrics.failed_isr_updates.inc()
+            summary.add(f"refused with {outcome.error_code.name}",
+                        f"{topic_partition} proposal {list(proposal.new_isr)}: {result.error_message}")
+            return isinstance(outcome, ProposalStillPending) and outcome.resend
+        return False
+
+    def _retry_later(self, proposals) -> None:
+        self._metrics.failed_isr_updates.inc(len(proposals))
+        self._backoff_ms = min(max(self._backoff_ms * 2, RETRY_BACKOFF_MS_MIN), RETRY_BACKOFF_MS_MAX)
+        with self._cond:
+            self._retry_at_ms = self._clock.monotonic_ms() + self._backoff_ms
+            for topic_partition in proposals:
+                self._queued[topic_partition] = None
+
+
+class _AnswerSummary:
+    """One log line per kind of answer in an AlterPartition response, with a few examples: after a
+    broker failure thousands of partitions change at once, and a line each would cost more than the change."""
+
+    EXAMPLES = 3
+
+    def __init__(self) -> None:
+        self._by_kind: dict[str, list[str]] = {}
+        self._counts: dict[str, int] = {}
+
+    def add(self, kind: str, example: str) -> None:
+        self._counts[kind] = self._counts.get(kind, 0) + 1
+        examples = self._by_kind.setdefault(kind, [])
+        if len(examples) < self.EXAMPLES:
+            examples.append(example)
+
+    def log(self) -> None:
+        for kind, count in self._counts.items():
+            examples = "; ".join(self._by_kind[kind])
+            more = f"; and {count - len(self._by_kind[kind])} more" if count > len(self._by_kind[kind]) else ""
+            log.info("AlterPartition: %s for %d partition(s): %s%s", kind, count, examples, more)
