@@ -66,7 +66,7 @@ def poll(session, listed, *, max_wait_ms=50, bytes_max=1 << 20, resend=False):
 
 def test_an_incremental_round_reads_only_what_it_names_or_what_woke():
     fresh_partitions()
-    sessions = FetchSessions(PARTITIONS.get)
+    sessions = FetchSessions(PARTITIONS.get, turn=Turn())
     session = sessions.open(replica_id=2)
     assert poll(session, [position(tp) for tp in PARTITIONS]) and all(p.reads == 1 for p in PARTITIONS.values())
     busy, moved = PARTITIONS[TopicPartition("t", 7)], TopicPartition("t", 8)
@@ -82,7 +82,7 @@ def test_a_resend_reads_again_what_the_lost_answer_carried():
     busy, joining = TopicPartition("t", 3), TopicPartition("t", 99)
     for resend in (False, True):
         fresh_partitions()
-        session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+        session = FetchSessions(PARTITIONS.get, turn=Turn()).open(replica_id=2)
         poll(session, [position(tp) for tp in PARTITIONS if tp != joining])
         PARTITIONS[busy].append(2)
         assert list(poll(session, [])) == [busy]  # this answer is lost on the way
@@ -100,7 +100,7 @@ def test_a_high_watermark_once_sent_is_not_sent_again_unless_the_answer_may_be_l
     # After a failover the follower used to name every partition again only to say it had seen the
     # new HW: a third pass over thousands of partitions at the leader, just as the acks went out.
     fresh_partitions()
-    session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+    session = FetchSessions(PARTITIONS.get, turn=Turn()).open(replica_id=2)
     moved = PARTITIONS[TopicPartition("t", 5)]
     assert sent(session, poll(session, [position(tp) for tp in PARTITIONS])) == []  # nothing new to say
     moved.high_watermark = 12
@@ -115,7 +115,7 @@ def test_a_high_watermark_once_sent_is_not_sent_again_unless_the_answer_may_be_l
 
 
 def test_a_resend_may_skip_the_cancelled_epoch_which_is_refused_if_it_arrives_late():
-    session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+    session = FetchSessions(PARTITIONS.get, turn=Turn()).open(replica_id=2)
     session.epoch = 4
     assert session.admits(5, resend=False) and not session.admits(6, resend=False)
     assert session.admits(6, resend=True)  # epoch 5 was cancelled before it reached the leader
@@ -126,7 +126,7 @@ def test_a_resend_may_skip_the_cancelled_epoch_which_is_refused_if_it_arrives_la
 
 def test_an_idle_incremental_round_waits_for_a_wake_up():
     fresh_partitions()
-    session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+    session = FetchSessions(PARTITIONS.get, turn=Turn()).open(replica_id=2)
     poll(session, [position(tp) for tp in PARTITIONS])
     target = PARTITIONS[TopicPartition("t", 42)]
     threading.Timer(0.05, lambda: target.append(1)).start()
@@ -139,7 +139,7 @@ def test_a_high_watermark_move_does_not_end_the_wait_but_its_answer_carries_it()
     # The leader tells a session of a HW move without waking it (Waiter.note): records are what it
     # waits for. It still answers on its deadline with the new HW, which the follower must learn.
     fresh_partitions()
-    session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+    session = FetchSessions(PARTITIONS.get, turn=Turn()).open(replica_id=2)
     tp = TopicPartition("t", 3)
     poll(session, [position(p) for p in PARTITIONS])
     partition = PARTITIONS[tp]
@@ -162,7 +162,7 @@ def test_a_high_watermark_move_does_not_end_the_wait_but_its_answer_carries_it()
 
 def test_records_the_byte_budget_left_unsent_are_read_again_next_round():
     fresh_partitions()
-    session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+    session = FetchSessions(PARTITIONS.get, turn=Turn()).open(replica_id=2)
     first, second = PARTITIONS[TopicPartition("t", 0)], PARTITIONS[TopicPartition("t", 1)]
     first.log_end_offset = second.log_end_offset = 20
     answers = poll(session, [position(first.tp), position(second.tp)], bytes_max=10)
@@ -175,7 +175,7 @@ def test_records_the_byte_budget_left_unsent_are_read_again_next_round():
 
 def test_a_new_session_replaces_the_old_one_and_ends_its_poll():
     fresh_partitions()
-    sessions = FetchSessions(PARTITIONS.get)
+    sessions = FetchSessions(PARTITIONS.get, turn=Turn())
     old = sessions.open(replica_id=2)
     poll(old, [position(tp) for tp in PARTITIONS])
     done = threading.Event()
@@ -193,7 +193,7 @@ def test_each_fetcher_of_a_follower_keeps_its_own_session():
     # A follower splits the partitions it follows here over its fetchers; one of them opening a
     # session must not end another's.
     fresh_partitions()
-    sessions = FetchSessions(PARTITIONS.get)
+    sessions = FetchSessions(PARTITIONS.get, turn=Turn())
     first = sessions.open(replica_id=2, fetcher_id=0)
     second = sessions.open(replica_id=2, fetcher_id=1)
     assert not first.closed and first.session_id != second.session_id
@@ -209,7 +209,7 @@ def test_a_follower_back_with_fewer_fetchers_leaves_no_session_parked():
     # Restarted with one fetcher instead of two, the follower never speaks for fetcher 1 again: its
     # session would stay parked on its partitions, woken by every append, for the leader's life.
     fresh_partitions()
-    sessions = FetchSessions(PARTITIONS.get)
+    sessions = FetchSessions(PARTITIONS.get, turn=Turn())
     other_follower = sessions.open(replica_id=3, fetcher_id=1, fetcher_count=2)
     old = [sessions.open(replica_id=2, fetcher_id=i, fetcher_count=2) for i in (0, 1)]
     poll(old[1], [position(tp) for tp in PARTITIONS])
@@ -233,7 +233,7 @@ def test_followers_outside_the_isr_are_looked_at_again_without_a_wake_up(monkeyp
         return FollowerFetchAnswer(answer.error_code, "", 10, 0, answer.log_end_offset, 1,
                                    follower_in_isr=tp not in outside)
 
-    session = FetchSessions(PARTITIONS.get).open(replica_id=2)
+    session = FetchSessions(PARTITIONS.get, turn=Turn()).open(replica_id=2)
     with session.lock:
         session.poll(session.listed([position(tp) for tp in PARTITIONS]), read, bytes_max=1 << 20, min_bytes=1,
                      max_wait_ms=0, clock=SystemClock(), stopping=lambda: False)

@@ -28,6 +28,7 @@ from replog.broker.replicas.producer_headers import rebuild_from_log
 from replog.broker.replication import fetch_stream, fetcher
 from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
 from replog.broker.runtime.metrics import BrokerMetrics
+from replog.broker.runtime.turn import Turn
 from replog.common import records
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
@@ -120,7 +121,7 @@ def running_fetcher(leader: FakeLeader, replicas: dict, monkeypatch) -> Iterator
     fetcher = ReplicaFetcher(
         leader_id=1, settings=FetchSettings(2, 500, 1 << 20, 1 << 20), lookup=replicas.get,
         address_of=lambda broker_id: "127.0.0.1:1", broker_epoch_of=lambda: 1, channels=ChannelCache(),
-        clock=SystemClock(), metrics=BrokerMetrics(CollectorRegistry()))
+        clock=SystemClock(), metrics=BrokerMetrics(CollectorRegistry()), turn=Turn())
     fetcher.add([(tp, 3) for tp in PARTITIONS], None)
     fetcher.start()
     try:

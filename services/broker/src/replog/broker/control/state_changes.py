@@ -87,9 +87,9 @@ class ReplicaStateChanges:
         delayed_produces: DelayedProduces,
         topic_configs: TopicConfigs,
         now_ms: Callable[[], int],
-        turn: Turn | None = None,
+        turn: Turn,
     ) -> None:
-        self._turn = turn if turn is not None else Turn()
+        self._turn = turn
         self._broker_id = broker_id
         self._replicas = replicas
         self._fetchers = fetchers

@@ -55,8 +55,8 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         metrics: BrokerMetrics,
         fetch_bytes_max: int,
         stopping: Callable[[], bool],
+        turn: Turn,
         throttle: ReplicationThrottle | None = None,
-        turn: Turn | None = None,
     ) -> None:
         self._broker_id = broker_id
         self._lookup = lookup
@@ -66,7 +66,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         self._metrics = metrics
         self._fetch_bytes_max = fetch_bytes_max
         self._stopping = stopping
-        self._sessions = FetchSessions(lookup, throttle, turn)
+        self._sessions = FetchSessions(lookup, turn=turn, throttle=throttle)
         self._streams = OpenStreams()  # the open ReplicaFetchStreams
 
     def ReplicaFetch(self, request, context):

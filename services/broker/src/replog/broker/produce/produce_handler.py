@@ -59,9 +59,9 @@ class ProduceHandler:
         request_timeout_ms: int,
         fsync_acks_all: bool,
         wait_slots: WaitSlots,
-        turn: Turn | None = None,
+        turn: Turn,
     ) -> None:
-        self._turn = turn if turn is not None else Turn()
+        self._turn = turn
         self._lookup = lookup
         self._metadata = metadata
         self._topic_configs = topic_configs

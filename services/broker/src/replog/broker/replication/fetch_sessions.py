@@ -74,9 +74,9 @@ ReadOne = Callable[[TopicPartition, replication_pb2.ReplicaFetchPartition, Hoste
 
 class FetchSession:
     def __init__(self, replica_id: int, session_id: int, lookup: Callable[[TopicPartition], HostedPartition | None],
-                 throttle: ReplicationThrottle | None = None, turn: Turn | None = None):
+                 *, turn: Turn, throttle: ReplicationThrottle | None = None):
         self.replica_id = replica_id
-        self._turn = turn if turn is not None else Turn()
+        self._turn = turn
         self._throttle = throttle
         self.session_id = session_id
         self.epoch = 0
@@ -252,11 +252,11 @@ def _is_news(answer: FollowerFetchAnswer, known_high_watermark: int) -> bool:
 class FetchSessions:
     """The open session of each follower fetcher, by (follower broker id, fetcher id)."""
 
-    def __init__(self, lookup: Callable[[TopicPartition], HostedPartition | None],
-                 throttle: ReplicationThrottle | None = None, turn: Turn | None = None) -> None:
+    def __init__(self, lookup: Callable[[TopicPartition], HostedPartition | None], *, turn: Turn,
+                 throttle: ReplicationThrottle | None = None) -> None:
         self._lookup = lookup
         self._throttle = throttle
-        self._turn = turn if turn is not None else Turn()
+        self._turn = turn
         self._lock = threading.Lock()
         self._by_replica: dict[tuple[int, int], FetchSession] = {}
         self._ids = itertools.count(1)
@@ -265,7 +265,7 @@ class FetchSessions:
         """A new session for this follower fetcher, replacing its previous one; sessions of the
         follower's fetcher ids at or past `fetcher_count` (a run with more fetchers) are closed too."""
         with self._lock:
-            session = FetchSession(replica_id, next(self._ids), self._lookup, self._throttle, self._turn)
+            session = FetchSession(replica_id, next(self._ids), self._lookup, turn=self._turn, throttle=self._throttle)
             replaced = [self._by_replica.pop(key) for key in list(self._by_replica)
                         if key == (replica_id, fetcher_id) or (key[0] == replica_id and key[1] >= fetcher_count)]
             self._by_replica[(replica_id, fetcher_id)] = session

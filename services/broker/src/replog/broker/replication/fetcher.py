@@ -109,9 +109,9 @@ class ReplicaFetcher:
         channels: ChannelCache,
         clock: Clock,
         metrics: BrokerMetrics,
-        turn: Turn | None = None,
+        turn: Turn,
     ) -> None:
-        self._turn = turn if turn is not None else Turn()
+        self._turn = turn
         self.leader_id = leader_id
         self.fetcher_id = fetcher_id
         self._fetcher_count = fetcher_count
