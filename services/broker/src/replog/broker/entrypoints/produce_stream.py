@@ -50,6 +50,7 @@ from typing import Callable, Iterable, Iterator
 from replog.broker.core.errors import ErrorCode
 from replog.broker.produce.produce_handler import ProduceHandler
 from replog.common import hopmarks
+from replog.common.hopmarks import Hop
 from replog.common.clock import Clock
 from replog.v1 import log_pb2
 
@@ -106,7 +107,7 @@ def serve_produce_stream(handler: ProduceHandler, requests: Iterable[log_pb2.Pro
             with book.lock:
                 book.unanswered.discard(seq)
             answer = answer() if callable(answer) else answer
-            hopmarks.mark("L5")
+            hopmarks.mark(Hop.LEADER_ANSWERS_PRODUCER)
             yield answer
         elif kind == _END:  # with whether the stream broke
             if item:  # cancelled or failed: no one is left to read the answers
@@ -121,7 +122,7 @@ def _read(handler: ProduceHandler, requests: Iterable[log_pb2.ProduceStreamReque
     seqs = itertools.count()
     try:
         for message in requests:
-            hopmarks.mark("L1")
+            hopmarks.mark(Hop.LEADER_HAS_REQUEST)
             if stopping():
                 broken = True
                 break
@@ -136,7 +137,7 @@ def _read(handler: ProduceHandler, requests: Iterable[log_pb2.ProduceStreamReque
                 continue
             deadline_ms = handler.produce_async(message.produce, lambda build, rid=request_id, seq=seq: put(
                 (_ANSWER, (seq, lambda: log_pb2.ProduceStreamResponse(request_id=rid, produce=build())))))
-            hopmarks.mark("L2")
+            hopmarks.mark(Hop.LEADER_APPENDED)
             if deadline_ms is None:
                 continue  # answered already
             with book.lock:

@@ -36,6 +36,7 @@ from replog.broker.replication.replication_throttle import ReplicationThrottle
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
 from replog.common import hopmarks
+from replog.common.hopmarks import Hop
 from replog.common.clock import Clock
 from replog.common.grpc_server import OpenStreams
 from replog.v1 import common_pb2, replication_pb2, replication_pb2_grpc
@@ -81,7 +82,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         self._streams.track(context)
         interrupts: set[int] = set()
         for request in request_iterator:
-            hopmarks.mark("L4", request.fetch.replica_id)
+            hopmarks.mark(Hop.LEADER_HAS_FETCH, request.fetch.replica_id)
             # Filled in place: a fetch answer built apart and then set as `fetch` would be copied,
             # records and all (tens of kB per answer at 10 MB/s).
             response = replication_pb2.ReplicaFetchStreamResponse()
@@ -89,7 +90,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
                 _refuse(response.fetch, ErrorCode.INVALID_REQUEST, "a ReplicaFetchStream request carries a fetch")
             else:
                 self._fetch(request.fetch, context, interrupts, response.fetch)
-            hopmarks.mark("L3", request.fetch.replica_id)
+            hopmarks.mark(Hop.LEADER_ANSWERS_FOLLOWER, request.fetch.replica_id)
             yield response
             if self._stopping():
                 return

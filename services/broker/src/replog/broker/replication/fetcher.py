@@ -65,6 +65,7 @@ from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.thread_guard import guarded_round
 from replog.broker.runtime.turn import Turn
 from replog.common import hopmarks
+from replog.common.hopmarks import Hop
 from replog.common.channels import ChannelCache
 from replog.common.clock import Clock
 from replog.common.errors import error_name
@@ -300,10 +301,10 @@ class ReplicaFetcher:
                 stream = self._stream = FetchStream(self._channels.get(address))
                 self._stream_address = address
             self._call = stream
-        hopmarks.mark("F3", settings.broker_id)
+        hopmarks.mark(Hop.FOLLOWER_SENDS_FETCH, settings.broker_id)
         try:
             response = stream.exchange(request, timeout_s=settings.max_wait_ms / 1000 + RPC_SLACK_S)
-            hopmarks.mark("F1", settings.broker_id)
+            hopmarks.mark(Hop.FOLLOWER_HAS_ANSWER, settings.broker_id)
         except (grpc.RpcError, StreamEnded) as exc:
             stream.cancel()  # finished (this also ends its request feeder); the next request opens another
             if stream.timed_out:
@@ -355,7 +356,7 @@ class ReplicaFetcher:
         if moved:
             with self._cond:  # once per answer, not per partition: only this thread reads them, next round
                 self._dirty.update(moved)
-        hopmarks.mark("F2", settings.broker_id)
+        hopmarks.mark(Hop.FOLLOWER_APPENDED, settings.broker_id)
 
     def _reset_session(self) -> None:
         with self._cond:
