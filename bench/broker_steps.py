@@ -117,14 +117,15 @@ class Broker:
         self.replicas = ReplicaManager(broker_id=BROKER, log_dir=log_dir, log_config=LogConfig(), clock=clock)
         metrics, metadata = BrokerMetrics(CollectorRegistry()), MetadataCache()
         delayed = DelayedProduces(self.replicas.produce_progress, clock)
+        self.replicas.consequences.connect(delayed_produces=delayed, isr_changes=IsrChanges())
         state_changes = ReplicaStateChanges(
-            broker_id=BROKER, replicas=self.replicas, fetchers=Fetchers(), delayed_produces=delayed,
-            topic_configs=TopicConfigs(), now_ms=clock.monotonic_ms, turn=turn)
+            broker_id=BROKER, replicas=self.replicas, fetchers=Fetchers(), topic_configs=TopicConfigs(),
+            now_ms=clock.monotonic_ms, turn=turn)
         self.control = BrokerControlServicer(state_changes=state_changes, metadata=metadata,
                                              broker_epoch_of=lambda: 0)
         self.replication = ReplicationServicer(
-            broker_id=BROKER, lookup=self.replicas.get, delayed_produces=delayed, isr_changes=IsrChanges(),
-            clock=clock, metrics=metrics, fetch_bytes_max=10 << 20, stopping=lambda: False, turn=turn)
+            broker_id=BROKER, lookup=self.replicas.get, clock=clock, metrics=metrics, fetch_bytes_max=10 << 20,
+            stopping=lambda: False, turn=turn)
         self.produce = ProduceHandler(
             lookup=self.replicas.get, metadata=metadata, topic_configs=TopicConfigs(), delayed_produces=delayed,
             clock=clock, metrics=metrics, batch_bytes_max=1 << 20, request_timeout_ms=30_000,

@@ -12,7 +12,6 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from replog.broker.entrypoints.replication_servicer import ReplicationServicer
-from replog.broker.produce.delayed_produces import DelayedProduces
 from replog.broker.replication.fetch_stream import FetchStream, StreamEnded
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
@@ -29,8 +28,7 @@ def leader():
     clock = SystemClock()
     stopping = {"now": False}
     servicer = ReplicationServicer(
-        broker_id=1, lookup=lambda tp: None, delayed_produces=DelayedProduces(lambda tp: None, clock),
-        isr_changes=None, clock=clock, metrics=BrokerMetrics(CollectorRegistry()), fetch_bytes_max=1 << 20,
+        broker_id=1, lookup=lambda tp: None, clock=clock, metrics=BrokerMetrics(CollectorRegistry()), fetch_bytes_max=1 << 20,
         stopping=lambda: stopping["now"], turn=Turn())
     server = start_server([ServiceBinding("replog.v1.ReplicationService",
                                           replication_pb2_grpc.add_ReplicationServiceServicer_to_server, servicer)],

@@ -146,13 +146,12 @@ class BrokerProcess:
         self.fetchers = FetcherManager(make_fetcher, config.num_replica_fetchers)
         self.isr_changes = IsrChangeSender(
             broker_id=config.broker_id, broker_epoch_of=lambda: self.broker_epoch, hosted=replicas.hosted,
-            lookup=replicas.get, controller=self.controller, delayed_produces=self.delayed_produces,
-            replica_lag_time_max_ms=config.replica_lag_time_max_ms, clock=clock, metrics=metrics,
+            lookup=replicas.get, controller=self.controller, replica_lag_time_max_ms=config.replica_lag_time_max_ms, clock=clock, metrics=metrics,
         )
+        replicas.consequences.connect(delayed_produces=self.delayed_produces, isr_changes=self.isr_changes)
         self.state_changes = ReplicaStateChanges(
-            broker_id=config.broker_id, replicas=replicas, fetchers=self.fetchers,
-            delayed_produces=self.delayed_produces, topic_configs=self.topic_configs, now_ms=clock.monotonic_ms,
-            turn=turn,
+            broker_id=config.broker_id, replicas=replicas, fetchers=self.fetchers, topic_configs=self.topic_configs,
+            now_ms=clock.monotonic_ms, turn=turn,
         )
         bursts = ControlBursts(clock)
         self.checkpointer = Checkpointer(
@@ -166,9 +165,8 @@ class BrokerProcess:
             bursts=bursts)
         self.throttle = ReplicationThrottle(clock)
         self.replication_servicer = ReplicationServicer(
-            broker_id=config.broker_id, lookup=replicas.get, delayed_produces=self.delayed_produces,
-            isr_changes=self.isr_changes, clock=clock, metrics=metrics, fetch_bytes_max=config.replica_fetch_max_bytes,
-            stopping=stopping, throttle=self.throttle, turn=turn,
+            broker_id=config.broker_id, lookup=replicas.get, clock=clock, metrics=metrics,
+            fetch_bytes_max=config.replica_fetch_max_bytes, stopping=stopping, throttle=self.throttle, turn=turn,
         )
         wait_slots = WaitSlots(config.grpc_workers)
         produce = ProduceHandler(

@@ -33,9 +33,8 @@ from replog.broker.core.errors import ErrorCode
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal, IsrChangeKind
 from replog.broker.core.leader import IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
 from replog.broker.core.topic_partition import TopicPartition
-from replog.broker.produce.delayed_produces import DelayedProduces
 from replog.broker.replicas.hosted_partition import HostedPartition
-from replog.broker.replicas.leader_side import apply_alter_partition_answer, maybe_shrink_isr, proposal_to_resend
+from replog.broker.replicas.leader_side import apply_alter_partition_answer, isr_check, proposal_to_resend
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.thread_guard import guarded_round
 from replog.common.clock import Clock
@@ -58,7 +57,6 @@ class IsrChangeSender:
         hosted: Callable[[], list[HostedPartition]],
         lookup: Callable[[TopicPartition], HostedPartition | None],
         controller: ControllerLink,
-        delayed_produces: DelayedProduces,
         replica_lag_time_max_ms: int,
         clock: Clock,
         metrics: BrokerMetrics,
@@ -68,7 +66,6 @@ class IsrChangeSender:
         self._hosted = hosted
         self._lookup = lookup
         self._controller = controller
-        self._delayed = delayed_produces
         self._lag_ms = replica_lag_time_max_ms
         self._check_interval_ms = max(replica_lag_time_max_ms // 2, 50)
         self._clock = clock
@@ -123,10 +120,10 @@ class IsrChangeSender:
         now_ms = self._clock.monotonic_ms()
         shrinks: list[str] = []
         for hosted in self._hosted():
-            proposal = maybe_shrink_isr(hosted, now_ms=now_ms, replica_lag_time_max_ms=self._lag_ms)
-            if proposal is not None:
-                shrinks.append(f"{hosted.topic_partition} to {list(proposal.new_isr)}")
-            if proposal is not None or proposal_to_resend(hosted) is not None:
+            shrink, to_send = isr_check(hosted, now_ms=now_ms, replica_lag_time_max_ms=self._lag_ms)
+            if shrink is not None:
+                shrinks.append(f"{hosted.topic_partition} to {list(shrink.new_isr)}")
+            if to_send is not None:
                 with self._cond:
                     self._queued[hosted.topic_partition] = None
         if shrinks:
@@ -195,19 +192,14 @@ class IsrChangeSender:
             error_code=ErrorCode(result.error_code), leader_id=result.leader, leader_epoch=result.leader_epoch,
             isr=tuple(result.isr), partition_epoch=result.partition_epoch,
         )
-        outcome = apply_alter_partition_answer(hosted, proposal, answer)
-        update = getattr(outcome, "high_watermark_update", None)
-        if update is not None and update.advanced:
-            self._delayed.check(topic_partition)
+        outcome = apply_alter_partition_answer(hosted, proposal, answer)  # its effects complete waiting produces
         if isinstance(outcome, IsrCommitted):
             (self._metrics.isr_expands if outcome.kind is IsrChangeKind.EXPAND else self._metrics.isr_shrinks).inc()
             summary.add(f"ISR {outcome.kind.value} accepted",
                         f"{topic_partition} now {list(outcome.isr)} (partition epoch {outcome.partition_epoch})")
-            self._delayed.check(topic_partition)
         elif isinstance(outcome, IsrRefreshed):
             summary.add("adopted the controller's newer ISR",
                         f"{topic_partition} now {list(outcome.isr)} (partition epoch {outcome.partition_epoch})")
-            self._delayed.check(topic_partition)
         elif isinstance(outcome, ProposalDropped | ProposalStillPending):
             self._metrics.failed_isr_updates.inc()
             summary.add(f"refused with {outcome.error_code.name}",

@@ -12,8 +12,8 @@ This module runs them after the partition lock is released:
   diverging-epoch answer drives any truncation);
 - AssignLeaderEpochStart: nothing; `PartitionLog.append_as_leader` stamps the
   epoch cache with the first batch of the epoch (see the effect's docstring);
-- CompleteDelayedOperations: re-check delayed produces on the partition (a
-  lost leadership answers NOT_LEADER at once; an ISR change may commit);
+- CompleteDelayedOperations: nothing here; the partition's own effects
+  re-check its delayed produces once its lock is released (consequences.py);
 - DeleteLog (StopReplica): already done under the lock; forget the replica.
 
 With `init` (sent on controller failover and broker registration, listing every
@@ -43,14 +43,12 @@ from replog.broker.control.topic_configs import TopicConfigs
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.partition import (
     Applied,
-    CompleteDelayedOperations,
     DeleteLog,
     LeaderAndIsrDecision,
     StartFetcher,
     StopFetcher,
 )
 from replog.broker.core.topic_partition import TopicPartition
-from replog.broker.produce.delayed_produces import DelayedProduces
 from replog.broker.replicas.replica_manager import ReplicaManager
 from replog.broker.replication.fetcher_manager import FetcherManager
 from replog.broker.runtime.turn import Turn
@@ -84,7 +82,6 @@ class ReplicaStateChanges:
         broker_id: int,
         replicas: ReplicaManager,
         fetchers: FetcherManager,
-        delayed_produces: DelayedProduces,
         topic_configs: TopicConfigs,
         now_ms: Callable[[], int],
         turn: Turn,
@@ -93,7 +90,6 @@ class ReplicaStateChanges:
         self._broker_id = broker_id
         self._replicas = replicas
         self._fetchers = fetchers
-        self._delayed = delayed_produces
         self._topic_configs = topic_configs
         self._now_ms = now_ms
         self._lock = threading.Lock()  # one controller request at a time (Kafka's replicaStateChangeLock)
@@ -212,7 +208,7 @@ class ReplicaStateChanges:
         if topic_partition.topic not in watched:
             watched.add(topic_partition.topic)
             self._topic_configs.watch(topic_partition.topic)
-        outcome, hw_update = hosted.apply_leader_and_isr(decision, now_ms)
+        outcome, _ = hosted.apply_leader_and_isr(decision, now_ms)
         if isinstance(outcome, Refusal):
             return PartitionResult(topic_partition, outcome.code, outcome.reason)
         if isinstance(outcome, Applied):
@@ -221,8 +217,6 @@ class ReplicaStateChanges:
                           outcome.change.value, decision.leader_epoch, decision.leader_id, list(decision.isr),
                           decision.partition_epoch)
             self._run_effects(topic_partition, outcome, starts)
-        if hw_update is not None and hw_update.advanced:
-            self._delayed.check(topic_partition)
         return PartitionResult(topic_partition, ErrorCode.NONE)
 
     def _run_effects(self, topic_partition: TopicPartition, outcome: Applied, starts: list) -> None:
@@ -231,13 +225,12 @@ class ReplicaStateChanges:
                 self._unfetch.append(topic_partition)
             elif isinstance(effect, StartFetcher):
                 starts.append((topic_partition, effect))
-            elif isinstance(effect, CompleteDelayedOperations):
-                self._delayed.check(topic_partition)
             elif isinstance(effect, DeleteLog):
                 self._replicas.forget(topic_partition)
                 if not self._replicas.hosts_topic(topic_partition.topic):
                     self._topic_configs.unwatch(topic_partition.topic)
             # AssignLeaderEpochStart: the log stamps its epoch cache on the epoch's first append.
+            # CompleteDelayedOperations: the partition's own effects did it (replicas/consequences.py).
 
     def _start_fetchers(self, starts: list[tuple[TopicPartition, StartFetcher]]) -> None:
         by_leader: dict[int, list[tuple[TopicPartition, StartFetcher]]] = {}
@@ -265,7 +258,6 @@ class ReplicaStateChanges:
             log.debug("%s: stopped%s", topic_partition, " and deleted" if request.delete else "")
             self._unfetch.append(topic_partition)
             self._run_effects(topic_partition, outcome, [])
-            self._delayed.check(topic_partition)
         return PartitionResult(topic_partition, ErrorCode.NONE)
 
     def _delete_unlisted(self, listed: set[TopicPartition]) -> None:
@@ -274,7 +266,6 @@ class ReplicaStateChanges:
         for topic_partition in unlisted:
             log.info("%s: not in the controller's INIT LeaderAndIsr; stopping and deleting", topic_partition)
             self._replicas.delete(topic_partition)
-            self._delayed.check(topic_partition)
             if not self._replicas.hosts_topic(topic_partition.topic):
                 self._topic_configs.unwatch(topic_partition.topic)
 

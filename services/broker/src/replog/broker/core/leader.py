@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Mapping, NamedTuple
 
 from replog.broker.core.divergence import find_divergence
+from replog.broker.core.effects import NO_EFFECTS, Effects, after_follower_fetch, after_isr_change
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
 from replog.broker.core.follower_progress import (
@@ -84,6 +85,7 @@ class FollowerRead(NamedTuple):
     leader_epoch: int
     high_watermark_update: HighWatermarkUpdate
     isr_proposal: AlterPartitionProposal | None
+    effects: Effects = NO_EFFECTS
 
 
 class DivergingEpoch(NamedTuple):
@@ -102,6 +104,10 @@ class IsrCommitted:
     kind: IsrChangeKind
     high_watermark_update: HighWatermarkUpdate
 
+    @property
+    def effects(self) -> Effects:
+        return after_isr_change(isr=self.isr, hw_advanced=self.high_watermark_update.advanced, proposal_settled=True)
+
 
 @dataclass(frozen=True)
 class IsrRefreshed:
@@ -111,6 +117,10 @@ class IsrRefreshed:
     isr: tuple[int, ...]
     partition_epoch: int
     high_watermark_update: HighWatermarkUpdate
+
+    @property
+    def effects(self) -> Effects:
+        return after_isr_change(isr=self.isr, hw_advanced=self.high_watermark_update.advanced, proposal_settled=True)
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,10 @@ class ProposalDropped:
     proposal: AlterPartitionProposal
     high_watermark_update: HighWatermarkUpdate
 
+    @property
+    def effects(self) -> Effects:
+        return Effects(hw_advanced=self.high_watermark_update.advanced, proposal_settled=True)
+
 
 @dataclass(frozen=True)
 class ProposalStillPending:
@@ -134,10 +148,14 @@ class ProposalStillPending:
     proposal: AlterPartitionProposal
     resend: bool
 
+    effects = NO_EFFECTS
+
 
 @dataclass(frozen=True)
 class AnswerIgnored:
     reason: str
+
+    effects = NO_EFFECTS
 
 
 FollowerFetchResult = FollowerRead | DivergingEpoch | Refusal
@@ -309,6 +327,7 @@ class LeaderReplica:
         else:
             self._accepted_position[replica_id] = (fetch_offset, last_fetched_epoch)
             hw_update = self._update_high_watermark(log)
+        proposal = self._maybe_expand_isr(replica_id, now_ms)
         return FollowerRead(
             fetch_offset=fetch_offset,
             read_upto_offset=log.log_end_offset,
@@ -316,7 +335,8 @@ class LeaderReplica:
             log_start_offset=log.log_start_offset,
             leader_epoch=self._leader_epoch,
             high_watermark_update=hw_update,
-            isr_proposal=self._maybe_expand_isr(replica_id, now_ms),
+            isr_proposal=proposal,
+            effects=after_follower_fetch(hw_update.current > hw_update.previous, proposal is not None),
         )
 
     def on_local_append(self, log: LogView) -> HighWatermarkUpdate:

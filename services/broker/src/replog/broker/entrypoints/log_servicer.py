@@ -22,6 +22,7 @@ from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.entrypoints.produce_stream import serve_produce_stream
 from replog.broker.produce.produce_handler import ProduceHandler
 from replog.broker.produce.producer_ids import PRODUCER_EPOCH_MAX, ProducerIdAllocator, ProducerIdsUnavailable
+from replog.broker.replicas.describe import ReplicaDescription, describe
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import ConsumerFetchAnswer, list_offset, read_for_consumer
 from replog.broker.replicas.long_poll import long_poll
@@ -204,36 +205,19 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         for hosted in self._hosted():
             if wanted and hosted.topic_partition not in wanted:
                 continue
-            description = _describe(hosted, now_ms)
-            if description is not None:
-                described.append(description)
+            found = describe(hosted, now_ms)
+            if found is not None:
+                described.append(_description(found))
         described.sort(key=lambda d: (d.topic, d.partition))
         return log_pb2.DescribeReplicasResponse(broker_id=self._broker_id, replicas=described)
 
 
-def _describe(hosted: HostedPartition, now_ms: int) -> log_pb2.ReplicaDescription | None:
-    with hosted.lock:
-        if not hosted.usable:
-            return None
-        replica, partition_log = hosted.replica, hosted.log
-        state, leader = replica.state, replica.leader
-        log_start, log_end, size = partition_log.log_start_offset, partition_log.log_end_offset, partition_log.size_bytes
-        description = log_pb2.ReplicaDescription(
-            topic=hosted.topic_partition.topic, partition=hosted.topic_partition.partition, leader=leader is not None,
-            leader_epoch=state.leader_epoch, log_start_offset=log_start, log_end_offset=log_end,
-            high_watermark=replica.high_watermark, size_bytes=size, isr=state.isr,
-        )
-        if leader is not None:
-            bytes_per_offset = size / max(log_end - log_start, 1)
-            for replica_id in leader.replicas:
-                if replica_id == hosted.broker_id:
-                    continue
-                progress = leader.follower_progress(replica_id)
-                behind = max(log_end - progress.log_end_offset, 0) if progress.log_end_offset >= 0 else log_end - log_start
-                caught_up = progress.last_caught_up_ms
-                description.followers.append(log_pb2.FollowerLag(
-                    broker_id=replica_id, log_end_offset=progress.log_end_offset,
-                    bytes_behind=int(behind * bytes_per_offset),
-                    caught_up_ms_ago=-1 if caught_up is None else max(now_ms - caught_up, 0),
-                ))
-        return description
+def _description(found: ReplicaDescription) -> log_pb2.ReplicaDescription:
+    return log_pb2.ReplicaDescription(
+        topic=found.topic, partition=found.partition, leader=found.leader, leader_epoch=found.leader_epoch,
+        log_start_offset=found.log_start_offset, log_end_offset=found.log_end_offset,
+        high_watermark=found.high_watermark, size_bytes=found.size_bytes, isr=found.isr,
+        followers=[log_pb2.FollowerLag(broker_id=f.broker_id, log_end_offset=f.log_end_offset,
+                                       bytes_behind=f.bytes_behind, caught_up_ms_ago=f.caught_up_ms_ago)
+                   for f in found.followers],
+    )

@@ -7,9 +7,9 @@ single request (tools, tests).
 
 ReplicaFetch reads every requested partition through the leader core
 (leader_side.read_for_follower): the follower's fetch offset is its LEO, the
-core records it, may advance the HW (then delayed produces are re-checked,
-after the partition lock is released) and may propose an ISR expansion
-(handed to the ISR sender). With no records to send the request long-polls
+core records it, may advance the HW and may propose an ISR expansion (the
+step's effects complete delayed produces and hand the proposal to the ISR
+sender once the partition lock is released, replicas/consequences.py). With no records to send the request long-polls
 on the partitions' wake-up events (long_poll.py) up to `max_wait_ms`.
 A fetch from a broker not in a partition's assignment is refused per
 partition by the core (NOT_ASSIGNED_REPLICA). The answer leaves out partitions
@@ -25,10 +25,8 @@ import time
 from typing import Callable
 
 from replog.broker.config import REPLICA_FETCHERS_MAX
-from replog.broker.control.isr_changes import IsrChangeSender
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
-from replog.broker.produce.delayed_produces import DelayedProduces
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import FollowerFetchAnswer, offset_for_leader_epoch, read_for_follower
 from replog.broker.replication.fetch_sessions import FetchSessions
@@ -50,8 +48,6 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         *,
         broker_id: int,
         lookup: Callable[[TopicPartition], HostedPartition | None],
-        delayed_produces: DelayedProduces,
-        isr_changes: IsrChangeSender,
         clock: Clock,
         metrics: BrokerMetrics,
         fetch_bytes_max: int,
@@ -61,8 +57,6 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
     ) -> None:
         self._broker_id = broker_id
         self._lookup = lookup
-        self._delayed = delayed_produces
-        self._isr_changes = isr_changes
         self._clock = clock
         self._metrics = metrics
         self._fetch_bytes_max = fetch_bytes_max
@@ -160,16 +154,11 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         if partition.fetch_offset < 0:
             return FollowerFetchAnswer(ErrorCode.OFFSET_OUT_OF_RANGE, f"negative fetch offset {partition.fetch_offset}",
                                        -1, -1, -1, -1)
-        answer = read_for_follower(
+        return read_for_follower(
             hosted, replica_id=replica_id, current_leader_epoch=partition.current_leader_epoch,
             fetch_offset=partition.fetch_offset, last_fetched_epoch=partition.last_fetched_epoch,
             bytes_max=min(partition.partition_max_bytes or bytes_max, bytes_max), now_ms=self._clock.monotonic_ms(),
         )
-        if answer.high_watermark_update is not None and answer.high_watermark_update.advanced:
-            self._delayed.check(tp)
-        if answer.isr_proposal is not None:
-            self._isr_changes.submit(tp)
-        return answer
 
     def OffsetForLeaderEpoch(self, request, context):
         results = []

@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 
 from replog.broker.control.metadata_cache import MetadataCache
 from replog.broker.control.topic_configs import TopicConfigs
+from replog.broker.core.effects import Effects
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.produce import ACKS_ALL, ACKS_NONE, VALID_ACKS, ProduceResult, ProduceWait
 from replog.broker.core.topic_partition import TopicPartition
@@ -126,7 +127,7 @@ class ProduceHandler:
         answers: dict[int, log_pb2.ProducePartitionResponse] = {}
         waits: list[tuple[int, ProduceWait]] = []
         seen: set[TopicPartition] = set()
-        appended: list[HostedPartition] = []
+        deferred: list[tuple[HostedPartition, Effects]] = []
         with self._turn:  # turn.py: a system call per partition, so one request's appends at a time
             for index, data in enumerate(request.partitions):
                 tp = TopicPartition(data.topic, data.partition)
@@ -137,13 +138,13 @@ class ProduceHandler:
                     answers[index] = _answer(tp, ErrorCode.INVALID_REQUEST, f"{tp} appears twice in the request")
                 else:
                     seen.add(tp)
-                    answer, wait = self._produce_one(tp, data, acks, appended)
+                    answer, wait = self._produce_one(tp, data, acks, deferred)
                     if wait is None:
                         answers[index] = answer
                     else:
                         waits.append((index, wait))
-            for hosted in appended:  # wake followers and consumers once the whole request is in the logs
-                hosted.wake()
+            for hosted, effects in deferred:  # followers and consumers hear once the whole request is in the logs
+                hosted.act_on(effects)
         return started, answers, waits
 
     def _respond(self, request: log_pb2.ProduceRequest, started: float,
@@ -168,7 +169,7 @@ class ProduceHandler:
         return log_pb2.ProduceResponse(partitions=ordered)
 
     def _produce_one(self, tp: TopicPartition, data: log_pb2.ProducePartitionData, acks: int,
-                     appended_to: list[HostedPartition]):
+                     deferred: list[tuple[HostedPartition, Effects]]):
         hosted = self._lookup(tp)
         if hosted is None:
             known = self._metadata.has_partition(tp.topic, tp.partition)
@@ -181,11 +182,8 @@ class ProduceHandler:
         min_insync_replicas = self._topic_configs.min_insync_replicas(tp.topic)
         appended = append_produced(
             hosted, acks=acks, min_insync_replicas=min_insync_replicas, batch=batch, header=header,
-            fsync=self._fsync_acks_all and acks == ACKS_ALL, wake=False,
+            fsync=self._fsync_acks_all and acks == ACKS_ALL, deferred=deferred,
         )
-        appended_to.append(hosted)
-        if appended.high_watermark_update is not None and appended.high_watermark_update.advanced:
-            self._delayed.check(tp)
         if appended.error_code is not ErrorCode.NONE:
             return _answer(tp, appended.error_code, appended.message), None
         if not appended.duplicate:

@@ -33,8 +33,11 @@ from replog.broker.log import (
     read_offsets_checkpoint,
     write_offsets_checkpoint,
 )
+from replog.broker.core.effects import NO_EFFECTS
+from replog.broker.replicas.consequences import Consequences
 from replog.broker.replicas.directory_remover import DirectoryRemover
 from replog.broker.replicas.hosted_partition import HostedPartition
+from replog.broker.replicas.leader_side import produce_progress
 from replog.broker.replicas.partition_dirs import (
     local_partition_directories,
     partition_directory,
@@ -62,6 +65,8 @@ class ReplicaManager:
         self._checkpoint_lock = threading.Lock()
         self._remover = DirectoryRemover()  # deleted replicas' directories, renamed aside, go here
         self._checkpointed: dict[tuple[str, int], tuple[int, int]] | None = None  # as last written
+        # What the steps on every hosted replica set off (consequences.py); bootstrap.py connects it.
+        self.consequences = Consequences()
 
     # --- start-up -----------------------------------------------------------------
 
@@ -86,7 +91,7 @@ class ReplicaManager:
             self._put(topic_partition, HostedPartition(
                 topic_partition, self.broker_id, partition_log,
                 high_watermark=high_watermarks.get(key, 0), producer_state=rebuild_from_log(partition_log),
-                remove_directory=self._remover.remove_later,
+                remove_directory=self._remover.remove_later, consequences=self.consequences,
             ))
         log.info("loaded %d local replicas from %s (recovery dropped %d bytes in all)",
                  len(self._partitions), self.log_dir, dropped)
@@ -115,7 +120,7 @@ class ReplicaManager:
                 hosted = HostedPartition(
                     topic_partition, self.broker_id, partition_log,
                     high_watermark=0, producer_state=rebuild_from_log(partition_log),
-                    remove_directory=self._remover.remove_later,
+                    remove_directory=self._remover.remove_later, consequences=self.consequences,
                 )
                 self._put(topic_partition, hosted)
                 self._created_since_settle += 1
@@ -143,10 +148,8 @@ class ReplicaManager:
 
     def produce_progress(self, topic_partition: TopicPartition) -> ProduceProgress:
         hosted = self.get(topic_partition)
-        if hosted is None:
-            return _NOT_HOSTED
-        with hosted.lock:
-            return hosted.replica.produce_progress() if hosted.usable else _NOT_HOSTED
+        progress = None if hosted is None else produce_progress(hosted)
+        return _NOT_HOSTED if progress is None else progress
 
     # --- removal -----------------------------------------------------------------------
 
@@ -213,8 +216,7 @@ class ReplicaManager:
         counts = dict(partition_count=0, leader_count=0, under_replicated=0, under_min_isr=0, at_min_isr=0,
                       offline_replicas=0)
         for hosted in self.hosted():
-            with hosted.lock:
-                state = hosted.replica.state
+            state = hosted.run(_state)
             counts["partition_count"] += 1
             if state.role is ReplicaRole.OFFLINE:
                 counts["offline_replicas"] += 1
@@ -226,3 +228,7 @@ class ReplicaManager:
             counts["under_min_isr"] += len(state.isr) < min_isr
             counts["at_min_isr"] += len(state.isr) == min_isr
         return PartitionSummary(**counts)
+
+
+def _state(hosted: HostedPartition):
+    return hosted.replica.state, NO_EFFECTS
