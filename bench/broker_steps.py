@@ -52,6 +52,7 @@ from prometheus_client import CollectorRegistry  # noqa: E402
 from replog.broker.control.metadata_cache import MetadataCache  # noqa: E402
 from replog.broker.control.state_changes import ReplicaStateChanges  # noqa: E402
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer  # noqa: E402
+from replog.broker.entrypoints.produce_edge import ProduceEdge  # noqa: E402
 from replog.broker.entrypoints.replication_servicer import ReplicationServicer  # noqa: E402
 from replog.broker.log import LogConfig  # noqa: E402
 from replog.broker.produce.delayed_produces import DelayedProduces  # noqa: E402
@@ -126,10 +127,10 @@ class Broker:
         self.replication = ReplicationServicer(
             broker_id=BROKER, lookup=self.replicas.get, clock=clock, metrics=metrics, fetch_bytes_max=10 << 20,
             stopping=lambda: False, turn=turn)
-        self.produce = ProduceHandler(
+        self.produce = ProduceEdge(ProduceHandler(
             lookup=self.replicas.get, metadata=metadata, topic_configs=TopicConfigs(), delayed_produces=delayed,
-            clock=clock, metrics=metrics, batch_bytes_max=1 << 20, request_timeout_ms=30_000,
-            fsync_acks_all=False, wait_slots=WaitSlots(128), turn=turn)
+            metrics=metrics, batch_bytes_max=1 << 20, request_timeout_ms=30_000, fsync_acks_all=False,
+            wait_slots=WaitSlots(128), turn=turn), clock)
 
     def leader_and_isr(self, states) -> None:
         self.control.LeaderAndIsr(broker_control_pb2.LeaderAndIsrRequest(

@@ -26,6 +26,7 @@ from replog.broker.control.state_changes import ReplicaStateChanges
 from replog.broker.control.topic_configs import TopicConfigs
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer
 from replog.broker.entrypoints.log_servicer import LogServicer
+from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.replication_servicer import ReplicationServicer
 from replog.broker.entrypoints.servicers import bindings
 from replog.broker.log import CheckpointError, LogConfig
@@ -171,12 +172,12 @@ class BrokerProcess:
         wait_slots = WaitSlots(config.grpc_workers)
         produce = ProduceHandler(
             lookup=replicas.get, metadata=self.metadata, topic_configs=self.topic_configs,
-            delayed_produces=self.delayed_produces, clock=clock, metrics=metrics,
+            delayed_produces=self.delayed_produces, metrics=metrics,
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
             fsync_acks_all=config.fsync_acks_all, wait_slots=wait_slots, turn=turn,
         )
         self.log_servicer = LogServicer(
-            broker_id=config.broker_id, produce=produce, lookup=replicas.get, hosted=replicas.hosted,
+            broker_id=config.broker_id, produce=ProduceEdge(produce, clock), lookup=replicas.get, hosted=replicas.hosted,
             metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
         )

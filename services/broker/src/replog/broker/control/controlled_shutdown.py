@@ -19,7 +19,6 @@ from opentelemetry import trace
 
 from replog.broker.control.controller_link import ControllerLink, ControllerUnavailable
 from replog.broker.core.errors import ErrorCode
-from replog.v1 import controller_pb2
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.broker")
@@ -32,7 +31,6 @@ DEADLINE_S = 8.0
 
 def controlled_shutdown(controller: ControllerLink, broker_id: int, broker_epoch: int) -> bool:
     """True when the controller moved every partition it could; False after giving up."""
-    request = controller_pb2.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch)
     deadline_s = time.monotonic() + DEADLINE_S
     with tracer.start_as_current_span("broker.controlled_shutdown", attributes={"broker.id": broker_id}) as span:
         for attempt in range(1, ATTEMPTS_MAX + 1):
@@ -40,17 +38,18 @@ def controlled_shutdown(controller: ControllerLink, broker_id: int, broker_epoch
             if remaining_s <= 0.1:
                 break
             try:
-                response = controller.controlled_shutdown(request, timeout_s=min(RPC_TIMEOUT_S_MAX, remaining_s))
+                reply = controller.controlled_shutdown(broker_id, broker_epoch,
+                                                       timeout_s=min(RPC_TIMEOUT_S_MAX, remaining_s))
             except ControllerUnavailable as exc:
                 log.info("controlled shutdown attempt %d: %s", attempt, exc)
             else:
-                remaining = [f"{p.topic}-{p.partition}" for p in response.remaining_partitions]
-                if response.error_code == ErrorCode.NONE and not remaining:
+                remaining = [str(tp) for tp in reply.remaining]
+                if reply.error_code is ErrorCode.NONE and not remaining:
                     log.info("controlled shutdown done after %d attempt(s)", attempt)
                     span.set_attribute("attempts", attempt)
                     return True
-                log.info("controlled shutdown attempt %d: %s %s; still leading %s", attempt,
-                         ErrorCode(response.error_code).name, response.error_message, remaining)
+                log.info("controlled shutdown attempt %d: %s %s; still leading %s", attempt, reply.error_code.name,
+                         reply.error_message, remaining)
             time.sleep(BACKOFF_S)
         span.set_attribute("gave_up", True)
         log.warning("controlled shutdown gave up after %d attempt(s); stopping anyway", attempt)

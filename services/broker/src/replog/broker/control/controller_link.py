@@ -3,17 +3,23 @@
 A kazoo DataWatch keeps the address current; calls go through the shared
 channel cache with the current trace context in their metadata. Callers retry:
 `ControllerUnavailable` (no controller seated, or the RPC failed in transport)
-and a NOT_CONTROLLER answer both mean "ask again shortly".
+and a NOT_CONTROLLER answer both mean "ask again shortly". This is the broker's
+edge towards the controller: callers pass and get domain values, and the
+protobuf messages are built and read here.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from typing import Iterable, NamedTuple
 
 import grpc
 from kazoo.recipe.watchers import DataWatch
 
+from replog.broker.core.errors import ErrorCode
+from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
+from replog.broker.core.topic_partition import TopicPartition
 from replog.common import telemetry
 from replog.common.channels import CONTROL_RPC_TIMEOUT_S, ChannelCache
 from replog.common.zk import schema
@@ -25,6 +31,24 @@ log = logging.getLogger(__name__)
 
 class ControllerUnavailable(Exception):
     """No controller could be asked (none seated, or the call failed in transport)."""
+
+
+class PartitionAnswer(NamedTuple):
+    topic_partition: TopicPartition
+    answer: AlterPartitionAnswer
+    error_message: str
+
+
+class AlterPartitionReply(NamedTuple):
+    error_code: ErrorCode  # of the request as a whole; NONE when `answers` holds one per partition
+    error_message: str
+    answers: tuple[PartitionAnswer, ...]
+
+
+class ShutdownReply(NamedTuple):
+    error_code: ErrorCode
+    error_message: str
+    remaining: tuple[TopicPartition, ...]  # partitions this broker still leads
 
 
 class ControllerLink:
@@ -60,17 +84,37 @@ class ControllerLink:
         return controller_pb2_grpc.ControllerServiceStub(self._channels.get(address))
 
     def alter_partition(
-        self, request: controller_pb2.AlterPartitionRequest, timeout_s: float = CONTROL_RPC_TIMEOUT_S
-    ) -> controller_pb2.AlterPartitionResponse:
+        self, broker_id: int, broker_epoch: int, proposals: Iterable[AlterPartitionProposal],
+        timeout_s: float = CONTROL_RPC_TIMEOUT_S,
+    ) -> AlterPartitionReply:
+        request = controller_pb2.AlterPartitionRequest(broker_id=broker_id, broker_epoch=broker_epoch, partitions=[
+            controller_pb2.AlterPartitionItem(
+                topic=p.topic_partition.topic, partition=p.topic_partition.partition, leader_epoch=p.leader_epoch,
+                new_isr=p.new_isr, partition_epoch=p.partition_epoch,
+            )
+            for p in proposals
+        ])
         try:
-            return self._stub().AlterPartition(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
+            response = self._stub().AlterPartition(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
         except grpc.RpcError as exc:
             raise ControllerUnavailable(f"AlterPartition: {exc.code().name}: {exc.details()}") from None
+        return AlterPartitionReply(ErrorCode(response.error_code), response.error_message, tuple(
+            PartitionAnswer(
+                TopicPartition(r.topic, r.partition),
+                AlterPartitionAnswer(error_code=ErrorCode(r.error_code), leader_id=r.leader,
+                                     leader_epoch=r.leader_epoch, isr=tuple(r.isr), partition_epoch=r.partition_epoch),
+                r.error_message,
+            )
+            for r in response.partitions
+        ))
 
     def controlled_shutdown(
-        self, request: controller_pb2.ControlledShutdownRequest, timeout_s: float = CONTROL_RPC_TIMEOUT_S
-    ) -> controller_pb2.ControlledShutdownResponse:
+        self, broker_id: int, broker_epoch: int, timeout_s: float = CONTROL_RPC_TIMEOUT_S
+    ) -> ShutdownReply:
+        request = controller_pb2.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch)
         try:
-            return self._stub().ControlledShutdown(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
+            response = self._stub().ControlledShutdown(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
         except grpc.RpcError as exc:
             raise ControllerUnavailable(f"ControlledShutdown: {exc.code().name}: {exc.details()}") from None
+        return ShutdownReply(ErrorCode(response.error_code), response.error_message,
+                             tuple(TopicPartition(p.topic, p.partition) for p in response.remaining_partitions))

@@ -28,7 +28,7 @@ from typing import Callable
 
 from opentelemetry import trace
 
-from replog.broker.control.controller_link import ControllerLink, ControllerUnavailable
+from replog.broker.control.controller_link import AlterPartitionReply, ControllerLink, ControllerUnavailable
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal, IsrChangeKind
 from replog.broker.core.leader import IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
@@ -38,7 +38,6 @@ from replog.broker.replicas.leader_side import apply_alter_partition_answer, isr
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.thread_guard import guarded_round
 from replog.common.clock import Clock
-from replog.v1 import controller_pb2
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.broker")
@@ -143,55 +142,42 @@ class IsrChangeSender:
                 proposals[topic_partition] = (hosted, proposal)
         if not proposals:
             return
-        response = self._send(proposals)
-        if response is None:
+        reply = self._send(proposals)
+        if reply is None:
             self._retry_later(proposals)
             return
         self._backoff_ms = 0
         retry = {}
         summary = _AnswerSummary()
-        for result in response.partitions:
-            topic_partition = TopicPartition(result.topic, result.partition)
+        for topic_partition, answer, error_message in reply.answers:
             entry = proposals.get(topic_partition)
-            if entry is not None and self._apply(topic_partition, *entry, result, summary):
+            if entry is not None and self._apply(topic_partition, *entry, answer, error_message, summary):
                 retry[topic_partition] = entry
         summary.log()
         if retry:
             self._retry_later(retry)
 
-    def _send(self, proposals) -> controller_pb2.AlterPartitionResponse | None:
-        items = [
-            controller_pb2.AlterPartitionItem(
-                topic=tp.topic, partition=tp.partition, leader_epoch=p.leader_epoch, new_isr=p.new_isr,
-                partition_epoch=p.partition_epoch,
-            )
-            for tp, (_, p) in proposals.items()
-        ]
-        request = controller_pb2.AlterPartitionRequest(
-            broker_id=self._broker_id, broker_epoch=self._broker_epoch_of(), partitions=items)
+    def _send(self, proposals) -> AlterPartitionReply | None:
         with tracer.start_as_current_span("broker.alter_partition", attributes={
             "partitions": [str(tp) for tp in proposals], "partition.count": len(proposals),
         }) as span:
             try:
-                response = self._controller.alter_partition(request)
+                reply = self._controller.alter_partition(self._broker_id, self._broker_epoch_of(),
+                                                         [p for _, p in proposals.values()])
             except ControllerUnavailable as exc:
                 span.set_attribute("error", str(exc))
                 log.info("AlterPartition not delivered (%s); will resend %d proposal(s)", exc, len(proposals))
                 return None
-            if response.error_code != ErrorCode.NONE:
-                span.set_attribute("error", ErrorCode(response.error_code).name)
-                log.info("AlterPartition refused as a whole: %s %s; will resend",
-                         ErrorCode(response.error_code).name, response.error_message)
+            if reply.error_code is not ErrorCode.NONE:
+                span.set_attribute("error", reply.error_code.name)
+                log.info("AlterPartition refused as a whole: %s %s; will resend", reply.error_code.name,
+                         reply.error_message)
                 return None
-            return response
+            return reply
 
     def _apply(self, topic_partition: TopicPartition, hosted: HostedPartition, proposal: AlterPartitionProposal,
-               result: controller_pb2.AlterPartitionResult, summary: _AnswerSummary) -> bool:
+               answer: AlterPartitionAnswer, error_message: str, summary: _AnswerSummary) -> bool:
         """Apply one answer; True when the proposal must be sent again."""
-        answer = AlterPartitionAnswer(
-            error_code=ErrorCode(result.error_code), leader_id=result.leader, leader_epoch=result.leader_epoch,
-            isr=tuple(result.isr), partition_epoch=result.partition_epoch,
-        )
         outcome = apply_alter_partition_answer(hosted, proposal, answer)  # its effects complete waiting produces
         if isinstance(outcome, IsrCommitted):
             (self._metrics.isr_expands if outcome.kind is IsrChangeKind.EXPAND else self._metrics.isr_shrinks).inc()
@@ -203,7 +189,7 @@ class IsrChangeSender:
         elif isinstance(outcome, ProposalDropped | ProposalStillPending):
             self._metrics.failed_isr_updates.inc()
             summary.add(f"refused with {outcome.error_code.name}",
-                        f"{topic_partition} proposal {list(proposal.new_isr)}: {result.error_message}")
+                        f"{topic_partition} proposal {list(proposal.new_isr)}: {error_message}")
             return isinstance(outcome, ProposalStillPending) and outcome.resend
         return False
 

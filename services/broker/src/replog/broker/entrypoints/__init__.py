@@ -5,5 +5,6 @@
                            UpdateMetadata
 - replication_servicer.py  ReplicationService: ReplicaFetch(Stream) in fetch sessions, OffsetForLeaderEpoch
 - log_servicer.py          LogService: Produce, Fetch, ListOffsets, Metadata, InitProducerId, DescribeReplicas
+- produce_edge.py          Produce requests and answers between protobuf and the produce path's domain values
 - produce_stream.py        one ProduceStream: a reader thread appends in order, the handler thread answers
 """

@@ -1,7 +1,7 @@
 """gRPC LogService: the clients' API (Produce, Fetch, ListOffsets, Metadata, InitProducerId, DescribeReplicas).
 
-Thin: input checks and protobuf conversion here, decisions in the core (via
-leader_side / produce_handler). Fetch reads committed records only (below the
+Thin: input checks and protobuf conversion here (produce_edge.py for Produce),
+decisions in the core (via replicas/leader_side.py and produce/produce_handler.py). Fetch reads committed records only (below the
 HW), whole batches as stored, long-polling on the partitions' wake-up events;
 with `decode_records` the records at or after the fetch offset are also
 returned decoded. Metadata is answered from the controller's UpdateMetadata.
@@ -19,8 +19,8 @@ from kazoo.exceptions import KazooException
 from replog.broker.control.metadata_cache import MetadataCache
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.topic_partition import TopicPartition
+from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.produce_stream import serve_produce_stream
-from replog.broker.produce.produce_handler import ProduceHandler
 from replog.broker.produce.producer_ids import PRODUCER_EPOCH_MAX, ProducerIdAllocator, ProducerIdsUnavailable
 from replog.broker.replicas.describe import ReplicaDescription, describe
 from replog.broker.replicas.hosted_partition import HostedPartition
@@ -45,7 +45,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         self,
         *,
         broker_id: int,
-        produce: ProduceHandler,
+        produce: ProduceEdge,
         lookup: Callable[[TopicPartition], HostedPartition | None],
         hosted: Callable[[], list[HostedPartition]],
         metadata: MetadataCache,

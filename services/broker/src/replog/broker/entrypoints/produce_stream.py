@@ -11,7 +11,7 @@ connection, and the broker still appends them in the order sent.
 
 Two threads serve a stream:
 - the *reader* takes the requests one at a time, in order, and appends each
-  (`ProduceHandler.produce_async`); an acks=-1 request is parked in the delayed
+  (`ProduceEdge.produce_async`); an acks=-1 request is parked in the delayed
   produces with a callback and the reader goes on to the next request at once;
 - the gRPC handler thread (this generator) sends the answers as they come:
   every answer goes through one queue, and the response proto is built here,
@@ -48,7 +48,7 @@ import threading
 from typing import Callable, Iterable, Iterator
 
 from replog.broker.core.errors import ErrorCode
-from replog.broker.produce.produce_handler import ProduceHandler
+from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.common import hopmarks
 from replog.common.hopmarks import Hop
 from replog.common.clock import Clock
@@ -74,7 +74,7 @@ class _Book:
         self.wake_at_ms = 0  # when the sender wakes at the latest; an earlier deadline must wake it
 
 
-def serve_produce_stream(handler: ProduceHandler, requests: Iterable[log_pb2.ProduceStreamRequest], clock: Clock,
+def serve_produce_stream(handler: ProduceEdge, requests: Iterable[log_pb2.ProduceStreamRequest], clock: Clock,
                          stopping: Callable[[], bool]) -> Iterator[log_pb2.ProduceStreamResponse]:
     events: queue.SimpleQueue = queue.SimpleQueue()
     book = _Book()
@@ -116,7 +116,7 @@ def serve_produce_stream(handler: ProduceHandler, requests: Iterable[log_pb2.Pro
         # _WAKE: a deadline earlier than the sender's; the loop looks again
 
 
-def _read(handler: ProduceHandler, requests: Iterable[log_pb2.ProduceStreamRequest], put, book: _Book,
+def _read(handler: ProduceEdge, requests: Iterable[log_pb2.ProduceStreamRequest], put, book: _Book,
           stopping: Callable[[], bool]) -> None:
     broken = False
     seqs = itertools.count()

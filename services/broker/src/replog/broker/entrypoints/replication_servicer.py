@@ -29,7 +29,7 @@ from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import FollowerFetchAnswer, offset_for_leader_epoch, read_for_follower
-from replog.broker.replication.fetch_sessions import FetchSessions
+from replog.broker.replication.fetch_sessions import FetchSessions, FollowerPosition
 from replog.broker.replication.replication_throttle import ReplicationThrottle
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
@@ -127,7 +127,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
                                f"not {request.session_epoch}; open a new one")
             session.epoch = request.session_epoch
             answers = session.poll(
-                session.listed(request.partitions),
+                session.listed(_positions(request.partitions)),
                 lambda tp, position, hosted, bytes_left: self._read_one(
                     request.replica_id, position, hosted, tp, bytes_left),
                 bytes_max=bytes_max, min_bytes=max(request.min_bytes, 1),
@@ -146,8 +146,8 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         metrics.bytes_out.inc(sent)
         metrics.latency_ms.observe((time.perf_counter() - started) * 1000)
 
-    def _read_one(self, replica_id: int, partition, hosted: HostedPartition | None, tp: TopicPartition,
-                  bytes_max: int) -> FollowerFetchAnswer:
+    def _read_one(self, replica_id: int, partition: FollowerPosition, hosted: HostedPartition | None,
+                  tp: TopicPartition, bytes_max: int) -> FollowerFetchAnswer:
         if hosted is None:
             return FollowerFetchAnswer(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} is not hosted here",
                                        -1, -1, -1, -1)
@@ -178,6 +178,12 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
                     epoch_end_offset=common_pb2.EpochEndOffset(leader_epoch=found.leader_epoch,
                                                                end_offset=found.end_offset)))
         return replication_pb2.OffsetForLeaderEpochResponse(partitions=results)
+
+
+def _positions(partitions) -> list[FollowerPosition]:
+    """The positions a fetch names (`partitions`: its ReplicaFetchPartitions), as domain values."""
+    return [FollowerPosition(p.topic, p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
+                             p.partition_max_bytes, p.known_high_watermark) for p in partitions]
 
 
 def _refuse(response: replication_pb2.ReplicaFetchResponse, code: ErrorCode, message: str) -> None:

@@ -6,7 +6,7 @@ Theory of operation (docs/architecture.md, "Produce"; core/produce.py order):
    INVALID_REQUIRED_ACKS and nothing is appended); a partition named twice
    is INVALID_REQUEST.
 2. Per partition, outside any lock: the batch is `record_batch` as sent (bytes
-   end to end) or built once from decoded `records`; it is validated once
+   end to end) or built once from the records sent decoded; it is validated once
    (`validate_batch`: size, CRC-32C, record framing) -> RECORD_TOO_LARGE /
    CORRUPT_RECORD. Unknown partition -> UNKNOWN_TOPIC_OR_PARTITION (or
    NOT_LEADER when the cluster has it but this broker does not host it).
@@ -20,6 +20,10 @@ Theory of operation (docs/architecture.md, "Produce"; core/produce.py order):
    (NOT_LEADER) or the timeout passes (REQUEST_TIMED_OUT). An acks=-1 request
    first takes a wait slot (wait_slots.py); with none free it is refused with
    REQUEST_TIMED_OUT before anything is appended.
+
+Requests and answers are domain values (values.py); the servicer converts them
+(entrypoints/produce_edge.py). Answers come in the request's partition order;
+an acks=0 request is answered with none.
 """
 
 from __future__ import annotations
@@ -34,14 +38,13 @@ from replog.broker.core.errors import ErrorCode
 from replog.broker.core.produce import ACKS_ALL, ACKS_NONE, VALID_ACKS, ProduceResult, ProduceWait
 from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.produce.delayed_produces import DelayedProduces
+from replog.broker.produce.values import PartitionAnswer, PartitionProduce, ProduceRequest
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import append_produced
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
 from replog.broker.runtime.wait_slots import WaitSlots
-from replog.common.clock import Clock
 from replog.common.records import BatchHeader, CorruptRecordError, RecordTooLargeError, encode_batch, validate_batch
-from replog.v1 import log_pb2
 
 PRODUCE_TIMEOUT_MS_MAX = 300_000
 
@@ -54,7 +57,6 @@ class ProduceHandler:
         metadata: MetadataCache,
         topic_configs: TopicConfigs,
         delayed_produces: DelayedProduces,
-        clock: Clock,
         metrics: BrokerMetrics,
         batch_bytes_max: int,
         request_timeout_ms: int,
@@ -67,39 +69,37 @@ class ProduceHandler:
         self._metadata = metadata
         self._topic_configs = topic_configs
         self._delayed = delayed_produces
-        self._clock = clock
         self._metrics = metrics
         self._batch_bytes_max = batch_bytes_max
         self._request_timeout_ms = request_timeout_ms
         self._fsync_acks_all = fsync_acks_all
         self._wait_slots = wait_slots
 
-    def produce(self, request: log_pb2.ProduceRequest) -> log_pb2.ProduceResponse:
+    def produce(self, request: ProduceRequest) -> list[PartitionAnswer]:
         if request.acks != ACKS_ALL:
             return self._produce(request)
         if not self._wait_slots.try_take():
             self._metrics.produce_errors.labels(ErrorCode.REQUEST_TIMED_OUT.name).inc(len(request.partitions))
             message = (f"this broker already holds {self._wait_slots.capacity} requests waiting for replication; "
                        "nothing was appended, retry")
-            return log_pb2.ProduceResponse(partitions=[
-                _answer(TopicPartition(p.topic, p.partition), ErrorCode.REQUEST_TIMED_OUT, message)
-                for p in request.partitions])
+            return [PartitionAnswer(p.topic_partition, ErrorCode.REQUEST_TIMED_OUT, message)
+                    for p in request.partitions]
         try:
             return self._produce(request)
         finally:
             self._wait_slots.give_back()
 
-    def _produce(self, request: log_pb2.ProduceRequest) -> log_pb2.ProduceResponse:
+    def _produce(self, request: ProduceRequest) -> list[PartitionAnswer]:
         started, answers, waits = self._append(request)
         results: Sequence[ProduceResult] = ()
         if waits:
             results = self._delayed.wait([w for _, w in waits], self._timeout_ms(request))
         return self._respond(request, started, answers, waits, results)
 
-    def produce_async(self, request: log_pb2.ProduceRequest,
-                      answer: Callable[[Callable[[], log_pb2.ProduceResponse]], None]) -> int | None:
+    def produce_async(self, request: ProduceRequest,
+                      answer: Callable[[Callable[[], list[PartitionAnswer]]], None]) -> int | None:
         """Produce without blocking (ProduceStream): append now, then call `answer(build)` once the
-        request is answered, where `build()` makes the response. For acks=-1 that is from the thread
+        request is answered, where `build()` makes the answers. For acks=-1 that is from the thread
         that moved the HW (or expired the wait), so the costly part is left to `build`, which the
         stream calls on its own thread. Returns the deadline (monotonic ms) of the wait parked for
         the HW, past which someone must call `expire_due()`; None if `answer` was called already."""
@@ -115,27 +115,28 @@ class ProduceHandler:
         """Answer the parked acks=-1 requests whose timeout has passed (see `produce_async`)."""
         self._delayed.expire_due()
 
-    def _timeout_ms(self, request: log_pb2.ProduceRequest) -> int:
+    def _timeout_ms(self, request: ProduceRequest) -> int:
         timeout_ms = request.timeout_ms if request.timeout_ms > 0 else self._request_timeout_ms
         return min(timeout_ms, PRODUCE_TIMEOUT_MS_MAX)
 
-    def _append(self, request: log_pb2.ProduceRequest):
+    def _append(self, request: ProduceRequest):
         """Steps 1-3: the answers known now (by index in the request) and the acks=-1 waits."""
         started = time.perf_counter()
         acks = request.acks
         self._metrics.produce_acks(acks).requests.inc()
-        answers: dict[int, log_pb2.ProducePartitionResponse] = {}
+        answers: dict[int, PartitionAnswer] = {}
         waits: list[tuple[int, ProduceWait]] = []
         seen: set[TopicPartition] = set()
         deferred: list[tuple[HostedPartition, Effects]] = []
         with self._turn:  # turn.py: a system call per partition, so one request's appends at a time
             for index, data in enumerate(request.partitions):
-                tp = TopicPartition(data.topic, data.partition)
+                tp = data.topic_partition
                 if acks not in VALID_ACKS:
-                    answers[index] = _answer(tp, ErrorCode.INVALID_REQUIRED_ACKS,
-                                             f"acks must be 0, 1 or -1, not {acks}")
+                    answers[index] = PartitionAnswer(tp, ErrorCode.INVALID_REQUIRED_ACKS,
+                                                     f"acks must be 0, 1 or -1, not {acks}")
                 elif tp in seen:
-                    answers[index] = _answer(tp, ErrorCode.INVALID_REQUEST, f"{tp} appears twice in the request")
+                    answers[index] = PartitionAnswer(tp, ErrorCode.INVALID_REQUEST,
+                                                     f"{tp} appears twice in the request")
                 else:
                     seen.add(tp)
                     answer, wait = self._produce_one(tp, data, acks, deferred)
@@ -147,17 +148,16 @@ class ProduceHandler:
                 hosted.act_on(effects)
         return started, answers, waits
 
-    def _respond(self, request: log_pb2.ProduceRequest, started: float,
-                 answers: dict[int, log_pb2.ProducePartitionResponse], waits: list[tuple[int, ProduceWait]],
-                 results: Sequence[ProduceResult]) -> log_pb2.ProduceResponse:
+    def _respond(self, request: ProduceRequest, started: float, answers: dict[int, PartitionAnswer],
+                 waits: list[tuple[int, ProduceWait]], results: Sequence[ProduceResult]) -> list[PartitionAnswer]:
         """Step 4's answer, from the answers known at append time and the waits' results."""
         acks = request.acks
         if waits:
             for (index, wait), result in zip(waits, results):
-                answers[index] = log_pb2.ProducePartitionResponse(
-                    topic=wait.topic_partition.topic, partition=wait.topic_partition.partition,
-                    error_code=result.error_code, base_offset=result.base_offset, leader_epoch=result.leader_epoch,
-                    error_message="" if result.error_code is ErrorCode.NONE else _WAIT_MESSAGES.get(result.error_code, ""),
+                answers[index] = PartitionAnswer(
+                    wait.topic_partition, result.error_code,
+                    "" if result.error_code is ErrorCode.NONE else _WAIT_MESSAGES.get(result.error_code, ""),
+                    result.base_offset, 0, result.leader_epoch,
                 )
         ordered = [answers[i] for i in range(len(request.partitions))]
         for answer in ordered:
@@ -165,19 +165,19 @@ class ProduceHandler:
                 self._metrics.produce_errors.labels(ErrorCode(answer.error_code).name).inc()
         self._metrics.produce_acks(acks).latency_ms.observe((time.perf_counter() - started) * 1000)
         if acks == ACKS_NONE:
-            return log_pb2.ProduceResponse()
-        return log_pb2.ProduceResponse(partitions=ordered)
+            return []
+        return ordered
 
-    def _produce_one(self, tp: TopicPartition, data: log_pb2.ProducePartitionData, acks: int,
+    def _produce_one(self, tp: TopicPartition, data: PartitionProduce, acks: int,
                      deferred: list[tuple[HostedPartition, Effects]]):
         hosted = self._lookup(tp)
         if hosted is None:
             known = self._metadata.has_partition(tp.topic, tp.partition)
             code = ErrorCode.NOT_LEADER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            return _answer(tp, code, f"{tp} is not hosted by this broker"), None
+            return PartitionAnswer(tp, code, f"{tp} is not hosted by this broker"), None
         checked = self._checked_batch(data)
         if isinstance(checked[0], ErrorCode):
-            return _answer(tp, *checked), None
+            return PartitionAnswer(tp, *checked), None
         batch, header = checked
         min_insync_replicas = self._topic_configs.min_insync_replicas(tp.topic)
         appended = append_produced(
@@ -185,27 +185,22 @@ class ProduceHandler:
             fsync=self._fsync_acks_all and acks == ACKS_ALL, deferred=deferred,
         )
         if appended.error_code is not ErrorCode.NONE:
-            return _answer(tp, appended.error_code, appended.message), None
+            return PartitionAnswer(tp, appended.error_code, appended.message), None
         if not appended.duplicate:
             self._metrics.bytes_in.inc(len(batch))
         if acks == ACKS_ALL:
             return None, ProduceWait(tp, appended.leader_epoch, appended.base_offset, appended.last_offset,
                                      min_insync_replicas)
-        return log_pb2.ProducePartitionResponse(
-            topic=tp.topic, partition=tp.partition, base_offset=appended.base_offset,
-            log_start_offset=appended.log_start_offset, leader_epoch=appended.leader_epoch,
-        ), None
+        return PartitionAnswer(tp, ErrorCode.NONE, "", appended.base_offset, appended.log_start_offset,
+                               appended.leader_epoch), None
 
-    def _checked_batch(self, data: log_pb2.ProducePartitionData) -> tuple[bytes, BatchHeader] | tuple[ErrorCode, str]:
-        batch = data.record_batch  # read once: each read of a bytes field copies it
-        if batch and len(data.records):
+    def _checked_batch(self, data: PartitionProduce) -> tuple[bytes, BatchHeader] | tuple[ErrorCode, str]:
+        batch = data.record_batch
+        if batch and data.records:
             return ErrorCode.INVALID_REQUEST, "send either record_batch or records, not both"
         try:
-            if len(data.records):
-                now_ms = self._clock.now_ms()
-                batch = encode_batch([
-                    (None if r.key_is_null else r.key, r.value, r.timestamp_ms or now_ms) for r in data.records
-                ])
+            if data.records:
+                batch = encode_batch(data.records)
             elif not batch:
                 return ErrorCode.INVALID_REQUEST, "no records"
             if len(batch) > self._batch_bytes_max:
@@ -226,7 +221,3 @@ _WAIT_MESSAGES = {
     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: "committed, but the ISR shrank below min.insync.replicas",
 }
 
-
-def _answer(tp: TopicPartition, code: ErrorCode, message: str) -> log_pb2.ProducePartitionResponse:
-    return log_pb2.ProducePartitionResponse(topic=tp.topic, partition=tp.partition, error_code=code,
-                                            error_message=message, base_offset=-1)

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from typing import Callable, Iterable
+from typing import Callable, Iterable, NamedTuple
 
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.topic_partition import TopicPartition
@@ -60,7 +60,6 @@ from replog.broker.replicas.long_poll import Waiter
 from replog.broker.replication.replication_throttle import ReplicationThrottle
 from replog.broker.runtime.turn import Turn
 from replog.common.clock import Clock
-from replog.v1 import replication_pb2
 
 # Partitions whose follower is outside the ISR are read again at least this often, even if
 # nothing signalled: whether it may rejoin can change with time alone (an INELIGIBLE_REPLICA
@@ -68,8 +67,21 @@ from replog.v1 import replication_pb2
 # in sync, and behind it the appends wake it.
 SWEEP_INTERVAL_MS = 2_000
 
-ReadOne = Callable[[TopicPartition, replication_pb2.ReplicaFetchPartition, HostedPartition | None, int],
-                   FollowerFetchAnswer]
+
+
+class FollowerPosition(NamedTuple):
+    """One partition as a follower's fetch names it (the servicer converts it from the request)."""
+
+    topic: str
+    partition: int
+    current_leader_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    partition_max_bytes: int
+    known_high_watermark: int  # the HW the follower says it knows
+
+
+ReadOne = Callable[[TopicPartition, FollowerPosition, HostedPartition | None, int], FollowerFetchAnswer]
 
 
 class FetchSession:
@@ -84,7 +96,9 @@ class FetchSession:
         self.closed = False
         self._lookup = lookup
         self.waiter = Waiter(replica_id)  # parked on every partition of the session
-        self._positions: dict[TopicPartition, replication_pb2.ReplicaFetchPartition] = {}
+        self._positions: dict[TopicPartition, FollowerPosition] = {}
+        # The HW each partition's follower knows: as its fetch named it, then as answers told it.
+        self._known_high_watermarks: dict[TopicPartition, int] = {}
         self._parked: dict[TopicPartition, HostedPartition] = {}
         self._by_source: dict[int, TopicPartition] = {}
         self._pending: set[TopicPartition] = set()
@@ -126,12 +140,13 @@ class FetchSession:
             return True  # a session just opened for this request
         return epoch == self.epoch + 1 or (resend and epoch == self.epoch + 2)
 
-    def listed(self, partitions: Iterable[replication_pb2.ReplicaFetchPartition]) -> set[TopicPartition]:
+    def listed(self, partitions: Iterable[FollowerPosition]) -> set[TopicPartition]:
         """Record the positions the request names; returns their partitions."""
         named = set()
         for position in partitions:
             tp = TopicPartition(position.topic, position.partition)
             self._positions[tp] = position
+            self._known_high_watermarks[tp] = position.known_high_watermark
             named.add(tp)
         return named
 
@@ -144,10 +159,10 @@ class FetchSession:
         now_ms = clock.monotonic_ms()
         if resend:
             to_read = to_read | self._last_answered
+            known_high_watermarks = self._known_high_watermarks
             for tp, known in self._known_before_last_answer.items():
-                position = self._positions.get(tp)
-                if position is not None and position.known_high_watermark > known:
-                    position.known_high_watermark = known
+                if known_high_watermarks.get(tp, known) > known:
+                    known_high_watermarks[tp] = known
         self._known_before_last_answer = {}
         if now_ms >= self._next_sweep_ms:
             self._next_sweep_ms = now_ms + SWEEP_INTERVAL_MS
@@ -213,14 +228,14 @@ class FetchSession:
         a partition again only when its own position moves, not to say it saw a new HW: after a
         failover that was a third pass over thousands of partitions, just as the acks went out."""
         sent = []
+        known_high_watermarks = self._known_high_watermarks
         for tp, answer in answers.items():
-            position = self._positions[tp]
-            known = position.known_high_watermark
+            known = known_high_watermarks[tp]
             if _is_news(answer, known):
                 sent.append((tp, answer))
                 if answer.error_code is ErrorCode.NONE and answer.high_watermark > known:
                     self._known_before_last_answer[tp] = known
-                    position.known_high_watermark = answer.high_watermark
+                    known_high_watermarks[tp] = answer.high_watermark
         return sent
 
     def _woken(self) -> set[TopicPartition]:
