@@ -28,8 +28,8 @@ def leader():
     clock = SystemClock()
     stopping = {"now": False}
     servicer = ReplicationServicer(
-        broker_id=1, lookup=lambda tp: None, clock=clock, metrics=BrokerMetrics(CollectorRegistry()), fetch_bytes_max=1 << 20,
-        stopping=lambda: stopping["now"], turn=Turn())
+        broker_id=1, lookup=lambda tp: None, clock=clock, metrics=BrokerMetrics(CollectorRegistry()),
+        fetch_bytes_max=1 << 20, stopping=lambda: stopping["now"], turn=Turn())
     server = start_server([ServiceBinding("replog.v1.ReplicationService",
                                           replication_pb2_grpc.add_ReplicationServiceServicer_to_server, servicer)],
                           host="127.0.0.1", port=0)

@@ -147,7 +147,8 @@ class BrokerProcess:
         self.fetchers = FetcherManager(make_fetcher, config.num_replica_fetchers)
         self.isr_changes = IsrChangeSender(
             broker_id=config.broker_id, broker_epoch_of=lambda: self.broker_epoch, hosted=replicas.hosted,
-            lookup=replicas.get, controller=self.controller, replica_lag_time_max_ms=config.replica_lag_time_max_ms, clock=clock, metrics=metrics,
+            lookup=replicas.get, controller=self.controller, replica_lag_time_max_ms=config.replica_lag_time_max_ms,
+            clock=clock, metrics=metrics,
         )
         replicas.consequences.connect(delayed_produces=self.delayed_produces, isr_changes=self.isr_changes)
         self.state_changes = ReplicaStateChanges(
@@ -177,7 +178,8 @@ class BrokerProcess:
             fsync_acks_all=config.fsync_acks_all, wait_slots=wait_slots, turn=turn,
         )
         self.log_servicer = LogServicer(
-            broker_id=config.broker_id, produce=ProduceEdge(produce, clock), lookup=replicas.get, hosted=replicas.hosted,
+            broker_id=config.broker_id, produce=ProduceEdge(produce, clock), lookup=replicas.get,
+            hosted=replicas.hosted,
             metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
         )

@@ -4,10 +4,10 @@
 The controller answers after it has sent the LeaderAndIsr that makes this
 broker a follower everywhere it can, so when the call returns NONE with no
 remaining partitions, clients already see only retriable NOT_LEADER from us.
-Bounded: a few attempts with a back-off, all within `DEADLINE_S` (a process
-manager waits about 15-20 s before SIGKILL); if the controller cannot be
-reached, or is itself stopping, the broker stops anyway and the controller
-handles it as a failure.
+Bounded: a few attempts with a back-off, all within `DEADLINE_S`, well inside
+a process manager's grace before SIGKILL (docs/perf/controlled-shutdown.md); if
+the controller cannot be reached, or is itself stopping, the broker stops
+anyway and the controller handles it as a failure.
 """
 
 from __future__ import annotations

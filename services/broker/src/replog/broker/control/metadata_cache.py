@@ -20,7 +20,7 @@ from replog.v1 import broker_control_pb2, common_pb2, log_pb2
 
 NO_CONTROLLER = -1
 # A background call folds this many changed partitions into the digest, or a quarter of those
-# waiting if that is more (100K changed at start-up are folded within about ten calls).
+# waiting if that is more, so even a start-up's worth is folded within a few calls.
 REFRESH_PER_CALL_MIN = 2000
 
 log = logging.getLogger(__name__)
@@ -32,8 +32,9 @@ class MetadataCache:
         self._brokers: dict[int, common_pb2.BrokerEndpoint] = {}
         self._topics: dict[str, dict[int, broker_control_pb2.PartitionState]] = {}
         # The digest of _topics (state_digest.metadata_term), brought up to date lazily: updates
-        # only note which partitions changed (hashing them cost 5 us each on the failover path);
-        # `refresh_digest` (the checkpointer's tick, and any confirm) folds them in.
+        # only note which partitions changed, keeping the hashing off the failover path;
+        # `refresh_digest` (the checkpointer's tick, and any confirm) folds them in
+        # (docs/perf/metadata-digest.md).
         self._digest = state_digest.Digest()
         self._terms: dict[tuple[str, int], int] = {}  # each partition's term as counted in _digest
         self._stale: set[tuple[str, int]] = set()
@@ -67,11 +68,10 @@ class MetadataCache:
         """Fold some of the partitions changed since they were last folded into the digest: `limit`,
         by default REFRESH_PER_CALL_MIN or a quarter of them, whichever is more.
 
-        The checkpointer's tick calls this once a second. A 10K-partition failover changes 13K
-        states: folded at once, about 40 ms of the GIL uncontended (3 us each), and in one traced
-        failover the checkpointer's round holding it used 134 ms of CPU while the follower was
-        appending the partitions it had just started following. Now a few ticks of about 10 ms.
-        A controller's confirm still folds whatever is left first."""
+        The checkpointer's tick calls this once a second: in shares, because folding a failover's
+        changes at once held the GIL while the follower appended the partitions it had just started
+        following (docs/perf/metadata-digest.md). A controller's confirm still folds whatever is
+        left first."""
         with self._lock:
             self._refresh_digest_locked(max(REFRESH_PER_CALL_MIN, len(self._stale) // 4) if limit is None else limit)
 

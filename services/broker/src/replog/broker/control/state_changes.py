@@ -103,10 +103,11 @@ class ReplicaStateChanges:
         with self._lock:
             # New leader epochs first, with their fetchers: clients and followers wait for those,
             # while ISR-only updates (a dead follower leaving the ISR) wait for nobody. After a
-            # broker failure the controller's request holds both, the second kind twice as many.
+            # broker failure the controller's request holds both (docs/perf/leader-and-isr-batch.md).
             new_epochs, same_epochs = self._new_epochs_first(decisions)
             # A collection mid-batch scanned every replica; none runs inside. A large batch's state
-            # then lives long, and is frozen rather than scanned by the next collections.
+            # then lives long, and is frozen rather than scanned by the next collections
+            # (docs/perf/gc-freeze.md).
             with gc_policy.paused(freeze=len(decisions) >= FREEZE_AFTER_DECISIONS):
                 results = self._apply_batch(new_epochs, parent) + self._apply_batch(same_epochs, parent)
             if init:
@@ -146,7 +147,7 @@ class ReplicaStateChanges:
 
     def _apply_all(self, decisions: list[LeaderAndIsrDecision], starts: list) -> list[PartitionResult]:
         # One clock reading and one config watch per topic for the batch, not per partition: after a
-        # broker failure a batch holds thousands of decisions, and each such call cost microseconds.
+        # broker failure a batch holds thousands of decisions (docs/perf/leader-and-isr-batch.md).
         now_ms = self._now_ms()
         watched: set[str] = set()
         return [self._apply(decision, starts, now_ms, watched) for decision in decisions]
@@ -271,8 +272,9 @@ class ReplicaStateChanges:
 
 
 def _log_summary(what: str, results: list[PartitionResult], *, extra: str) -> None:
-    """One line per controller request (a line per partition would cost more than applying it at 10K
-    partitions); refusals are named, a few at a time, so an operator sees which and why."""
+    """One line per controller request (a line per partition cost more than applying it,
+    docs/perf/controller-answers.md); refusals are named, a few at a time, so an operator sees
+    which and why."""
     refused = [r for r in results if r.error_code != ErrorCode.NONE]
     detail = f" ({extra})" if extra else ""
     if not refused:

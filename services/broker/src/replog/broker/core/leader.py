@@ -27,8 +27,8 @@ Events and what they return (every result is a frozen value):
 
 A replica the controller refused as INELIGIBLE_REPLICA (it is shutting down,
 KIP-841) is not proposed again for `INELIGIBLE_RETRY_MS` from its next fetch:
-a shutting-down follower keeps fetching until it exits, and proposing it on
-every fetch would send thousands of doomed AlterPartitions a second.
+a shutting-down follower keeps fetching until it exits, and each fetch would
+propose it again (docs/perf/ineligible-retry.md).
 
 Invariants: the leader is in its committed ISR; ISR within the assignment;
 HW never decreases and never passes the leader's LEO (all asserted); the

@@ -119,8 +119,8 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
 
 
 def _errors(results: list[PartitionResult]) -> list[common_pb2.PartitionError]:
-    """The partitions not applied, each with why; one left out was applied. Listing every applied
-    one too cost a broker 10K messages per failover, built while its replicas were catching up."""
+    """The partitions not applied, each with why; one left out was applied (listing every applied
+    one too cost a failover's worth of messages, docs/perf/controller-answers.md)."""
     return [
         common_pb2.PartitionError(topic=r.topic_partition.topic, partition=r.topic_partition.partition,
                                   error_code=r.error_code, error_message=r.message)

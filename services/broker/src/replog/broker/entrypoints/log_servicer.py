@@ -1,10 +1,11 @@
 """gRPC LogService: the clients' API (Produce, Fetch, ListOffsets, Metadata, InitProducerId, DescribeReplicas).
 
 Thin: input checks and protobuf conversion here (produce_edge.py for Produce),
-decisions in the core (via replicas/leader_side.py and produce/produce_handler.py). Fetch reads committed records only (below the
-HW), whole batches as stored, long-polling on the partitions' wake-up events;
-with `decode_records` the records at or after the fetch offset are also
-returned decoded. Metadata is answered from the controller's UpdateMetadata.
+decisions in the core (via replicas/leader_side.py and produce/produce_handler.py).
+Fetch reads committed records only (below the HW), whole batches as stored,
+long-polling on the partitions' wake-up events; with `decode_records` the
+records at or after the fetch offset are also returned decoded. Metadata is
+answered from the controller's UpdateMetadata.
 """
 
 from __future__ import annotations

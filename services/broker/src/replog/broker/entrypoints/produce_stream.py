@@ -21,9 +21,9 @@ Two threads serve a stream:
 
 Only answers, the stream's end and a deadline earlier than the one the sender
 sleeps towards wake the sender. What the reader only books (one more request
-to answer, a parked request's deadline) goes into `_Book` under its lock: a
-wake-up per request for bookkeeping cost the leader two thread switches in
-the middle of every append, on the produce path's critical hop. The sender
+to answer, a parked request's deadline) goes into `_Book` under its lock, so
+bookkeeping puts no thread switch into the middle of an append, on the produce
+path's critical hop (docs/perf/produce-stream.md). The sender
 sleeps towards its earliest parked deadline, or at most IDLE_MS when none is
 parked, so a request parked with the usual long timeout wakes nobody; one with
 a deadline before that does. An answered request leaves the unanswered set,

@@ -1,9 +1,9 @@
 """gRPC ReplicationService: followers' ReplicaFetch (long-poll) and OffsetForLeaderEpoch.
 
 Followers fetch through ReplicaFetchStream, the same request and answer in turns
-over one stream per fetcher (a unary call cost the leader 270 us of CPU and a
-stream message 120 us, measured on this machine); ReplicaFetch stays for a
-single request (tools, tests).
+over one stream per fetcher, which costs the leader less per round trip than a
+unary call (docs/perf/fetch-stream.md); ReplicaFetch stays for a single request
+(tools, tests).
 
 ReplicaFetch reads every requested partition through the leader core
 (leader_side.read_for_follower): the follower's fetch offset is its LEO, the
@@ -14,9 +14,8 @@ on the partitions' wake-up events (long_poll.py) up to `max_wait_ms`.
 A fetch from a broker not in a partition's assignment is refused per
 partition by the core (NOT_ASSIGNED_REPLICA). The answer leaves out partitions
 with nothing new for the follower (no records, no error, no HW above the one
-it says it holds): after a failover a follower carries thousands of idle
-partitions on each leader, and answering each of them every round was most of
-the replication cost.
+it says it holds), so an idle partition costs nothing per round
+(docs/perf/fetch-sessions.md).
 """
 
 from __future__ import annotations

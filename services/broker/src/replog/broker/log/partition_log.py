@@ -114,7 +114,7 @@ class PartitionLog:
             segments, report, leader_epoch_starts = recover_segments(segments, recovery_point)
         else:
             # A new, empty log needs no fsync: losing it in a crash loses no record, and the
-            # controller recreates it. (At 100K new partitions the fsyncs alone took minutes.)
+            # controller recreates it (docs/perf/new-log-fsync.md).
             segments = [LogSegment.create(directory, 0, config.index_interval_bytes)]
             report, leader_epoch_starts = RecoveryReport(), []
         leader_epoch_cache, cache_changed = _load_leader_epoch_cache(directory, segments, leader_epoch_starts)
@@ -398,9 +398,9 @@ class PartitionLog:
         together with the records. Until then the file lags, and recovery,
         which scans every batch above the recovery point (the last flush),
         rebuilds the entries from their headers, so nothing is lost. Writing it
-        on the append, even without fsync, cost 160 us per partition: half a
-        second for the first append of 3,300 partitions after a failover.
-        Truncations still write durably at once (KIP-101).
+        on the append put it on every moved partition's first append after a
+        failover (docs/perf/epoch-checkpoint.md). Truncations still write
+        durably at once (KIP-101).
         """
         write_leader_epoch_checkpoint(self.directory / LEADER_EPOCH_CHECKPOINT_FILE,
                                       self._leader_epoch_cache.entries(), durable=durable)

@@ -24,10 +24,9 @@ The active segment also remembers where its last few appended batches lie
 (`_tail`: base offset, start and end position, a contiguous run ending at
 the file's end). Followers and consumers read almost always from there, and
 a read that starts inside it needs one `pread` of the bytes instead of an
-index lookup and two header scans (a leader answering a follower that joined
-thousands of partitions after a failover spent most of its time scanning).
-A read starting before the remembered run takes the general path. A roll
-drops the old segment's run, truncation cuts it, recovery starts it empty.
+index lookup and two header scans (docs/perf/segment-tail.md). A read
+starting before the remembered run takes the general path. A roll drops the
+old segment's run, truncation cuts it, recovery starts it empty.
 """
 
 from __future__ import annotations
@@ -170,8 +169,8 @@ class LogSegment:
     def release_descriptor(self) -> None:
         """Close the file descriptor until the next use; the segment stays usable.
 
-        A broker may host far more replicas than it may open files (100K replicas
-        against a 20K descriptor limit here), so idle segments hold none. The
+        A broker may host far more replicas than it may open files, so idle
+        segments hold none (docs/perf/segment-descriptors.md). The
         caller holds the log's owner's lock, as for every other call.
         """
         if self._fd_open >= 0:

@@ -5,13 +5,13 @@ One thread. Every `flush_check_interval_ms` it fsyncs the segments each log
 rolled since the last tick (off the append path, see
 HostedPartition.sync_rolled_segments), asks each log whether its interval
 flush policy is due (`PartitionLog.maybe_flush`; skipped when no flush
-interval is configured, so 10K idle partitions cost a tick nothing), and every
+interval is configured, so idle partitions cost a tick nothing), and every
 `checkpoint_interval_ms` it atomically rewrites the HW and recovery-point
 checkpoint files (ReplicaManager.write_checkpoints). Once at least
 `SETTLE_AFTER_CREATED` replicas have been created since it last looked, it also
-settles the garbage collector (replog.common.gc_policy): thousands of new
-replicas are long-lived state that every later full collection would scan
-again, on whatever request thread allocates at that moment. Each tick also runs
+settles the garbage collector (replog.common.gc_policy): new replicas are
+long-lived state that every later full collection would scan again, on
+whatever request thread allocates at that moment (docs/perf/gc-freeze.md). Each tick also runs
 the other chores it was given that keep something cheap for later (the
 metadata cache folding changed partitions into its digest, so a new
 controller's confirm does not hash them all at once). A failure to write a
@@ -20,17 +20,14 @@ checkpoint is logged and retried next round: the previous file stays intact
 point. Shutdown writes them once more after closing every log.
 
 None of that is urgent, and all of it is Python work over every hosted
-partition (a 10K-partition HW checkpoint is about 100 ms of the interpreter
-lock, more under contention). While the controller is reassigning
-leadership it would compete with the work that makes partitions writable
-again: in profiled 10K-partition failovers the checkpointer's round held the
-new leader's lock for 420 ms of a 2 s window. So while the controller's
-requests keep arriving (`ControlBursts`: a LeaderAndIsr, StopReplica or
-UpdateMetadata less than BURST_QUIET_MS ago) a round does only the interval
-flushes the operator asked for, and the rest waits for the first tick after
-the burst, or BURST_DEFER_MAX_MS at most. Waiting is safe: a checkpoint
-older by a second only makes a restart truncate or recover from an older,
-still safe point, and the digest is folded on demand by a confirm.
+partition, which during a failover competes with the work that makes
+partitions writable again (docs/perf/checkpointer-bursts.md). So while the
+controller's requests keep arriving (`ControlBursts`: a LeaderAndIsr,
+StopReplica or UpdateMetadata less than BURST_QUIET_MS ago) a round does only
+the interval flushes the operator asked for, and the rest waits for the first
+tick after the burst, or BURST_DEFER_MAX_MS at most. Waiting is safe: a
+checkpoint older by a second only makes a restart truncate or recover from an
+older, still safe point, and the digest is folded on demand by a confirm.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Removes deleted replicas' directories on a thread of its own, off the request path.
 
 A StopReplica that deletes replicas only renames each directory aside
-(partition_dirs.set_aside_directory) and hands it here: removing the files of
-10K replicas took a broker about 16 s, well past the request's deadline, and
-held the state-change lock all along. One thread removes them in order; a
+(partition_dirs.set_aside_directory) and hands it here, so removing the files
+holds neither the request nor the state-change lock (docs/perf/replica-deletion.md).
+One thread removes them in order; a
 failure is logged and the directory left for the next start, which hands every
 set-aside directory here again.
 """

@@ -61,7 +61,8 @@ class HostedPartition:
         self.broker_id = broker_id
         self.lock = threading.Lock()  # in the broker only `run` takes it
         self.log = log
-        self.replica = PartitionReplica(topic_partition, broker_id, high_watermark=min(high_watermark, log.log_end_offset))
+        self.replica = PartitionReplica(topic_partition, broker_id,
+                                        high_watermark=min(high_watermark, log.log_end_offset))
         self.producer_state = producer_state
         self.usable = True  # False once the log is deleted or closed
         self._waiters: frozenset[Waiter] = frozenset()

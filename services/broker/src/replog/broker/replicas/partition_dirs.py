@@ -7,7 +7,7 @@ checkpoint files, stray files) is not a partition.
 A deleted replica's directory is first renamed aside, to
 `<topic>-<partition>.<random hex>-delete` (Kafka's convention too), and removed
 in the background: a rename is one metadata operation, removing the files is
-several, and a StopReplica deleting 10K replicas had outlasted its deadline.
+several (docs/perf/replica-deletion.md).
 Such a name is not a partition (its last '-' is followed by "delete"); one left
 by a crash is removed at the next start.
 """

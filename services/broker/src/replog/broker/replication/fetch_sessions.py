@@ -4,10 +4,9 @@ Theory of operation (docs/architecture.md, "Replication"; the idea of Kafka's KI
 incremental fetch sessions, kept to replication):
 
 A follower's fetcher carries every partition it follows on this leader,
-thousands after a failover. Without sessions each round trip re-sends and
-re-reads all of them, and at 10K partitions idle replication alone kept the
-brokers a third busy. With a session the leader remembers, per follower
-broker, each partition's last fetch position and keeps one `Waiter`
+thousands after a failover; without sessions each round trip re-sends and
+re-reads all of them (docs/perf/fetch-sessions.md). With a session the leader
+remembers, per follower broker, each partition's last fetch position and keeps one `Waiter`
 (long_poll.py) parked on all of them for the session's life, so appends, HW
 moves and role changes accumulate between requests. A request then reads only:
 - the partitions it lists (new to the session, or whose position changed:
@@ -225,8 +224,8 @@ class FetchSession:
     ) -> list[tuple[TopicPartition, FollowerFetchAnswer]]:
         """The answers to send: those telling the follower something (`_is_news`, given the HW the
         session knows it has). The HW each one carries is then taken as known, so a follower names
-        a partition again only when its own position moves, not to say it saw a new HW: after a
-        failover that was a third pass over thousands of partitions, just as the acks went out."""
+        a partition again only when its own position moves, not to say it saw a new HW
+        (docs/perf/hw-news.md)."""
         sent = []
         known_high_watermarks = self._known_high_watermarks
         for tp, answer in answers.items():

@@ -1,11 +1,10 @@
 """A fetcher's ReplicaFetchStream to its leader: one request out, its response back, in turns.
 
 Theory of operation (replication.proto, ReplicationService.ReplicaFetchStream):
-a unary ReplicaFetch per round trip cost the leader 270 us of CPU and a round
-trip 0.41 ms; one message each way on an open stream, 120 us and 0.23 ms
-(measured on this machine, idle). A follower in the produce path of every
-acks=all write does one round trip per write, so the stream stays open for
-the fetcher's life and carries each request as a message.
+a follower makes one round trip per acks=all write, and a message on an open
+stream costs both ends less than a unary call (docs/perf/fetch-stream.md), so
+the stream stays open for the fetcher's life and carries each request as a
+message.
 
 `exchange` sends a request and waits for its response, like `result()` of a
 unary call: it raises `grpc.RpcError` when the stream fails, is cancelled or

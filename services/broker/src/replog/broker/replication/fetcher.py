@@ -14,25 +14,23 @@ poll (the leader answers when it has records or after `max_wait_ms`), sent as
 one message on a ReplicaFetchStream kept open to the leader (fetch_stream.py)
 rather than as a call of its own; a failed or cancelled exchange ends the
 stream, and the next request opens another (on a new channel if the leader did
-not answer in time: the connection is suspect). Adding
-or removing a partition, a failed or cancelled request, or the leader
-refusing the session starts a new session. Each partition's answer is
-handled against the position the session holds for it: append and move the follower HW; truncate on a diverging epoch
+not answer in time: the connection is suspect). Removing partitions, a failed
+or cancelled request, or the leader refusing the session starts a new session.
+Each partition's answer is handled against the position the session holds for
+it: append and move the follower HW; truncate on a diverging epoch
 (KIP-101/320, as a `broker.truncate` span under the LeaderAndIsr that made us
 follow); reset an out-of-range offset; back off a partition the leader refused
 (it may not have taken the LeaderAndIsr yet). A transport failure backs off
 the whole fetcher, exponentially up to a second, and until the leader answers
-again each retry opens an empty session: a follower of a dead leader built a
-request naming thousands of partitions every second.
+again each retry opens an empty session, so a dead leader costs a retry of
+nothing.
 
 Adding a partition cancels a long poll in flight, so a new follower (say,
 after a leader change) starts fetching at once instead of after the poll.
 With a session open, the partition joins it: the next request is a resend
 (fetch_sessions.py), one epoch on, naming the new partitions and those of the
-cancelled request, not all of them. After a failover a follower took 3,334
-new partitions on a leader it already followed for 3,333; reopening the
-session had named all 6,667 at both ends. Without a session (none yet, or one
-being opened) adding starts a new one.
+cancelled request, not all of them (docs/perf/fetch-session-join.md). Without
+a session (none yet, or one being opened) adding starts a new one.
 An answer for a target that changed while the request was out is ignored;
 so is one the replica no longer wants (checked under its lock).
 """
@@ -173,8 +171,7 @@ class ReplicaFetcher:
 
     def remove(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop fetching these. One session reset for all: each reset makes the next request name
-        every partition left, and removed one at a time, a StopReplica deleting 10K replicas kept
-        the fetchers re-opening sessions with thousands of partitions (about 20 s for it all)."""
+        every partition left (docs/perf/fetch-session-join.md)."""
         with self._cond:
             removed = [tp for tp in partitions if self._targets.pop(tp, None) is not None]
             if removed:
@@ -395,7 +392,7 @@ class ReplicaFetcher:
         hosted = self._lookup(topic_partition)
         if hosted is None:
             return True
-        code = data.error_code  # an int, compared with the IntEnum's members: ErrorCode(code) costs 0.3 us
+        code = data.error_code  # an int, compared with the IntEnum's members (docs/perf/hot-path-values.md)
         if code == ErrorCode.NONE and data.HasField("diverging_epoch"):
             diverging = EpochEndOffset(data.diverging_epoch.leader_epoch, data.diverging_epoch.end_offset)
             self._truncate(topic_partition, target, "diverging epoch", lambda: truncate_diverging(

@@ -6,17 +6,11 @@ start). `add` moves it there (removing it from a previous leader's fetcher),
 `remove` stops fetching it. A fetcher thread is created the first time it gets
 a partition and then kept; an idle one just waits on its condition.
 
-Why more than one per leader (Kafka's `num.replica.fetchers`, there for fetch
-throughput): a fetcher is a strict relay of one request in flight, so with one
-per leader the join after a failover ran its three bulk steps one after the
-other, each with the other broker waiting: the leader reads the 3,334 new
-partitions, then the follower appends them all, then the leader takes the
-positions, moves the HWs and acknowledges the produces. Two fetchers split
-them; while the follower appends one half the leader can already work on the
-other. `bench/failover.py`, 10K partitions, alternated: one fetcher 2.22,
-1.74, 1.20, 1.58 s; two 1.78, 1.32, 1.34, 1.32 s (four were no better).
-The default stays one, the design's one request per leader; the failover
-benchmark and the controller's end-to-end tests run brokers with two.
+Why more than one per leader (Kafka's `num.replica.fetchers`): a fetcher is a
+strict relay of one request in flight, so with one per leader the bulk steps of
+a failover's join run one after the other, each broker waiting for the other;
+two fetchers overlap them (docs/perf/replica-fetchers.md). The default stays
+one, the design's one request per leader.
 """
 
 from __future__ import annotations

@@ -5,8 +5,7 @@ synchronous; an acks=-1 Produce waiting for the HW and a consumer Fetch
 long-polling each hold one of its `grpc_workers` threads. Kafka's purgatory
 holds no thread, ours does. Without a bound, enough waiting client requests
 take every thread, the followers' ReplicaFetch cannot be served, the HW
-cannot move, and every waiting produce times out: a benchmark with 67
-concurrent acks=-1 requests per leader stalled for 30 s at a time that way.
+cannot move, and every waiting produce times out (docs/perf/wait-slots.md).
 
 So client waits take a slot first, and `RESERVED_THREADS` of the workers are
 never given to them (followers' fetches, the controller's requests). With no
