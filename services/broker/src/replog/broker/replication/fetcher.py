@@ -11,19 +11,15 @@ only the partitions whose position may have changed (they had an answer, or
 their back-off ended), and the leader answers only partitions with something
 new, so an idle partition costs nothing per round. Each request is a long
 poll (the leader answers when it has records or after `max_wait_ms`), sent as
-one message on a ReplicaFetchStream kept open to the leader (fetch_stream.py)
-rather than as a call of its own; a failed or cancelled exchange ends the
-stream, and the next request opens another (on a new channel if the leader did
-not answer in time: the connection is suspect). Removing partitions, a failed
-or cancelled request, or the leader refusing the session starts a new session.
-Each partition's answer is handled against the position the session holds for
-it: append and move the follower HW; truncate on a diverging epoch
-(KIP-101/320, as a `broker.truncate` span under the LeaderAndIsr that made us
-follow); reset an out-of-range offset; back off a partition the leader refused
-(it may not have taken the LeaderAndIsr yet). A transport failure backs off
-the whole fetcher, exponentially up to a second, and until the leader answers
-again each retry opens an empty session, so a dead leader costs a retry of
-nothing.
+one message on a ReplicaFetchStream kept open to the leader (fetch_stream.py,
+fetch_messages.py); a failed or cancelled exchange ends the stream, and the
+next request opens another (on a new channel if the leader did not answer in
+time: the connection is suspect). Removing partitions, a failed or cancelled
+request, or the leader refusing the session starts a new session. Each
+partition's answer is acted on against the position the session holds for it
+(follower_answers.py). A transport failure backs off the whole fetcher,
+exponentially up to a second, and until the leader answers again each retry
+opens an empty session, so a dead leader costs a retry of nothing.
 
 Adding a partition cancels a long poll in flight, so a new follower (say,
 after a leader change) starts fetching at once instead of after the poll.
@@ -44,36 +40,24 @@ from typing import Callable, Iterable
 
 import grpc
 from opentelemetry import context as otel_context
-from opentelemetry import trace
 
-from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.log_view import EpochEndOffset
+from replog.broker.core.errors import ErrorCode
 from replog.broker.core.topic_partition import TopicPartition
-from replog.broker.log import CorruptRecordError, LogOffsetMismatchError
-from replog.broker.replicas.follower_side import (
-    FetchPosition,
-    append_from_leader,
-    fetch_position,
-    reset_out_of_range,
-    truncate_diverging,
-)
+from replog.broker.replicas.follower_side import FetchPosition, fetch_position
 from replog.broker.replicas.hosted_partition import HostedPartition
+from replog.broker.replication.fetch_messages import FetchRequest, fetch_answer, fetch_request
 from replog.broker.replication.fetch_stream import FetchStream, StreamEnded
+from replog.broker.replication.follower_answers import ERROR_BACKOFF_MS, Follow, LeaderAnswer, handle_answer
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.thread_guard import guarded_round
 from replog.broker.runtime.turn import Turn
 from replog.common import hopmarks
-from replog.common.hopmarks import Hop
 from replog.common.channels import ChannelCache
 from replog.common.clock import Clock
-from replog.common.errors import error_name
-from replog.v1 import replication_pb2
+from replog.common.hopmarks import Hop
 
 log = logging.getLogger(__name__)
-tracer = trace.get_tracer("replog.broker")
 
-PARTITION_BACKOFF_MS = 200
-ERROR_BACKOFF_MS = 1000
 TRANSPORT_BACKOFF_MS_MIN = 50
 TRANSPORT_BACKOFF_MS_MAX = 1000
 RPC_SLACK_S = 10.0
@@ -89,9 +73,12 @@ class FetchSettings:
 
 @dataclass
 class _Target:
-    leader_epoch: int
-    trace_context: otel_context.Context | None
+    follow: Follow  # the leader epoch it follows in, and the trace of the LeaderAndIsr that started it
     backoff_until_ms: int = 0
+
+    @property
+    def leader_epoch(self) -> int:
+        return self.follow.leader_epoch
 
 
 class ReplicaFetcher:
@@ -158,7 +145,8 @@ class ReplicaFetcher:
         of them (added one by one, the thread woke per partition to build requests it then dropped)."""
         with self._cond:
             for topic_partition, leader_epoch in partitions:
-                self._targets[topic_partition] = _Target(leader_epoch, trace_context)
+                self._targets[topic_partition] = _Target(
+                    Follow(topic_partition, self.leader_id, leader_epoch, trace_context))
                 self._dirty.add(topic_partition)
             if self._session_id == 0:
                 self._restart_requested = True
@@ -264,27 +252,12 @@ class ReplicaFetcher:
             self._back_off_all(ERROR_BACKOFF_MS)
             return
         settings = self._settings
-        request = replication_pb2.ReplicaFetchRequest(
-            replica_id=settings.broker_id,
-            max_wait_ms=0 if probe else settings.max_wait_ms,
-            min_bytes=1,
-            max_bytes=settings.bytes_max,
-            replica_broker_epoch=self._broker_epoch_of(),
-            session_id=self._session_id if session_epoch > 0 else 0,
-            session_epoch=session_epoch,
-            resend=self._resend and session_epoch > 0,
-            fetcher_id=self.fetcher_id,
-            fetcher_count=self._fetcher_count,
-            partitions=[
-                replication_pb2.ReplicaFetchPartition(
-                    topic=tp.topic, partition=tp.partition, current_leader_epoch=target.leader_epoch,
-                    fetch_offset=position.fetch_offset, last_fetched_epoch=position.last_fetched_epoch,
-                    log_start_offset=position.log_start_offset, partition_max_bytes=settings.partition_bytes_max,
-                    known_high_watermark=position.high_watermark,
-                )
-                for tp, (target, position) in positions.items()
-            ],
-        )
+        request = fetch_request(FetchRequest(
+            settings.broker_id, 0 if probe else settings.max_wait_ms, settings.bytes_max, settings.partition_bytes_max,
+            self._broker_epoch_of(), self._session_id if session_epoch > 0 else 0, session_epoch,
+            self._resend and session_epoch > 0, self.fetcher_id, self._fetcher_count,
+            ((tp, target.leader_epoch, position) for tp, (target, position) in positions.items()),
+        ))
         with self._cond:
             if self._stopped or self._restart_requested:
                 return
@@ -300,7 +273,7 @@ class ReplicaFetcher:
             self._call = stream
         hopmarks.mark(Hop.FOLLOWER_SENDS_FETCH, settings.broker_id)
         try:
-            response = stream.exchange(request, timeout_s=settings.max_wait_ms / 1000 + RPC_SLACK_S)
+            response = fetch_answer(stream.exchange(request, timeout_s=settings.max_wait_ms / 1000 + RPC_SLACK_S))
             hopmarks.mark(Hop.FOLLOWER_HAS_ANSWER, settings.broker_id)
         except (grpc.RpcError, StreamEnded) as exc:
             stream.cancel()  # finished (this also ends its request feeder); the next request opens another
@@ -345,10 +318,9 @@ class ReplicaFetcher:
             session_positions = self._session_positions
         moved: list[TopicPartition] = []  # to name in the next request: it moved, or backs off
         with self._turn:  # turn.py: an append is a system call per partition
-            for data in response.partitions:
-                topic_partition = TopicPartition(data.topic, data.partition)
+            for topic_partition, answer in response.partitions:
                 entry = session_positions.get(topic_partition)
-                if entry is not None and self._handle_partition(topic_partition, *entry, data):
+                if entry is not None and self._handle_partition(topic_partition, *entry, answer):
                     moved.append(topic_partition)
         if moved:
             with self._cond:  # once per answer, not per partition: only this thread reads them, next round
@@ -381,69 +353,21 @@ class ReplicaFetcher:
 
     def _handle_partition(
         self, topic_partition: TopicPartition, target: _Target, position: FetchPosition,
-        data: replication_pb2.ReplicaFetchPartitionData,
+        answer: LeaderAnswer,
     ) -> bool:
-        """Act on one partition's answer; True if the next request must name it again (its position
-        moved, or it backs off). An answer with only a newer HW leaves the position as the leader
-        knows it, and the leader takes the HW it sent as known (fetch_sessions.py)."""
+        """Act on one partition's answer (follower_answers.py); True if the next request must name it
+        again. An answer with only a newer HW leaves the position as the leader knows it, and the leader
+        takes the HW it sent as known (fetch_sessions.py)."""
         with self._cond:
             if self._targets.get(topic_partition) is not target:
                 return True  # re-targeted or removed while the request was out
         hosted = self._lookup(topic_partition)
         if hosted is None:
             return True
-        code = data.error_code  # an int, compared with the IntEnum's members (docs/perf/hot-path-values.md)
-        if code == ErrorCode.NONE and data.HasField("diverging_epoch"):
-            diverging = EpochEndOffset(data.diverging_epoch.leader_epoch, data.diverging_epoch.end_offset)
-            self._truncate(topic_partition, target, "diverging epoch", lambda: truncate_diverging(
-                hosted, leader_epoch=target.leader_epoch, fetch_offset=position.fetch_offset,
-                last_fetched_epoch=position.last_fetched_epoch, diverging=diverging))
-        elif code == ErrorCode.NONE:
-            try:
-                appended = append_from_leader(
-                    hosted, leader_epoch=target.leader_epoch, fetch_offset=position.fetch_offset,
-                    records=data.records, leader_high_watermark=data.high_watermark,
-                )
-            except (CorruptRecordError, LogOffsetMismatchError) as exc:
-                log.error("%s: cannot append the leader's records: %s", topic_partition, exc)
-                self._back_off(topic_partition, target, ERROR_BACKOFF_MS)
-                return True
-            if appended == 0:
-                return False
-            if appended:
-                self._metrics.replication_bytes_in.inc(appended)
-        elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
-            self._truncate(topic_partition, target, "offset out of range", lambda: reset_out_of_range(
-                hosted, leader_epoch=target.leader_epoch, fetch_offset=position.fetch_offset,
-                leader_log_start_offset=data.log_start_offset, leader_log_end_offset=data.log_end_offset))
-        else:
-            log.debug("%s: leader %d answered %s: %s", topic_partition, self.leader_id, error_name(code),
-                      data.error_message)
-            self._back_off(topic_partition, target, PARTITION_BACKOFF_MS)
-        return True
-
-    def _truncate(self, topic_partition: TopicPartition, target: _Target, why: str, step) -> None:
-        attributes = {"topic": topic_partition.topic, "partition": topic_partition.partition,
-                      "leader.id": self.leader_id, "leader_epoch": target.leader_epoch, "reason": why}
-        with tracer.start_as_current_span("broker.truncate", context=target.trace_context,
-                                          attributes=attributes) as span:
-            result = step()
-            if isinstance(result, Refusal):
-                span.set_attribute("error", result.reason)
-                log.error("%s: truncation refused: %s", topic_partition, result.reason)
-                self._back_off(topic_partition, target, ERROR_BACKOFF_MS)
-                return
-            if result is None:
-                span.set_attribute("stale", True)
-                return
-            span.set_attribute("log_end_offset.before", result.log_end_offset_before)
-            span.set_attribute("log_end_offset.after", result.log_end_offset_after)
-            span.set_attribute("high_watermark", result.high_watermark)
-        if result.log_end_offset_after < result.log_end_offset_before:
-            self._metrics.truncations.inc()
-            log.info("%s: truncated from %d to %d (%s, leader %d epoch %d)", topic_partition,
-                     result.log_end_offset_before, result.log_end_offset_after, why, self.leader_id,
-                     target.leader_epoch)
+        handled = handle_answer(hosted, target.follow, position, answer, self._metrics)
+        if handled.back_off_ms:
+            self._back_off(topic_partition, target, handled.back_off_ms)
+        return handled.name_again
 
     # --- back-off -------------------------------------------------------------------------
 
