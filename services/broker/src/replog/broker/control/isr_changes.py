@@ -30,8 +30,8 @@ from opentelemetry import trace
 
 from replog.broker.control.controller_link import AlterPartitionReply, ControllerLink, ControllerUnavailable
 from replog.broker.core.errors import ErrorCode
+from replog.broker.core.isr_answer import IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal, IsrChangeKind
-from replog.broker.core.leader import IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
 from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import apply_alter_partition_answer, isr_check, proposal_to_resend

@@ -29,16 +29,11 @@ from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
 from replog.broker.core.fetch import ConsumerRead, plan_consumer_fetch
 from replog.broker.core.follower import follower_high_watermark
+from replog.broker.core.follower_fetch import FollowerFetchResult
+from replog.broker.core.high_watermark import HighWatermarkUpdate
+from replog.broker.core.isr_answer import AlterPartitionOutcome, AnswerIgnored, IsrCommitted, IsrRefreshed
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
-from replog.broker.core.leader import (
-    AlterPartitionOutcome,
-    AnswerIgnored,
-    FollowerFetchResult,
-    HighWatermarkUpdate,
-    IsrCommitted,
-    IsrRefreshed,
-    LeaderReplica,
-)
+from replog.broker.core.leader import LeaderReplica
 from replog.broker.core.log_view import EpochEndOffset, LogView
 from replog.broker.core.partition import (
     Applied,

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from replog.broker.core.effects import NO_EFFECTS, STATE_CHANGED, Effects, Wake
-from replog.broker.core.leader import HighWatermarkUpdate
+from replog.broker.core.high_watermark import HighWatermarkUpdate
 from replog.broker.core.partition import Applied, LeaderAndIsrDecision, PartitionOutcome, Unchanged
 from replog.broker.core.producer_state import ProducerStateTable
 from replog.broker.core.replica import PartitionReplica

@@ -17,13 +17,10 @@ from typing import NamedTuple
 from replog.broker.core.effects import NO_EFFECTS
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
+from replog.broker.core.follower_fetch import DivergingEpoch
+from replog.broker.core.high_watermark import HighWatermarkUpdate
+from replog.broker.core.isr_answer import AlterPartitionOutcome, AnswerIgnored
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
-from replog.broker.core.leader import (
-    AlterPartitionOutcome,
-    AnswerIgnored,
-    DivergingEpoch,
-    HighWatermarkUpdate,
-)
 from replog.broker.core.log_view import EpochEndOffset
 from replog.broker.core.produce import ProduceProgress
 from replog.broker.core.producer_state import Duplicate
