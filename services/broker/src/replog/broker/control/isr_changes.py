@@ -4,8 +4,9 @@ Theory of operation (docs/architecture.md, "High watermark and ISR"; core/leader
 Kafka's isr-expiration task and AlterPartitionManager):
 
 One thread. Every `replica_lag_time_max_ms / 2` it asks each led partition's
-core whether a follower fell out of sync (`maybe_shrink_isr`); expansions come
-from the follower-fetch path (`submit`). Either way the core holds the one
+core, in one step, whether a follower fell out of sync and which proposal is
+pending (`leader_side.isr_check`); expansions come from the follower-fetch
+path's effects (`submit`). Either way the core holds the one
 pending proposal per partition; this thread only carries it. A round sends the
 `proposal_to_resend` of every partition queued, many partitions in one
 AlterPartition request to the controller named in /controller, and applies
