@@ -49,17 +49,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
-from replog.broker.adapters.control_servicer import BrokerControlServicer  # noqa: E402
-from replog.broker.adapters.delayed_produces import DelayedProduces  # noqa: E402
-from replog.broker.adapters.metadata_cache import MetadataCache  # noqa: E402
-from replog.broker.adapters.metrics import BrokerMetrics  # noqa: E402
-from replog.broker.adapters.produce_handler import ProduceHandler  # noqa: E402
-from replog.broker.adapters.replica_manager import ReplicaManager  # noqa: E402
-from replog.broker.adapters.replication_servicer import ReplicationServicer  # noqa: E402
-from replog.broker.adapters.state_changes import ReplicaStateChanges  # noqa: E402
-from replog.broker.adapters.turn import Turn  # noqa: E402
-from replog.broker.adapters.wait_slots import WaitSlots  # noqa: E402
+from replog.broker.control.metadata_cache import MetadataCache  # noqa: E402
+from replog.broker.control.state_changes import ReplicaStateChanges  # noqa: E402
+from replog.broker.entrypoints.control_servicer import BrokerControlServicer  # noqa: E402
+from replog.broker.entrypoints.produce_edge import ProduceEdge  # noqa: E402
+from replog.broker.entrypoints.replication_servicer import ReplicationServicer  # noqa: E402
 from replog.broker.log import LogConfig  # noqa: E402
+from replog.broker.produce.delayed_produces import DelayedProduces  # noqa: E402
+from replog.broker.produce.produce_handler import ProduceHandler  # noqa: E402
+from replog.broker.replicas.replica_manager import ReplicaManager  # noqa: E402
+from replog.broker.runtime.metrics import BrokerMetrics  # noqa: E402
+from replog.broker.runtime.turn import Turn  # noqa: E402
+from replog.broker.runtime.wait_slots import WaitSlots  # noqa: E402
 from replog.common import gc_policy, records  # noqa: E402
 from replog.common.clock import SystemClock  # noqa: E402
 from replog.v1 import broker_control_pb2, common_pb2, log_pb2, replication_pb2  # noqa: E402
@@ -117,18 +118,19 @@ class Broker:
         self.replicas = ReplicaManager(broker_id=BROKER, log_dir=log_dir, log_config=LogConfig(), clock=clock)
         metrics, metadata = BrokerMetrics(CollectorRegistry()), MetadataCache()
         delayed = DelayedProduces(self.replicas.produce_progress, clock)
+        self.replicas.consequences.connect(delayed_produces=delayed, isr_changes=IsrChanges())
         state_changes = ReplicaStateChanges(
-            broker_id=BROKER, replicas=self.replicas, fetchers=Fetchers(), delayed_produces=delayed,
-            topic_configs=TopicConfigs(), now_ms=clock.monotonic_ms, turn=turn)
+            broker_id=BROKER, replicas=self.replicas, fetchers=Fetchers(), topic_configs=TopicConfigs(),
+            now_ms=clock.monotonic_ms, turn=turn)
         self.control = BrokerControlServicer(state_changes=state_changes, metadata=metadata,
                                              broker_epoch_of=lambda: 0)
         self.replication = ReplicationServicer(
-            broker_id=BROKER, lookup=self.replicas.get, delayed_produces=delayed, isr_changes=IsrChanges(),
-            clock=clock, metrics=metrics, fetch_bytes_max=10 << 20, stopping=lambda: False, turn=turn)
-        self.produce = ProduceHandler(
+            broker_id=BROKER, lookup=self.replicas.get, clock=clock, metrics=metrics, fetch_bytes_max=10 << 20,
+            stopping=lambda: False, turn=turn)
+        self.produce = ProduceEdge(ProduceHandler(
             lookup=self.replicas.get, metadata=metadata, topic_configs=TopicConfigs(), delayed_produces=delayed,
-            clock=clock, metrics=metrics, batch_bytes_max=1 << 20, request_timeout_ms=30_000,
-            fsync_acks_all=False, wait_slots=WaitSlots(128), turn=turn)
+            metrics=metrics, batch_bytes_max=1 << 20, request_timeout_ms=30_000, fsync_acks_all=False,
+            wait_slots=WaitSlots(128), turn=turn), clock)
 
     def leader_and_isr(self, states) -> None:
         self.control.LeaderAndIsr(broker_control_pb2.LeaderAndIsrRequest(

@@ -1,20 +1,20 @@
 """Where one acks=all produce cycle's time goes, hop by hop (`produce.py --hops`).
 
-The services take these marks (replog.common.hopmarks) when
-REPLOG_HOP_MARKS_DIR is set:
+The services take these marks (replog.common.hopmarks.Hop; the files hold each
+member's label) when REPLOG_HOP_MARKS_DIR is set:
 
-| tag   | process      | taken when                                                    |
-|-------|--------------|---------------------------------------------------------------|
-| P1    | producer     | a request is queued on the ProduceStream                      |
-| L1    | leader       | the stream's reader has the request                           |
-| L2    | leader       | it is appended (acks=-1: parked for the HW)                   |
-| L3 f  | leader       | a fetch answer for follower f is built, about to be sent      |
-| F1 f  | follower f   | its fetcher has the answer                                    |
-| F2 f  | follower f   | the answer is handled (appended)                              |
-| F3 f  | follower f   | the next fetch is sent (it carries the new end offset)        |
-| L4 f  | leader       | the fetch handler has follower f's request (the HW may move)  |
-| L5    | leader       | the produce answer is built, about to be sent                 |
-| P4    | producer     | the producer has the answer                                   |
+| label | Hop member              | process    | taken when                                                   |
+|-------|-------------------------|------------|--------------------------------------------------------------|
+| P1    | PRODUCER_SENDS          | producer   | a request is queued on the ProduceStream                     |
+| L1    | LEADER_HAS_REQUEST      | leader     | the stream's reader has the request                          |
+| L2    | LEADER_APPENDED         | leader     | it is appended (acks=-1: parked for the HW)                  |
+| L3 f  | LEADER_ANSWERS_FOLLOWER | leader     | a fetch answer for follower f is built, about to be sent     |
+| F1 f  | FOLLOWER_HAS_ANSWER     | follower f | its fetcher has the answer                                   |
+| F2 f  | FOLLOWER_APPENDED       | follower f | the answer is handled (appended)                             |
+| F3 f  | FOLLOWER_SENDS_FETCH    | follower f | the next fetch is sent (it carries the new end offset)       |
+| L4 f  | LEADER_HAS_FETCH        | leader     | the fetch handler has follower f's request (the HW may move) |
+| L5    | LEADER_ANSWERS_PRODUCER | leader     | the produce answer is built, about to be sent                |
+| P4    | PRODUCER_HAS_ANSWER     | producer   | the producer has the answer                                  |
 
 `cycle_table` follows every produce request from P1 to P4 through the first
 mark of each kind after the one before (with one request in flight, as in

@@ -187,7 +187,7 @@ def _families(registry, prefix: str) -> list[tuple[str, str, str, tuple[str, ...
 def _service_metrics() -> list[tuple[str, list]]:
     from prometheus_client import REGISTRY, CollectorRegistry
 
-    from replog.broker.adapters.metrics import BrokerMetrics, PartitionSummary
+    from replog.broker.runtime.metrics import BrokerMetrics, PartitionSummary
     importlib.import_module("replog.controller.adapters.metrics")  # its metrics register at import
 
     broker = CollectorRegistry()

@@ -11,10 +11,10 @@ import grpc
 import pytest
 from prometheus_client import CollectorRegistry
 
-from replog.broker.adapters.delayed_produces import DelayedProduces
-from replog.broker.adapters.fetch_stream import FetchStream, StreamEnded
-from replog.broker.adapters.metrics import BrokerMetrics
-from replog.broker.adapters.replication_servicer import ReplicationServicer
+from replog.broker.entrypoints.replication_servicer import ReplicationServicer
+from replog.broker.replication.fetch_stream import FetchStream, StreamEnded
+from replog.broker.runtime.metrics import BrokerMetrics
+from replog.broker.runtime.turn import Turn
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import ServiceBinding, start_server
@@ -28,9 +28,8 @@ def leader():
     clock = SystemClock()
     stopping = {"now": False}
     servicer = ReplicationServicer(
-        broker_id=1, lookup=lambda tp: None, delayed_produces=DelayedProduces(lambda tp: None, clock),
-        isr_changes=None, clock=clock, metrics=BrokerMetrics(CollectorRegistry()), fetch_bytes_max=1 << 20,
-        stopping=lambda: stopping["now"])
+        broker_id=1, lookup=lambda tp: None, clock=clock, metrics=BrokerMetrics(CollectorRegistry()),
+        fetch_bytes_max=1 << 20, stopping=lambda: stopping["now"], turn=Turn())
     server = start_server([ServiceBinding("replog.v1.ReplicationService",
                                           replication_pb2_grpc.add_ReplicationServiceServicer_to_server, servicer)],
                           host="127.0.0.1", port=0)

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.follower import fetch_position
+from replog.broker.core.follower_fetch import DivergingEpoch, FollowerRead
+from replog.broker.core.high_watermark import HighWatermarkUpdate
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
-from replog.broker.core.leader import DivergingEpoch, FollowerRead, HighWatermarkUpdate
 from replog.broker.core.partition import (
     NO_LEADER,
     Applied,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from replog.broker.core.leader import FollowerRead, LeaderReplica
+from replog.broker.core.follower_fetch import FollowerRead
+from replog.broker.core.leader import LeaderReplica
 from replog.broker.core.topic_partition import TopicPartition
 
 from tests.unit.broker.core.fake_log import FakeLog

@@ -1,8 +1,9 @@
 """PartitionReplica keeps PartitionState, LeaderReplica and the HW consistent across events."""
 
 from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.follower_fetch import FollowerRead
+from replog.broker.core.isr_answer import IsrCommitted
 from replog.broker.core.isr_proposal import AlterPartitionAnswer
-from replog.broker.core.leader import FollowerRead, IsrCommitted
 from replog.broker.core.partition import Applied, LeaderAndIsrDecision, ReplicaRole
 from replog.broker.core.produce import ProduceAdmitted
 from replog.broker.core.replica import PartitionReplica

@@ -25,6 +25,7 @@ from typing import Any, Callable
 import grpc
 
 from replog.common import hopmarks
+from replog.common.hopmarks import Hop
 from replog.v1 import log_pb2, log_pb2_grpc
 
 _CLOSE = object()  # ends the request iterator (half-closes the stream)
@@ -55,7 +56,7 @@ class ProduceStream:
             self._next_id += 1
             self._pending[request_id] = (sent, sent_at_s)
             message.request_id = request_id
-            hopmarks.mark("P1")
+            hopmarks.mark(Hop.PRODUCER_SENDS)
             self._requests.put(message)
         return True
 
@@ -85,7 +86,7 @@ class ProduceStream:
         why = "the broker ended the produce stream"
         try:
             for response in self._call:
-                hopmarks.mark("P4")
+                hopmarks.mark(Hop.PRODUCER_HAS_ANSWER)
                 with self._lock:
                     entry = self._pending.pop(response.request_id, None)
                 if entry is not None:

@@ -10,13 +10,15 @@ itself, and then matches the marks of every cycle (bench/hops.py).
 With the variable unset (always, outside that benchmark) `mark` does nothing
 but return. Set, each process keeps `(time_ns, tag, arg)` in memory and
 appends them to `<dir>/<pid>.marks`, one "time_ns tag arg" line each, every
-MARKS_PER_WRITE marks and at exit. The marks' tags and where they are taken
-are listed in bench/hops.py, which is their only reader.
+MARKS_PER_WRITE marks and at exit. Each hop is a member of `Hop`, named for
+where it is taken; its value is the short label written to the file, which
+bench/hops.py, the only reader, parses.
 """
 
 from __future__ import annotations
 
 import atexit
+import enum
 import os
 import threading
 import time
@@ -24,20 +26,36 @@ import time
 ENV = "REPLOG_HOP_MARKS_DIR"
 MARKS_PER_WRITE = 2000
 
+
+class Hop(enum.StrEnum):
+    """One hop of an acks=all produce cycle, in the chain's order; the value is the label on file."""
+
+    PRODUCER_SENDS = "P1"  # the producer queues a request on its ProduceStream
+    LEADER_HAS_REQUEST = "L1"  # the leader's stream reader has the request
+    LEADER_APPENDED = "L2"  # the leader appended it (acks=all: parked for the HW)
+    LEADER_ANSWERS_FOLLOWER = "L3"  # a fetch answer for a follower is built, about to be sent
+    FOLLOWER_HAS_ANSWER = "F1"  # the follower's fetcher has the answer
+    FOLLOWER_APPENDED = "F2"  # the follower handled the answer (appended)
+    FOLLOWER_SENDS_FETCH = "F3"  # the follower sends its next fetch, carrying its new end offset
+    LEADER_HAS_FETCH = "L4"  # the leader's fetch handler has the follower's request (the HW may move)
+    LEADER_ANSWERS_PRODUCER = "L5"  # the produce answer is built, about to be sent
+    PRODUCER_HAS_ANSWER = "P4"  # the producer has the answer
+
+
 _lock = threading.Lock()
 _marks: list[tuple[int, str, int]] = []
 _path: str | None = None
 _enabled: bool | None = None  # decided at the first mark, so a process may set the variable first
 
 
-def mark(tag: str, arg: int = -1) -> None:
-    """Record that this process passed hop `tag` now (`arg`: which broker, where that matters)."""
+def mark(hop: Hop, arg: int = -1) -> None:
+    """Record that this process passed `hop` now (`arg`: which broker, where that matters)."""
     if _enabled is False:
         return
     if _enabled is None and not _enable():
         return
     with _lock:
-        _marks.append((time.time_ns(), tag, arg))
+        _marks.append((time.time_ns(), hop, arg))
         if len(_marks) >= MARKS_PER_WRITE:
             _write_locked()
 

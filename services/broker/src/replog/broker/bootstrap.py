@@ -16,31 +16,32 @@ import threading
 import time
 from pathlib import Path
 
-from replog.broker.adapters.assignments import assigned_here
-from replog.broker.adapters.checkpointer import Checkpointer, ControlBursts
-from replog.broker.adapters.control_servicer import BrokerControlServicer
-from replog.broker.adapters.controlled_shutdown import controlled_shutdown
-from replog.broker.adapters.controller_link import ControllerLink
-from replog.broker.adapters.delayed_produces import DelayedProduces
-from replog.broker.adapters.fetcher import FetchSettings, ReplicaFetcher
-from replog.broker.adapters.fetcher_manager import FetcherManager
-from replog.broker.adapters.isr_changes import IsrChangeSender
-from replog.broker.adapters.log_servicer import LogServicer
-from replog.broker.adapters.metadata_cache import MetadataCache
-from replog.broker.adapters.metrics import BrokerMetrics
-from replog.broker.adapters.produce_handler import ProduceHandler
-from replog.broker.adapters.producer_ids import ProducerIdAllocator
-from replog.broker.adapters.registration import register_broker
-from replog.broker.adapters.replica_manager import ReplicaManager
-from replog.broker.adapters.replication_servicer import ReplicationServicer
-from replog.broker.adapters.replication_throttle import ReplicationThrottle
-from replog.broker.adapters.servicers import bindings
-from replog.broker.adapters.state_changes import ReplicaStateChanges
-from replog.broker.adapters.topic_configs import TopicConfigs
-from replog.broker.adapters.turn import Turn
-from replog.broker.adapters.wait_slots import WaitSlots
 from replog.broker.config import BrokerConfig
+from replog.broker.control.controlled_shutdown import controlled_shutdown
+from replog.broker.control.controller_link import ControllerLink
+from replog.broker.control.isr_changes import IsrChangeSender
+from replog.broker.control.metadata_cache import MetadataCache
+from replog.broker.control.registration import register_broker
+from replog.broker.control.state_changes import ReplicaStateChanges
+from replog.broker.control.topic_configs import TopicConfigs
+from replog.broker.entrypoints.control_servicer import BrokerControlServicer
+from replog.broker.entrypoints.log_servicer import LogServicer
+from replog.broker.entrypoints.produce_edge import ProduceEdge
+from replog.broker.entrypoints.replication_servicer import ReplicationServicer
+from replog.broker.entrypoints.servicers import bindings
 from replog.broker.log import CheckpointError, LogConfig
+from replog.broker.produce.delayed_produces import DelayedProduces
+from replog.broker.produce.produce_handler import ProduceHandler
+from replog.broker.produce.producer_ids import ProducerIdAllocator
+from replog.broker.replicas.assignments import assigned_here
+from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
+from replog.broker.replicas.replica_manager import ReplicaManager
+from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
+from replog.broker.replication.fetcher_manager import FetcherManager
+from replog.broker.replication.replication_throttle import ReplicationThrottle
+from replog.broker.runtime.metrics import BrokerMetrics
+from replog.broker.runtime.turn import Turn
+from replog.broker.runtime.wait_slots import WaitSlots
 from replog.common import gc_policy, telemetry
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
@@ -146,13 +147,13 @@ class BrokerProcess:
         self.fetchers = FetcherManager(make_fetcher, config.num_replica_fetchers)
         self.isr_changes = IsrChangeSender(
             broker_id=config.broker_id, broker_epoch_of=lambda: self.broker_epoch, hosted=replicas.hosted,
-            lookup=replicas.get, controller=self.controller, delayed_produces=self.delayed_produces,
-            replica_lag_time_max_ms=config.replica_lag_time_max_ms, clock=clock, metrics=metrics,
+            lookup=replicas.get, controller=self.controller, replica_lag_time_max_ms=config.replica_lag_time_max_ms,
+            clock=clock, metrics=metrics,
         )
+        replicas.consequences.connect(delayed_produces=self.delayed_produces, isr_changes=self.isr_changes)
         self.state_changes = ReplicaStateChanges(
-            broker_id=config.broker_id, replicas=replicas, fetchers=self.fetchers,
-            delayed_produces=self.delayed_produces, topic_configs=self.topic_configs, now_ms=clock.monotonic_ms,
-            turn=turn,
+            broker_id=config.broker_id, replicas=replicas, fetchers=self.fetchers, topic_configs=self.topic_configs,
+            now_ms=clock.monotonic_ms, turn=turn,
         )
         bursts = ControlBursts(clock)
         self.checkpointer = Checkpointer(
@@ -166,19 +167,19 @@ class BrokerProcess:
             bursts=bursts)
         self.throttle = ReplicationThrottle(clock)
         self.replication_servicer = ReplicationServicer(
-            broker_id=config.broker_id, lookup=replicas.get, delayed_produces=self.delayed_produces,
-            isr_changes=self.isr_changes, clock=clock, metrics=metrics, fetch_bytes_max=config.replica_fetch_max_bytes,
-            stopping=stopping, throttle=self.throttle, turn=turn,
+            broker_id=config.broker_id, lookup=replicas.get, clock=clock, metrics=metrics,
+            fetch_bytes_max=config.replica_fetch_max_bytes, stopping=stopping, throttle=self.throttle, turn=turn,
         )
         wait_slots = WaitSlots(config.grpc_workers)
         produce = ProduceHandler(
             lookup=replicas.get, metadata=self.metadata, topic_configs=self.topic_configs,
-            delayed_produces=self.delayed_produces, clock=clock, metrics=metrics,
+            delayed_produces=self.delayed_produces, metrics=metrics,
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
             fsync_acks_all=config.fsync_acks_all, wait_slots=wait_slots, turn=turn,
         )
         self.log_servicer = LogServicer(
-            broker_id=config.broker_id, produce=produce, lookup=replicas.get, hosted=replicas.hosted,
+            broker_id=config.broker_id, produce=ProduceEdge(produce, clock), lookup=replicas.get,
+            hosted=replicas.hosted,
             metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
         )

@@ -8,10 +8,13 @@ Map (one job per module; each opens with its theory of operation):
 - partition.py         PartitionState, role transition table, LeaderAndIsr / StopReplica decisions and effects
 - replica.py           PartitionReplica: one replica's state, changed in one place
 - leader.py            LeaderReplica: follower progress, HW, ISR proposals
+- follower_fetch.py    a follower's fetch at the leader: the position check and the read it allows
 - high_watermark.py    HW as pure functions (candidate + epoch rule)
 - follower_progress.py caught-up, out-of-sync and rejoin rules
-- isr_proposal.py      AlterPartition proposals, maximal ISR
+- isr_proposal.py      AlterPartition proposals, maximal ISR, ineligible followers' back-off
+- isr_answer.py        what an AlterPartition answer proves, and the leader's outcomes
 - divergence.py        leader-side divergent-follower detection
+- effects.py           what a step changed for waiting requests, and whom that wakes
 - follower.py          follower fetch position and HW
 - truncation.py        follower truncation to the last common epoch
 - produce.py           produce admission, delayed produce completion

@@ -40,9 +40,18 @@ tests/scenario/broker):
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, NamedTuple
 
 from replog.broker.core.log_view import NO_OFFSET
+
+
+class HighWatermarkUpdate(NamedTuple):
+    previous: int
+    current: int
+
+    @property
+    def advanced(self) -> bool:
+        return self.current > self.previous
 
 
 def high_watermark_candidate(isr: Iterable[int], log_end_offsets: Mapping[int, int]) -> int:

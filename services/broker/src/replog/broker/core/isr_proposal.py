@@ -79,3 +79,32 @@ def maximal_isr(committed_isr: tuple[int, ...], pending: AlterPartitionProposal 
     if pending is None:
         return frozenset(committed_isr)
     return frozenset(committed_isr) | frozenset(pending.new_isr)
+
+
+INELIGIBLE_RETRY_MS = 5_000
+
+
+class IneligibleReplicas:
+    """Followers the controller refused as INELIGIBLE_REPLICA (shutting down, KIP-841): not proposed
+    again for INELIGIBLE_RETRY_MS from their next fetch, since a shutting-down follower keeps fetching
+    until it exits and each fetch would propose it again (docs/perf/ineligible-retry.md)."""
+
+    def __init__(self) -> None:
+        self._retry_at_ms: dict[int, int | None] = {}  # None: refused; the clock starts at its next fetch
+
+    def refused(self, replica_ids: Iterable[int]) -> None:
+        for replica_id in replica_ids:
+            self._retry_at_ms[replica_id] = None
+
+    def may_propose(self, replica_id: int, now_ms: int) -> bool:
+        """Whether `replica_id`, fetching now, may be proposed (starts its back-off after a refusal)."""
+        if replica_id not in self._retry_at_ms:
+            return True
+        retry_at_ms = self._retry_at_ms[replica_id]
+        if retry_at_ms is None:
+            self._retry_at_ms[replica_id] = now_ms + INELIGIBLE_RETRY_MS
+            return False
+        if now_ms < retry_at_ms:
+            return False
+        del self._retry_at_ms[replica_id]
+        return True

@@ -13,145 +13,63 @@ means nothing). It owns, and is the only code that changes:
 - at most one pending AlterPartition proposal (isr_proposal.py).
 
 Events and what they return (every result is a frozen value):
-- `on_follower_fetch(...)`: Refusal | DivergingEpoch | FollowerRead. A read
-  tells the adapter the range to send, the HW to put in the response, whether
-  the HW advanced (complete delayed produces/fetches) and an ISR expansion to
-  send to the controller, if any.
+- `on_follower_fetch(...)`: Refusal | DivergingEpoch | FollowerRead (follower_fetch.py). A read
+  tells the adapter the range to send, the HW to put in the response, and its
+  effects (effects.py): whether the HW advanced, and an ISR expansion to send.
 - `on_local_append(log)`: HighWatermarkUpdate (an ISR of one commits at once).
 - `maybe_shrink_isr(...)`: an AlterPartitionProposal or None.
-- `on_alter_partition_answer(...)`: IsrCommitted | IsrRefreshed | ProposalDropped
-  | ProposalStillPending | AnswerIgnored. `proposal_to_resend` says what the
-  adapter sends again after a transport failure.
+- `on_alter_partition_answer(...)`: an outcome of isr_answer.py, which also
+  holds the rules; `proposal_to_resend` says what the adapter sends again
+  after a transport failure. A follower refused as INELIGIBLE_REPLICA waits
+  before it is proposed again (isr_proposal.IneligibleReplicas).
 - `apply_committed_state(...)`: a LeaderAndIsr ISR-only update (same leader epoch).
 - `offset_for_leader_epoch(...)`: answers a follower's OffsetForLeaderEpoch.
-
-A replica the controller refused as INELIGIBLE_REPLICA (it is shutting down,
-KIP-841) is not proposed again for `INELIGIBLE_RETRY_MS` from its next fetch:
-a shutting-down follower keeps fetching until it exits, and proposing it on
-every fetch would send thousands of doomed AlterPartitions a second.
 
 Invariants: the leader is in its committed ISR; ISR within the assignment;
 HW never decreases and never passes the leader's LEO (all asserted); the
 ISR view (committed + pending) stays a superset of any ISR the controller
 may hold, so a pending proposal leaves only on an answer that proves the
-controller's state, or on a LeaderAndIsr (see `on_alter_partition_answer`).
+controller's state, or on a LeaderAndIsr (isr_answer.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Mapping, NamedTuple
+from typing import Mapping
 
-from replog.broker.core.divergence import find_divergence
+from replog.broker.core.effects import after_follower_fetch
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
+from replog.broker.core.follower_fetch import DivergingEpoch, FollowerFetchResult, FollowerRead, check_position
 from replog.broker.core.follower_progress import (
     FollowerProgress,
     after_fetch,
     is_out_of_sync,
     may_rejoin_isr,
 )
-from replog.broker.core.high_watermark import high_watermark_candidate, next_high_watermark
+from replog.broker.core.high_watermark import HighWatermarkUpdate, high_watermark_candidate, next_high_watermark
+from replog.broker.core.isr_answer import (
+    AdoptState,
+    AlterPartitionOutcome,
+    AnswerIgnored,
+    DropProposal,
+    IgnoreAnswer,
+    IsrCommitted,
+    IsrRefreshed,
+    ProposalDropped,
+    ProposalStillPending,
+    judge_answer,
+    stale_answer_reason,
+)
 from replog.broker.core.isr_proposal import (
     AlterPartitionAnswer,
     AlterPartitionProposal,
+    IneligibleReplicas,
     IsrChangeKind,
     in_assignment_order,
     maximal_isr,
 )
 from replog.broker.core.log_view import EpochEndOffset, LogView, epoch_end_offset
 from replog.broker.core.topic_partition import TopicPartition
-
-INELIGIBLE_RETRY_MS = 5_000
-
-
-class HighWatermarkUpdate(NamedTuple):
-    previous: int
-    current: int
-
-    @property
-    def advanced(self) -> bool:
-        return self.current > self.previous
-
-
-class FollowerRead(NamedTuple):
-    """A consistent follower fetch: send records in [fetch_offset, read_upto_offset)."""
-
-    fetch_offset: int
-    read_upto_offset: int
-    high_watermark: int
-    log_start_offset: int
-    leader_epoch: int
-    high_watermark_update: HighWatermarkUpdate
-    isr_proposal: AlterPartitionProposal | None
-
-
-class DivergingEpoch(NamedTuple):
-    """The follower's log diverged: answer `diverging` and no records (KIP-320)."""
-
-    diverging: EpochEndOffset
-    high_watermark: int
-    log_start_offset: int
-    leader_epoch: int
-
-
-@dataclass(frozen=True)
-class IsrCommitted:
-    isr: tuple[int, ...]
-    partition_epoch: int
-    kind: IsrChangeKind
-    high_watermark_update: HighWatermarkUpdate
-
-
-@dataclass(frozen=True)
-class IsrRefreshed:
-    """The answer carried a newer committed state for our leader epoch than we knew
-    (e.g. INVALID_UPDATE_VERSION after a lost answer); the leader adopted it."""
-
-    isr: tuple[int, ...]
-    partition_epoch: int
-    high_watermark_update: HighWatermarkUpdate
-
-
-@dataclass(frozen=True)
-class ProposalDropped:
-    """Refused against exactly our committed state (INELIGIBLE_REPLICA); a later check proposes again.
-
-    A dropped expansion shrinks the maximal ISR, so the HW may advance at once."""
-
-    error_code: ErrorCode
-    proposal: AlterPartitionProposal
-    high_watermark_update: HighWatermarkUpdate
-
-
-@dataclass(frozen=True)
-class ProposalStillPending:
-    """Refused in a way that does not prove the controller's ISR is ours: the proposal stays
-    pending (and counts in the maximal ISR). `resend`: send it again (outcome unknown);
-    otherwise wait for the LeaderAndIsr that will replace this leader state."""
-
-    error_code: ErrorCode
-    proposal: AlterPartitionProposal
-    resend: bool
-
-
-@dataclass(frozen=True)
-class AnswerIgnored:
-    reason: str
-
-
-FollowerFetchResult = FollowerRead | DivergingEpoch | Refusal
-AlterPartitionOutcome = IsrCommitted | IsrRefreshed | ProposalDropped | ProposalStillPending | AnswerIgnored
-
-# Refusals after which the leader is stale: keep the proposal, do not resend, await LeaderAndIsr.
-_AWAIT_NEW_STATE = frozenset(
-    {
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.NOT_LEADER,
-        ErrorCode.INVALID_UPDATE_VERSION,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-    }
-)
 
 
 class LeaderReplica:
@@ -182,8 +100,7 @@ class LeaderReplica:
         self._isr: tuple[int, ...] = ()
         self._partition_epoch = partition_epoch
         self._followers: dict[int, FollowerProgress] = {}
-        # replica -> no expansion proposal before this time; None: refused, the clock starts at its next fetch
-        self._ineligible: dict[int, int | None] = {}
+        self._ineligible = IneligibleReplicas()
         # replica -> (fetch offset, last fetched epoch) of its last fetch found consistent with our log
         self._accepted_position: dict[int, tuple[int, int]] = {}
         self._set_membership(replicas, isr, now_ms=now_ms)
@@ -290,14 +207,11 @@ class LeaderReplica:
         repeat = (self._accepted_position.get(replica_id) == (fetch_offset, last_fetched_epoch)
                   and log.log_start_offset <= fetch_offset)
         if not repeat:
-            diverging = find_divergence(log, fetch_offset=fetch_offset, last_fetched_epoch=last_fetched_epoch)
-            if diverging is not None:
-                return DivergingEpoch(diverging, self._high_watermark, log.log_start_offset, self._leader_epoch)
-            if not log.log_start_offset <= fetch_offset <= log.log_end_offset:
-                return Refusal(
-                    ErrorCode.OFFSET_OUT_OF_RANGE,
-                    f"fetch offset {fetch_offset} outside [{log.log_start_offset}, {log.log_end_offset}]",
-                )
+            problem = check_position(log, fetch_offset=fetch_offset, last_fetched_epoch=last_fetched_epoch)
+            if isinstance(problem, Refusal):
+                return problem
+            if problem is not None:
+                return DivergingEpoch(problem, self._high_watermark, log.log_start_offset, self._leader_epoch)
         self._followers[replica_id] = after_fetch(
             self._followers[replica_id],
             fetch_offset=fetch_offset,
@@ -309,6 +223,7 @@ class LeaderReplica:
         else:
             self._accepted_position[replica_id] = (fetch_offset, last_fetched_epoch)
             hw_update = self._update_high_watermark(log)
+        proposal = self._maybe_expand_isr(replica_id, now_ms)
         return FollowerRead(
             fetch_offset=fetch_offset,
             read_upto_offset=log.log_end_offset,
@@ -316,7 +231,8 @@ class LeaderReplica:
             log_start_offset=log.log_start_offset,
             leader_epoch=self._leader_epoch,
             high_watermark_update=hw_update,
-            isr_proposal=self._maybe_expand_isr(replica_id, now_ms),
+            isr_proposal=proposal,
+            effects=after_follower_fetch(hw_update.current > hw_update.previous, proposal is not None),
         )
 
     def on_local_append(self, log: LogView) -> HighWatermarkUpdate:
@@ -347,56 +263,29 @@ class LeaderReplica:
     def on_alter_partition_answer(
         self, proposal: AlterPartitionProposal, answer: AlterPartitionAnswer, log: LogView
     ) -> AlterPartitionOutcome:
-        """The controller's per-partition answer to `proposal` (the one the RPC carried).
-
-        Only real answers come here. A transport failure or a request-level
-        error (NOT_CONTROLLER, STALE_BROKER_EPOCH) leaves the outcome unknown:
-        keep the proposal pending and send `proposal_to_resend` again.
-
-        Safety rule: the leader's ISR view (committed + pending) must stay a
-        superset of every ISR the controller may hold, or the HW could pass a
-        replica the controller may elect. A pending expansion may already be
-        committed even when the answer says otherwise (an earlier answer was
-        lost, then the controller moved on), so a pending proposal is dropped
-        only on INELIGIBLE_REPLICA, which the controller decides after its
-        version checks, i.e. against exactly our committed state. This relies
-        on the controller never *adding* a replica to an ISR on its own
-        (elections and failures only remove); additions come from leaders.
-
-        - An answer for our leader epoch carrying a newer partition epoch is
-          the controller's committed state: adopt it (IsrCommitted when it
-          accepts the pending proposal, IsrRefreshed otherwise). Safe: it is
-          the ISR the controller holds now, and from there the controller
-          alone only removes members; growth needs a proposal from us.
-        - INELIGIBLE_REPLICA: drop the proposal; a later check proposes again.
-        - FENCED_LEADER_EPOCH, NOT_LEADER, a non-adoptable INVALID_UPDATE_VERSION:
-          we are stale; keep the proposal, do not resend, await LeaderAndIsr.
-        - Other errors: outcome unknown; keep it and resend.
-        - An answer to a proposal no longer pending: ignored (unless adoptable).
-        """
+        """The controller's per-partition answer to `proposal` (the one the RPC carried), judged by
+        the rules of isr_answer.py and applied here."""
         is_pending = proposal == self._pending
-        carries_state = answer.error_code in (ErrorCode.NONE, ErrorCode.INVALID_UPDATE_VERSION)
-        stale = self._stale_answer_reason(answer)
-        if carries_state and stale is None:
+        stale = stale_answer_reason(answer, broker_id=self._broker_id, leader_epoch=self._leader_epoch,
+                                    partition_epoch=self._partition_epoch, replicas=self._replicas)
+        verdict = judge_answer(answer, is_pending=is_pending, stale_reason=stale)
+        if isinstance(verdict, AdoptState):
             if is_pending:
                 self._clear_pending()
             self._isr = in_assignment_order(answer.isr, self._replicas)
             self._partition_epoch = answer.partition_epoch
             hw_update = self._update_high_watermark(log)
-            if answer.error_code is ErrorCode.NONE and is_pending:
+            if verdict.accepts_pending:
                 return IsrCommitted(self._isr, self._partition_epoch, proposal.kind, hw_update)
             return IsrRefreshed(self._isr, self._partition_epoch, hw_update)
-        if not is_pending:
-            return AnswerIgnored("answer for a proposal no longer pending")
-        if answer.error_code is ErrorCode.INELIGIBLE_REPLICA:
+        if isinstance(verdict, IgnoreAnswer):
+            return AnswerIgnored(verdict.reason)
+        if isinstance(verdict, DropProposal):
             self._clear_pending()
-            for replica_id in set(proposal.new_isr) - set(self._isr):
-                self._ineligible[replica_id] = None
+            self._ineligible.refused(set(proposal.new_isr) - set(self._isr))
             return ProposalDropped(answer.error_code, proposal, self._update_high_watermark(log))
-        if answer.error_code is ErrorCode.NONE:
-            return AnswerIgnored(f"accepted, but {stale}")
-        self._awaiting_new_state = answer.error_code in _AWAIT_NEW_STATE
-        return ProposalStillPending(answer.error_code, proposal, resend=not self._awaiting_new_state)
+        self._awaiting_new_state = verdict.await_new_state
+        return ProposalStillPending(answer.error_code, proposal, resend=not verdict.await_new_state)
 
     def apply_committed_state(
         self,
@@ -453,14 +342,8 @@ class LeaderReplica:
     def _maybe_expand_isr(self, replica_id: int, now_ms: int) -> AlterPartitionProposal | None:
         if self._pending is not None or replica_id in self._isr:
             return None
-        if replica_id in self._ineligible:
-            retry_at_ms = self._ineligible[replica_id]
-            if retry_at_ms is None:
-                self._ineligible[replica_id] = now_ms + INELIGIBLE_RETRY_MS
-                return None
-            if now_ms < retry_at_ms:
-                return None
-            del self._ineligible[replica_id]
+        if not self._ineligible.may_propose(replica_id, now_ms):
+            return None
         if not may_rejoin_isr(
             self._followers[replica_id],
             high_watermark=self._high_watermark,
@@ -483,15 +366,6 @@ class LeaderReplica:
             kind=kind,
         )
         return self._pending
-
-    def _stale_answer_reason(self, answer: AlterPartitionAnswer) -> str | None:
-        if answer.leader_epoch != self._leader_epoch or answer.leader_id != self._broker_id:
-            return f"answer for leader {answer.leader_id} epoch {answer.leader_epoch}"
-        if answer.partition_epoch <= self._partition_epoch:
-            return f"answer partition epoch {answer.partition_epoch} not newer than {self._partition_epoch}"
-        if self._broker_id not in answer.isr or not set(answer.isr) <= set(self._replicas):
-            return f"answer ISR {answer.isr} invalid for leader {self._broker_id}"
-        return None
 
     def _set_membership(self, replicas: tuple[int, ...], isr: tuple[int, ...], *, now_ms: int) -> None:
         assert self._broker_id in isr, (self._broker_id, isr)

@@ -22,19 +22,18 @@ A STOPPED replica is dropped by the adapter; a later assignment starts a new
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from replog.broker.core.effects import NO_EFFECTS, STATE_CHANGED, Effects, after_append, after_isr_change
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
 from replog.broker.core.fetch import ConsumerRead, plan_consumer_fetch
 from replog.broker.core.follower import follower_high_watermark
+from replog.broker.core.follower_fetch import FollowerFetchResult
+from replog.broker.core.high_watermark import HighWatermarkUpdate
+from replog.broker.core.isr_answer import AlterPartitionOutcome, AnswerIgnored, IsrCommitted, IsrRefreshed
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
-from replog.broker.core.leader import (
-    AlterPartitionOutcome,
-    AnswerIgnored,
-    FollowerFetchResult,
-    IsrCommitted,
-    IsrRefreshed,
-    LeaderReplica,
-)
+from replog.broker.core.leader import LeaderReplica
 from replog.broker.core.log_view import EpochEndOffset, LogView
 from replog.broker.core.partition import (
     Applied,
@@ -48,6 +47,20 @@ from replog.broker.core.partition import (
 )
 from replog.broker.core.produce import ProduceAdmitted, ProduceProgress, admit_produce
 from replog.broker.core.topic_partition import TopicPartition
+
+
+class LeaderAndIsrStep(NamedTuple):
+    """A LeaderAndIsr decision applied: the outcome, the leader's HW change for an update at its own
+    leader epoch (None otherwise), and what changed for waiting requests."""
+
+    outcome: PartitionOutcome
+    high_watermark_update: HighWatermarkUpdate | None
+    effects: Effects
+
+
+class LeaderAppended(NamedTuple):
+    high_watermark_update: HighWatermarkUpdate
+    effects: Effects
 
 
 class PartitionReplica:
@@ -72,10 +85,26 @@ class PartitionReplica:
     # --- controller requests -------------------------------------------------
 
     def on_leader_and_isr(self, decision: LeaderAndIsrDecision, *, log: LogView, now_ms: int) -> PartitionOutcome:
+        return self.leader_and_isr_step(decision, log=log, now_ms=now_ms).outcome
+
+    def leader_and_isr_step(self, decision: LeaderAndIsrDecision, *, log: LogView, now_ms: int) -> LeaderAndIsrStep:
+        """`on_leader_and_isr`, with its effects: an update at the leader's own epoch changes its ISR (and
+        the assignment, perhaps); anything else applied changes the replica's state."""
+        leader_before = self._leader
+        replicas_before = None if leader_before is None else leader_before.replicas
+        high_watermark_before = self.high_watermark
         outcome = apply_leader_and_isr(self._state, decision)
-        if isinstance(outcome, Applied):
-            self._apply(outcome, log=log, now_ms=now_ms)
-        return outcome
+        if not isinstance(outcome, Applied):
+            return LeaderAndIsrStep(outcome, None, NO_EFFECTS)
+        self._apply(outcome, log=log, now_ms=now_ms)
+        leader = self._leader
+        if leader is None or leader is not leader_before:
+            return LeaderAndIsrStep(outcome, None, STATE_CHANGED)
+        update = HighWatermarkUpdate(high_watermark_before, leader.high_watermark)
+        effects = after_isr_change(isr=leader.isr, hw_advanced=update.advanced, proposal_settled=False)
+        if leader.replicas != replicas_before:
+            effects = effects._replace(state_changed=True)
+        return LeaderAndIsrStep(outcome, update, effects)
 
     def on_stop_replica(self, *, leader_epoch: int, delete: bool) -> PartitionOutcome:
         outcome = apply_stop_replica(self._state, leader_epoch, delete)
@@ -126,6 +155,12 @@ class PartitionReplica:
         return self._leader.offset_for_leader_epoch(
             current_leader_epoch=current_leader_epoch, requested_leader_epoch=requested_leader_epoch, log=log
         )
+
+    def on_leader_append(self, *, log: LogView) -> LeaderAppended:
+        """After the adapter appended to the leader's log: the HW moves at once if the ISR is only us."""
+        assert self._leader is not None, "only a leader appends a producer's batches"
+        update = self._leader.on_local_append(log)
+        return LeaderAppended(update, after_append(update.advanced))
 
     def admit_produce(self, *, acks: int, min_insync_replicas: int) -> ProduceAdmitted | Refusal:
         return admit_produce(

@@ -4,7 +4,7 @@ A frozen, ordered value so it can key dicts, purgatory watch lists and sort
 deterministically in simulations. A named tuple rather than a frozen dataclass:
 it is hashed a dozen times per partition in every replica fetch, and a tuple
 hashes and compares in C, where a dataclass runs a Python `__hash__` each time
-(a tenth of a leader's time answering a 6,667-partition fetch).
+(docs/perf/topic-partition-tuple.md).
 """
 
 from __future__ import annotations

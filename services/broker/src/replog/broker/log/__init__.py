@@ -3,9 +3,11 @@
 Pure file I/O: no gRPC, no ZooKeeper, no threads. One job per module:
 
 - partition_log.py      `PartitionLog`: appends, reads, truncation, the epoch cache, flushing
+- segments.py           the segment files in offset order: roll, read across, cut, rolled ones awaiting fsync
 - segment.py            one `<base>.log` file of whole batches and its index
+- segment_scan.py       a segment read batch by batch: where valid data ends, and what is wrong
 - offset_index.py       the sparse offset -> position index (`<base>.index`)
-- recovery.py           start-up validation of the tail, cutting torn or corrupt writes
+- recovery.py           opening a log's files: leftovers removed, the tail validated, the epoch cache repaired
 - leader_epoch_cache.py leader_epoch -> start offset, KIP-101 end offsets (pure)
 - flush_policy.py       when to fsync (pure)
 - retention.py          which old segments to delete (pure)

@@ -23,8 +23,9 @@ class LogConfig:
     retention_bytes: int | None = None  # delete oldest segments while the log stays above (None: keep)
     # fsync a segment when it is rolled, inside the append that rolls it. False: the
     # owner fsyncs rolled segments later, off the append path, through
-    # `PartitionLog.rolled_segments_to_sync` (a broker does, so a 64 MiB fsync does not
-    # stall the partition's produce and fetch); open such a log with a recovery point.
+    # `PartitionLog.rolled_segments_to_sync` (a broker does, so a whole segment's fsync does
+    # not stall the partition's produce and fetch, docs/perf/rolled-segment-fsync.md); open
+    # such a log with a recovery point.
     fsync_on_roll: bool = True
 
     def __post_init__(self) -> None:

@@ -13,15 +13,25 @@ reports where the leader epoch went up, so the epoch cache can be repaired.
 
 Older segments are not scanned: their index is loaded and sanity-checked,
 and rebuilt from the segment if missing or inconsistent.
+
+`open_log_files` is what a log finds in its directory when it opens: leftovers
+of interrupted writes removed, the segments recovered (or a first, empty one
+created), and the leader-epoch cache loaded from its checkpoint and repaired to
+match the recovered log. The checkpoint only accelerates: every entry can be
+derived from batch headers, so a missing or unreadable one is rebuilt.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
+from pathlib import Path
 
+from .checkpoints import LEADER_EPOCH_CHECKPOINT_FILE, TEMP_SUFFIX, CheckpointError, read_leader_epoch_checkpoint
+from .config import LogConfig
+from .leader_epoch_cache import LeaderEpochCache
 from .results import RecoveryReport
-from .segment import LogSegment
+from .segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, parse_segment_file_name
 
 logger = logging.getLogger(__name__)
 
@@ -97,3 +107,73 @@ def recover_segments(
             len(indexes_rebuilt),
         )
     return segments, report, leader_epoch_starts
+
+
+def open_log_files(
+    directory: Path, config: LogConfig, recovery_point: int | None
+) -> tuple[list[LogSegment], RecoveryReport, LeaderEpochCache, bool]:
+    """The segments of the log in `directory` (recovered, or a new empty one), the recovery report, the
+    epoch cache, and whether the cache must be checkpointed again (it differs from its file)."""
+    bases = _clean_directory(directory)
+    if bases:
+        segments = [LogSegment.open_existing(directory, base, config.index_interval_bytes) for base in bases]
+        segments, report, leader_epoch_starts = recover_segments(segments, recovery_point)
+    else:
+        # A new, empty log needs no fsync: losing it in a crash loses no record, and the
+        # controller recreates it (docs/perf/new-log-fsync.md).
+        segments = [LogSegment.create(directory, 0, config.index_interval_bytes)]
+        report, leader_epoch_starts = RecoveryReport(), []
+    cache, cache_changed = _load_leader_epoch_cache(directory, segments, leader_epoch_starts)
+    return segments, report, cache, cache_changed and bool(bases or cache.entries())
+
+
+def _clean_directory(directory: Path) -> list[int]:
+    """Remove leftovers of interrupted writes; return the segment base offsets, sorted."""
+    bases = []
+    for path in directory.iterdir():
+        base_offset = parse_segment_file_name(path.name)
+        if base_offset is not None:
+            bases.append(base_offset)
+        elif path.name.endswith(TEMP_SUFFIX):
+            logger.info("%s: removing leftover %s", directory, path.name)
+            path.unlink()
+    for path in directory.glob("*" + INDEX_SUFFIX):
+        if not path.with_suffix(LOG_SUFFIX).exists():
+            logger.info("%s: removing index %s without a segment", directory, path.name)
+            path.unlink()
+    return sorted(bases)
+
+
+def _load_leader_epoch_cache(
+    directory: Path, segments: list[LogSegment], leader_epoch_starts: list[tuple[int, int]]
+) -> tuple[LeaderEpochCache, bool]:
+    """The epoch cache from its checkpoint, repaired to match the recovered log.
+
+    The checkpoint only accelerates: every entry can be derived from batch
+    headers, so a missing or unreadable checkpoint is rebuilt from them all.
+    """
+    path = directory / LEADER_EPOCH_CHECKPOINT_FILE
+    entries = None
+    if path.exists():
+        try:
+            entries = read_leader_epoch_checkpoint(path)
+        except CheckpointError as exc:
+            logger.warning("%s: rebuilding the leader epoch cache from the log: %s", directory, exc)
+    changed = entries is None
+    if entries is None:
+        leader_epoch_starts = _scan_leader_epoch_starts(segments)
+    cache = LeaderEpochCache(entries or [])
+    changed |= cache.truncate_from_end(segments[-1].next_offset)
+    for leader_epoch, start_offset in leader_epoch_starts:
+        changed |= cache.assign(leader_epoch, start_offset)
+    changed |= cache.truncate_from_start(segments[0].base_offset)
+    return cache, changed
+
+
+def _scan_leader_epoch_starts(segments: list[LogSegment]) -> list[tuple[int, int]]:
+    starts: list[tuple[int, int]] = []
+    for segment in segments:
+        for _, header in segment.iter_headers():
+            if header.partition_leader_epoch > (starts[-1][0] if starts else -1):
+                starts.append((header.partition_leader_epoch, header.base_offset))
+    return starts

@@ -16,7 +16,8 @@ Invariants (asserted around writes, checked by `recover` and `verify`):
 
 I/O is positional (`os.pread` / `os.pwrite`) on one descriptor, so reads do
 not disturb the append position. Scans read the file in chunks
-(`_ChunkReader`) rather than a syscall per batch or the whole file at once.
+(segment_scan.ChunkReader) rather than a syscall per batch or the whole file
+at once; recovery and verification judge the batches there.
 The newest timestamp of an immutable segment is computed on first use and
 cached; it is only needed by retention and timestamp lookups.
 
@@ -24,10 +25,9 @@ The active segment also remembers where its last few appended batches lie
 (`_tail`: base offset, start and end position, a contiguous run ending at
 the file's end). Followers and consumers read almost always from there, and
 a read that starts inside it needs one `pread` of the bytes instead of an
-index lookup and two header scans (a leader answering a follower that joined
-thousands of partitions after a failover spent most of its time scanning).
-A read starting before the remembered run takes the general path. A roll
-drops the old segment's run, truncation cuts it, recovery starts it empty.
+index lookup and two header scans (docs/perf/segment-tail.md). A read
+starting before the remembered run takes the general path. A roll drops the
+old segment's run, truncation cuts it, recovery starts it empty.
 """
 
 from __future__ import annotations
@@ -48,17 +48,16 @@ from replog.common.records import (
     CorruptRecordError,
     decode_records,
     read_header,
-    validate_batch,
 )
 
 from .offset_index import OffsetIndex
 from .results import CorruptionReport
+from .segment_scan import ChunkReader, scan_valid_prefix, verify_batches
 
 logger = logging.getLogger(__name__)
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
-SCAN_CHUNK_BYTES = 1024 * 1024
 HEADER_SCAN_CHUNK_BYTES = 64 * 1024
 TAIL_BATCHES_MAX = 16  # batches whose place the active segment remembers (see the module docstring)
 
@@ -84,27 +83,6 @@ class SegmentRecovery:
     reason: str | None
     # (leader_epoch, base_offset) wherever the batches' leader epoch went up
     leader_epoch_starts: tuple[tuple[int, int], ...]
-
-
-class _ChunkReader:
-    """Reads [pos, pos + n) of a file out of a cached chunk, refilling as needed."""
-
-    def __init__(self, fd: int, end_position: int, chunk_bytes: int) -> None:
-        self._fd = fd
-        self._end_position = end_position
-        self._chunk_bytes = chunk_bytes
-        self._chunk = b""
-        self._chunk_start = 0
-
-    def get(self, position: int, length: int) -> tuple[bytes, int]:
-        """A buffer and the index of `position` in it, holding min(length, end - position) bytes."""
-        offset = position - self._chunk_start
-        if offset >= 0 and offset + length <= len(self._chunk):
-            return self._chunk, offset
-        read_bytes = min(max(length, self._chunk_bytes), self._end_position - position)
-        self._chunk = os.pread(self._fd, read_bytes, position)
-        self._chunk_start = position
-        return self._chunk, 0
 
 
 class LogSegment:
@@ -170,8 +148,8 @@ class LogSegment:
     def release_descriptor(self) -> None:
         """Close the file descriptor until the next use; the segment stays usable.
 
-        A broker may host far more replicas than it may open files (100K replicas
-        against a 20K descriptor limit here), so idle segments hold none. The
+        A broker may host far more replicas than it may open files, so idle
+        segments hold none (docs/perf/segment-descriptors.md). The
         caller holds the log's owner's lock, as for every other call.
         """
         if self._fd_open >= 0:
@@ -267,7 +245,7 @@ class LogSegment:
         if position >= self.size_bytes:
             return
         with self._reading() as fd:
-            reader = _ChunkReader(fd, self.size_bytes, HEADER_SCAN_CHUNK_BYTES)
+            reader = ChunkReader(fd, self.size_bytes, HEADER_SCAN_CHUNK_BYTES)
             while position < self.size_bytes:
                 buf, at = reader.get(position, HEADER_SIZE)
                 header = read_header(buf, at)
@@ -351,69 +329,26 @@ class LogSegment:
     # -- recovery and checks ---------------------------------------------
 
     def recover(self) -> SegmentRecovery:
-        """Validate every batch, cut a torn or corrupt tail, rebuild the index.
+        """Validate every batch, cut a torn or corrupt tail, rebuild the index (segment_scan.py).
 
         Afterwards the file holds only valid, contiguous batches and
         `next_offset` is the offset after the last of them.
         """
-        reader = _ChunkReader(self._fd, self.size_bytes, SCAN_CHUNK_BYTES)
-        position, next_offset, batches_scanned = 0, self.base_offset, 0
-        index_entries: list[tuple[int, int]] = []
-        leader_epoch_starts: list[tuple[int, int]] = []
-        bytes_since_index_entry = 0
-        reason = None
-        while position < self.size_bytes:
-            header, reason = self._check_batch_at(reader, position, next_offset)
-            if header is None:
-                break
-            if bytes_since_index_entry >= self._index_interval_bytes and position > 0:
-                index_entries.append((header.base_offset, position))
-                bytes_since_index_entry = 0
-            if not leader_epoch_starts or header.partition_leader_epoch > leader_epoch_starts[-1][0]:
-                leader_epoch_starts.append((header.partition_leader_epoch, header.base_offset))
-            bytes_since_index_entry += header.size_bytes
-            position += header.size_bytes
-            next_offset = header.next_offset
-            batches_scanned += 1
-        bytes_dropped = self.size_bytes - position
+        valid = scan_valid_prefix(self._fd, self.size_bytes, self.base_offset, self._index_interval_bytes)
+        bytes_dropped = self.size_bytes - valid.size_bytes
         if bytes_dropped:
-            os.ftruncate(self._fd, position)
+            os.ftruncate(self._fd, valid.size_bytes)
             os.fsync(self._fd)
-            self.size_bytes = position
-        self.next_offset = next_offset
+            self.size_bytes = valid.size_bytes
+        self.next_offset = valid.next_offset
         self.index.close()
-        self.index = OffsetIndex.rebuild(self.index_path, self.base_offset, index_entries)
-        self._bytes_since_index_entry = bytes_since_index_entry
-        self._max_timestamp_ms = None if position else -1
+        self.index = OffsetIndex.rebuild(self.index_path, self.base_offset, valid.index_entries)
+        self._bytes_since_index_entry = valid.bytes_since_index_entry
+        self._max_timestamp_ms = None if valid.size_bytes else -1
         return SegmentRecovery(
-            batches_scanned, bytes_dropped, reason, tuple(e for e in leader_epoch_starts if e[0] >= 0)
+            valid.batches_scanned, bytes_dropped, valid.reason,
+            tuple(e for e in valid.leader_epoch_starts if e[0] >= 0),
         )
-
-    def _check_batch_at(
-        self, reader: _ChunkReader, position: int, expected_offset: int
-    ) -> tuple[BatchHeader | None, str | None]:
-        """The valid batch at `position`, or None and why there is none."""
-        remaining_bytes = self.size_bytes - position
-        if remaining_bytes < HEADER_SIZE:
-            return None, f"torn tail: {remaining_bytes} bytes at position {position}, less than a batch header"
-        buf, at = reader.get(position, HEADER_SIZE)
-        header = read_header(buf, at)
-        if header.magic == MAGIC and header.batch_length >= MIN_BATCH_LENGTH and header.size_bytes > remaining_bytes:
-            return None, (
-                f"torn tail: batch at position {position} needs {header.size_bytes} bytes, "
-                f"{remaining_bytes} remain"
-            )
-        buf, at = reader.get(position, max(header.size_bytes, HEADER_SIZE))
-        try:
-            validate_batch(buf, at, check_records=False)
-        except CorruptRecordError as exc:
-            return None, f"corrupt batch at position {position}: {exc}"
-        if header.base_offset != expected_offset:
-            return None, (
-                f"corrupt batch at position {position}: base offset {header.base_offset}, "
-                f"expected {expected_offset}"
-            )
-        return header, None
 
     def load_index(self) -> bool:
         """Load the index file if it is consistent with the segment; else rebuild it.
@@ -449,53 +384,13 @@ class LogSegment:
         return header.magic == MAGIC and header.base_offset == offset
 
     def verify(self, expected_offset: int) -> tuple[list[CorruptionReport], int]:
-        """Deep-check every batch (CRC, records, offsets) without changing anything.
+        """Deep-check every batch (CRC, records, offsets) without changing anything (segment_scan.py).
 
         Returns the problems found and the offset after the last batch read.
         A batch with a bad body is skipped and the scan goes on from the next
         one; a header that cannot be trusted ends the scan of this segment.
         """
-        reports = []
-        reader = _ChunkReader(self._fd, self.size_bytes, SCAN_CHUNK_BYTES)
-        position = 0
-        while position < self.size_bytes:
-            remaining_bytes = self.size_bytes - position
-            if remaining_bytes < HEADER_SIZE:
-                reports.append(CorruptionReport(self.name, position, f"{remaining_bytes} trailing bytes"))
-                break
-            buf, at = reader.get(position, HEADER_SIZE)
-            header = read_header(buf, at)
-            header_readable = header.magic == MAGIC and header.batch_length >= MIN_BATCH_LENGTH
-            if header_readable and header.size_bytes > remaining_bytes:
-                reports.append(
-                    CorruptionReport(
-                        self.name, position, f"incomplete batch: {header.size_bytes} bytes, {remaining_bytes} remain"
-                    )
-                )
-                break
-            if not header_readable:
-                reports.append(
-                    CorruptionReport(
-                        self.name,
-                        position,
-                        f"unreadable batch header (magic {header.magic}, batch_length {header.batch_length})",
-                    )
-                )
-                break
-            buf, at = reader.get(position, header.size_bytes)
-            try:
-                validate_batch(buf, at)
-            except CorruptRecordError as exc:
-                reports.append(CorruptionReport(self.name, position, str(exc)))
-            if header.base_offset != expected_offset:
-                reports.append(
-                    CorruptionReport(
-                        self.name, position, f"base offset {header.base_offset}, expected {expected_offset}"
-                    )
-                )
-            expected_offset = header.next_offset
-            position += header.size_bytes
-        return reports, expected_offset
+        return verify_batches(self._fd, self.size_bytes, self.name, expected_offset)
 
 
 def _first(entry: tuple[int, int, int]) -> int:

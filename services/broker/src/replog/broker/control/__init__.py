@@ -1,0 +1,10 @@
+"""The broker's side of the control plane: the controller's requests, ZooKeeper, ISR proposals.
+
+- state_changes.py        LeaderAndIsr / StopReplica applied: core decisions, effects, become_* spans
+- metadata_cache.py       UpdateMetadata -> Metadata answers, broker addresses, the metadata digest
+- isr_changes.py          the periodic ISR shrink check, AlterPartition sending and its answers
+- controller_link.py      the active controller's address from /controller, and its RPCs
+- controlled_shutdown.py  ControlledShutdown before stopping
+- registration.py         the ephemeral /brokers/ids/<id> (broker epoch = czxid)
+- topic_configs.py        min.insync.replicas from /config/topics (DataWatch)
+"""

@@ -1,0 +1,120 @@
+"""How the broker reaches the active controller: /controller names its host and port.
+
+A kazoo DataWatch keeps the address current; calls go through the shared
+channel cache with the current trace context in their metadata. Callers retry:
+`ControllerUnavailable` (no controller seated, or the RPC failed in transport)
+and a NOT_CONTROLLER answer both mean "ask again shortly". This is the broker's
+edge towards the controller: callers pass and get domain values, and the
+protobuf messages are built and read here.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Iterable, NamedTuple
+
+import grpc
+from kazoo.recipe.watchers import DataWatch
+
+from replog.broker.core.errors import ErrorCode
+from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
+from replog.broker.core.topic_partition import TopicPartition
+from replog.common import telemetry
+from replog.common.channels import CONTROL_RPC_TIMEOUT_S, ChannelCache
+from replog.common.zk import schema
+from replog.common.zk.client import ZkClient
+from replog.v1 import controller_pb2, controller_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+
+class ControllerUnavailable(Exception):
+    """No controller could be asked (none seated, or the call failed in transport)."""
+
+
+class PartitionAnswer(NamedTuple):
+    topic_partition: TopicPartition
+    answer: AlterPartitionAnswer
+    error_message: str
+
+
+class AlterPartitionReply(NamedTuple):
+    error_code: ErrorCode  # of the request as a whole; NONE when `answers` holds one per partition
+    error_message: str
+    answers: tuple[PartitionAnswer, ...]
+
+
+class ShutdownReply(NamedTuple):
+    error_code: ErrorCode
+    error_message: str
+    remaining: tuple[TopicPartition, ...]  # partitions this broker still leads
+
+
+class ControllerLink:
+    def __init__(self, zk: ZkClient, channels: ChannelCache) -> None:
+        self._zk = zk
+        self._channels = channels
+        self._lock = threading.Lock()
+        self._address: str | None = None
+        self._controller_id = -1
+
+    def start(self) -> None:
+        DataWatch(self._zk.kazoo, schema.CONTROLLER, self._on_controller)
+
+    def _on_controller(self, data, stat) -> None:
+        address, controller_id = None, -1
+        if data:
+            try:
+                record = schema.ControllerRecord.decode(data)
+                controller_id = record.controller_id
+                if record.host and record.port:
+                    address = f"{record.host}:{record.port}"
+            except schema.ZkDataError as exc:
+                log.warning("unreadable %s: %s", schema.CONTROLLER, exc)
+        with self._lock:
+            self._address, self._controller_id = address, controller_id
+        log.info("active controller: %s (%s)", controller_id, address or "unknown address")
+
+    def _stub(self) -> controller_pb2_grpc.ControllerServiceStub:
+        with self._lock:
+            address = self._address
+        if address is None:
+            raise ControllerUnavailable("no active controller in /controller")
+        return controller_pb2_grpc.ControllerServiceStub(self._channels.get(address))
+
+    def alter_partition(
+        self, broker_id: int, broker_epoch: int, proposals: Iterable[AlterPartitionProposal],
+        timeout_s: float = CONTROL_RPC_TIMEOUT_S,
+    ) -> AlterPartitionReply:
+        request = controller_pb2.AlterPartitionRequest(broker_id=broker_id, broker_epoch=broker_epoch, partitions=[
+            controller_pb2.AlterPartitionItem(
+                topic=p.topic_partition.topic, partition=p.topic_partition.partition, leader_epoch=p.leader_epoch,
+                new_isr=p.new_isr, partition_epoch=p.partition_epoch,
+            )
+            for p in proposals
+        ])
+        try:
+            response = self._stub().AlterPartition(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
+        except grpc.RpcError as exc:
+            raise ControllerUnavailable(f"AlterPartition: {exc.code().name}: {exc.details()}") from None
+        return AlterPartitionReply(ErrorCode(response.error_code), response.error_message, tuple(
+            PartitionAnswer(
+                TopicPartition(r.topic, r.partition),
+                AlterPartitionAnswer(error_code=ErrorCode(r.error_code), leader_id=r.leader,
+                                     leader_epoch=r.leader_epoch, isr=tuple(r.isr), partition_epoch=r.partition_epoch),
+                r.error_message,
+            )
+            for r in response.partitions
+        ))
+
+    def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int, timeout_s: float = CONTROL_RPC_TIMEOUT_S
+    ) -> ShutdownReply:
+        request = controller_pb2.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch)
+        try:
+            response = self._stub().ControlledShutdown(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
+        except grpc.RpcError as exc:
+            raise ControllerUnavailable(f"ControlledShutdown: {exc.code().name}: {exc.details()}") from None
+        return ShutdownReply(ErrorCode(response.error_code), response.error_message,
+                             tuple(TopicPartition(p.topic, p.partition) for p in response.remaining_partitions))

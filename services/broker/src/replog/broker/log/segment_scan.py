@@ -1,0 +1,160 @@
+"""Reading a segment file batch by batch to judge it: where its valid data ends (recovery) and what in it
+is wrong (verification).
+
+Theory of operation (docs/architecture.md, "Storage", start-up recovery):
+
+`scan_valid_prefix` walks a segment from its start and stops at the first batch
+that is torn (shorter than its header says), corrupt (bad CRC or framing) or out
+of sequence (not starting where the previous one ended). What it reports (how
+far the file is valid, the index entries and leader-epoch starts seen on the
+way) is all `LogSegment.recover` needs to cut the file and rebuild its index;
+the scan itself changes nothing. `verify_batches` walks a whole segment and
+reports every problem, skipping a batch with a bad body and stopping only at a
+header that cannot be trusted; it too changes nothing.
+
+Scans read the file in chunks (`ChunkReader`) rather than a system call per
+batch or the whole file at once.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from replog.common.records import (
+    HEADER_SIZE,
+    MAGIC,
+    MIN_BATCH_LENGTH,
+    BatchHeader,
+    CorruptRecordError,
+    read_header,
+    validate_batch,
+)
+
+from .results import CorruptionReport
+
+SCAN_CHUNK_BYTES = 1024 * 1024
+
+
+class ChunkReader:
+    """Reads [pos, pos + n) of a file out of a cached chunk, refilling as needed."""
+
+    def __init__(self, fd: int, end_position: int, chunk_bytes: int) -> None:
+        self._fd = fd
+        self._end_position = end_position
+        self._chunk_bytes = chunk_bytes
+        self._chunk = b""
+        self._chunk_start = 0
+
+    def get(self, position: int, length: int) -> tuple[bytes, int]:
+        """A buffer and the index of `position` in it, holding min(length, end - position) bytes."""
+        offset = position - self._chunk_start
+        if offset >= 0 and offset + length <= len(self._chunk):
+            return self._chunk, offset
+        read_bytes = min(max(length, self._chunk_bytes), self._end_position - position)
+        self._chunk = os.pread(self._fd, read_bytes, position)
+        self._chunk_start = position
+        return self._chunk, 0
+
+
+class ValidPrefix(NamedTuple):
+    """How much of a segment holds whole, valid, contiguous batches, and what was seen in them."""
+
+    size_bytes: int
+    next_offset: int
+    batches_scanned: int
+    reason: str | None  # why the scan stopped before the file's end; None when it did not
+    index_entries: list[tuple[int, int]]
+    bytes_since_index_entry: int
+    leader_epoch_starts: list[tuple[int, int]]  # (leader_epoch, base_offset) wherever the epoch went up
+
+
+def scan_valid_prefix(fd: int, size_bytes: int, base_offset: int, index_interval_bytes: int) -> ValidPrefix:
+    reader = ChunkReader(fd, size_bytes, SCAN_CHUNK_BYTES)
+    position, next_offset, batches_scanned = 0, base_offset, 0
+    index_entries: list[tuple[int, int]] = []
+    leader_epoch_starts: list[tuple[int, int]] = []
+    bytes_since_index_entry = 0
+    reason = None
+    while position < size_bytes:
+        header, reason = _batch_at(reader, size_bytes, position, next_offset)
+        if header is None:
+            break
+        if bytes_since_index_entry >= index_interval_bytes and position > 0:
+            index_entries.append((header.base_offset, position))
+            bytes_since_index_entry = 0
+        if not leader_epoch_starts or header.partition_leader_epoch > leader_epoch_starts[-1][0]:
+            leader_epoch_starts.append((header.partition_leader_epoch, header.base_offset))
+        bytes_since_index_entry += header.size_bytes
+        position += header.size_bytes
+        next_offset = header.next_offset
+        batches_scanned += 1
+    return ValidPrefix(position, next_offset, batches_scanned, reason, index_entries, bytes_since_index_entry,
+                       leader_epoch_starts)
+
+
+def _batch_at(
+    reader: ChunkReader, size_bytes: int, position: int, expected_offset: int
+) -> tuple[BatchHeader | None, str | None]:
+    """The valid batch at `position`, or None and why there is none."""
+    remaining_bytes = size_bytes - position
+    if remaining_bytes < HEADER_SIZE:
+        return None, f"torn tail: {remaining_bytes} bytes at position {position}, less than a batch header"
+    buf, at = reader.get(position, HEADER_SIZE)
+    header = read_header(buf, at)
+    if header.magic == MAGIC and header.batch_length >= MIN_BATCH_LENGTH and header.size_bytes > remaining_bytes:
+        return None, (
+            f"torn tail: batch at position {position} needs {header.size_bytes} bytes, "
+            f"{remaining_bytes} remain"
+        )
+    buf, at = reader.get(position, max(header.size_bytes, HEADER_SIZE))
+    try:
+        validate_batch(buf, at, check_records=False)
+    except CorruptRecordError as exc:
+        return None, f"corrupt batch at position {position}: {exc}"
+    if header.base_offset != expected_offset:
+        return None, (
+            f"corrupt batch at position {position}: base offset {header.base_offset}, "
+            f"expected {expected_offset}"
+        )
+    return header, None
+
+
+def verify_batches(fd: int, size_bytes: int, name: str,
+                   expected_offset: int) -> tuple[list[CorruptionReport], int]:
+    """Every problem found (CRC, records, offsets) and the offset after the last batch read."""
+    reports = []
+    reader = ChunkReader(fd, size_bytes, SCAN_CHUNK_BYTES)
+    position = 0
+    while position < size_bytes:
+        remaining_bytes = size_bytes - position
+        if remaining_bytes < HEADER_SIZE:
+            reports.append(CorruptionReport(name, position, f"{remaining_bytes} trailing bytes"))
+            break
+        buf, at = reader.get(position, HEADER_SIZE)
+        header = read_header(buf, at)
+        header_readable = header.magic == MAGIC and header.batch_length >= MIN_BATCH_LENGTH
+        if header_readable and header.size_bytes > remaining_bytes:
+            reports.append(CorruptionReport(
+                name, position, f"incomplete batch: {header.size_bytes} bytes, {remaining_bytes} remain"))
+            break
+        if not header_readable:
+            reports.append(
+                CorruptionReport(
+                    name,
+                    position,
+                    f"unreadable batch header (magic {header.magic}, batch_length {header.batch_length})",
+                )
+            )
+            break
+        buf, at = reader.get(position, header.size_bytes)
+        try:
+            validate_batch(buf, at)
+        except CorruptRecordError as exc:
+            reports.append(CorruptionReport(name, position, str(exc)))
+        if header.base_offset != expected_offset:
+            reports.append(CorruptionReport(
+                name, position, f"base offset {header.base_offset}, expected {expected_offset}"))
+        expected_offset = header.next_offset
+        position += header.size_bytes
+    return reports, expected_offset

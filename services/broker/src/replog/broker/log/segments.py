@@ -1,0 +1,267 @@
+"""The segment files of one log, in offset order: which one holds an offset, rolling, reading across them,
+cutting them back, and which rolled ones still wait for an fsync.
+
+Theory of operation (docs/architecture.md, "Storage"; Kafka's `LocalLog` / `LogSegments`):
+
+Segments hold contiguous offsets from the first one's base offset (the log
+start) to the last one's next offset (the LEO); only the last, the active one,
+is appended to. A write that would overflow the active segment's size, or its
+32-bit relative offsets, rolls it first: the old segment is sealed and fsynced
+(or, with `LogConfig.fsync_on_roll` False, listed for its owner to fsync later,
+off the append path, docs/perf/rolled-segment-fsync.md) and a new one begins at
+its next offset. Cutting back deletes whole segments newest first, so a crash
+leaves a prefix of the log; retention deletes oldest first, leaving a suffix.
+Every cut or deletion changes the layout version, which voids a report of
+rolled segments fsynced under an older layout.
+
+This class knows files and offsets only: the leader-epoch cache, the flush
+policy and the recovery point belong to `PartitionLog`, which owns it and
+serialises every call.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Callable
+
+from replog.common.records import BatchHeader, CorruptRecordError, check_batch, iter_batches
+
+from .checkpoints import fsync_directory
+from .config import LogConfig
+from .errors import LogOffsetMismatchError
+from .results import CorruptionReport
+from .retention import SegmentSummary
+from .segment import LogSegment
+
+logger = logging.getLogger(__name__)
+
+RELATIVE_OFFSET_MAX = 2**31 - 1
+
+
+class Segments:
+    def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment]) -> None:
+        assert segments, "a log always has an active segment"
+        self._directory = directory
+        self._config = config
+        self._segments = segments
+        self._unsynced_rolled: list[LogSegment] = []  # rolled, fsync pending (fsync_on_roll False)
+        self._layout_version = 0  # bumped whenever segments are cut or deleted
+
+    def __getitem__(self, index: int) -> LogSegment:
+        return self._segments[index]
+
+    def __len__(self) -> int:
+        return len(self._segments)
+
+    def __iter__(self) -> Iterator[LogSegment]:
+        return iter(self._segments)
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size_bytes for segment in self._segments)
+
+    def index_of(self, offset: int) -> int:
+        """Index of the segment whose offsets include `offset` (the last with base <= it)."""
+        return max(bisect.bisect_right(self._segments, offset, key=_base_offset) - 1, 0)
+
+    # -- writes ----------------------------------------------------------------
+
+    def continuation(self, batches: bytes) -> list[tuple[int, BatchHeader]]:
+        """(position, header) of each of a leader's `batches`, checked whole, with valid CRCs, and
+        continuing this log exactly at its LEO (LogOffsetMismatchError / CorruptRecordError)."""
+        headers: list[tuple[int, BatchHeader]] = []
+        expected_offset = self.log_end_offset
+        scan = iter_batches(batches)
+        for position, header in scan:
+            check_batch(batches, header, position, check_records=False)
+            if header.base_offset != expected_offset:
+                where = "the first batch" if not headers else f"the batch at position {position}"
+                raise LogOffsetMismatchError(
+                    f"{self._directory}: {where} starts at offset {header.base_offset}, expected {expected_offset}"
+                    + (" (the log end offset)" if not headers else "")
+                )
+            headers.append((position, header))
+            expected_offset = header.next_offset
+        if scan.tail_bytes:
+            raise CorruptRecordError(
+                f"{scan.tail_bytes} bytes of an incomplete batch at position {scan.stop_position}"
+            )
+        return headers
+
+    def write(self, batch: bytes | memoryview, header: BatchHeader, before_roll: Callable[[], None]) -> None:
+        """Append one whole batch at the LEO, rolling first when the active segment is full;
+        `before_roll` runs once the old segment is flushed and before it is sealed."""
+        active = self._segments[-1]
+        segment_full = active.size_bytes + len(batch) > self._config.segment_bytes
+        offsets_full = header.last_offset - active.base_offset > RELATIVE_OFFSET_MAX
+        if active.size_bytes > 0 and (segment_full or offsets_full):
+            active = self._roll(before_roll)
+        active.append(batch, header)
+
+    def _roll(self, before_roll: Callable[[], None]) -> LogSegment:
+        old = self._segments[-1]
+        if self._config.fsync_on_roll:
+            old.flush()
+        else:
+            self._unsynced_rolled.append(old)
+        before_roll()
+        old.index.close()  # immutable from now on; the index stays in memory
+        old.forget_tail()
+        new = LogSegment.create(self._directory, old.next_offset, self._config.index_interval_bytes)
+        fsync_directory(self._directory)
+        self._segments.append(new)
+        logger.debug("%s: rolled to segment %s", self._directory, new.name)
+        return new
+
+    # -- reads -----------------------------------------------------------------
+
+    def read(self, start_offset: int, max_bytes: int, limit_offset: int) -> bytes:
+        """Whole batches from the one holding `start_offset` (below `limit_offset`, within the log),
+        about `max_bytes` of them and at least one; none starting at or above `limit_offset`."""
+        i = self.index_of(start_offset)
+        tail = self._segments[i].read_tail(start_offset, max_bytes, limit_offset)
+        if tail is not None and (tail[1] or i == len(self._segments) - 1):
+            return tail[0]
+        found = self._segments[i].find_batch(start_offset)
+        assert found is not None, f"offset {start_offset} below the LEO but in no batch of {self._segments[i].name}"
+        position = found[0]
+        parts: list[bytes] = []
+        read_bytes = 0
+        for segment in self._segments[i:]:
+            data, stopped = segment.read_batches(position, max_bytes - read_bytes, limit_offset, not parts)
+            if data:
+                parts.append(data)
+                read_bytes += len(data)
+            if stopped:
+                break
+            position = 0
+        return b"".join(parts)
+
+    def iter_batch_headers(self) -> Iterator[BatchHeader]:
+        for segment in list(self._segments):
+            for _, header in segment.iter_headers():
+                yield header
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        for segment in self._segments:
+            if segment.max_timestamp_ms() >= timestamp_ms:
+                found = segment.offset_for_timestamp(timestamp_ms)
+                assert found is not None, f"{segment.name}: max timestamp but no record at it"
+                return found
+        return None
+
+    def summaries(self, *, with_timestamps: bool) -> list[SegmentSummary]:
+        """What retention decides on (retention.py), oldest first; newest timestamps only if asked."""
+        return [SegmentSummary(segment.next_offset, segment.size_bytes,
+                               segment.max_timestamp_ms() if with_timestamps else -1) for segment in self._segments]
+
+    # -- cuts and deletions -------------------------------------------------------
+
+    def cut_to(self, offset: int) -> int:
+        """Cut so the log ends at the last batch boundary <= `offset` (within the log, below the
+        LEO); the cut segment is fsynced. Returns the new LEO."""
+        i = self.index_of(offset)
+        found = self._segments[i].find_batch(offset)
+        assert found is not None, f"offset {offset} below the LEO but in no batch of {self._segments[i].name}"
+        position, header = found
+        later = self._segments[i + 1 :]
+        for segment in reversed(later):  # newest first: a crash leaves a prefix of the log
+            segment.delete()
+        del self._segments[i + 1 :]
+        if later:
+            fsync_directory(self._directory)
+        self._segments[i].truncate_to(position, header.base_offset)
+        self._forget_unsynced_beyond_active()
+        return header.base_offset
+
+    def restart_at(self, offset: int) -> None:
+        """Delete every segment; the log restarts empty at `offset`."""
+        for segment in reversed(self._segments):
+            segment.delete()
+        self._segments = [LogSegment.create(self._directory, offset, self._config.index_interval_bytes)]
+        self._forget_unsynced_beyond_active()
+        fsync_directory(self._directory)
+
+    def delete_oldest(self, count: int) -> list[LogSegment]:
+        """Delete the `count` oldest segments (never the active one); returns them."""
+        assert count < len(self._segments), (count, len(self._segments))
+        doomed = self._segments[:count]
+        del self._segments[:count]
+        self._forget_unsynced_beyond_active()
+        for segment in doomed:  # oldest first: a crash leaves a suffix of the log
+            segment.delete()
+        fsync_directory(self._directory)
+        return doomed
+
+    # -- durability ------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync every rolled segment not yet synced, then the active one."""
+        for segment in self._unsynced_rolled:
+            segment.flush()
+        self._unsynced_rolled = []
+        self._segments[-1].flush()
+
+    @property
+    def has_rolled_to_sync(self) -> bool:
+        return bool(self._unsynced_rolled)
+
+    def rolled_to_sync(self) -> tuple[int, list[tuple[int, int]]]:
+        """(layout version, [(duplicated fd, next offset)]) of the rolled segments whose fsync is pending."""
+        return self._layout_version, [(s.duplicate_fd(), s.next_offset) for s in self._unsynced_rolled]
+
+    def rolled_synced(self, token: int, next_offset: int) -> bool:
+        """The rolled segments listed under `token`, up to `next_offset`, are on disk; True when that
+        left none pending (everything below `next_offset` is then durable)."""
+        if token != self._layout_version:
+            return False
+        self._unsynced_rolled = [s for s in self._unsynced_rolled if s.next_offset > next_offset]
+        if self._unsynced_rolled:
+            return False
+        assert next_offset <= self._segments[-1].base_offset, (next_offset, self._segments[-1].base_offset)
+        return True
+
+    def _forget_unsynced_beyond_active(self) -> None:
+        """After segments were cut or deleted: only segments still rolled may wait for an fsync
+        (a cut segment is fsynced by the cut)."""
+        self._layout_version += 1
+        rolled = {id(segment) for segment in self._segments[:-1]}
+        self._unsynced_rolled = [s for s in self._unsynced_rolled if id(s) in rolled]
+
+    # -- checks and lifecycle -----------------------------------------------------------
+
+    def verify(self) -> list[CorruptionReport]:
+        """Deep-check every batch of every segment (CRC, records, contiguous offsets); change nothing."""
+        reports: list[CorruptionReport] = []
+        previous_end_offset = None
+        for segment in self._segments:
+            if previous_end_offset is not None and previous_end_offset != segment.base_offset:
+                reports.append(CorruptionReport(
+                    segment.name, 0,
+                    f"segment starts at {segment.base_offset}, the previous one ends at {previous_end_offset}"))
+            segment_reports, previous_end_offset = segment.verify(segment.base_offset)
+            reports.extend(segment_reports)
+        return reports
+
+    def release_descriptors(self) -> None:
+        for segment in self._segments:
+            segment.release_descriptor()
+
+    def close(self) -> None:
+        for segment in self._segments:
+            segment.close()
+
+
+def _base_offset(segment: LogSegment) -> int:
+    return segment.base_offset

@@ -1,0 +1,223 @@
+"""Produce, end to end on the leader: validate, append, and for acks=-1 wait for the HW.
+
+Theory of operation (docs/architecture.md, "Produce"; core/produce.py order):
+
+1. Request checks: acks must be 0, 1 or -1 (else every partition gets
+   INVALID_REQUIRED_ACKS and nothing is appended); a partition named twice
+   is INVALID_REQUEST.
+2. Per partition, outside any lock: the batch is `record_batch` as sent (bytes
+   end to end) or built once from the records sent decoded; it is validated once
+   (`validate_batch`: size, CRC-32C, record framing) -> RECORD_TOO_LARGE /
+   CORRUPT_RECORD. Unknown partition -> UNKNOWN_TOPIC_OR_PARTITION (or
+   NOT_LEADER when the cluster has it but this broker does not host it).
+3. Under the partition lock (leader_side.append_produced): leadership,
+   min.insync.replicas for acks=-1 (NOT_ENOUGH_REPLICAS before any append),
+   the idempotence check (a retry is answered with its original offsets), the
+   append, the producer state, the HW. A refused partition changes nothing.
+4. acks=0/1 answer now; acks=-1 waits in the delayed produces until the HW
+   passes every appended batch (NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when
+   the ISR shrank below the minimum meanwhile), leadership is lost
+   (NOT_LEADER) or the timeout passes (REQUEST_TIMED_OUT). An acks=-1 request
+   first takes a wait slot (wait_slots.py); with none free it is refused with
+   REQUEST_TIMED_OUT before anything is appended.
+
+Requests and answers are domain values (values.py); the servicer converts them
+(entrypoints/produce_edge.py). Answers come in the request's partition order;
+an acks=0 request is answered with none.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+from replog.broker.control.metadata_cache import MetadataCache
+from replog.broker.control.topic_configs import TopicConfigs
+from replog.broker.core.effects import Effects
+from replog.broker.core.errors import ErrorCode
+from replog.broker.core.produce import ACKS_ALL, ACKS_NONE, VALID_ACKS, ProduceResult, ProduceWait
+from replog.broker.core.topic_partition import TopicPartition
+from replog.broker.produce.delayed_produces import DelayedProduces
+from replog.broker.produce.values import PartitionAnswer, PartitionProduce, ProduceRequest
+from replog.broker.replicas.hosted_partition import HostedPartition
+from replog.broker.replicas.leader_side import append_produced
+from replog.broker.runtime.metrics import BrokerMetrics
+from replog.broker.runtime.turn import Turn
+from replog.broker.runtime.wait_slots import WaitSlots
+from replog.common.records import BatchHeader, CorruptRecordError, RecordTooLargeError, encode_batch, validate_batch
+
+PRODUCE_TIMEOUT_MS_MAX = 300_000
+
+
+class ProduceHandler:
+    def __init__(
+        self,
+        *,
+        lookup: Callable[[TopicPartition], HostedPartition | None],
+        metadata: MetadataCache,
+        topic_configs: TopicConfigs,
+        delayed_produces: DelayedProduces,
+        metrics: BrokerMetrics,
+        batch_bytes_max: int,
+        request_timeout_ms: int,
+        fsync_acks_all: bool,
+        wait_slots: WaitSlots,
+        turn: Turn,
+    ) -> None:
+        self._turn = turn
+        self._lookup = lookup
+        self._metadata = metadata
+        self._topic_configs = topic_configs
+        self._delayed = delayed_produces
+        self._metrics = metrics
+        self._batch_bytes_max = batch_bytes_max
+        self._request_timeout_ms = request_timeout_ms
+        self._fsync_acks_all = fsync_acks_all
+        self._wait_slots = wait_slots
+
+    def produce(self, request: ProduceRequest) -> list[PartitionAnswer]:
+        if request.acks != ACKS_ALL:
+            return self._produce(request)
+        if not self._wait_slots.try_take():
+            self._metrics.produce_errors.labels(ErrorCode.REQUEST_TIMED_OUT.name).inc(len(request.partitions))
+            message = (f"this broker already holds {self._wait_slots.capacity} requests waiting for replication; "
+                       "nothing was appended, retry")
+            return [PartitionAnswer(p.topic_partition, ErrorCode.REQUEST_TIMED_OUT, message)
+                    for p in request.partitions]
+        try:
+            return self._produce(request)
+        finally:
+            self._wait_slots.give_back()
+
+    def _produce(self, request: ProduceRequest) -> list[PartitionAnswer]:
+        started, answers, waits = self._append(request)
+        results: Sequence[ProduceResult] = ()
+        if waits:
+            results = self._delayed.wait([w for _, w in waits], self._timeout_ms(request))
+        return self._respond(request, started, answers, waits, results)
+
+    def produce_async(self, request: ProduceRequest,
+                      answer: Callable[[Callable[[], list[PartitionAnswer]]], None]) -> int | None:
+        """Produce without blocking (ProduceStream): append now, then call `answer(build)` once the
+        request is answered, where `build()` makes the answers. For acks=-1 that is from the thread
+        that moved the HW (or expired the wait), so the costly part is left to `build`, which the
+        stream calls on its own thread. Returns the deadline (monotonic ms) of the wait parked for
+        the HW, past which someone must call `expire_due()`; None if `answer` was called already."""
+        started, answers, waits = self._append(request)
+        if not waits:
+            answer(lambda: self._respond(request, started, answers, waits, ()))
+            return None
+        return self._delayed.park(
+            [w for _, w in waits], self._timeout_ms(request),
+            lambda results: answer(lambda: self._respond(request, started, answers, waits, results)))
+
+    def expire_due(self) -> None:
+        """Answer the parked acks=-1 requests whose timeout has passed (see `produce_async`)."""
+        self._delayed.expire_due()
+
+    def _timeout_ms(self, request: ProduceRequest) -> int:
+        timeout_ms = request.timeout_ms if request.timeout_ms > 0 else self._request_timeout_ms
+        return min(timeout_ms, PRODUCE_TIMEOUT_MS_MAX)
+
+    def _append(self, request: ProduceRequest):
+        """Steps 1-3: the answers known now (by index in the request) and the acks=-1 waits."""
+        started = time.perf_counter()
+        acks = request.acks
+        self._metrics.produce_acks(acks).requests.inc()
+        answers: dict[int, PartitionAnswer] = {}
+        waits: list[tuple[int, ProduceWait]] = []
+        seen: set[TopicPartition] = set()
+        deferred: list[tuple[HostedPartition, Effects]] = []
+        with self._turn:  # turn.py: a system call per partition, so one request's appends at a time
+            for index, data in enumerate(request.partitions):
+                tp = data.topic_partition
+                if acks not in VALID_ACKS:
+                    answers[index] = PartitionAnswer(tp, ErrorCode.INVALID_REQUIRED_ACKS,
+                                                     f"acks must be 0, 1 or -1, not {acks}")
+                elif tp in seen:
+                    answers[index] = PartitionAnswer(tp, ErrorCode.INVALID_REQUEST,
+                                                     f"{tp} appears twice in the request")
+                else:
+                    seen.add(tp)
+                    answer, wait = self._produce_one(tp, data, acks, deferred)
+                    if wait is None:
+                        answers[index] = answer
+                    else:
+                        waits.append((index, wait))
+            for hosted, effects in deferred:  # followers and consumers hear once the whole request is in the logs
+                hosted.act_on(effects)
+        return started, answers, waits
+
+    def _respond(self, request: ProduceRequest, started: float, answers: dict[int, PartitionAnswer],
+                 waits: list[tuple[int, ProduceWait]], results: Sequence[ProduceResult]) -> list[PartitionAnswer]:
+        """Step 4's answer, from the answers known at append time and the waits' results."""
+        acks = request.acks
+        if waits:
+            for (index, wait), result in zip(waits, results):
+                answers[index] = PartitionAnswer(
+                    wait.topic_partition, result.error_code,
+                    "" if result.error_code is ErrorCode.NONE else _WAIT_MESSAGES.get(result.error_code, ""),
+                    result.base_offset, 0, result.leader_epoch,
+                )
+        ordered = [answers[i] for i in range(len(request.partitions))]
+        for answer in ordered:
+            if answer.error_code != ErrorCode.NONE:
+                self._metrics.produce_errors.labels(ErrorCode(answer.error_code).name).inc()
+        self._metrics.produce_acks(acks).latency_ms.observe((time.perf_counter() - started) * 1000)
+        if acks == ACKS_NONE:
+            return []
+        return ordered
+
+    def _produce_one(self, tp: TopicPartition, data: PartitionProduce, acks: int,
+                     deferred: list[tuple[HostedPartition, Effects]]):
+        hosted = self._lookup(tp)
+        if hosted is None:
+            known = self._metadata.has_partition(tp.topic, tp.partition)
+            code = ErrorCode.NOT_LEADER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return PartitionAnswer(tp, code, f"{tp} is not hosted by this broker"), None
+        checked = self._checked_batch(data)
+        if isinstance(checked[0], ErrorCode):
+            return PartitionAnswer(tp, *checked), None
+        batch, header = checked
+        min_insync_replicas = self._topic_configs.min_insync_replicas(tp.topic)
+        appended = append_produced(
+            hosted, acks=acks, min_insync_replicas=min_insync_replicas, batch=batch, header=header,
+            fsync=self._fsync_acks_all and acks == ACKS_ALL, deferred=deferred,
+        )
+        if appended.error_code is not ErrorCode.NONE:
+            return PartitionAnswer(tp, appended.error_code, appended.message), None
+        if not appended.duplicate:
+            self._metrics.bytes_in.inc(len(batch))
+        if acks == ACKS_ALL:
+            return None, ProduceWait(tp, appended.leader_epoch, appended.base_offset, appended.last_offset,
+                                     min_insync_replicas)
+        return PartitionAnswer(tp, ErrorCode.NONE, "", appended.base_offset, appended.log_start_offset,
+                               appended.leader_epoch), None
+
+    def _checked_batch(self, data: PartitionProduce) -> tuple[bytes, BatchHeader] | tuple[ErrorCode, str]:
+        batch = data.record_batch
+        if batch and data.records:
+            return ErrorCode.INVALID_REQUEST, "send either record_batch or records, not both"
+        try:
+            if data.records:
+                batch = encode_batch(data.records)
+            elif not batch:
+                return ErrorCode.INVALID_REQUEST, "no records"
+            if len(batch) > self._batch_bytes_max:
+                return ErrorCode.RECORD_TOO_LARGE, f"batch of {len(batch)} bytes, the limit is {self._batch_bytes_max}"
+            header = validate_batch(batch, max_bytes=self._batch_bytes_max)
+        except RecordTooLargeError as exc:
+            return ErrorCode.RECORD_TOO_LARGE, str(exc)
+        except CorruptRecordError as exc:
+            return ErrorCode.CORRUPT_RECORD, str(exc)
+        if header.size_bytes != len(batch):
+            return ErrorCode.CORRUPT_RECORD, f"{len(batch) - header.size_bytes} bytes follow the batch; send one batch"
+        return batch, header
+
+
+_WAIT_MESSAGES = {
+    ErrorCode.REQUEST_TIMED_OUT: "the ISR did not replicate the batch within the timeout",
+    ErrorCode.NOT_LEADER: "leadership moved before the batch was committed",
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: "committed, but the ISR shrank below min.insync.replicas",
+}
+

@@ -1,0 +1,36 @@
+"""The produce path's requests and answers as domain values; entrypoints/ converts them to and from protobuf.
+
+Named tuples, built once per partition of a request, never per record.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from replog.broker.core.errors import ErrorCode
+from replog.broker.core.topic_partition import TopicPartition
+
+Record = tuple[bytes | None, bytes, int]  # key (None: a null key), value, timestamp_ms
+
+
+class PartitionProduce(NamedTuple):
+    """One partition's data: a record batch as sent, or records to encode into one (not both)."""
+
+    topic_partition: TopicPartition
+    record_batch: bytes
+    records: tuple[Record, ...]
+
+
+class ProduceRequest(NamedTuple):
+    acks: int
+    timeout_ms: int  # 0: the broker's request_timeout_ms
+    partitions: tuple[PartitionProduce, ...]
+
+
+class PartitionAnswer(NamedTuple):
+    topic_partition: TopicPartition
+    error_code: ErrorCode
+    error_message: str = ""
+    base_offset: int = -1
+    log_start_offset: int = 0  # set for an acks=1 answer only
+    leader_epoch: int = 0

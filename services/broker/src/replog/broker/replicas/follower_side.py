@@ -1,0 +1,133 @@
+"""The follower's steps on one hosted partition: where to fetch, append, truncate.
+
+Theory of operation (docs/architecture.md, "Truncation by leader epoch", "High watermark and ISR"; KIP-101/320):
+
+A fetcher thread asks `fetch_position` for every partition it carries, sends
+one ReplicaFetch, and hands each partition's answer to `append_from_leader`,
+`truncate_diverging` or `reset_out_of_range`. Each runs as one step under the
+partition's lock (`HostedPartition.run`) and first checks that the answer is
+still wanted: the replica still follows in the leader epoch the fetch was made
+for, and its log still ends where the fetch started. An answer that raced with
+a LeaderAndIsr or another step is dropped; the next fetch asks again. After any
+truncation the producer table is rebuilt from the log (truncated batches must be
+forgotten) and the HW is clamped to the new log end by the core. No request
+waits on a follower's partition, so these steps report no effects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from replog.broker.core.effects import NO_EFFECTS
+from replog.broker.core.errors import Refusal
+from replog.broker.core.follower import fetch_position as core_fetch_position
+from replog.broker.core.log_view import EpochEndOffset
+from replog.broker.core.partition import ReplicaRole
+from replog.broker.core.truncation import AskLeaderForEpoch, on_diverging_epoch
+from replog.broker.replicas.hosted_partition import HostedPartition
+from replog.broker.replicas.producer_headers import rebuild_from_log, record_batches
+
+
+class FetchPosition(NamedTuple):
+    fetch_offset: int
+    last_fetched_epoch: int
+    log_start_offset: int
+    high_watermark: int
+
+
+@dataclass(frozen=True)
+class Truncated:
+    log_end_offset_before: int
+    log_end_offset_after: int
+    high_watermark: int
+
+
+def _follows(hosted: HostedPartition, leader_epoch: int) -> bool:
+    state = hosted.replica.state
+    return hosted.usable and state.role is ReplicaRole.FOLLOWER and state.leader_epoch == leader_epoch
+
+
+def fetch_position(hosted: HostedPartition, *, leader_epoch: int) -> FetchPosition | None:
+    """Where the next fetch starts; None when the replica no longer follows in `leader_epoch`."""
+    return hosted.run(_fetch_position, leader_epoch)
+
+
+def _fetch_position(hosted: HostedPartition, leader_epoch: int):
+    if not _follows(hosted, leader_epoch):
+        return None, NO_EFFECTS
+    position = core_fetch_position(hosted.log)
+    return FetchPosition(position.fetch_offset, position.last_fetched_epoch, hosted.log.log_start_offset,
+                         hosted.replica.high_watermark), NO_EFFECTS
+
+
+def append_from_leader(
+    hosted: HostedPartition, *, leader_epoch: int, fetch_offset: int, records: bytes, leader_high_watermark: int
+) -> int | None:
+    """Append the leader's batches and move the follower HW; returns bytes appended, None if stale.
+
+    Raises CorruptRecordError / LogOffsetMismatchError with nothing written.
+    """
+    return hosted.run(_append_from_leader, leader_epoch, fetch_offset, records, leader_high_watermark)
+
+
+def _append_from_leader(hosted: HostedPartition, leader_epoch: int, fetch_offset: int, records: bytes,
+                        leader_high_watermark: int):
+    if not _follows(hosted, leader_epoch) or hosted.log.log_end_offset != fetch_offset:
+        return None, NO_EFFECTS
+    if records:
+        appended = hosted.log.append_as_follower(records)
+        if appended is not None:
+            record_batches(hosted.producer_state, appended.headers)
+    hosted.replica.on_fetch_response(leader_high_watermark=leader_high_watermark, log=hosted.log)
+    return len(records), NO_EFFECTS
+
+
+def truncate_diverging(
+    hosted: HostedPartition, *, leader_epoch: int, fetch_offset: int, last_fetched_epoch: int, diverging: EpochEndOffset
+) -> Truncated | Refusal | None:
+    """The leader said our log diverged: cut it at the last common epoch (truncation.py)."""
+    return hosted.run(_truncate_diverging, leader_epoch, fetch_offset, last_fetched_epoch, diverging)
+
+
+def _truncate_diverging(hosted: HostedPartition, leader_epoch: int, fetch_offset: int, last_fetched_epoch: int,
+                        diverging: EpochEndOffset):
+    if not _follows(hosted, leader_epoch) or hosted.log.log_end_offset != fetch_offset:
+        return None, NO_EFFECTS
+    decision = on_diverging_epoch(hosted.log, last_fetched_epoch=last_fetched_epoch, diverging=diverging)
+    if isinstance(decision, Refusal):
+        return decision, NO_EFFECTS
+    offset = decision.truncate_to_offset if isinstance(decision, AskLeaderForEpoch) else decision.offset
+    return _truncate_locked(hosted, offset), NO_EFFECTS
+
+
+def reset_out_of_range(
+    hosted: HostedPartition, *, leader_epoch: int, fetch_offset: int, leader_log_start_offset: int,
+    leader_log_end_offset: int,
+) -> Truncated | None:
+    """Our fetch offset is outside the leader's log: start at its log start, or cut back to its end."""
+    return hosted.run(_reset_out_of_range, leader_epoch, fetch_offset, leader_log_start_offset, leader_log_end_offset)
+
+
+def _reset_out_of_range(hosted: HostedPartition, leader_epoch: int, fetch_offset: int, leader_log_start_offset: int,
+                        leader_log_end_offset: int):
+    if not _follows(hosted, leader_epoch) or hosted.log.log_end_offset != fetch_offset:
+        return None, NO_EFFECTS
+    before = hosted.log.log_end_offset
+    if fetch_offset < leader_log_start_offset:
+        hosted.log.truncate_fully_and_start_at(leader_log_start_offset)
+        hosted.replica.on_truncated(log=hosted.log)
+        hosted.producer_state = rebuild_from_log(hosted.log)
+        return Truncated(before, hosted.log.log_end_offset, hosted.replica.high_watermark), NO_EFFECTS
+    if fetch_offset > leader_log_end_offset >= 0:
+        return _truncate_locked(hosted, leader_log_end_offset), NO_EFFECTS
+    return None, NO_EFFECTS
+
+
+def _truncate_locked(hosted: HostedPartition, offset: int) -> Truncated:
+    before = hosted.log.log_end_offset
+    if offset < before:
+        hosted.log.truncate_to(offset)
+        hosted.producer_state = rebuild_from_log(hosted.log)
+    high_watermark = hosted.replica.on_truncated(log=hosted.log)
+    return Truncated(before, hosted.log.log_end_offset, high_watermark)

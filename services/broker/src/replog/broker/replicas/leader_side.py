@@ -1,0 +1,301 @@
+"""The leader's steps on one hosted partition: append, serve followers and consumers, ISR.
+
+Each public function runs one step under the partition's lock (`HostedPartition.run`):
+the step asks the core (`PartitionReplica` / `LeaderReplica`) what to do, does the
+log I/O the answer names, and returns its answer with the effects the core reported
+(an append, a HW that advanced, an ISR proposal), which `run` acts on once the lock
+is released (consequences.py). Order inside an append is the core's: admit (acks,
+leadership, min.insync.replicas) -> idempotence check -> append -> record producer
+state -> HW; nothing touches the log unless all checks passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from replog.broker.core.effects import NO_EFFECTS
+from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.fencing import check_leader_epoch
+from replog.broker.core.follower_fetch import DivergingEpoch
+from replog.broker.core.high_watermark import HighWatermarkUpdate
+from replog.broker.core.isr_answer import AlterPartitionOutcome, AnswerIgnored
+from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
+from replog.broker.core.log_view import EpochEndOffset
+from replog.broker.core.produce import ProduceProgress
+from replog.broker.core.producer_state import Duplicate
+from replog.broker.replicas.hosted_partition import HostedPartition
+from replog.broker.replicas.producer_headers import producer_header
+from replog.common.records import BatchHeader
+
+_GONE = (ErrorCode.NOT_LEADER, "the replica is no longer hosted here")
+
+
+@dataclass(frozen=True)
+class LeaderAppend:
+    error_code: ErrorCode
+    message: str = ""
+    base_offset: int = -1
+    last_offset: int = -1
+    leader_epoch: int = -1
+    log_start_offset: int = -1
+    duplicate: bool = False
+    high_watermark_update: HighWatermarkUpdate | None = None
+
+
+def append_produced(
+    hosted: HostedPartition, *, acks: int, min_insync_replicas: int, batch: bytes, header: BatchHeader, fsync: bool,
+    deferred: list | None = None,
+) -> LeaderAppend:
+    """Append one validated producer batch (or answer a retried one with its original offsets).
+
+    `deferred` (see `HostedPartition.run`) leaves acting on the append's effects to the caller,
+    which appends every partition of a request first: a follower woken by the first append would
+    otherwise come back for each of the others, one round trip per partition.
+    """
+    return hosted.run(_append_produced, acks, min_insync_replicas, batch, header, fsync, deferred=deferred)
+
+
+def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: int, batch: bytes, header: BatchHeader,
+                     fsync: bool):
+    if not hosted.usable:
+        return LeaderAppend(*_GONE), NO_EFFECTS
+    replica = hosted.replica
+    admitted = replica.admit_produce(acks=acks, min_insync_replicas=min_insync_replicas)
+    if isinstance(admitted, Refusal):
+        return LeaderAppend(admitted.code, admitted.reason), NO_EFFECTS
+    verdict = hosted.producer_state.check(
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        record_count=header.record_count,
+    )
+    log = hosted.log
+    leader_epoch = replica.state.leader_epoch
+    if isinstance(verdict, Refusal):
+        return LeaderAppend(verdict.code, verdict.reason), NO_EFFECTS
+    if isinstance(verdict, Duplicate):
+        return LeaderAppend(
+            ErrorCode.NONE, "", verdict.base_offset, verdict.last_offset, leader_epoch, log.log_start_offset,
+            duplicate=True,
+        ), NO_EFFECTS
+    try:
+        info = log.append_as_leader(batch, leader_epoch, fsync=fsync, validated=header)
+    except OSError as exc:
+        return LeaderAppend(ErrorCode.STORAGE_ERROR, f"append failed: {exc}"), NO_EFFECTS
+    if header.producer_id >= 0:
+        stored = producer_header(header.stamped(info.base_offset, header.partition_leader_epoch))
+        if stored is not None:
+            hosted.producer_state.record(stored)
+    appended = replica.on_leader_append(log=log)
+    return LeaderAppend(
+        ErrorCode.NONE, "", info.base_offset, info.last_offset, leader_epoch, log.log_start_offset,
+        high_watermark_update=appended.high_watermark_update,
+    ), appended.effects
+
+
+def produce_progress(hosted: HostedPartition) -> ProduceProgress | None:
+    """What a delayed produce reads to decide its wait; None once the replica is gone."""
+    return hosted.run(_produce_progress)
+
+
+def _produce_progress(hosted: HostedPartition):
+    return (hosted.replica.produce_progress() if hosted.usable else None), NO_EFFECTS
+
+
+class FollowerFetchAnswer(NamedTuple):
+    error_code: ErrorCode
+    message: str
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    leader_epoch: int
+    diverging: EpochEndOffset | None = None
+    records: bytes = b""
+    high_watermark_update: HighWatermarkUpdate | None = None
+    isr_proposal: AlterPartitionProposal | None = None
+    follower_in_isr: bool = True  # False: the leader should look at this follower again even if it idles
+
+
+def read_for_follower(
+    hosted: HostedPartition,
+    *,
+    replica_id: int,
+    current_leader_epoch: int,
+    fetch_offset: int,
+    last_fetched_epoch: int,
+    bytes_max: int,
+    now_ms: int,
+) -> FollowerFetchAnswer:
+    """One partition of a ReplicaFetch: record the follower's position, send what follows it.
+
+    A HW this fetch advances completes delayed produces and wakes the consumers' long polls (the
+    followers' fetch sessions are only told); an ISR expansion it proposes goes to the ISR sender."""
+    return hosted.run(_read_for_follower, replica_id, current_leader_epoch, fetch_offset, last_fetched_epoch,
+                      bytes_max, now_ms)
+
+
+def _read_for_follower(hosted: HostedPartition, replica_id: int, current_leader_epoch: int, fetch_offset: int,
+                       last_fetched_epoch: int, bytes_max: int, now_ms: int):
+    replica, log = hosted.replica, hosted.log
+    if not hosted.usable:
+        return FollowerFetchAnswer(*_GONE, -1, -1, -1, -1), NO_EFFECTS
+    result = replica.on_follower_fetch(
+        replica_id=replica_id,
+        current_leader_epoch=current_leader_epoch,
+        fetch_offset=fetch_offset,
+        last_fetched_epoch=last_fetched_epoch,
+        now_ms=now_ms,
+        log=log,
+    )
+    if isinstance(result, Refusal):
+        return FollowerFetchAnswer(
+            result.code, result.reason, replica.high_watermark, log.log_start_offset, log.log_end_offset,
+            replica.state.leader_epoch,
+        ), NO_EFFECTS
+    if isinstance(result, DivergingEpoch):
+        return FollowerFetchAnswer(
+            ErrorCode.NONE, "", result.high_watermark, result.log_start_offset, log.log_end_offset,
+            result.leader_epoch, diverging=result.diverging,
+        ), NO_EFFECTS
+    records = b""
+    if result.fetch_offset < result.read_upto_offset:
+        records = log.read(result.fetch_offset, bytes_max, upper_offset=result.read_upto_offset)
+    return FollowerFetchAnswer(
+        ErrorCode.NONE, "", result.high_watermark, result.log_start_offset, log.log_end_offset,
+        result.leader_epoch, records=records, high_watermark_update=result.high_watermark_update,
+        isr_proposal=result.isr_proposal, follower_in_isr=replica_id in replica.leader.isr,
+    ), result.effects
+
+
+def offset_for_leader_epoch(
+    hosted: HostedPartition, *, current_leader_epoch: int, requested_leader_epoch: int
+) -> EpochEndOffset | Refusal:
+    return hosted.run(_offset_for_leader_epoch, current_leader_epoch, requested_leader_epoch)
+
+
+def _offset_for_leader_epoch(hosted: HostedPartition, current_leader_epoch: int, requested_leader_epoch: int):
+    if not hosted.usable:
+        return Refusal(*_GONE), NO_EFFECTS
+    return hosted.replica.offset_for_leader_epoch(
+        current_leader_epoch=current_leader_epoch, requested_leader_epoch=requested_leader_epoch, log=hosted.log
+    ), NO_EFFECTS
+
+
+@dataclass(frozen=True)
+class ConsumerFetchAnswer:
+    error_code: ErrorCode
+    message: str = ""
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records: bytes = b""
+
+
+def read_for_consumer(
+    hosted: HostedPartition, *, current_leader_epoch: int, fetch_offset: int, bytes_max: int
+) -> ConsumerFetchAnswer:
+    """Committed records (below the HW) from `fetch_offset`, whole batches."""
+    return hosted.run(_read_for_consumer, current_leader_epoch, fetch_offset, bytes_max)
+
+
+def _read_for_consumer(hosted: HostedPartition, current_leader_epoch: int, fetch_offset: int, bytes_max: int):
+    if not hosted.usable:
+        return ConsumerFetchAnswer(*_GONE), NO_EFFECTS
+    plan = hosted.replica.plan_consumer_fetch(
+        current_leader_epoch=current_leader_epoch, fetch_offset=fetch_offset, log=hosted.log
+    )
+    if isinstance(plan, Refusal):
+        return ConsumerFetchAnswer(plan.code, plan.reason, hosted.replica.high_watermark,
+                                   hosted.log.log_start_offset), NO_EFFECTS
+    records = b""
+    if not plan.is_empty:
+        records = hosted.log.read(plan.fetch_offset, bytes_max, upper_offset=plan.read_upto_offset)
+    return ConsumerFetchAnswer(ErrorCode.NONE, "", plan.high_watermark, plan.log_start_offset, records), NO_EFFECTS
+
+
+@dataclass(frozen=True)
+class OffsetLookup:
+    error_code: ErrorCode
+    message: str = ""
+    offset: int = -1
+    timestamp_ms: int = -1
+    leader_epoch: int = -1
+
+
+def list_offset(
+    hosted: HostedPartition, *, spec: str, timestamp_ms: int, current_leader_epoch: int
+) -> OffsetLookup:
+    """ListOffsets for one partition; `spec` is "earliest", "latest" or "timestamp"."""
+    return hosted.run(_list_offset, spec, timestamp_ms, current_leader_epoch)
+
+
+def _list_offset(hosted: HostedPartition, spec: str, timestamp_ms: int, current_leader_epoch: int):
+    return _lookup_offset(hosted, spec, timestamp_ms, current_leader_epoch), NO_EFFECTS
+
+
+def _lookup_offset(hosted: HostedPartition, spec: str, timestamp_ms: int, current_leader_epoch: int) -> OffsetLookup:
+    if not hosted.usable:
+        return OffsetLookup(*_GONE)
+    replica, log = hosted.replica, hosted.log
+    leader = replica.leader
+    leader_epoch = replica.state.leader_epoch
+    if leader is None:
+        return OffsetLookup(ErrorCode.NOT_LEADER, "this broker does not lead the partition")
+    fenced = check_leader_epoch(current_leader_epoch, leader_epoch, unset_allowed=True)
+    if fenced is not None:
+        return OffsetLookup(fenced.code, fenced.reason)
+    if spec == "earliest":
+        return OffsetLookup(ErrorCode.NONE, "", log.log_start_offset, -1, leader_epoch)
+    if not leader.high_watermark_settled:
+        # A new leader's inherited HW may be below its predecessor's (KIP-207): never show it.
+        return OffsetLookup(ErrorCode.LEADER_NOT_AVAILABLE, "the new leader's high watermark is not settled yet")
+    if spec == "latest":
+        return OffsetLookup(ErrorCode.NONE, "", leader.high_watermark, -1, leader_epoch)
+    found = log.offset_for_timestamp(timestamp_ms)
+    if found is None or found[0] >= leader.high_watermark:
+        return OffsetLookup(ErrorCode.NONE, "", -1, -1, leader_epoch)
+    return OffsetLookup(ErrorCode.NONE, "", found[0], found[1], leader_epoch)
+
+
+# --- ISR changes ---------------------------------------------------------------------
+
+
+def isr_check(hosted: HostedPartition, *, now_ms: int,
+              replica_lag_time_max_ms: int) -> tuple[AlterPartitionProposal | None, AlterPartitionProposal | None]:
+    """The periodic ISR check of a led partition: (a new shrink proposal, the proposal to send), each
+    None when there is none. A proposal made earlier and not answered yet is sent again."""
+    return hosted.run(_isr_check, now_ms, replica_lag_time_max_ms)
+
+
+def _isr_check(hosted: HostedPartition, now_ms: int, replica_lag_time_max_ms: int):
+    leader = hosted.replica.leader if hosted.usable else None
+    if leader is None:
+        return (None, None), NO_EFFECTS
+    shrink = leader.maybe_shrink_isr(now_ms=now_ms, replica_lag_time_max_ms=replica_lag_time_max_ms, log=hosted.log)
+    return (shrink, leader.proposal_to_resend), NO_EFFECTS
+
+
+def proposal_to_resend(hosted: HostedPartition) -> AlterPartitionProposal | None:
+    return hosted.run(_proposal_to_resend)
+
+
+def _proposal_to_resend(hosted: HostedPartition):
+    leader = hosted.replica.leader if hosted.usable else None
+    return (None if leader is None else leader.proposal_to_resend), NO_EFFECTS
+
+
+def apply_alter_partition_answer(
+    hosted: HostedPartition, proposal: AlterPartitionProposal, answer: AlterPartitionAnswer
+) -> AlterPartitionOutcome:
+    """The controller's answer to `proposal`: a committed ISR or a settled proposal may move the HW,
+    and with no proposal pending a follower may be proposed again, so its effects wake every long
+    poll (fetch sessions read the partition again even if it is idle)."""
+    return hosted.run(_apply_alter_partition_answer, proposal, answer)
+
+
+def _apply_alter_partition_answer(hosted: HostedPartition, proposal: AlterPartitionProposal,
+                                  answer: AlterPartitionAnswer):
+    if not hosted.usable:
+        return AnswerIgnored("replica no longer hosted"), NO_EFFECTS
+    outcome = hosted.replica.on_alter_partition_answer(proposal, answer, log=hosted.log)
+    return outcome, outcome.effects

@@ -1,0 +1,111 @@
+"""The broker's Prometheus metrics (docs/metrics.md), named `replog_broker_*` after Kafka's.
+
+Built by bootstrap (nothing at import time). Partition gauges are computed
+when Prometheus scrapes, from a summary the replica manager supplies, so they
+can never drift from the replicas themselves. Counters and histograms are per
+request or per ISR change, never per record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+LATENCY_BUCKETS_MS = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 30000)
+
+
+@dataclass(frozen=True)
+class PartitionSummary:
+    partition_count: int = 0
+    leader_count: int = 0
+    under_replicated: int = 0
+    under_min_isr: int = 0
+    at_min_isr: int = 0
+    offline_replicas: int = 0
+
+
+_GAUGES = (
+    ("replog_broker_partition_count", "replicas hosted (PartitionCount)", "partition_count"),
+    ("replog_broker_leader_count", "partitions this broker leads (LeaderCount)", "leader_count"),
+    ("replog_broker_under_replicated_partitions", "led partitions whose ISR is smaller than the assignment",
+     "under_replicated"),
+    ("replog_broker_under_min_isr_partition_count", "led partitions whose ISR is below min.insync.replicas",
+     "under_min_isr"),
+    ("replog_broker_at_min_isr_partition_count", "led partitions whose ISR is exactly min.insync.replicas",
+     "at_min_isr"),
+    ("replog_broker_offline_replica_count", "hosted replicas of partitions without a leader", "offline_replicas"),
+)
+
+
+class _PartitionGauges(Collector):
+    def __init__(self, summary: Callable[[], PartitionSummary]) -> None:
+        self._summary = summary
+
+    def collect(self):
+        summary = self._summary()
+        for name, documentation, field in _GAUGES:
+            yield GaugeMetricFamily(name, documentation, value=getattr(summary, field))
+
+
+@dataclass(frozen=True)
+class FetchKindMetrics:
+    """One fetch kind's series, bound once: `labels()` takes a lock and builds a key on every call,
+    on the replication path (docs/perf/metrics-binding.md)."""
+
+    requests: Counter
+    bytes_out: Counter
+    latency_ms: Histogram
+
+
+@dataclass(frozen=True)
+class ProduceAcksMetrics:
+    """The produce series of one acks value, bound once (as FetchKindMetrics)."""
+
+    requests: Counter
+    latency_ms: Histogram
+
+
+class BrokerMetrics:
+    def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        self._registry = registry
+        self.isr_shrinks = Counter("replog_broker_isr_shrinks", "ISR shrinks the controller accepted", registry=registry)
+        self.isr_expands = Counter("replog_broker_isr_expands", "ISR expansions the controller accepted",
+                                   registry=registry)
+        self.failed_isr_updates = Counter("replog_broker_failed_isr_updates",
+                                          "AlterPartition proposals refused or not answered", registry=registry)
+        self.produce_requests = Counter("replog_broker_produce_requests", "Produce requests", ["acks"],
+                                        registry=registry)
+        self.produce_errors = Counter("replog_broker_produce_partition_errors", "Produce partitions answered with an error",
+                                      ["error"], registry=registry)
+        self.produce_latency_ms = Histogram("replog_broker_produce_latency_ms", "Produce request time", ["acks"],
+                                            buckets=LATENCY_BUCKETS_MS, registry=registry)
+        self.bytes_in = Counter("replog_broker_bytes_in", "record batch bytes appended as leader", registry=registry)
+        self.fetch_requests = Counter("replog_broker_fetch_requests", "Fetch requests", ["kind"], registry=registry)
+        self.fetch_latency_ms = Histogram("replog_broker_fetch_latency_ms", "Fetch request time (includes long-poll)",
+                                          ["kind"], buckets=LATENCY_BUCKETS_MS, registry=registry)
+        self.bytes_out = Counter("replog_broker_bytes_out", "record bytes sent", ["kind"], registry=registry)
+        self.replication_bytes_in = Counter("replog_broker_replication_bytes_in", "record bytes appended as follower",
+                                            registry=registry)
+        self.truncations = Counter("replog_broker_follower_truncations", "follower log truncations", registry=registry)
+        self.follower_fetch = self._fetch_kind("follower")
+        self.consumer_fetch = self._fetch_kind("consumer")
+        self._produce_by_acks = {acks: self._produce_acks(str(acks)) for acks in (0, 1, -1)}
+        self._produce_invalid_acks = self._produce_acks("invalid")
+
+    def produce_acks(self, acks: int) -> ProduceAcksMetrics:
+        """The produce series of a request's acks value (any value but 0, 1 and -1 counts as "invalid")."""
+        return self._produce_by_acks.get(acks, self._produce_invalid_acks)
+
+    def _produce_acks(self, label: str) -> ProduceAcksMetrics:
+        return ProduceAcksMetrics(self.produce_requests.labels(label), self.produce_latency_ms.labels(label))
+
+    def _fetch_kind(self, kind: str) -> FetchKindMetrics:
+        return FetchKindMetrics(self.fetch_requests.labels(kind), self.bytes_out.labels(kind),
+                                self.fetch_latency_ms.labels(kind))
+
+    def watch_partitions(self, summary: Callable[[], PartitionSummary]) -> None:
+        self._registry.register(_PartitionGauges(summary))

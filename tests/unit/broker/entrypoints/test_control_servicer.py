@@ -1,0 +1,51 @@
+"""The controller's requests at the broker's edge: what the answers list."""
+
+from __future__ import annotations
+
+from replog.broker.control.metadata_cache import MetadataCache
+from replog.broker.control.state_changes import PartitionResult
+from replog.broker.core.errors import ErrorCode
+from replog.broker.core.topic_partition import TopicPartition
+from replog.broker.entrypoints.control_servicer import BrokerControlServicer
+from replog.v1 import broker_control_pb2
+
+REFUSED = TopicPartition("orders", 7)
+
+
+class FakeStateChanges:
+    """Applies every partition but one, as ReplicaStateChanges would answer a stale leader epoch."""
+
+    def leader_and_isr(self, decisions, *, init, parent):
+        return [PartitionResult(d.topic_partition, ErrorCode.FENCED_LEADER_EPOCH if d.topic_partition == REFUSED
+                                else ErrorCode.NONE, "stale" if d.topic_partition == REFUSED else "")
+                for d in decisions]
+
+    def stop_replicas(self, requests):
+        return [PartitionResult(r.topic_partition, ErrorCode.NONE) for r in requests]
+
+
+class Context:
+    def invocation_metadata(self):
+        return ()
+
+
+def servicer() -> BrokerControlServicer:
+    return BrokerControlServicer(state_changes=FakeStateChanges(), metadata=MetadataCache(), broker_epoch_of=lambda: 1)
+
+
+def test_leader_and_isr_lists_only_the_partitions_it_did_not_apply():
+    request = broker_control_pb2.LeaderAndIsrRequest(controller_id=1, controller_epoch=1, partitions=[
+        broker_control_pb2.PartitionState(topic="orders", partition=p, leader=1, leader_epoch=3, isr=[1, 2],
+                                          partition_epoch=3, replicas=[1, 2]) for p in range(10)])
+    reply = servicer().LeaderAndIsr(request, Context())
+    assert reply.error_code == ErrorCode.NONE
+    assert [(e.topic, e.partition, e.error_code, e.error_message) for e in reply.partitions] == [
+        ("orders", 7, ErrorCode.FENCED_LEADER_EPOCH, "stale")]
+
+
+def test_stop_replica_that_stopped_everything_lists_nothing():
+    request = broker_control_pb2.StopReplicaRequest(controller_id=1, controller_epoch=1, partitions=[
+        broker_control_pb2.StopReplicaPartition(topic="orders", partition=p, leader_epoch=-1, delete=True)
+        for p in range(3)])
+    reply = servicer().StopReplica(request, Context())
+    assert reply.error_code == ErrorCode.NONE and not reply.partitions
