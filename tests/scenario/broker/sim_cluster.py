@@ -39,10 +39,9 @@ from replog.broker.core.produce import DelayedProduce, ProduceWait
 from replog.broker.core.producer_state import Append, BatchHeader, Duplicate, ProducerStateTable, rebuild_producer_state
 from replog.broker.core.purgatory import AddOutcome, Purgatory
 from replog.broker.core.replica import PartitionReplica
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.core.truncation import AskLeaderForEpoch, on_diverging_epoch
 from replog.common.clock import ManualClock
-
+from replog.common.core.partitions import TopicPartition
 from tests.unit.broker.core.fake_log import FakeLog, FakeRecord
 
 TP = TopicPartition("orders", 0)

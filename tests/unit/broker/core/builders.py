@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from replog.broker.core.follower_fetch import FollowerRead
 from replog.broker.core.leader import LeaderReplica
-from replog.broker.core.topic_partition import TopicPartition
-
+from replog.common.core.partitions import TopicPartition
 from tests.unit.broker.core.fake_log import FakeLog
 
 TP = TopicPartition("orders", 0)

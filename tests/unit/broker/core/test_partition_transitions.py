@@ -21,7 +21,7 @@ from replog.broker.core.partition import (
     apply_stop_replica,
     check_transition,
 )
-from replog.broker.core.topic_partition import TopicPartition
+from replog.common.core.partitions import TopicPartition
 
 TP = TopicPartition("orders", 0)
 ME = 1

@@ -12,7 +12,7 @@ from replog.broker.core.produce import (
     produce_completion,
 )
 from replog.broker.core.purgatory import AddOutcome, Purgatory
-from replog.broker.core.topic_partition import TopicPartition
+from replog.common.core.partitions import TopicPartition
 
 TP = TopicPartition("orders", 0)
 TP2 = TopicPartition("orders", 1)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from replog.broker.control.metadata_cache import MetadataCache
 from replog.broker.control.state_changes import PartitionResult
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer
+from replog.common.core.partitions import TopicPartition
 from replog.v1 import broker_control_pb2
 
 REFUSED = TopicPartition("orders", 7)

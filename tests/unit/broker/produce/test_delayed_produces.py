@@ -7,10 +7,9 @@ import time
 
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.produce import ProduceProgress, ProduceWait
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.produce.delayed_produces import DelayedProduces
 from replog.common.clock import SystemClock
-
+from replog.common.core.partitions import TopicPartition
 from tests.unit.broker.thread_helpers import wait_for
 
 TP = TopicPartition("t", 0)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replicas.partition_dirs import parse_partition_directory
+from replog.common.core.partitions import TopicPartition
 
 
 def test_partition_directory_names():

@@ -8,12 +8,12 @@
 from __future__ import annotations
 
 from replog.broker.core.partition import LeaderAndIsrDecision
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.log import LogConfig
 from replog.broker.log.checkpoints import HW_CHECKPOINT_FILE, read_offsets_checkpoint
 from replog.broker.replicas.leader_side import append_produced
 from replog.broker.replicas.replica_manager import ReplicaManager
 from replog.common.clock import ManualClock
+from replog.common.core.partitions import TopicPartition
 from replog.common.records import encode_batch, validate_batch
 from tests.unit.broker.thread_helpers import wait_for
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.partition import LeaderAndIsrDecision
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.log import LogConfig, PartitionLog
 from replog.broker.replicas.follower_side import append_from_leader, fetch_position, truncate_diverging
 from replog.broker.replicas.hosted_partition import HostedPartition
@@ -22,6 +21,7 @@ from replog.broker.replicas.leader_side import (
 from replog.broker.replicas.long_poll import Waiter
 from replog.broker.replicas.producer_headers import rebuild_from_log
 from replog.common.clock import ManualClock
+from replog.common.core.partitions import TopicPartition
 from replog.common.records import decode_records, encode_batch, validate_batch
 
 TP = TopicPartition("orders", 0)

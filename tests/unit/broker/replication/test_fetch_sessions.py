@@ -6,11 +6,11 @@ import threading
 import time
 
 from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replicas.leader_side import FollowerFetchAnswer
 from replog.broker.replication.fetch_sessions import FetchSessions
 from replog.broker.runtime.turn import Turn
 from replog.common.clock import SystemClock
+from replog.common.core.partitions import TopicPartition
 from replog.v1 import replication_pb2
 from tests.unit.broker.thread_helpers import wait_for
 

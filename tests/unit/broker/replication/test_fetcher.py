@@ -21,7 +21,6 @@ import grpc
 from prometheus_client import CollectorRegistry
 
 from replog.broker.core.partition import LeaderAndIsrDecision
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.log import LogConfig, PartitionLog
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.producer_headers import rebuild_from_log
@@ -32,6 +31,7 @@ from replog.broker.runtime.turn import Turn
 from replog.common import records
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
+from replog.common.core.partitions import TopicPartition
 from replog.v1 import replication_pb2
 from tests.unit.broker.thread_helpers import wait_for
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replication.fetcher_manager import FetcherManager, fetcher_index
+from replog.common.core.partitions import TopicPartition
 
 
 class FakeFetcher:

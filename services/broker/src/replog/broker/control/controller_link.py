@@ -19,9 +19,9 @@ from kazoo.recipe.watchers import DataWatch
 
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
-from replog.broker.core.topic_partition import TopicPartition
 from replog.common import telemetry
 from replog.common.channels import CONTROL_RPC_TIMEOUT_S, ChannelCache
+from replog.common.core.partitions import TopicPartition
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
 from replog.v1 import controller_pb2, controller_pb2_grpc

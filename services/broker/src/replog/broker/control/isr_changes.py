@@ -33,12 +33,12 @@ from replog.broker.control.controller_link import AlterPartitionReply, Controlle
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.isr_answer import IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal, IsrChangeKind
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import apply_alter_partition_answer, isr_check, proposal_to_resend
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.thread_guard import guarded_round
 from replog.common.clock import Clock
+from replog.common.core.partitions import TopicPartition
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.broker")

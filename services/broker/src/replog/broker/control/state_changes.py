@@ -48,11 +48,11 @@ from replog.broker.core.partition import (
     StartFetcher,
     StopFetcher,
 )
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replicas.replica_manager import ReplicaManager
 from replog.broker.replication.fetcher_manager import FetcherManager
 from replog.broker.runtime.turn import Turn
 from replog.common import gc_policy, state_digest
+from replog.common.core.partitions import TopicPartition
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.broker")

@@ -1,8 +1,8 @@
 """The broker's pure replica core: decisions as values, no I/O, no clock, no threads.
 
-Map (one job per module; each opens with its theory of operation):
+Map (one job per module; each opens with its theory of operation). `TopicPartition` and
+`NO_LEADER` are the shared domain's (replog.common.core.partitions).
 - errors.py            ErrorCode (mirror of replog.v1.ErrorCode) and Refusal
-- topic_partition.py   TopicPartition
 - log_view.py          LogView protocol the core reads; EpochEndOffset
 - fencing.py           leader-epoch fencing of requests
 - partition.py         PartitionState, role transition table, LeaderAndIsr / StopReplica decisions and effects

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.topic_partition import TopicPartition
+from replog.common.core.partitions import TopicPartition
 
 
 class IsrChangeKind(enum.Enum):

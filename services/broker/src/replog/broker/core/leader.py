@@ -69,7 +69,7 @@ from replog.broker.core.isr_proposal import (
     maximal_isr,
 )
 from replog.broker.core.log_view import EpochEndOffset, LogView, epoch_end_offset
-from replog.broker.core.topic_partition import TopicPartition
+from replog.common.core.partitions import TopicPartition
 
 
 class LeaderReplica:

@@ -37,10 +37,7 @@ from typing import Mapping, NamedTuple
 
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.log_view import NO_LEADER_EPOCH
-from replog.broker.core.topic_partition import TopicPartition
-
-NO_LEADER = -1
-"""Leader id of a partition without a leader (wire value -1)."""
+from replog.common.core.partitions import NO_LEADER, TopicPartition
 
 
 class ReplicaRole(enum.Enum):

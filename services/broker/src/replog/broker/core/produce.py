@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Sequence
 
 from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.topic_partition import TopicPartition
+from replog.common.core.partitions import TopicPartition
 
 ACKS_NONE = 0
 ACKS_LEADER = 1

@@ -46,7 +46,7 @@ from replog.broker.core.partition import (
     apply_stop_replica,
 )
 from replog.broker.core.produce import ProduceAdmitted, ProduceProgress, admit_produce
-from replog.broker.core.topic_partition import TopicPartition
+from replog.common.core.partitions import TopicPartition
 
 
 class LeaderAndIsrStep(NamedTuple):

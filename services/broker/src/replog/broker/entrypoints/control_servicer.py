@@ -18,9 +18,9 @@ from replog.broker.control.metadata_cache import MetadataCache
 from replog.broker.control.state_changes import PartitionResult, ReplicaStateChanges, StopRequest
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.partition import LeaderAndIsrDecision
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replicas.checkpointer import ControlBursts
 from replog.common import telemetry
+from replog.common.core.partitions import TopicPartition
 from replog.v1 import broker_control_pb2, broker_control_pb2_grpc, common_pb2
 
 

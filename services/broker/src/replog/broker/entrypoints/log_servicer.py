@@ -19,7 +19,6 @@ from kazoo.exceptions import KazooException
 
 from replog.broker.control.metadata_cache import MetadataCache
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.produce_stream import serve_produce_stream
 from replog.broker.produce.producer_ids import PRODUCER_EPOCH_MAX, ProducerIdAllocator, ProducerIdsUnavailable
@@ -30,6 +29,7 @@ from replog.broker.replicas.long_poll import long_poll
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.wait_slots import WaitSlots
 from replog.common.clock import Clock
+from replog.common.core.partitions import TopicPartition
 from replog.common.grpc_server import OpenStreams
 from replog.common.records import CorruptRecordError, decode_records
 from replog.v1 import common_pb2, log_pb2, log_pb2_grpc

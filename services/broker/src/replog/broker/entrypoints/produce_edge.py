@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.produce.produce_handler import ProduceHandler
 from replog.broker.produce.values import PartitionAnswer, PartitionProduce, ProduceRequest
 from replog.common.clock import Clock
+from replog.common.core.partitions import TopicPartition
 from replog.v1 import log_pb2
 
 

@@ -25,7 +25,6 @@ from typing import Callable
 
 from replog.broker.config import REPLICA_FETCHERS_MAX
 from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import FollowerFetchAnswer, offset_for_leader_epoch, read_for_follower
 from replog.broker.replication.fetch_sessions import FetchSessions, FollowerPosition
@@ -33,9 +32,10 @@ from replog.broker.replication.replication_throttle import ReplicationThrottle
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
 from replog.common import hopmarks
-from replog.common.hopmarks import Hop
 from replog.common.clock import Clock
+from replog.common.core.partitions import TopicPartition
 from replog.common.grpc_server import OpenStreams
+from replog.common.hopmarks import Hop
 from replog.v1 import common_pb2, replication_pb2, replication_pb2_grpc
 
 FETCH_WAIT_MS_MAX = 30_000

@@ -26,8 +26,8 @@ from typing import Callable, Sequence
 
 from replog.broker.core.produce import DelayedProduce, ProduceProgress, ProduceResult, ProduceWait
 from replog.broker.core.purgatory import AddOutcome, Purgatory
-from replog.broker.core.topic_partition import TopicPartition
 from replog.common.clock import Clock
+from replog.common.core.partitions import TopicPartition
 
 _FAR_FUTURE_MS = 2**62
 

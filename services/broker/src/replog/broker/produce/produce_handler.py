@@ -36,7 +36,6 @@ from replog.broker.control.topic_configs import TopicConfigs
 from replog.broker.core.effects import Effects
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.produce import ACKS_ALL, ACKS_NONE, VALID_ACKS, ProduceResult, ProduceWait
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.produce.delayed_produces import DelayedProduces
 from replog.broker.produce.values import PartitionAnswer, PartitionProduce, ProduceRequest
 from replog.broker.replicas.hosted_partition import HostedPartition
@@ -44,6 +43,7 @@ from replog.broker.replicas.leader_side import append_produced
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
 from replog.broker.runtime.wait_slots import WaitSlots
+from replog.common.core.partitions import TopicPartition
 from replog.common.records import BatchHeader, CorruptRecordError, RecordTooLargeError, encode_batch, validate_batch
 
 PRODUCE_TIMEOUT_MS_MAX = 300_000

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.topic_partition import TopicPartition
+from replog.common.core.partitions import TopicPartition
 
 Record = tuple[bytes | None, bytes, int]  # key (None: a null key), value, timestamp_ms
 

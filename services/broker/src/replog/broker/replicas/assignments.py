@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from replog.broker.core.topic_partition import TopicPartition
+from replog.common.core.partitions import TopicPartition
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
 

@@ -34,11 +34,11 @@ from replog.broker.core.high_watermark import HighWatermarkUpdate
 from replog.broker.core.partition import Applied, LeaderAndIsrDecision, PartitionOutcome, Unchanged
 from replog.broker.core.producer_state import ProducerStateTable
 from replog.broker.core.replica import PartitionReplica
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.log import PartitionLog
 from replog.broker.replicas.consequences import Consequences
 from replog.broker.replicas.long_poll import Waiter
 from replog.broker.replicas.partition_dirs import set_aside_directory
+from replog.common.core.partitions import TopicPartition
 
 A = TypeVar("A")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from replog.broker.core.topic_partition import TopicPartition
+from replog.common.core.partitions import TopicPartition
 
 
 def partition_directory(log_dir: Path, topic_partition: TopicPartition) -> Path:

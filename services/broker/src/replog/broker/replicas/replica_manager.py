@@ -22,9 +22,9 @@ import threading
 from pathlib import Path
 from typing import Callable
 
+from replog.broker.core.effects import NO_EFFECTS
 from replog.broker.core.partition import ReplicaRole
 from replog.broker.core.produce import ProduceProgress
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.log import (
     HW_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
@@ -33,7 +33,6 @@ from replog.broker.log import (
     read_offsets_checkpoint,
     write_offsets_checkpoint,
 )
-from replog.broker.core.effects import NO_EFFECTS
 from replog.broker.replicas.consequences import Consequences
 from replog.broker.replicas.directory_remover import DirectoryRemover
 from replog.broker.replicas.hosted_partition import HostedPartition
@@ -46,6 +45,7 @@ from replog.broker.replicas.partition_dirs import (
 from replog.broker.replicas.producer_headers import rebuild_from_log
 from replog.broker.runtime.metrics import PartitionSummary
 from replog.common.clock import Clock
+from replog.common.core.partitions import TopicPartition
 
 log = logging.getLogger(__name__)
 

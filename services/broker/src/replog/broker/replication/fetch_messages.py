@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Iterable, NamedTuple
 
 from replog.broker.core.log_view import EpochEndOffset
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replicas.follower_side import FetchPosition
 from replog.broker.replication.follower_answers import LeaderAnswer
+from replog.common.core.partitions import TopicPartition
 from replog.v1 import replication_pb2
 
 

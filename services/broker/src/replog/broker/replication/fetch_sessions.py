@@ -52,13 +52,13 @@ import threading
 from typing import Callable, Iterable, NamedTuple
 
 from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import FollowerFetchAnswer
 from replog.broker.replicas.long_poll import Waiter
 from replog.broker.replication.replication_throttle import ReplicationThrottle
 from replog.broker.runtime.turn import Turn
 from replog.common.clock import Clock
+from replog.common.core.partitions import TopicPartition
 
 # Partitions whose follower is outside the ISR are read again at least this often, even if
 # nothing signalled: whether it may rejoin can change with time alone (an INELIGIBLE_REPLICA

@@ -42,7 +42,6 @@ import grpc
 from opentelemetry import context as otel_context
 
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replicas.follower_side import FetchPosition, fetch_position
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replication.fetch_messages import FetchRequest, fetch_answer, fetch_request
@@ -54,6 +53,7 @@ from replog.broker.runtime.turn import Turn
 from replog.common import hopmarks
 from replog.common.channels import ChannelCache
 from replog.common.clock import Clock
+from replog.common.core.partitions import TopicPartition
 from replog.common.hopmarks import Hop
 
 log = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ from typing import Callable, Iterable, Sequence
 
 from opentelemetry import context as otel_context
 
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.replication.fetcher import ReplicaFetcher
+from replog.common.core.partitions import TopicPartition
 
 
 class FetcherManager:

@@ -32,7 +32,6 @@ from opentelemetry import trace
 
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.log_view import EpochEndOffset
-from replog.broker.core.topic_partition import TopicPartition
 from replog.broker.log import CorruptRecordError, LogOffsetMismatchError
 from replog.broker.replicas.follower_side import (
     FetchPosition,
@@ -43,6 +42,7 @@ from replog.broker.replicas.follower_side import (
 )
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.runtime.metrics import BrokerMetrics
+from replog.common.core.partitions import TopicPartition
 from replog.common.errors import error_name
 
 log = logging.getLogger(__name__)
