@@ -1,10 +1,7 @@
 """A simulated 3-broker cluster around the broker cores, for scenario tests.
 
-One partition, replicas (1, 2, 3). Each `SimBroker` is the glue a real adapter
-would be: a fake log, a `PartitionReplica`, a producer-state table and a
-produce purgatory, driven by explicit steps. A tiny `SimController` plays the
-ZooKeeper controller: clean elections (first live assigned replica in the
-ISR), a new leader epoch on every change it makes, and AlterPartition checks.
+One partition, replicas (1, 2, 3): a `SimController` and three `SimBroker`s
+(sim_members.py), driven by explicit steps.
 
 Nothing happens by itself: time moves with the `ManualClock`, controller
 messages wait in per-broker inboxes until delivered, AlterPartition requests
@@ -14,141 +11,38 @@ and answers wait in queues. Tests and the random schedule decide the order.
 - `committed`: offset -> record, filled whenever a leader's HW advances;
 - `acked`: records acknowledged to an acks=-1 producer;
 - leaders seen per leader epoch, and the highest HW ever published.
-`check_invariants()` raises AssertionError naming what broke.
+`check_invariants()` (sim_invariants.py) raises AssertionError naming what broke.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.follower import fetch_position
 from replog.broker.core.follower_fetch import DivergingEpoch, FollowerRead
 from replog.broker.core.high_watermark import HighWatermarkUpdate
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
-from replog.broker.core.partition import (
-    NO_LEADER,
-    Applied,
-    AssignLeaderEpochStart,
-    CompleteDelayedOperations,
-    LeaderAndIsrDecision,
-    ReplicaRole,
-)
+from replog.broker.core.partition import Applied, AssignLeaderEpochStart, CompleteDelayedOperations, ReplicaRole
 from replog.broker.core.produce import DelayedProduce, ProduceWait
-from replog.broker.core.producer_state import Append, BatchHeader, Duplicate, ProducerStateTable, rebuild_producer_state
+from replog.broker.core.producer_state import Append, Duplicate, rebuild_producer_state
 from replog.broker.core.purgatory import AddOutcome, Purgatory
 from replog.broker.core.replica import PartitionReplica
 from replog.broker.core.truncation import AskLeaderForEpoch, on_diverging_epoch
 from replog.common.clock import ManualClock
-from replog.common.core.partitions import TopicPartition
+from tests.scenario.broker.sim_invariants import check_invariants
+from tests.scenario.broker.sim_members import (
+    FETCH_RECORDS_MAX,
+    MIN_INSYNC_REPLICAS,
+    PRODUCE_TIMEOUT_MS,
+    REPLICA_LAG_TIME_MAX_MS,
+    REPLICAS,
+    TP,
+    ProduceTicket,
+    SimBroker,
+    SimController,
+)
 from tests.unit.broker.core.fake_log import FakeLog, FakeRecord
-
-TP = TopicPartition("orders", 0)
-REPLICAS = (1, 2, 3)
-MIN_INSYNC_REPLICAS = 2
-REPLICA_LAG_TIME_MAX_MS = 10_000
-PRODUCE_TIMEOUT_MS = 5_000
-FETCH_RECORDS_MAX = 4
-
-
-@dataclass
-class ProduceTicket:
-    """What a client sees for one produce request."""
-
-    payload: str
-    acks: int
-    broker_id: int
-    error_code: ErrorCode | None = None  # None while waiting
-    base_offset: int = -1
-    producer_id: int = -1
-    sequence: int = -1
-    op: DelayedProduce | None = None
-
-    @property
-    def done(self) -> bool:
-        return self.error_code is not None
-
-    @property
-    def ok(self) -> bool:
-        return self.error_code is ErrorCode.NONE
-
-
-class SimController:
-    def __init__(self) -> None:
-        self.live: set[int] = set(REPLICAS)
-        self.broker_epochs: dict[int, int] = {b: 0 for b in REPLICAS}  # registration epoch per broker
-        self.leader = NO_LEADER
-        self.leader_epoch = -1
-        self.isr: tuple[int, ...] = REPLICAS
-        self.partition_epoch = -1
-
-    def decision(self) -> LeaderAndIsrDecision:
-        return LeaderAndIsrDecision(TP, self.leader, self.leader_epoch, self.isr, self.partition_epoch, REPLICAS)
-
-    def elect(self) -> None:
-        """Clean election, and a new leader epoch for every change the controller writes."""
-        candidates = [r for r in REPLICAS if r in self.isr and r in self.live]
-        if self.leader not in candidates:
-            self.leader = candidates[0] if candidates else NO_LEADER
-        self.leader_epoch += 1
-        self.partition_epoch += 1
-
-    def broker_lost(self, broker_id: int) -> None:
-        self.live.discard(broker_id)
-        if broker_id in self.isr and len(self.isr) > 1:  # the last ISR member stays (clean elections only)
-            self.isr = tuple(r for r in self.isr if r != broker_id)
-        self.elect()
-
-    def broker_back(self, broker_id: int) -> None:
-        self.register(broker_id)
-        self.live.add(broker_id)
-        if self.leader == NO_LEADER and broker_id in self.isr:
-            self.elect()
-
-    def register(self, broker_id: int) -> int:
-        """A broker (re)registers: a new registration epoch fences its earlier incarnation."""
-        self.broker_epochs[broker_id] += 1
-        return self.broker_epochs[broker_id]
-
-    def alter_partition(
-        self, broker_id: int, broker_epoch: int, proposal: AlterPartitionProposal
-    ) -> AlterPartitionAnswer | None:
-        """The per-partition answer, or None for a request-level refusal (STALE_BROKER_EPOCH)."""
-        if broker_id not in self.live or broker_epoch != self.broker_epochs[broker_id]:
-            return None
-        error = ErrorCode.NONE
-        if proposal.leader_epoch != self.leader_epoch or broker_id != self.leader:
-            error = ErrorCode.FENCED_LEADER_EPOCH
-        elif proposal.partition_epoch != self.partition_epoch:
-            error = ErrorCode.INVALID_UPDATE_VERSION
-        elif not set(proposal.new_isr) <= self.live:
-            error = ErrorCode.INELIGIBLE_REPLICA
-        if error is ErrorCode.NONE:
-            self.isr = proposal.new_isr
-            self.partition_epoch += 1
-        return AlterPartitionAnswer(error, self.leader, self.leader_epoch, self.isr, self.partition_epoch)
-
-
-@dataclass
-class SimBroker:
-    broker_id: int
-    log: FakeLog
-    replica: PartitionReplica
-    producer_state: ProducerStateTable
-    purgatory: Purgatory[DelayedProduce, TopicPartition]
-    broker_epoch: int = 0  # registration epoch this incarnation carries in AlterPartition
-    alive: bool = True
-    isolated: bool = False  # cut off from the controller, still reachable by brokers and clients
-    inbox: deque[LeaderAndIsrDecision] = field(default_factory=deque)
-
-    @property
-    def role(self) -> ReplicaRole:
-        return self.replica.state.role
-
-    @property
-    def leader_epoch(self) -> int:
-        return self.replica.state.leader_epoch
 
 
 class SimCluster:
@@ -224,7 +118,7 @@ class SimCluster:
                 self._complete_delayed(broker)
             # StopFetcher / StartFetcher: fetching here is driven by `fetch()`, from the state's leader.
         if broker.role is ReplicaRole.LEADER:
-            self._note_leader(broker)
+            self.note_leader(broker)
 
     # --- clients ------------------------------------------------------------------------
 
@@ -336,7 +230,7 @@ class SimCluster:
             assert kept != removed, f"broker {broker.broker_id} truncated committed record {removed}"
         broker.log.truncate_to(offset)
         broker.replica.on_truncated(log=broker.log)
-        broker.producer_state = rebuild_producer_state(_headers(broker.log))
+        broker.producer_state = rebuild_producer_state(broker.log.headers())
         self.events.append(f"broker {broker.broker_id}: truncated to {offset}")
 
     def _after_leader_hw(self, leader: SimBroker, update: HighWatermarkUpdate) -> None:
@@ -482,49 +376,18 @@ class SimCluster:
             broker_id=broker_id,
             log=log,
             replica=PartitionReplica(TP, broker_id, high_watermark=checkpoint_hw),
-            producer_state=rebuild_producer_state(_headers(log)),
+            producer_state=rebuild_producer_state(log.headers()),
             purgatory=Purgatory(operations_max=1_000),
         )
 
     # --- invariants ------------------------------------------------------------------------------
 
-    def _note_leader(self, broker: SimBroker) -> None:
+    def note_leader(self, broker: SimBroker) -> None:
         holder = self.leaders_by_epoch.setdefault(broker.leader_epoch, broker.broker_id)
         assert holder == broker.broker_id, f"leader epoch {broker.leader_epoch} led by {holder} and {broker.broker_id}"
 
     def check_invariants(self) -> None:
-        for broker in self.brokers.values():
-            if not broker.alive:
-                continue
-            if broker.role is ReplicaRole.LEADER:
-                self._note_leader(broker)
-            hw = broker.replica.high_watermark
-            assert hw <= broker.log.log_end_offset, f"broker {broker.broker_id}: HW {hw} > LEO"
-            for record in broker.log.read(0, hw):
-                assert self.committed.get(record.offset) == record, (
-                    f"broker {broker.broker_id} below HW {hw} holds {record}, committed is "
-                    f"{self.committed.get(record.offset)}"
-                )
-        self._check_isr_members_hold_committed()
-        for ticket in self.acked:
-            record = self.committed.get(ticket.base_offset)
-            assert record is not None and record.payload == ticket.payload, f"acked {ticket.payload} not committed"
-        sequences = [(r.producer_id, r.sequence) for r in self.committed.values() if r.producer_id != -1]
-        assert len(sequences) == len(set(sequences)), "an idempotent batch was committed twice"
-
-    def _check_isr_members_hold_committed(self) -> None:
-        end = max(self.committed, default=-1) + 1
-        for broker_id in self.controller.isr:
-            broker = self.brokers[broker_id]
-            if not broker.alive:
-                continue
-            assert broker.log.log_end_offset >= end, f"ISR member {broker_id} lacks committed records"
-            for record in broker.log.read(0, end):
-                assert self.committed[record.offset] == record, f"ISR member {broker_id} differs at {record.offset}"
+        check_invariants(self)
 
     def logs(self) -> dict[int, list[str]]:
         return {b: broker.log.payloads() for b, broker in self.brokers.items()}
-
-
-def _headers(log: FakeLog) -> list[BatchHeader]:
-    return log.headers()

@@ -24,8 +24,8 @@ import pytest
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.partition import ReplicaRole
 from replog.common.clock import ManualClock
-
-from tests.scenario.broker.sim_cluster import REPLICAS, ProduceTicket, SimCluster
+from tests.scenario.broker.sim_cluster import SimCluster
+from tests.scenario.broker.sim_members import REPLICAS, ProduceTicket
 
 STEPS = 300
 PHASE_STEPS = 50

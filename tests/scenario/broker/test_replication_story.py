@@ -8,8 +8,8 @@ from replog.broker.core.errors import ErrorCode
 from replog.broker.core.isr_proposal import IsrChangeKind
 from replog.broker.core.partition import ReplicaRole
 from replog.common.clock import ManualClock
-
-from tests.scenario.broker.sim_cluster import REPLICA_LAG_TIME_MAX_MS, SimCluster
+from tests.scenario.broker.sim_cluster import SimCluster
+from tests.scenario.broker.sim_members import REPLICA_LAG_TIME_MAX_MS
 
 
 def fetch_rounds(cluster: SimCluster, rounds: int, followers=(2, 3)) -> None:
