@@ -38,3 +38,15 @@ def diagram(page: Path) -> str:
 
 def test_the_readme_shows_the_architecture_diagram():
     assert diagram(REPO / "README.md") == diagram(REPO / "docs" / "architecture.md")
+
+
+def test_every_performance_note_is_in_the_index_and_every_link_in_code_names_a_note():
+    notes = {p.name for p in (REPO / "docs" / "perf").glob("*.md")} - {"README.md"}
+    index = (REPO / "docs" / "perf" / "README.md").read_text()
+    assert not [n for n in sorted(notes) if f"]({n})" not in index], "notes missing from docs/perf/README.md"
+    cited = set()
+    for root in ("services", "libs", "spark", "deploy", "bench", "tests"):
+        for path in (REPO / root).rglob("*.py"):
+            cited.update(re.findall(r"docs/perf/([\w.-]+\.md)", path.read_text()))
+    unknown = sorted(cited - notes - {"README.md"})
+    assert cited and not unknown, f"code cites notes that do not exist: {unknown}"
