@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
-from replog.broker.control.metadata_cache import MetadataCache  # noqa: E402
+from replog.broker.entrypoints.metadata_cache import MetadataCache  # noqa: E402
 from replog.broker.control.state_changes import ReplicaStateChanges  # noqa: E402
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer  # noqa: E402
 from replog.broker.entrypoints.produce_edge import ProduceEdge  # noqa: E402
@@ -128,7 +128,7 @@ class Broker:
             broker_id=BROKER, lookup=self.replicas.get, clock=clock, metrics=metrics, fetch_bytes_max=10 << 20,
             stopping=lambda: False, turn=turn)
         self.produce = ProduceEdge(ProduceHandler(
-            lookup=self.replicas.get, metadata=metadata, topic_configs=TopicConfigs(), delayed_produces=delayed,
+            lookup=self.replicas.get, is_known=metadata.has_partition, topic_configs=TopicConfigs(), delayed_produces=delayed,
             metrics=metrics, batch_bytes_max=1 << 20, request_timeout_ms=30_000, fsync_acks_all=False,
             wait_slots=WaitSlots(128), turn=turn), clock)
 

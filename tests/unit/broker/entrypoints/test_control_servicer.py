@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replog.broker.control.metadata_cache import MetadataCache
+from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.broker.control.state_changes import PartitionResult
 from replog.broker.core.errors import ErrorCode
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer

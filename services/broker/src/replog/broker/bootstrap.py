@@ -20,7 +20,7 @@ from replog.broker.config import BrokerConfig
 from replog.broker.control.controlled_shutdown import controlled_shutdown
 from replog.broker.control.controller_link import ControllerLink
 from replog.broker.control.isr_changes import IsrChangeSender
-from replog.broker.control.metadata_cache import MetadataCache
+from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.broker.control.registration import register_broker
 from replog.broker.control.state_changes import ReplicaStateChanges
 from replog.broker.control.topic_configs import TopicConfigs
@@ -172,7 +172,7 @@ class BrokerProcess:
         )
         wait_slots = WaitSlots(config.grpc_workers)
         produce = ProduceHandler(
-            lookup=replicas.get, metadata=self.metadata, topic_configs=self.topic_configs,
+            lookup=replicas.get, is_known=self.metadata.has_partition, topic_configs=self.topic_configs,
             delayed_produces=self.delayed_produces, metrics=metrics,
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
             fsync_acks_all=config.fsync_acks_all, wait_slots=wait_slots, turn=turn,

@@ -1,7 +1,6 @@
 """The broker's side of the control plane: the controller's requests, ZooKeeper, ISR proposals.
 
 - state_changes.py        LeaderAndIsr / StopReplica applied: core decisions, effects, become_* spans
-- metadata_cache.py       UpdateMetadata -> Metadata answers, broker addresses, the metadata digest
 - isr_changes.py          the periodic ISR shrink check, AlterPartition sending and its answers
 - controller_link.py      the active controller's address from /controller, and its RPCs
 - controlled_shutdown.py  ControlledShutdown before stopping

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-from replog.broker.control.metadata_cache import MetadataCache
+from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.broker.control.state_changes import PartitionResult, ReplicaStateChanges, StopRequest
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.partition import LeaderAndIsrDecision

@@ -17,7 +17,7 @@ from typing import Callable
 import grpc
 from kazoo.exceptions import KazooException
 
-from replog.broker.control.metadata_cache import MetadataCache
+from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.broker.core.errors import ErrorCode
 from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.produce_stream import serve_produce_stream

@@ -31,7 +31,6 @@ from __future__ import annotations
 import time
 from typing import Callable, Sequence
 
-from replog.broker.control.metadata_cache import MetadataCache
 from replog.broker.control.topic_configs import TopicConfigs
 from replog.broker.core.effects import Effects
 from replog.broker.core.errors import ErrorCode
@@ -54,7 +53,7 @@ class ProduceHandler:
         self,
         *,
         lookup: Callable[[TopicPartition], HostedPartition | None],
-        metadata: MetadataCache,
+        is_known: Callable[[str, int], bool],
         topic_configs: TopicConfigs,
         delayed_produces: DelayedProduces,
         metrics: BrokerMetrics,
@@ -66,7 +65,7 @@ class ProduceHandler:
     ) -> None:
         self._turn = turn
         self._lookup = lookup
-        self._metadata = metadata
+        self._is_known = is_known  # the partition exists in the cluster (the Metadata answers' cache)
         self._topic_configs = topic_configs
         self._delayed = delayed_produces
         self._metrics = metrics
@@ -172,7 +171,7 @@ class ProduceHandler:
                      deferred: list[tuple[HostedPartition, Effects]]):
         hosted = self._lookup(tp)
         if hosted is None:
-            known = self._metadata.has_partition(tp.topic, tp.partition)
+            known = self._is_known(tp.topic, tp.partition)
             code = ErrorCode.NOT_LEADER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return PartitionAnswer(tp, code, f"{tp} is not hosted by this broker"), None
         checked = self._checked_batch(data)

@@ -8,6 +8,12 @@ replaces a partition's state with an older one (lower leader epoch, or the
 same with a lower partition epoch), since a request the controller gave up on
 may still arrive after a newer one. The controller fences stale senders
 (controller epoch) before anything reaches here.
+
+It lives at the edge because what it holds are wire messages: the partition
+states arrive as UpdateMetadata protobufs and leave, nearly as they are, in
+Metadata answers, so it keeps them as they came instead of converting some
+13K states a failover both ways. Code past the edge asks it domain questions
+only (`has_partition`, `broker_address`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replog.broker.control.metadata_cache import MetadataCache
+from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.v1 import broker_control_pb2, common_pb2
 
 
