@@ -8,9 +8,10 @@ it changed as one `Effects` value: facts, not actions. The adapter acts on them
 once the lock is released, in one place (replicas/consequences.py), by the rules
 decided here:
 
-- delayed produces watching the partition are checked when the HW advanced, the
-  leader's ISR changed (min.insync.replicas) or the replica's state changed (a
-  lost leadership answers NOT_LEADER at once);
+- delayed produces watching the partition are checked when the HW advanced or
+  the replica's state changed (a lost leadership answers NOT_LEADER at once). An
+  ISR change alone completes none: a wait ends only once the HW reaches its
+  offset, and min.insync.replicas is judged at that moment (core/produce.py);
 - long polls parked on the partition are woken by `wake`: everyone after an
   append or a state change; consumers after a HW move (followers' sessions are
   only noted: they wait for records, which a HW move does not bring); only the
@@ -50,16 +51,16 @@ class Effects(NamedTuple):
 
     @property
     def completes_delayed_produces(self) -> bool:
-        return self.hw_advanced or self.state_changed or self.isr_changed
+        return self.hw_advanced or self.state_changed
 
     @property
     def wake(self) -> Wake:
-        if (self.records_appended or self.state_changed or self.proposal_settled
-                or (self.isr_changed and self.hw_advanced)):
+        hw_advanced, isr_changed = self.hw_advanced, self.isr_changed
+        if self.records_appended or self.state_changed or self.proposal_settled or (isr_changed and hw_advanced):
             return Wake.EVERYONE
-        if self.hw_advanced:
+        if hw_advanced:
             return Wake.CONSUMERS
-        if self.isr_changed:
+        if isr_changed:
             return Wake.FOLLOWERS_OUTSIDE_ISR
         return Wake.NOBODY
 

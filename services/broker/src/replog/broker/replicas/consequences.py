@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from replog.broker.core.effects import Effects
+from replog.broker.core.effects import Effects, Wake
 
 if TYPE_CHECKING:
     from replog.broker.control.isr_changes import IsrChangeSender
@@ -41,8 +41,12 @@ class Consequences:
         self._isr_changes = isr_changes
 
     def apply(self, hosted: HostedPartition, effects: Effects) -> None:
-        hosted.wake(effects.wake, effects.isr)
-        if effects.completes_delayed_produces and self._delayed_produces is not None:
-            self._delayed_produces.check(hosted.topic_partition)
+        # Once per partition of every fetch answer and controller request: the rules are read once,
+        # and nothing is called that has nothing to do.
+        wake = effects.wake
+        if wake is not Wake.NOBODY:
+            hosted.wake(wake, effects.isr)
+        if (effects.hw_advanced or effects.state_changed) and self._delayed_produces is not None:
+            self._delayed_produces.check(hosted.topic_partition)  # Effects.completes_delayed_produces
         if effects.isr_proposed and self._isr_changes is not None:
             self._isr_changes.submit(hosted.topic_partition)

@@ -102,17 +102,20 @@ class HostedPartition:
         A consumer's poll waits for the HW; a follower's fetch session waits for records (its
         min_bytes is at least 1), so a HW move only notes the partition for it (Waiter.note): it
         reads it again before it answers, and the answer carries the new HW."""
+        waiters = self._waiters  # replaced, never changed: this is the set at this moment
+        if not waiters:
+            return
         if who is Wake.EVERYONE:
-            for waiter in self._waiters:
+            for waiter in waiters:
                 waiter.notify(self)
         elif who is Wake.CONSUMERS:
-            for waiter in self._waiters:
+            for waiter in waiters:
                 if waiter.replica_id is None:
                     waiter.notify(self)
                 else:
                     waiter.note(self)
         elif who is Wake.FOLLOWERS_OUTSIDE_ISR:
-            for waiter in self._waiters:
+            for waiter in waiters:
                 if waiter.replica_id is not None and waiter.replica_id not in isr:
                     waiter.notify(self)
 
