@@ -46,7 +46,7 @@ class Consequences:
         wake = effects.wake
         if wake is not Wake.NOBODY:
             hosted.wake(wake, effects.isr)
-        if (effects.hw_advanced or effects.state_changed) and self._delayed_produces is not None:
-            self._delayed_produces.check(hosted.topic_partition)  # Effects.completes_delayed_produces
+        if effects.completes_delayed_produces and self._delayed_produces is not None:
+            self._delayed_produces.check(hosted.topic_partition)
         if effects.isr_proposed and self._isr_changes is not None:
             self._isr_changes.submit(hosted.topic_partition)
