@@ -8,6 +8,7 @@ else, each in one module:
 - `state.py`: the cluster's state (controller seat, brokers, topics, partition states,
   topic configs, producer-id blocks);
 - `admin.py`: the requests the gateway leaves for the controller, and the reassignment throttle;
+- `acls.py`: the ACL bindings under /acls (paths and JSON together: one file for one feature);
 - `layout.py`: `LAYOUT`, every path with who writes it and an example, for the reference.
 
 Shapes follow Kafka's so existing knowledge and tools carry over. Decoders are strict: a
@@ -16,6 +17,15 @@ because a controller acting on a misread partition state could lose data. Import
 `from replog.common.zk import schema`.
 """
 
+from .acls import (
+    ACLS,
+    AclChangeMarker,
+    AclEntry,
+    AclResourceRecord,
+    acl_pattern_folder,
+    acl_resource_path,
+    parse_acl_resource_path,
+)
 from .admin import ElectionRequest, ReassignmentRequest, ReassignmentThrottle
 from .codec import ZkDataError
 from .layout import LAYOUT, Znode
@@ -56,6 +66,7 @@ from .state import (
 )
 
 __all__ = [
+    "ACLS",
     "ADMIN",
     "BROKERS",
     "BROKER_IDS",
@@ -72,6 +83,9 @@ __all__ = [
     "REASSIGN_PARTITIONS",
     "TOPICS",
     "UNCLEAN_LEADER_ELECTION",
+    "AclChangeMarker",
+    "AclEntry",
+    "AclResourceRecord",
     "BrokerRegistration",
     "ControllerRecord",
     "ElectionRequest",
@@ -83,10 +97,13 @@ __all__ = [
     "TopicConfigRecord",
     "ZkDataError",
     "Znode",
+    "acl_pattern_folder",
+    "acl_resource_path",
     "broker_path",
     "decode_controller_epoch",
     "delete_topic_path",
     "encode_controller_epoch",
+    "parse_acl_resource_path",
     "parse_topic_path",
     "partition_path",
     "partition_state_path",
