@@ -10,7 +10,7 @@ import sys
 
 import grpc
 
-from replog.cli import cluster, data, elections, export, reassign, topics, traces
+from replog.cli import acls, cluster, data, elections, export, reassign, topics, traces
 from replog.cli.connection import describe_rpc_error, resolve_gateway
 from replog.cli.output import CliError, fail
 from replog.common.channels import CHANNEL_OPTIONS
@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="admin gateway (default: $REPLOG_GATEWAY, the local cluster, or 127.0.0.1:9090)")
     parser.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (topics, reassign, elections, cluster, export, traces):
+    for group in (topics, reassign, elections, cluster, export, traces, acls):
         group.add_parser(sub)
     data.add_parsers(sub)
     _accept_global_options_anywhere(parser)

@@ -10,6 +10,9 @@ import random
 import threading
 
 from replog.common import telemetry
+from replog.common.acls.core.authorizer import Authorizer
+from replog.common.acls.enforcement import Enforcer
+from replog.common.acls.store import AclWatcher
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import ServiceBinding, start_server
@@ -22,6 +25,10 @@ from replog.v1 import admin_pb2, admin_pb2_grpc
 
 log = logging.getLogger(__name__)
 
+# Until mutual TLS gives calls an identity, there is no principal to check: ACLs are stored and
+# watched but not enforced. The TLS work turns this into "TLS is on" (not `insecure`).
+ACLS_ENFORCED = False
+
 
 class GatewayProcess:
     def __init__(self, config: GatewayConfig) -> None:
@@ -33,6 +40,8 @@ class GatewayProcess:
         )
         self.gate = ReadinessGate(f"gateway {config.gateway_id} is waiting for ZooKeeper at {config.zookeeper}")
         self.channels = ChannelCache()
+        self.authorizer = Authorizer(config.super_user_principals)
+        self.acl_watcher = AclWatcher(self.zk, self.authorizer)
         self.server = None
 
     def start(self, stopping: threading.Event) -> bool:
@@ -50,7 +59,7 @@ class GatewayProcess:
             [ServiceBinding(
                 admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
                 admin_pb2_grpc.add_AdminServiceServicer_to_server,
-                AdminServicer(deps),
+                AdminServicer(deps, Enforcer(self.authorizer, enabled=ACLS_ENFORCED)),
             )],
             host=self.config.host,
             port=self.config.port,
@@ -60,6 +69,7 @@ class GatewayProcess:
         if not self.zk.connect(stopping):
             return False
         self.zk.ensure_layout()
+        self.acl_watcher.start()
         self.gate.open()
         self.server.set_serving(True)
         metrics_port = telemetry.start_metrics_server(self.config.metrics_port, self.config.host)
@@ -69,5 +79,6 @@ class GatewayProcess:
     def stop(self) -> None:
         if self.server:
             self.server.stop()
+        self.acl_watcher.stop()
         self.channels.close()
         self.zk.stop()

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from replog.common.acls.settings import AclSettings
 from replog.common.config import one_of, positive, setting, tcp_port, zookeeper_connect
 
 
 @dataclass(frozen=True)
-class GatewayConfig:
+class GatewayConfig(AclSettings):
     gateway_id: str = setting("1", "instance name of this gateway (for logs and traces)")
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     host: str = setting("127.0.0.1", "address to listen on")

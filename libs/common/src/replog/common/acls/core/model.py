@@ -112,6 +112,12 @@ def pattern_covers(binding: AclBinding, resource_name: str) -> bool:
     return resource_name.startswith(binding.resource_name)
 
 
+def _unknown(what: str, value: str, choices) -> str:
+    if not value:
+        return f"no {what} given; expected one of {', '.join(choices)}"
+    return f"unknown {what} {value!r}; expected one of {', '.join(choices)}"
+
+
 def principal_problem(principal: str) -> str | None:
     if not principal:
         return "the principal is empty; name one as User:<name>, or User:* for every user"
@@ -128,9 +134,9 @@ def principal_problem(principal: str) -> str | None:
 
 def resource_problem(resource_type: str, pattern_type: str, resource_name: str) -> str | None:
     if resource_type not in RESOURCE_TYPES:
-        return f"unknown resource type {resource_type!r}; expected one of {', '.join(RESOURCE_TYPES)}"
+        return _unknown("resource type", resource_type, RESOURCE_TYPES)
     if pattern_type not in PATTERN_TYPES:
-        return f"unknown pattern type {pattern_type!r}; expected one of {', '.join(PATTERN_TYPES)}"
+        return _unknown("pattern type", pattern_type, PATTERN_TYPES)
     if resource_type == CLUSTER:
         if pattern_type != LITERAL or resource_name != CLUSTER_NAME:
             return f"the cluster resource is the literal name {CLUSTER_NAME!r}, not {pattern_type} {resource_name!r}"
@@ -151,7 +157,7 @@ def resource_problem(resource_type: str, pattern_type: str, resource_name: str) 
 
 def operation_problem(operation: str, resource_type: str) -> str | None:
     if operation not in OPERATIONS:
-        return f"unknown operation {operation!r}; expected one of {', '.join(OPERATIONS)}"
+        return _unknown("operation", operation, OPERATIONS)
     allowed = OPERATIONS_BY_RESOURCE.get(resource_type)
     if allowed is not None and operation not in allowed:
         return (f"operation {operation!r} does not apply to a {resource_type}; "
@@ -164,8 +170,7 @@ def binding_problem(binding: AclBinding) -> str | None:
     return (principal_problem(binding.principal)
             or resource_problem(binding.resource_type, binding.pattern_type, binding.resource_name)
             or operation_problem(binding.operation, binding.resource_type)
-            or (None if binding.permission in PERMISSIONS
-                else f"unknown permission {binding.permission!r}; expected allow or deny"))
+            or (None if binding.permission in PERMISSIONS else _unknown("permission", binding.permission, PERMISSIONS)))
 
 
 def filter_problem(acl_filter: AclFilter) -> str | None:
@@ -174,15 +179,15 @@ def filter_problem(acl_filter: AclFilter) -> str | None:
     if f.principal is not None and (problem := principal_problem(f.principal)):
         return problem
     if f.resource_type is not None and f.resource_type not in RESOURCE_TYPES:
-        return f"unknown resource type {f.resource_type!r}; expected one of {', '.join(RESOURCE_TYPES)}"
+        return _unknown("resource type", f.resource_type, RESOURCE_TYPES)
     if f.pattern_type is not None and f.pattern_type not in FILTER_PATTERN_TYPES:
-        return f"unknown pattern type {f.pattern_type!r}; expected one of {', '.join(FILTER_PATTERN_TYPES)}"
+        return _unknown("pattern type", f.pattern_type, FILTER_PATTERN_TYPES)
     if f.pattern_type == MATCH and f.resource_name is None:
         return "a 'match' filter needs the resource name it matches"
     if f.operation is not None and f.operation not in OPERATIONS:
-        return f"unknown operation {f.operation!r}; expected one of {', '.join(OPERATIONS)}"
+        return _unknown("operation", f.operation, OPERATIONS)
     if f.permission is not None and f.permission not in PERMISSIONS:
-        return f"unknown permission {f.permission!r}; expected allow or deny"
+        return _unknown("permission", f.permission, PERMISSIONS)
     return None
 
 
