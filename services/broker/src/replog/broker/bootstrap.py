@@ -43,6 +43,9 @@ from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
 from replog.broker.runtime.wait_slots import WaitSlots
 from replog.common import gc_policy, telemetry
+from replog.common.acls.core.authorizer import Authorizer
+from replog.common.acls.enforcement import Enforcer
+from replog.common.acls.store import AclWatcher
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import start_server
@@ -54,6 +57,9 @@ from replog.common.zk.client import ZkClient
 log = logging.getLogger(__name__)
 
 SERVER_STOP_GRACE_S = 2.0
+# Until mutual TLS gives calls an identity, there is no principal to check: ACLs are read and
+# watched but not enforced. The TLS work turns this into "TLS is on" (not `insecure`).
+ACLS_ENFORCED = False
 DEFAULT_FLUSH_CHECK_MS = 1000
 
 
@@ -68,6 +74,8 @@ class BrokerProcess:
         )
         self.gate = ReadinessGate(f"broker {config.broker_id} is waiting for ZooKeeper at {config.zookeeper}")
         self.channels = ChannelCache()
+        self.authorizer = Authorizer(config.super_user_principals)
+        self.acl_watcher = AclWatcher(self.zk, self.authorizer)
         self.server = None
         self.broker_epoch = 0
         self._joined = False  # start() ran to the end: every component is up, for stop() to take down
@@ -92,6 +100,7 @@ class BrokerProcess:
         if not self.zk.connect(stopping):
             return False
         self.zk.ensure_layout()
+        self.acl_watcher.start()  # the first read before clients are served
         self.replicas.delete_unassigned(assigned_here(self.zk, config.broker_id))
         gc_policy.settle()  # the loaded replicas live as long as the process
         self.gate.open()
@@ -182,6 +191,7 @@ class BrokerProcess:
             hosted=replicas.hosted,
             metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
+            enforcer=Enforcer(self.authorizer, enabled=ACLS_ENFORCED),
         )
 
     # --- registration --------------------------------------------------------------------
@@ -232,6 +242,7 @@ class BrokerProcess:
         if self.server is not None:
             self.server.stop(SERVER_STOP_GRACE_S)
             self.replicas.close()
+        self.acl_watcher.stop()
         self.channels.close()
         self.zk.stop()
         log.info("broker %d stopped", self.config.broker_id)
