@@ -12,5 +12,5 @@ topics, and administer the cluster (Kafka's ACL authorizer, in replog's words).
 
 The gateway writes bindings (AdminService CreateAcls, DeleteAcls; `replog acls`); brokers check
 the clients' Produce, Fetch, ListOffsets, Metadata and InitProducerId, and the gateway its own
-admin requests. docs/security.md tells the whole story.
+admin requests. docs/acls.md tells the whole story.
 """
