@@ -180,8 +180,38 @@ def test_concurrent_adds_on_one_resource_all_land(cluster, admin):
     assert sorted(b.principal for b in found) == ["User:u0", "User:u1", "User:u2"]
 
 
-def wait_for(condition, what: str) -> None:
-    deadline = time.monotonic() + WATCH_DEADLINE_S
+def wait_for(condition, what: str, deadline_s: float = WATCH_DEADLINE_S) -> None:
+    deadline = time.monotonic() + deadline_s
     while not condition():
-        assert time.monotonic() < deadline, f"timed out after {WATCH_DEADLINE_S} s waiting for {what}"
+        assert time.monotonic() < deadline, f"timed out after {deadline_s} s waiting for {what}"
         time.sleep(0.05)
+
+
+def test_an_unreadable_acl_znode_keeps_the_bindings_already_loaded(cluster, replog, kazoo):
+    zk = ZkClient(cluster.zookeeper_connect)
+    zk.start()
+    authorizer = Authorizer(())
+    watcher = AclWatcher(zk, authorizer)
+    try:
+        replog("acls", "add", "--deny-principal", "User:alice", "--operation", "consume", "--topic", "orders")
+        replog("acls", "add", "--allow-principal", "User:alice", "--operation", "all", "--topic", "*")
+        watcher.start()
+        assert not authorizer.authorize("User:alice", "consume", "topic", "orders")
+        broken = schema.acl_resource_path("topic", "literal", "orders")
+        kazoo.set(broken, b'{"version":1,"acls":"garbage"}')
+        kazoo.set(schema.ACLS, schema.AclChangeMarker(1).encode())
+        with pytest.raises(AssertionError, match="timed out"):  # the deny must not be dropped meanwhile
+            wait_for(lambda: authorizer.authorize("User:alice", "consume", "topic", "orders"), "the deny to go",
+                     deadline_s=2.0)
+        code, _, err = replog("acls", "list")  # the gateway says what it cannot read
+        assert code == 1 and broken in err and "(INTERNAL)" in err, err
+
+        repaired = schema.AclResourceRecord((schema.AclEntry("User:alice", "consume", "deny"),
+                                             schema.AclEntry("User:alice", "produce", "deny")))
+        kazoo.set(broken, repaired.encode())
+        kazoo.set(schema.ACLS, schema.AclChangeMarker(2).encode())
+        wait_for(lambda: not authorizer.authorize("User:alice", "produce", "topic", "orders"), "the repaired read")
+        assert not authorizer.authorize("User:alice", "consume", "topic", "orders")
+    finally:
+        watcher.stop()
+        zk.stop()
