@@ -15,7 +15,7 @@ from replog.common.acls.core.authorizer import Authorizer
 from replog.common.acls.core.model import AclBinding
 from replog.common.acls.enforcement import Caller, Enforcer
 from replog.common.clock import SystemClock
-from replog.v1 import log_pb2
+from replog.v1 import broker_control_pb2, log_pb2
 
 ALICE = Caller("User:alice", False)
 
@@ -129,8 +129,6 @@ def test_services_are_not_subject_to_topic_acls():
 
 
 def test_metadata_of_every_topic_shows_the_describable_ones_and_a_named_one_needs_describe():
-    from replog.v1 import broker_control_pb2
-
     cache = MetadataCache()
     cache.update(broker_control_pb2.UpdateMetadataRequest(controller_id=1, full=True, partitions=[
         broker_control_pb2.PartitionState(topic=t, partition=0, leader=1, leader_epoch=1, isr=[1], replicas=[1])
