@@ -26,7 +26,6 @@ skips it by identity), and a read-only step never returns anything else.
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
 
 
 class Wake(enum.Enum):
@@ -38,31 +37,64 @@ class Wake(enum.Enum):
     EVERYONE = "everyone"
 
 
-class Effects(NamedTuple):
-    """What one step changed (a named tuple: a replica fetch reports one per partition it reads)."""
+class Effects:
+    """What one step changed, and the two rules read from it (`wake`, `completes_delayed_produces`),
+    worked out once when it is made: the adapter reads them for every partition of every fetch
+    answer and controller request, and most steps return one of the constants below.
 
-    records_appended: bool = False  # the leader appended records
-    hw_advanced: bool = False
-    state_changed: bool = False  # leader, leader epoch, assignment or hosting changed (all but a leader's ISR)
-    isr_changed: bool = False  # the leader's committed ISR changed
-    proposal_settled: bool = False  # the pending ISR proposal got its answer: a follower may be proposed again
-    isr_proposed: bool = False  # a new ISR expansion waits to be sent to the controller
-    isr: tuple[int, ...] = ()  # the committed ISR after `isr_changed`
+    Immutable by convention (slots, no setters used): `with_state_changed` makes a new one."""
 
-    @property
-    def completes_delayed_produces(self) -> bool:
-        return self.hw_advanced or self.state_changed
+    __slots__ = ("records_appended", "hw_advanced", "state_changed", "isr_changed", "proposal_settled",
+                 "isr_proposed", "isr", "wake", "completes_delayed_produces")
 
-    @property
-    def wake(self) -> Wake:
-        hw_advanced, isr_changed = self.hw_advanced, self.isr_changed
-        if self.records_appended or self.state_changed or self.proposal_settled or (isr_changed and hw_advanced):
-            return Wake.EVERYONE
-        if hw_advanced:
-            return Wake.CONSUMERS
-        if isr_changed:
-            return Wake.FOLLOWERS_OUTSIDE_ISR
-        return Wake.NOBODY
+    def __init__(
+        self,
+        *,
+        records_appended: bool = False,  # the leader appended records
+        hw_advanced: bool = False,
+        state_changed: bool = False,  # leader, leader epoch, assignment or hosting changed (all but a leader's ISR)
+        isr_changed: bool = False,  # the leader's committed ISR changed
+        proposal_settled: bool = False,  # the pending ISR proposal got its answer: a follower may be proposed again
+        isr_proposed: bool = False,  # a new ISR expansion waits to be sent to the controller
+        isr: tuple[int, ...] = (),  # the committed ISR after `isr_changed`
+    ) -> None:
+        self.records_appended = records_appended
+        self.hw_advanced = hw_advanced
+        self.state_changed = state_changed
+        self.isr_changed = isr_changed
+        self.proposal_settled = proposal_settled
+        self.isr_proposed = isr_proposed
+        self.isr = isr
+        self.completes_delayed_produces = hw_advanced or state_changed
+        if records_appended or state_changed or proposal_settled or (isr_changed and hw_advanced):
+            self.wake = Wake.EVERYONE
+        elif hw_advanced:
+            self.wake = Wake.CONSUMERS
+        elif isr_changed:
+            self.wake = Wake.FOLLOWERS_OUTSIDE_ISR
+        else:
+            self.wake = Wake.NOBODY
+
+    def _facts(self) -> tuple:
+        return (self.records_appended, self.hw_advanced, self.state_changed, self.isr_changed,
+                self.proposal_settled, self.isr_proposed, self.isr)
+
+    def with_state_changed(self) -> Effects:
+        return Effects(records_appended=self.records_appended, hw_advanced=self.hw_advanced, state_changed=True,
+                       isr_changed=self.isr_changed, proposal_settled=self.proposal_settled,
+                       isr_proposed=self.isr_proposed, isr=self.isr)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Effects) and self._facts() == other._facts()
+
+    def __hash__(self) -> int:
+        return hash(self._facts())
+
+    def __repr__(self) -> str:
+        names = ("records_appended", "hw_advanced", "state_changed", "isr_changed", "proposal_settled",
+                 "isr_proposed")
+        facts = [name for name in names if getattr(self, name)]
+        return f"Effects({', '.join(facts)}{f', isr={self.isr}' if self.isr else ''})"
 
 
 NO_EFFECTS = Effects()

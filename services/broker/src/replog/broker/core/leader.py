@@ -100,7 +100,7 @@ class LeaderReplica:
         self._isr: tuple[int, ...] = ()
         self._partition_epoch = partition_epoch
         self._followers: dict[int, FollowerProgress] = {}
-        self._ineligible = IneligibleReplicas()
+        self._ineligible: IneligibleReplicas | None = None  # made at the first refusal: most leaders never see one
         # replica -> (fetch offset, last fetched epoch) of its last fetch found consistent with our log
         self._accepted_position: dict[int, tuple[int, int]] = {}
         self._set_membership(replicas, isr, now_ms=now_ms)
@@ -282,6 +282,8 @@ class LeaderReplica:
             return AnswerIgnored(verdict.reason)
         if isinstance(verdict, DropProposal):
             self._clear_pending()
+            if self._ineligible is None:
+                self._ineligible = IneligibleReplicas()
             self._ineligible.refused(set(proposal.new_isr) - set(self._isr))
             return ProposalDropped(answer.error_code, proposal, self._update_high_watermark(log))
         self._awaiting_new_state = verdict.await_new_state
@@ -342,7 +344,7 @@ class LeaderReplica:
     def _maybe_expand_isr(self, replica_id: int, now_ms: int) -> AlterPartitionProposal | None:
         if self._pending is not None or replica_id in self._isr:
             return None
-        if not self._ineligible.may_propose(replica_id, now_ms):
+        if self._ineligible is not None and not self._ineligible.may_propose(replica_id, now_ms):
             return None
         if not may_rejoin_isr(
             self._followers[replica_id],

@@ -103,7 +103,7 @@ class PartitionReplica:
         update = HighWatermarkUpdate(high_watermark_before, leader.high_watermark)
         effects = after_isr_change(isr=leader.isr, hw_advanced=update.advanced, proposal_settled=False)
         if leader.replicas != replicas_before:
-            effects = effects._replace(state_changed=True)
+            effects = effects.with_state_changed()
         return LeaderAndIsrStep(outcome, update, effects)
 
     def on_stop_replica(self, *, leader_epoch: int, delete: bool) -> PartitionOutcome:

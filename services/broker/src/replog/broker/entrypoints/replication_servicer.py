@@ -180,9 +180,13 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
 
 
 def _positions(partitions) -> list[FollowerPosition]:
-    """The positions a fetch names (`partitions`: its ReplicaFetchPartitions), as domain values."""
-    return [FollowerPosition(p.topic, p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
-                             p.partition_max_bytes, p.known_high_watermark) for p in partitions]
+    """The positions a fetch names (`partitions`: its ReplicaFetchPartitions), as domain values.
+
+    A follower joining a session names thousands after a failover: each is made as the plain
+    tuple it is, without the keyword handling of the named tuple's constructor."""
+    new = tuple.__new__
+    return [new(FollowerPosition, (p.topic, p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
+                                   p.partition_max_bytes, p.known_high_watermark)) for p in partitions]
 
 
 def _refuse(response: replication_pb2.ReplicaFetchResponse, code: ErrorCode, message: str) -> None:

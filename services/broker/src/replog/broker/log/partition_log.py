@@ -68,6 +68,7 @@ class PartitionLog:
         self.recovery_report = recovery_report
         self._clock = clock
         self._segments = Segments(directory, config, segments)
+        self._segment_list = self._segments.in_order  # its two ends are the log's offsets
         self._leader_epoch_cache = leader_epoch_cache
         self._flush_policy = FlushPolicy(config.flush_messages, config.flush_interval_ms, clock.monotonic_ms())
         self._recovery_point = self.log_end_offset
@@ -102,11 +103,11 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments.log_start_offset
+        return self._segment_list[0].base_offset
 
     @property
     def log_end_offset(self) -> int:
-        return self._segments.log_end_offset
+        return self._segment_list[-1].next_offset
 
     @property
     def size_bytes(self) -> int:

@@ -50,6 +50,12 @@ class Segments:
         self._unsynced_rolled: list[LogSegment] = []  # rolled, fsync pending (fsync_on_roll False)
         self._layout_version = 0  # bumped whenever segments are cut or deleted
 
+    @property
+    def in_order(self) -> list[LogSegment]:
+        """The segments, oldest first: one list, changed in place and never replaced, so a reader may
+        keep it (PartitionLog reads its two ends on every produce and fetch). Only this class changes it."""
+        return self._segments
+
     def __getitem__(self, index: int) -> LogSegment:
         return self._segments[index]
 
@@ -189,7 +195,7 @@ class Segments:
         """Delete every segment; the log restarts empty at `offset`."""
         for segment in reversed(self._segments):
             segment.delete()
-        self._segments = [LogSegment.create(self._directory, offset, self._config.index_interval_bytes)]
+        self._segments[:] = [LogSegment.create(self._directory, offset, self._config.index_interval_bytes)]
         self._forget_unsynced_beyond_active()
         fsync_directory(self._directory)
 

@@ -41,10 +41,10 @@ class Consequences:
         self._isr_changes = isr_changes
 
     def apply(self, hosted: HostedPartition, effects: Effects) -> None:
-        # Once per partition of every fetch answer and controller request: the rules are read once,
-        # and nothing is called that has nothing to do.
+        # Once per partition of every fetch answer and controller request: nothing is called that has
+        # nothing to do (most partitions have no long poll parked on them).
         wake = effects.wake
-        if wake is not Wake.NOBODY:
+        if wake is not Wake.NOBODY and hosted.waiters:
             hosted.wake(wake, effects.isr)
         if effects.completes_delayed_produces and self._delayed_produces is not None:
             self._delayed_produces.check(hosted.topic_partition)

@@ -65,7 +65,7 @@ class HostedPartition:
                                         high_watermark=min(high_watermark, log.log_end_offset))
         self.producer_state = producer_state
         self.usable = True  # False once the log is deleted or closed
-        self._waiters: frozenset[Waiter] = frozenset()
+        self.waiters: frozenset[Waiter] = frozenset()  # replaced under `_waiters_lock`, never changed
         self._waiters_lock = threading.Lock()
 
     # --- steps --------------------------------------------------------------------------
@@ -90,11 +90,11 @@ class HostedPartition:
 
     def add_waiter(self, waiter: Waiter) -> None:
         with self._waiters_lock:
-            self._waiters = self._waiters | {waiter}
+            self.waiters = self.waiters | {waiter}
 
     def remove_waiter(self, waiter: Waiter) -> None:
         with self._waiters_lock:
-            self._waiters = self._waiters - {waiter}
+            self.waiters = self.waiters - {waiter}
 
     def wake(self, who: Wake = Wake.EVERYONE, isr: tuple[int, ...] = ()) -> None:
         """Tell the long polls parked here to look again: `who` says which (core/effects.py).
@@ -102,7 +102,7 @@ class HostedPartition:
         A consumer's poll waits for the HW; a follower's fetch session waits for records (its
         min_bytes is at least 1), so a HW move only notes the partition for it (Waiter.note): it
         reads it again before it answers, and the answer carries the new HW."""
-        waiters = self._waiters  # replaced, never changed: this is the set at this moment
+        waiters = self.waiters  # replaced, never changed: this is the set at this moment
         if not waiters:
             return
         if who is Wake.EVERYONE:
