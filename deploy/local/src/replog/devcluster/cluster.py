@@ -85,7 +85,9 @@ class ClusterSpec:
     # Extra environment for every service process.
     env: dict[str, str] = field(default_factory=dict)
     insecure: bool = False  # plaintext, no certificates (replog-local up --insecure)
-    ca_dir: str = ""  # a directory with ca.pem and ca.key to sign this cluster's certificates (else a new CA)
+    # A directory with ca.pem and ca.key to sign this cluster's certificates (else a new CA): the test
+    # suite's clusters share one CA, so that one operator certificate calls them all.
+    ca_dir: str = field(default_factory=lambda: os.environ.get(tls.CA_DIR_ENV, ""))
 
 
 @dataclass

@@ -17,6 +17,8 @@ from replog.common.security.certificates import issue, load_authority, new_autho
 from replog.common.security.files import TlsFiles
 from replog.common.security.principal import Principal
 
+CA_DIR_ENV = "REPLOG_LOCAL_CA_DIR"  # ClusterSpec.ca_dir's default
+
 
 def prepare(state_dir: Path, processes: list[tuple[str, str]], ca_dir: str = "") -> None:
     """Make the CA (or copy the one in `ca_dir`) and a certificate for each (role, id) in `processes`

@@ -89,8 +89,8 @@ def load_authority(directory: Path, *, stem: str = "ca") -> Authority:
     return Authority(certificate, key, ca_file)
 
 
-def _san_entries(principal: Principal, hosts) -> list[x509.GeneralName]:
-    entries: list[x509.GeneralName] = [x509.UniformResourceIdentifier(principal.uri)]
+def _san_entries(principal: Principal, hosts, with_identity: bool) -> list[x509.GeneralName]:
+    entries: list[x509.GeneralName] = [x509.UniformResourceIdentifier(principal.uri)] if with_identity else []
     for host in hosts:
         try:
             entries.append(x509.IPAddress(ipaddress.ip_address(host)))
@@ -101,10 +101,11 @@ def _san_entries(principal: Principal, hosts) -> list[x509.GeneralName]:
 
 def issue(authority: Authority, principal: Principal, directory: Path, *, stem: str | None = None,
           hosts=LOCAL_HOSTS, valid_from: datetime.datetime | None = None,
-          valid_until: datetime.datetime | None = None) -> TlsFiles:
+          valid_until: datetime.datetime | None = None, with_identity: bool = True) -> TlsFiles:
     """Make a certificate for `principal` signed by `authority`, valid for `hosts` (IP addresses and
     DNS names), and write `<stem>.pem` / `<stem>.key` (stem: `<kind>-<name>`) into `directory`.
-    Returns the three files a process names in its configuration."""
+    Returns the three files a process names in its configuration. `with_identity=False` leaves the SAN
+    URI out (a certificate of the CA that names nobody: for tests of refusals)."""
     key = ec.generate_private_key(ec.SECP256R1())
     now = _now()
     not_before = valid_from or now - CLOCK_SKEW
@@ -114,7 +115,7 @@ def issue(authority: Authority, principal: Principal, directory: Path, *, stem: 
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, principal.uri)]))
         .issuer_name(authority.certificate.subject).public_key(key.public_key())
         .serial_number(x509.random_serial_number()).not_valid_before(not_before).not_valid_after(not_after)
-        .add_extension(x509.SubjectAlternativeName(_san_entries(principal, hosts)), critical=False)
+        .add_extension(x509.SubjectAlternativeName(_san_entries(principal, hosts, with_identity)), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
                        critical=False)
