@@ -5,9 +5,9 @@ few in-sync replicas."""
 
 from __future__ import annotations
 
-import grpc
 import pytest
 
+from replog.common.security.principal import Principal
 from replog.devcluster import ClusterSpec
 from replog.v1 import (
     broker_control_pb2,
@@ -18,15 +18,13 @@ from replog.v1 import (
     replication_pb2_grpc,
 )
 
-from replog.common.security.principal import Principal
-
 from .broker_helpers import (
-    stop_brokers_first,
     batch_of,
     create_topic,
     describe,
     log_stub,
     produce_raw,
+    stop_brokers_first,
     wait_caught_up,
     wait_for_isr,
     wait_for_leader,
@@ -141,7 +139,8 @@ def test_records_and_batch_together_or_neither_are_invalid(cluster, unchanged):
 def as_broker(cluster, broker_id: int) -> replication_pb2_grpc.ReplicationServiceStub:
     """Broker 1's replication service, called with broker `broker_id`'s certificate."""
     address = cluster.processes["broker-1"].address
-    return replication_pb2_grpc.ReplicationServiceStub(channel_as(cluster, Principal("broker", str(broker_id)), address))
+    channel = channel_as(cluster, Principal("broker", str(broker_id)), address)
+    return replication_pb2_grpc.ReplicationServiceStub(channel)
 
 
 def as_controller(cluster) -> broker_control_pb2_grpc.BrokerControlServiceStub:

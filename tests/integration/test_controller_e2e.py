@@ -12,7 +12,6 @@ import threading
 import time
 from pathlib import Path
 
-import grpc
 import pytest
 
 from replog.client import Consumer, Producer

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import time
 
-import grpc
 import pyarrow.parquet as pq
 import pytest
 from kazoo.client import KazooClient

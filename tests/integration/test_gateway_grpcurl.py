@@ -28,7 +28,8 @@ def cluster(tmp_path_factory):
 def grpcurl(cluster, method: str, request: dict) -> subprocess.CompletedProcess:
     binary = Path(sys.executable).parent / "grpcurl"
     return subprocess.run(
-        [str(binary), *grpcurl_flags(cluster.operator_tls), "-d", json.dumps(request), cluster.gateway_address, f"replog.v1.AdminService/{method}"],
+        [str(binary), *grpcurl_flags(cluster.operator_tls), "-d", json.dumps(request), cluster.gateway_address,
+         f"replog.v1.AdminService/{method}"],
         capture_output=True, text=True, timeout=30,
     )
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import grpc
 
+from replog.common.security import local
 from replog.common.security.certificates import issue, load_authority
 from replog.common.security.credentials import open_channel
 from replog.common.security.files import TlsFiles
-from replog.common.security import local
 from replog.common.security.local import resolve_client_tls
 from replog.common.security.principal import Principal
 from replog.devcluster.tls import CA_DIR_ENV

@@ -10,13 +10,13 @@ the last `UNREACHABLE_FORGET_S` (a refused or timed-out call, a lost stream:
 start at the broker that just died. Before it come the brokers that lead a
 partition the client knows (the controller counted them alive when it chose
 them), then the other live brokers, then the bootstrap addresses; each group
-shuffled, to spread the load.
-
-Channels are mutual TLS with the certificate given (`tls`), else the one the environment or a local
-cluster's state directory names (security/local.py), else plaintext with `insecure=True`. Each broker gets `timeout_s` (brief: a silent
+shuffled, to spread the load. Each broker gets `timeout_s` (brief: a silent
 broker costs that much once); only if every broker asked timed out (none
 refused, none answered) are they asked again with `PATIENT_TIMEOUT_S`, for a
 cluster merely slow to answer, as a very large one may be.
+
+Channels are mutual TLS with the certificate given (`tls`), else the one the environment or a local
+cluster's state directory names (security/local.py), else plaintext with `insecure=True`.
 """
 
 from __future__ import annotations
