@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 REFUSALS_LOGGED_MAX = 10_000  # the once-only memory is bounded; past it, refusals are logged again
 
+# Attributes of a handler's behaviour that gRPC's server reads (the health servicer's Watch sets them).
+_BEHAVIOUR_ATTRIBUTES = ("experimental_non_blocking", "experimental_thread_pool")
+
 _HANDLER_OF_KIND = {
     (False, False): grpc.unary_unary_rpc_method_handler,
     (False, True): grpc.unary_stream_rpc_method_handler,
@@ -111,8 +114,9 @@ class Authorizer(grpc.ServerInterceptor):
                         yield request
                 return behaviour(checked(), context, *rest)
 
-        if getattr(behaviour, "experimental_non_blocking", False):
-            guarded.experimental_non_blocking = True  # type: ignore[attr-defined]
+        for name in _BEHAVIOUR_ATTRIBUTES:  # how gRPC runs it: a non-blocking health Watch stays non-blocking
+            if hasattr(behaviour, name):
+                setattr(guarded, name, getattr(behaviour, name))
         make = _HANDLER_OF_KIND[streaming]
         return make(guarded, request_deserializer=handler.request_deserializer,
                     response_serializer=handler.response_serializer)
