@@ -54,7 +54,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
 from replog.common import records  # noqa: E402
-from replog.common.channels import ChannelCache  # noqa: E402
 from replog.common.core.placement import assign_replicas_to_brokers  # noqa: E402
 from replog.common.zk import bulk, change_feed, schema  # noqa: E402
 from replog.common.zk.client import ZkClient  # noqa: E402
@@ -256,7 +255,7 @@ def main() -> None:
         harness.note(f"state in {cluster.state_dir}")
         zk = ZkClient(cluster.zookeeper_connect)
         zk.start()
-        channels = ChannelCache()
+        channels = harness.channels(cluster)
         if args.placement == "kafka":
             assignment = assign_replicas_to_brokers({1: None, 2: None, 3: None}, args.partitions, 3,
                                                     start_index=0, replica_shift=0)

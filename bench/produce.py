@@ -240,6 +240,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
     parser.add_argument("--tracing", choices=("on", "off"), default="on",
                         help="off starts the services with OTEL_SDK_DISABLED=true (no spans at all)")
+    parser.add_argument("--tls", choices=("on", "off"), default="on",
+                        help="on (the default, as the cluster's): mutual TLS everywhere; off: an --insecure "
+                             "cluster, plaintext (docs/perf/tls.md compares them)")
     parser.add_argument("--cpu-scheduling", choices=cpu_scheduling.CHOICES,
                         help="policy of every process of the run (default: $REPLOG_CPU_SCHEDULING, else realtime "
                              "in latency mode and batch in throughput mode)")
@@ -275,7 +278,7 @@ def main() -> None:
     if hops_dir is not None:  # the services and this process (the producer) mark each hop
         env[hopmarks.ENV] = os.environ[hopmarks.ENV] = str(hops_dir)
     spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": args.broker_args.split()},
-                       env=env)
+                       env=env, insecure=args.tls == "off")
     with harness.local_cluster(spec, keep=args.keep) as cluster:
         zk = ZkClient(cluster.zookeeper_connect)
         zk.start()
@@ -332,6 +335,7 @@ def main() -> None:
         "p99_ms": round(harness.percentile(results.latencies_ms, 0.99), 2),
         "errors": len(results.errors),
         "tracing": args.tracing,
+        "tls": args.tls,
         "grpc_experiments": os.environ.get(grpc_runtime.ENV, ""),
         "cpu_scheduling": policy,
         "floor_grpc_stream_mb_per_s": round(floor, 1),

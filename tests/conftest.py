@@ -4,6 +4,11 @@
 temporary state directory and always tears it down, also when a test fails.
 When a test fails, the last lines of every process's log are attached to the
 report, so the failure shows what each service said.
+
+Clusters run with mutual TLS, as `make up` does. Every cluster of the session is signed by one CA,
+and the environment names an operator certificate of that CA (REPLOG_TLS_*), so the client library
+and the CLI started by a test call any of them without further arguments; `cluster.channel(address)`
+opens a channel with the cluster's own operator certificate.
 """
 
 from __future__ import annotations
@@ -14,10 +19,31 @@ from pathlib import Path
 
 import pytest
 
+from replog.common.security import local
+from replog.common.security.certificates import issue, new_authority
 from replog.devcluster import ClusterSpec, LocalCluster
+from replog.devcluster.tls import CA_DIR_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 _live_clusters: list[LocalCluster] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_certificates(tmp_path_factory):
+    """The session's CA (every cluster's certificates are signed by it) and an operator certificate
+    in the environment, for the clients tests start."""
+    directory = tmp_path_factory.mktemp("session-ca")
+    operator = issue(new_authority(directory), local.OPERATOR, directory)
+    values = {CA_DIR_ENV: str(directory), local.ENV_CA: operator.ca_file, local.ENV_CERT: operator.cert_file,
+              local.ENV_KEY: operator.key_file}
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    yield directory
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -49,14 +49,14 @@ def broker_name(broker_id: int) -> str:
 
 
 def log_stub(cluster, broker_id: int) -> log_pb2_grpc.LogServiceStub:
-    channel = grpc.insecure_channel(cluster.processes[broker_name(broker_id)].address)
+    channel = cluster.channel(cluster.processes[broker_name(broker_id)].address)
     return log_pb2_grpc.LogServiceStub(channel)
 
 
 def describe(cluster, broker_id: int, topic: str, partition: int = 0) -> log_pb2.ReplicaDescription | None:
     request = log_pb2.DescribeReplicasRequest(partitions=[common_pb2.TopicPartition(topic=topic, partition=partition)])
     try:
-        with grpc.insecure_channel(cluster.processes[broker_name(broker_id)].address) as channel:
+        with cluster.channel(cluster.processes[broker_name(broker_id)].address) as channel:
             reply = log_pb2_grpc.LogServiceStub(channel).DescribeReplicas(request, timeout=5)
     except grpc.RpcError:
         return None

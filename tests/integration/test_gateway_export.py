@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import time
 
-import grpc
 import pyarrow.parquet as pq
 import pytest
 from kazoo.client import KazooClient
@@ -41,7 +40,7 @@ def topology(cluster):
     client = KazooClient(cluster.zookeeper_connect)
     client.start()
     try:
-        with grpc.insecure_channel(cluster.gateway_address) as channel:
+        with cluster.channel(cluster.gateway_address) as channel:
             admin = admin_pb2_grpc.AdminServiceStub(channel)
             admin.CreateTopic(A.CreateTopicRequest(name="alpha", configs={"min.insync.replicas": "2"}, assignment=[
                 A.ReplicaAssignment(partition=p, replicas=r) for p, r in enumerate([[1, 2, 3], [2, 3, 1], [3, 1, 2]])]))
@@ -64,7 +63,7 @@ def topology(cluster):
 
 
 def stream(cluster, **request) -> list:
-    with grpc.insecure_channel(cluster.gateway_address) as channel:
+    with cluster.channel(cluster.gateway_address) as channel:
         return list(admin_pb2_grpc.AdminServiceStub(channel).ExportTopology(
             A.ExportTopologyRequest(**request), timeout=30))
 

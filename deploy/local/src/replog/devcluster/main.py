@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from replog.devcluster.cluster import ClusterError, LocalCluster
+from replog.devcluster.cluster import ClusterError, ClusterSpec, LocalCluster
 from replog.devcluster.zookeeper import ZooKeeperMissing
 
 
@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state-dir", default=os.environ.get("REPLOG_STATE_DIR", ".state"),
                         help="where the cluster keeps its files (default .state)")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("up", help="start every process and wait until healthy")
+    up = sub.add_parser("up", help="start every process and wait until healthy")
+    up.add_argument("--insecure", action="store_true",
+                    help="a new cluster runs plaintext, without certificates or authorization (default: mutual TLS)")
     sub.add_parser("down", help="stop every process")
     status = sub.add_parser("status", help="show the processes")
     status.add_argument("--output", choices=["table", "json"], default="table")
@@ -35,13 +37,17 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(verb, help=f"{verb} one process (e.g. broker-2)")
         p.add_argument("name")
     args = parser.parse_args(argv)
-    cluster = LocalCluster(Path(args.state_dir))
+    cluster = LocalCluster(Path(args.state_dir), ClusterSpec(insecure=getattr(args, "insecure", False)))
     try:
         if args.command == "up":
             cluster.up()
             _print_status(cluster)
             print(f"\nZooKeeper {cluster.zookeeper_connect}; gateway {cluster.gateway_address} "
                   f"(replog --gateway {cluster.gateway_address}); logs in {cluster.log_dir}")
+            operator = cluster.operator_tls
+            print("plaintext, no authorization (--insecure)" if operator is None else
+                  f"mutual TLS: replog finds the operator certificate {operator.cert_file} by itself; "
+                  f"for other tools: . {Path(operator.ca_file).parent / 'env'} (docs/security.md)")
         elif args.command == "down":
             if not cluster.processes:
                 print("no cluster state; nothing to stop")

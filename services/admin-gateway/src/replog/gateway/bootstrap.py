@@ -14,6 +14,8 @@ from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import ServiceBinding, start_server
 from replog.common.readiness_gate import ReadinessGate
+from replog.common.security.principal import Principal
+from replog.common.security.settings import tls_files
 from replog.common.zk.client import ZkClient
 from replog.gateway.config import GatewayConfig
 from replog.gateway.deps import GatewayDeps
@@ -32,7 +34,8 @@ class GatewayProcess:
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )
         self.gate = ReadinessGate(f"gateway {config.gateway_id} is waiting for ZooKeeper at {config.zookeeper}")
-        self.channels = ChannelCache()
+        self.tls = tls_files(config, Principal("gateway", config.gateway_id))  # None with --insecure
+        self.channels = ChannelCache(self.tls)
         self.server = None
 
     def start(self, stopping: threading.Event) -> bool:
@@ -56,6 +59,7 @@ class GatewayProcess:
             port=self.config.port,
             serving=False,
             interceptors=[self.gate],
+            tls=self.tls,
         )
         if not self.zk.connect(stopping):
             return False

@@ -1,14 +1,16 @@
-"""The gateway's configuration keys (the one owner of each)."""
+"""The gateway's configuration keys (the one owner of each; the TLS keys are
+security/settings.py's, shared by every service)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from replog.common.config import one_of, positive, setting, tcp_port, zookeeper_connect
+from replog.common.security.settings import TlsSettings
 
 
 @dataclass(frozen=True)
-class GatewayConfig:
+class GatewayConfig(TlsSettings):
     gateway_id: str = setting("1", "instance name of this gateway (for logs and traces)")
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     host: str = setting("127.0.0.1", "address to listen on")

@@ -47,6 +47,8 @@ from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import start_server
 from replog.common.readiness_gate import ReadinessGate
+from replog.common.security.principal import Principal
+from replog.common.security.settings import tls_files
 from replog.common.service import StartupError
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
@@ -67,7 +69,8 @@ class BrokerProcess:
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )
         self.gate = ReadinessGate(f"broker {config.broker_id} is waiting for ZooKeeper at {config.zookeeper}")
-        self.channels = ChannelCache()
+        self.tls = tls_files(config, Principal("broker", str(config.broker_id)))  # None with --insecure
+        self.channels = ChannelCache(self.tls)
         self.server = None
         self.broker_epoch = 0
         self._joined = False  # start() ran to the end: every component is up, for stop() to take down
@@ -87,7 +90,7 @@ class BrokerProcess:
         self.server = start_server(
             bindings(self.control_servicer, self.replication_servicer, self.log_servicer),
             host=config.host, port=config.port, max_workers=config.grpc_workers, serving=False,
-            interceptors=[self.gate],
+            interceptors=[self.gate], tls=self.tls,
         )
         if not self.zk.connect(stopping):
             return False

@@ -1,17 +1,19 @@
-"""The broker's configuration keys (the one owner of each)."""
+"""The broker's configuration keys (the one owner of each; the TLS keys are
+security/settings.py's, shared by every service)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from replog.common.config import between, non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
+from replog.common.security.settings import TlsSettings
 
 # A leader keeps a fetch session per fetcher of each follower, and refuses fetcher ids past this.
 REPLICA_FETCHERS_MAX = 16
 
 
 @dataclass(frozen=True)
-class BrokerConfig:
+class BrokerConfig(TlsSettings):
     broker_id: int = setting(1, "id of this broker, unique in the cluster", non_negative)
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     host: str = setting("127.0.0.1", "address to listen on and to advertise")

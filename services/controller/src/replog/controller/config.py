@@ -1,14 +1,16 @@
-"""The controller's configuration keys (the one owner of each)."""
+"""The controller's configuration keys (the one owner of each; the TLS keys are
+security/settings.py's, shared by every service)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from replog.common.config import non_negative, one_of, positive, tcp_port, setting, zookeeper_connect
+from replog.common.security.settings import TlsSettings
 
 
 @dataclass(frozen=True)
-class ControllerConfig:
+class ControllerConfig(TlsSettings):
     controller_id: int = setting(1, "id of this controller process, unique among controllers", non_negative)
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     host: str = setting("127.0.0.1", "address to listen on and to advertise")

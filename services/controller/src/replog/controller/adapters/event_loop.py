@@ -29,6 +29,7 @@ from opentelemetry import trace
 
 from replog.common import gc_policy
 from replog.common.channels import ChannelCache
+from replog.common.security.files import TlsFiles
 from replog.common.zk.client import ZkClient
 from replog.controller.adapters import metrics
 from replog.controller.adapters.broker_requests import BrokerRequestSender
@@ -94,7 +95,7 @@ class NotController(Exception):
 class ControllerLoop:
     def __init__(self, zk: ZkClient, controller_id: int, settings: ControllerSettings, *,
                  queue_size_max: int, session_timeout_ms: int, give_up: Callable[[str], None],
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, tls: TlsFiles | None = None) -> None:
         self._give_up = give_up
         self._zk = zk
         self._controller_id = controller_id
@@ -113,7 +114,7 @@ class ControllerLoop:
         self._resync_lock = threading.Lock()  # _resyncs is also touched by the resync timers
         self._resyncs: set[int] = set()  # brokers with a resync scheduled
         self._resync_delays: dict[int, float] = {}  # the last wait before a resync, per failing broker
-        self._channels = ChannelCache()
+        self._channels = ChannelCache(tls)  # to the brokers, with the controller's certificate
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="controller-loop", daemon=True)
         self._ticker = threading.Thread(target=self._tick, name="controller-ticker", daemon=True)
