@@ -14,6 +14,7 @@ from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import ServiceBinding, start_server
 from replog.common.readiness_gate import ReadinessGate
+from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
 from replog.gateway.config import GatewayConfig
 from replog.gateway.deps import GatewayDeps
@@ -27,7 +28,7 @@ class GatewayProcess:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
         self.zk = ZkClient(
-            config.zookeeper,
+            ZkEndpoint(config.zookeeper, load_credentials(config.zookeeper_credentials_file)),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )

@@ -49,6 +49,7 @@ from replog.common.grpc_server import start_server
 from replog.common.readiness_gate import ReadinessGate
 from replog.common.service import StartupError
 from replog.common.zk import schema
+from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
 
 log = logging.getLogger(__name__)
@@ -62,7 +63,7 @@ class BrokerProcess:
         self.config = config
         self.clock = SystemClock()
         self.zk = ZkClient(
-            config.zookeeper,
+            ZkEndpoint(config.zookeeper, load_credentials(config.zookeeper_credentials_file)),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )

@@ -12,6 +12,7 @@ import threading
 from replog.common import telemetry
 from replog.common.grpc_server import ServiceBinding, start_server
 from replog.common.readiness_gate import ReadinessGate
+from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
 from replog.controller.adapters.event_loop import ControllerLoop
 from replog.controller.adapters.seat import SeatElector
@@ -27,7 +28,7 @@ class ControllerProcess:
     def __init__(self, config: ControllerConfig) -> None:
         self.config = config
         self.zk = ZkClient(
-            config.zookeeper,
+            ZkEndpoint(config.zookeeper, load_credentials(config.zookeeper_credentials_file)),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )

@@ -34,11 +34,14 @@ from replog.common.zk.bulk import (
     _I32,
     _REPLY_HEADER,
     _REQUEST_HEADER,
+    ERR_NO_AUTH,
     BulkReadError,
+    no_auth_message,
     open_session,
     parse_connect,
     read_frame,
 )
+from replog.common.zk.auth import ZkEndpoint
 
 OP_SYNC = 9
 OP_PING = 11
@@ -53,9 +56,10 @@ class ChangeFeedBroken(RuntimeError):
 
 
 class ChangeFeed:
-    def __init__(self, connect: str, paths: Sequence[str], on_change: Callable[[str | None], None], *,
+    def __init__(self, endpoint: ZkEndpoint | str, paths: Sequence[str], on_change: Callable[[str | None], None], *,
                  session_timeout_s: float = 10.0) -> None:
-        self._hosts, self._chroot = parse_connect(connect)
+        self._endpoint = ZkEndpoint.of(endpoint)
+        self._hosts, self._chroot = parse_connect(self._endpoint.connect)
         self._paths = tuple(paths)
         self._on_change = on_change
         self._session_timeout_s = session_timeout_s
@@ -73,7 +77,7 @@ class ChangeFeed:
     def open(self) -> None:
         """Connect and watch every path; changes from now on are reported."""
         try:
-            sock = open_session(self._hosts, self._session_timeout_s)
+            sock = open_session(self._hosts, self._session_timeout_s, credentials=self._endpoint.credentials)
         except (BulkReadError, OSError) as exc:
             raise ChangeFeedBroken(str(exc)) from None
         self._sock = sock
@@ -130,6 +134,8 @@ class ChangeFeed:
                 raise ChangeFeedBroken(f"writing to ZooKeeper failed: {exc}") from exc
         if not done.wait(timeout_s):
             raise ChangeFeedBroken(f"ZooKeeper did not answer op {op} in {timeout_s} s")
+        if outcome and outcome[0] == ERR_NO_AUTH:
+            raise ChangeFeedBroken(no_auth_message(f"op {op}", self._endpoint.credentials))
         if not outcome or outcome[0] != 0:
             raise ChangeFeedBroken(f"ZooKeeper answered op {op} with error {outcome[0] if outcome else 'none'}")
 

@@ -168,7 +168,7 @@ class ControllerLoop:
     def _start_mirror(self) -> None:
         with self._mirror_lock:
             if self._mirror is None:
-                self._mirror = StandbyMirror(self._zk.connect_string,
+                self._mirror = StandbyMirror(self._zk.endpoint,
                                              session_timeout_s=self._session_timeout_ms / 1000)
                 self._mirror.start()
 
@@ -254,7 +254,7 @@ class ControllerLoop:
                     mirror.close()
                 load_span.set_attribute("controller.standby_copy", snapshot is not None)
                 if snapshot is None:
-                    snapshot = load_snapshot(self._zk.connect_string, self._controller_id, seat.controller_epoch)
+                    snapshot = load_snapshot(self._zk.endpoint, self._controller_id, seat.controller_epoch)
             span.set_attribute("partitions", len(snapshot.assignments))
             span.set_attribute("brokers", sorted(snapshot.live_brokers))
             self._execute(ev.Startup(snapshot), item.generation, None, span)

@@ -28,6 +28,7 @@ from replog.common.core.partitions import TopicPartition
 from replog.common.core.topic_config import TopicConfig
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
+from replog.controller.adapters import registrations
 from replog.controller.adapters.loader import read_reassignment_request
 from replog.controller.core import events as ev
 from replog.controller.core.model import BrokerInfo
@@ -72,12 +73,17 @@ class Watches:
             return True  # older than the snapshot the seat reads next (see the module doc)
         notice_ms = int(time.time() * 1000)
         live: dict[int, BrokerInfo] = {}
+        credentials = self._zk.endpoint.credentials
         for child in children:
             if not child.isdigit():
                 continue
+            path = schema.broker_path(int(child))
             try:
-                data, stat = self._zk.kazoo.get(schema.broker_path(int(child)))
+                data, stat = self._zk.kazoo.get(path)
+                entries = registrations.kazoo_entries(self._zk.kazoo.get_acls(path)[0]) if credentials else None
             except NoNodeError:
+                continue
+            if not registrations.believed(int(child), entries, credentials):
                 continue
             registration = schema.BrokerRegistration.decode(int(child), data)
             live[int(child)] = BrokerInfo(registration.broker_id, registration.host, registration.port,
