@@ -24,7 +24,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from replog.devcluster import zookeeper
+from replog.common.zk.auth import ZkEndpoint
+from replog.devcluster import zk_credentials, zookeeper
 
 
 _handed_out: set[int] = set()
@@ -79,6 +80,8 @@ class ClusterSpec:
     racks: tuple[str, ...] = ("a", "b", "c")
     gateways: int = 1
     zookeeper_session_timeout_ms: int = 6000
+    # Digest authentication and znode ACLs (docs/security.md); False: anonymous sessions, open ACLs.
+    zookeeper_auth: bool = True
     # Extra flags per role, e.g. {"broker": ["--replica-lag-time-max-ms", "3000"]}.
     extra_args: dict[str, list[str]] = field(default_factory=dict)
     # Extra environment for every service process.
@@ -136,6 +139,11 @@ class LocalCluster:
         return self.processes["zookeeper"].address
 
     @property
+    def zookeeper_endpoint(self) -> ZkEndpoint:
+        """ZooKeeper as its super user (anonymous when the cluster runs without authentication), for tools and tests."""
+        return zk_credentials.super_endpoint(self.state_dir, self.zookeeper_connect)
+
+    @property
     def gateway_address(self) -> str:
         return self.processes["gateway-1"].address
 
@@ -159,8 +167,9 @@ class LocalCluster:
         spec = self.spec
         zk_port = free_port()
         zk_config = zookeeper.write_config(self.state_dir / "zookeeper", zk_port)
+        zk_jvm_args, zk_auth = self._zookeeper_auth()
         self.processes["zookeeper"] = ProcessInfo(
-            "zookeeper", "zookeeper", 0, zk_port, 0, zookeeper.zookeeper_command(zk_config)
+            "zookeeper", "zookeeper", 0, zk_port, 0, zookeeper.zookeeper_command(zk_config, zk_jvm_args)
         )
         connect = f"127.0.0.1:{zk_port}"
         bin_dir = Path(sys.executable).parent
@@ -171,7 +180,8 @@ class LocalCluster:
             self.processes[f"controller-{i}"] = ProcessInfo(
                 f"controller-{i}", "controller", i, port, metrics,
                 [str(bin_dir / "replog-controller"), "--controller-id", str(i), "--port", str(port),
-                 "--metrics-port", str(metrics), *common, *spec.extra_args.get("controller", [])],
+                 "--metrics-port", str(metrics), *common, *zk_auth(f"controller-{i}"),
+                 *spec.extra_args.get("controller", [])],
             )
         for i in range(1, spec.brokers + 1):
             port, metrics = free_port(), free_port()
@@ -180,7 +190,7 @@ class LocalCluster:
                 f"broker-{i}", "broker", i, port, metrics,
                 [str(bin_dir / "replog-broker"), "--broker-id", str(i), "--port", str(port),
                  "--metrics-port", str(metrics), "--rack", rack, "--log-dir", str(self.data_dir(f"broker-{i}")),
-                 *common, *spec.extra_args.get("broker", [])],
+                 *common, *zk_auth(f"broker-{i}"), *spec.extra_args.get("broker", [])],
                 rack=rack,
             )
         for i in range(1, spec.gateways + 1):
@@ -188,9 +198,20 @@ class LocalCluster:
             self.processes[f"gateway-{i}"] = ProcessInfo(
                 f"gateway-{i}", "gateway", i, port, metrics,
                 [str(bin_dir / "replog-gateway"), "--gateway-id", str(i), "--port", str(port),
-                 "--metrics-port", str(metrics), *common, *spec.extra_args.get("gateway", [])],
+                 "--metrics-port", str(metrics), *common, *zk_auth(f"gateway-{i}"),
+                 *spec.extra_args.get("gateway", [])],
             )
         self._save()
+
+    def _zookeeper_auth(self):
+        """ZooKeeper's extra JVM arguments, and each service's extra arguments by process name."""
+        if not self.spec.zookeeper_auth:
+            return [], lambda name: []
+        counts = {"controller": self.spec.controllers, "broker": self.spec.brokers, "gateway": self.spec.gateways}
+        names = [f"{role}-{i}" for role, count in counts.items() for i in range(1, count + 1)]
+        super_digest = zk_credentials.generate(self.state_dir, names)
+        return (zk_credentials.zookeeper_jvm_args(super_digest),
+                lambda name: zk_credentials.service_args(self.state_dir, name))
 
     # --- lifecycle ------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from replog.devcluster import zk_credentials
 from replog.devcluster.cluster import ClusterError, LocalCluster
 from replog.devcluster.zookeeper import ZooKeeperMissing
 
@@ -42,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
             _print_status(cluster)
             print(f"\nZooKeeper {cluster.zookeeper_connect}; gateway {cluster.gateway_address} "
                   f"(replog --gateway {cluster.gateway_address}); logs in {cluster.log_dir}")
+            credentials = zk_credentials.credentials_dir(cluster.state_dir) / zk_credentials.SUPER_USER
+            print(f"ZooKeeper's super user: {credentials}" if credentials.exists() else
+                  "ZooKeeper without authentication: sessions are anonymous, znodes open to anyone")
         elif args.command == "down":
             if not cluster.processes:
                 print("no cluster state; nothing to stop")

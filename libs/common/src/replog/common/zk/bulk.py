@@ -216,8 +216,10 @@ class BulkReader:
             raise BulkReadError(f"ZooKeeper error {err} on sync {path}")
 
     def get_acls(self, paths: Sequence[str]) -> list[list[tuple[str, str, int]] | None]:
-        """The ACL of every path as (scheme, id, perms) entries, in order (None for a missing znode).
-        One request per path, each answered before the next: for the few broker registrations."""
+        """The ACL of every path as (scheme, id, perms) entries, in order (None for a missing znode, and no
+        entries for an ACL this session may not read: it names no one this session can trust). ZooKeeper
+        shows digest hashes only to a session with ADMIN on the znode, "x" to others. One request per
+        path, each answered before the next: for the few broker registrations."""
         out: list[list[tuple[str, str, int]] | None] = []
         for xid, path in enumerate(paths, start=1):
             encoded = (self._chroot + path).encode()
@@ -231,21 +233,24 @@ class BulkReader:
                 out.append(None)
                 continue
             if err == ERR_NO_AUTH:
-                raise ZkAuthError(no_auth_message(f"the ACL of {path}", self._endpoint.credentials))
+                out.append([])
+                continue
             if err != 0:
                 raise BulkReadError(f"ZooKeeper error {err} reading the ACL of {path}")
             out.append(decode_acl(frame, _REPLY_HEADER.size)[0])
         return out
 
-    def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
-        """GetData of every path, in order (None for a missing znode)."""
-        return self._multi_read(OP_GET_DATA, paths)
+    def get_many(self, paths: Sequence[str], *,
+                 unreadable_as_missing: bool = False) -> list[tuple[bytes, ZnodeStat] | None]:
+        """GetData of every path, in order (None for a missing znode, and with `unreadable_as_missing` for one
+        this session may not read, rather than ZkAuthError)."""
+        return self._multi_read(OP_GET_DATA, paths, unreadable_as_missing)
 
     def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
         """GetChildren of every path, in order (None for a missing znode)."""
         return self._multi_read(OP_GET_CHILDREN, paths)
 
-    def _multi_read(self, op: int, paths: Sequence[str]) -> list:
+    def _multi_read(self, op: int, paths: Sequence[str], unreadable_as_missing: bool = False) -> list:
         """Send every read in MultiReads of MULTI_READ_OPS, a sender thread writing while this one
         decodes the replies (at most WINDOW_REQUESTS unanswered), and return the results in order."""
         assert self._sock is not None, "open() first"
@@ -271,7 +276,7 @@ class BulkReader:
                 (answered,) = _I32.unpack_from(frame, 0)
                 if answered != xid:  # ZooKeeper answers a session's requests in order, and we set no watches
                     raise BulkReadError(f"ZooKeeper answered request {answered} where {xid} was due")
-                results.extend(decode_multi_read(frame, op, chunk, self._endpoint.credentials))
+                results.extend(decode_multi_read(frame, op, chunk, self._endpoint.credentials, unreadable_as_missing))
         except BaseException:
             for _ in chunks:  # a sender waiting for replies no one reads now ends (closing the session ends
                 window.release()  # one stuck in sendall)
@@ -312,10 +317,11 @@ def encode_multi_read(xid: int, op: int, paths: Sequence[str], chroot: str = "")
     return _REQUEST_HEADER.pack(8 + len(body), xid, OP_MULTI_READ) + body
 
 
-def decode_multi_read(frame: bytes, op: int, paths: Sequence[str], credentials: ZkCredentials | None = None) -> list:
+def decode_multi_read(frame: bytes, op: int, paths: Sequence[str], credentials: ZkCredentials | None = None,
+                      unreadable_as_missing: bool = False) -> list:
     """The results of a MultiRead reply, one per path: GetData's (data, ZnodeStat), GetChildren's
-    names, or None for a missing znode; NoAuth raises ZkAuthError (in terms of `credentials`), any
-    other failure BulkReadError."""
+    names, or None for a missing znode; NoAuth gives None with `unreadable_as_missing`, else raises
+    ZkAuthError (in terms of `credentials`); any other failure raises BulkReadError."""
     _, _, err = _REPLY_HEADER.unpack_from(frame, 0)
     if err != 0:
         raise BulkReadError(f"ZooKeeper error {err} on a MultiRead of {len(paths)} reads from {paths[0]} "
@@ -330,9 +336,9 @@ def decode_multi_read(frame: bytes, op: int, paths: Sequence[str], credentials: 
         if kind == OP_ERROR:
             (code,) = _I32.unpack_from(frame, pos)
             pos += 4
-            if code == ERR_NO_AUTH:
+            if code == ERR_NO_AUTH and not unreadable_as_missing:
                 raise ZkAuthError(no_auth_message(f"a read of {paths[len(out)]}", credentials))
-            if code != ERR_NO_NODE:
+            if code not in (ERR_NO_NODE, ERR_NO_AUTH):
                 raise BulkReadError(f"ZooKeeper error {code} reading {paths[len(out)]}")
             out.append(None)
         elif kind != op:

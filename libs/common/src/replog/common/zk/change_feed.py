@@ -30,6 +30,7 @@ import socket
 import threading
 from typing import Callable, Sequence
 
+from replog.common.zk.auth import ZkEndpoint
 from replog.common.zk.bulk import (
     _I32,
     _REPLY_HEADER,
@@ -41,7 +42,6 @@ from replog.common.zk.bulk import (
     parse_connect,
     read_frame,
 )
-from replog.common.zk.auth import ZkEndpoint
 
 OP_SYNC = 9
 OP_PING = 11

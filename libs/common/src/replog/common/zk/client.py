@@ -17,8 +17,8 @@ those lines through at a bounded rate, and `connect` says itself that it is wait
 
 Authentication. With credentials (auth.py), kazoo sends one digest auth packet per identity
 on every connection, and every znode this client creates gets the ACL schema/znode_acls.py gives
-its path (`acl`). `ensure_layout` creates the persistent znodes with their ACLs, claims the
-root of the connect string when it is still open to anyone, and then reads /brokers: a
+its path (`acl`). `ensure_layout` creates the persistent znodes, gives them and the root of the
+connect string their ACLs where they are still open to anyone, and then reads /brokers: a
 password ZooKeeper does not know gives another identity, not an error, so this read is
 where a wrong password shows, as a StartupError naming the identity.
 """
@@ -35,8 +35,8 @@ from kazoo.exceptions import (
     BadVersionError,
     ConnectionLoss,
     NoAuthError,
-    NoNodeError,
     NodeExistsError,
+    NoNodeError,
     OperationTimeoutError,
 )
 from kazoo.retry import KazooRetry
@@ -194,12 +194,17 @@ class ZkClient:
         return self.endpoint.kazoo_acl(path)
 
     def ensure_layout(self) -> None:
-        """Create the persistent znodes (parents first), claim the root, and check this session may read."""
+        """Create the persistent znodes (parents first), claim them and the root, and check this session may read.
+
+        With credentials, a persistent znode is created open and claimed (given its schema ACL) once every one
+        of them exists: processes start together, and a parent claimed early would refuse the creation of a
+        child (/brokers admits no new children) by the next process. Whoever claims a znode first wins."""
         for path in schema.PERSISTENT_PATHS:
             self._ensure(path)
         if self.endpoint.credentials is None:
             return
-        self._claim_root()
+        for path in (*schema.PERSISTENT_PATHS, "/"):
+            self._claim(path)
         try:
             self.kazoo.get_children(schema.BROKERS)
         except NoAuthError:
@@ -208,26 +213,31 @@ class ZkClient:
     @_retry_reads
     def _ensure(self, path: str) -> None:
         if self.kazoo.exists(path) is not None:
-            return  # creating needs CREATE on the parent, which most identities lack once the layout exists
+            return  # creating needs CREATE on the parent, which most identities lack once the layout is claimed
         try:
-            self.kazoo.create(path, b"", acl=self.acl(path))
+            self.kazoo.create(path, b"")  # open until claimed (ensure_layout)
         except NodeExistsError:
             pass
         except NoAuthError:
             raise StartupError(no_auth_message(f"the creation of {path}", self.endpoint.credentials)) from None
 
     @_retry_reads
-    def _claim_root(self) -> None:
-        """Give the root of the connect string ROOT_ACL if it is still open to anyone (ZooKeeper's default):
-        otherwise an anonymous client could create /controller while no controller holds the seat."""
-        current, stat = self.kazoo.get_acls("/")
+    def _claim(self, path: str) -> None:
+        """Give `path` its schema ACL if it is still open to anyone (ZooKeeper's default ACL, which the root of
+        a new ZooKeeper or chroot has): otherwise an anonymous client could, for one, create /controller while
+        no controller holds the seat."""
+        try:
+            current, stat = self.kazoo.get_acls(path)
+        except NoAuthError:
+            return  # claimed, with an ACL that does not name this identity
         if not any(entry.id.scheme == "world" for entry in current):
             return
         try:
-            self.kazoo.set_acls("/", self.acl("/"), version=stat.aversion)
+            self.kazoo.set_acls(path, self.acl(path), version=stat.aversion)
         except (BadVersionError, NoAuthError):
             return  # another process claimed it first
-        log.info("claimed the ZooKeeper root of %s for replog: %s", self.connect_string, acls.describe(acls.ROOT_ACL))
+        log.info("claimed %s%s for replog: %s", self.connect_string, "" if path == "/" else path,
+                 acls.describe(acls.acl_of(path)))
 
     @_retry_reads
     def get(self, path: str):

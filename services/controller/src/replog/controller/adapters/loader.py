@@ -28,14 +28,13 @@ def read_live_brokers(connect: ZkEndpoint) -> dict[int, BrokerInfo]:
         ids = reader.children_many([schema.BROKER_IDS])[0] or []
         ids = sorted(int(i) for i in ids if i.isdigit())
         paths = [schema.broker_path(i) for i in ids]
-        found = reader.get_many(paths)
         acl_entries = reader.get_acls(paths) if connect.credentials is not None else [None] * len(ids)
+        # Any broker may create a child here, with an ACL that keeps the controller out: skipped, not fatal.
+        found = reader.get_many(paths, unreadable_as_missing=True)
     brokers: dict[int, BrokerInfo] = {}
     for broker_id, item, entries in zip(ids, found, acl_entries):
-        if item is None:
-            continue  # gone between the listing and the read
-        if not registrations.believed(broker_id, entries, connect.credentials):
-            continue
+        if not registrations.believed(broker_id, entries, connect.credentials) or item is None:
+            continue  # refused (and logged), or gone between the listing and the read
         registration = schema.BrokerRegistration.decode(broker_id, item[0])
         brokers[broker_id] = BrokerInfo(broker_id, registration.host, registration.port, registration.rack,
                                         item[1].czxid)

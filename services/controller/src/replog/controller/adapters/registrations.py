@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 
+from kazoo.exceptions import NoAuthError
+
 from replog.common.zk import schema
 from replog.common.zk.auth import ZkCredentials
 from replog.common.zk.schema import znode_acls as acls
@@ -34,6 +36,11 @@ def believed(broker_id: int, entries: list[tuple[str, str, int]] | None, credent
     return not problem
 
 
-def kazoo_entries(acl_list) -> list[tuple[str, str, int]]:
-    """kazoo's ACL objects as (scheme, id, perms) entries."""
+def read_acl(kazoo, path: str) -> list[tuple[str, str, int]]:
+    """The ACL of `path` as (scheme, id, perms) entries; none when the controller may not read it (NoNodeError
+    when it is gone)."""
+    try:
+        acl_list, _ = kazoo.get_acls(path)
+    except NoAuthError:
+        return []
     return [(entry.id.scheme, entry.id.id, entry.perms) for entry in acl_list]

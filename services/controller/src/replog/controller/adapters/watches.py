@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Callable
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from replog.common.core.partitions import TopicPartition
@@ -79,12 +79,12 @@ class Watches:
                 continue
             path = schema.broker_path(int(child))
             try:
+                entries = registrations.read_acl(self._zk.kazoo, path) if credentials else None
+                if not registrations.believed(int(child), entries, credentials):
+                    continue
                 data, stat = self._zk.kazoo.get(path)
-                entries = registrations.kazoo_entries(self._zk.kazoo.get_acls(path)[0]) if credentials else None
-            except NoNodeError:
-                continue
-            if not registrations.believed(int(child), entries, credentials):
-                continue
+            except (NoNodeError, NoAuthError):
+                continue  # gone, or made by someone who kept the controller out (and logged above)
             registration = schema.BrokerRegistration.decode(int(child), data)
             live[int(child)] = BrokerInfo(registration.broker_id, registration.host, registration.port,
                                           registration.rack, stat.czxid)

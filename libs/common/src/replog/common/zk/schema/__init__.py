@@ -17,9 +17,9 @@ because a controller acting on a misread partition state could lose data. Import
 `from replog.common.zk import schema`.
 """
 
+from . import znode_acls
 from .admin import ElectionRequest, ReassignmentRequest, ReassignmentThrottle
 from .codec import ZkDataError
-from . import znode_acls
 from .layout import ACL_PATHS, LAYOUT, Znode, acl_of_pattern
 from .paths import (
     ADMIN,

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from . import znode_acls as acls
 from .admin import ElectionRequest, ReassignmentRequest, ReassignmentThrottle
 from .paths import (
-    PERSISTENT_PATHS,
     CONTROLLER,
     CONTROLLER_EPOCH,
+    PERSISTENT_PATHS,
     PREFERRED_REPLICA_ELECTION,
     PRODUCER_ID_BLOCK,
     REASSIGN_PARTITIONS,

@@ -17,9 +17,12 @@ The principals are roles, not processes (docs/security.md):
 - `broker-<id>`: one broker's own identity; it alone may change its registration.
 
 Every principal reads every znode (READ); a client that has not authenticated as one of
-them reads and writes nothing. ADMIN is granted to no principal: changing an ACL is for
-ZooKeeper's super user (an operator). The root of the connect string (the chroot, or `/`)
-is claimed with `ROOT_ACL` by the first process that finds it open.
+them reads and writes nothing. ADMIN (changing an ACL, and seeing its digest hashes) is for
+ZooKeeper's super user (an operator), and for the controller on broker registrations.
+
+The persistent znodes and the root of the connect string (the chroot, or `/`) are created open
+and then claimed, given their ACL here (`ROOT_ACL` for the root), by the first process that
+finds them open (ZkClient.ensure_layout).
 """
 
 from __future__ import annotations
@@ -106,8 +109,10 @@ TOPIC_CONFIG_ACL = _acl(gateway=WRITE)
 
 
 def broker_registration_acl(broker_id: int) -> tuple[Grant, ...]:
-    """/brokers/ids/<id>: that broker alone may change it; it goes with the broker's session."""
-    return _acl(**{broker_identity(broker_id): WRITE})
+    """/brokers/ids/<id>: that broker alone may change it; it goes with the broker's session. The controller
+    holds ADMIN there because ZooKeeper shows the digest hashes of an ACL only to ADMIN: with it, the
+    controller checks the writer's whole digest id, not just its name (registration_acl_problem)."""
+    return _acl(**{broker_identity(broker_id): WRITE, CONTROLLER_ROLE: ADMIN_PERM})
 
 
 def acl_of(path: str) -> tuple[Grant, ...]:
