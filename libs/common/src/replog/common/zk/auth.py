@@ -173,4 +173,9 @@ class ZkEndpoint:
         return [("digest", packet.decode()) for packet in self.credentials.auth_packets()]
 
     def kazoo_acl(self, path: str) -> list[ACL]:
-        return [ACL(perms, Id(scheme, ident)) for perms, scheme, ident in self.acl(path)]
+        return kazoo_acl(self.acl(path))
+
+
+def kazoo_acl(entries: tuple[AclEntry, ...] | list[AclEntry]) -> list[ACL]:
+    """(perms, scheme, id) entries as kazoo's ACL objects."""
+    return [ACL(perms, Id(scheme, ident)) for perms, scheme, ident in entries]

@@ -15,8 +15,10 @@ committed before the call has been delivered: ZooKeeper sends a session's
 notifications and replies in order, so the reply to a ``sync`` sent now comes
 after them.
 
-Wire format (jute, as in ``bulk``): AddWatch is op 106 with a path and an
-int32 mode (1 = persistent recursive) and an empty reply; a notification is a
+Wire format (jute, as in ``bulk``, whose authentication it shares): AddWatch is
+op 106 with a path and an int32 mode (1 = persistent recursive) and an empty
+reply, preceded by a GetData (op 4, path, watch false) of the same path that
+shows whether the session may read it; a notification is a
 reply with xid -1 whose body is type i32, state i32, path; pings are op 11
 with xid -2. Only the reader thread reads the socket; requests are written
 under a lock and their replies (ZooKeeper answers in order) complete a FIFO of
@@ -43,6 +45,7 @@ from replog.common.zk.bulk import (
     read_frame,
 )
 
+OP_GET_DATA = 4
 OP_SYNC = 9
 OP_PING = 11
 OP_ADD_WATCH = 106
@@ -88,6 +91,9 @@ class ChangeFeed:
         self._pinger = threading.Thread(target=self._ping_loop, name="zk-change-feed-ping", daemon=True)
         self._pinger.start()
         for path in self._paths:
+            # ZooKeeper sets a watch without checking the ACL, so a read first: credentials it does not
+            # know fail here, clearly, not in the first read after a notification.
+            self._request(OP_GET_DATA, self._encode_path(path) + b"\0")
             self._request(OP_ADD_WATCH, self._encode_path(path) + _I32.pack(MODE_PERSISTENT_RECURSIVE))
 
     def close(self) -> None:

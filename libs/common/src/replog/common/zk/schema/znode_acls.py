@@ -148,19 +148,21 @@ def registration_acl_problem(entries: list[tuple[str, str, int]], broker_id: int
     WRITE must be held by the digest identity `broker-<id>` (by exactly `broker_digest`, its
     digest id, when the controller was given it) and by no one else but the controller."""
     own = broker_identity(broker_id)
-    owners, others = [], []
+    owners, impostors, others = [], [], []
     for scheme, ident, perms in entries:
         if not perms & WRITE:
             continue
         user = ident.split(":", 1)[0] if scheme == "digest" else ""
-        if user == own and (broker_digest is None or ident == broker_digest):
-            owners.append(ident)
+        if user == own:
+            (owners if broker_digest is None or ident == broker_digest else impostors).append(ident)
         elif scheme != "digest" or user != CONTROLLER_ROLE:
-            others.append(f"{scheme}:{ident}")
+            others.append(f"{scheme}:{user or ident}")  # a digest's hash is left out of messages
     if others:
         return f"its ACL lets {', '.join(others)} change it"
+    if impostors:
+        return f"its ACL names {own} with a digest id that is not {own}'s"
     if not owners:
-        return f"its ACL does not name {own} (with its digest) as the writer"
+        return f"its ACL does not name {own} as the writer"
     return ""
 
 
