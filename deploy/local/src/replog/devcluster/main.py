@@ -23,6 +23,21 @@ def _print_status(cluster: LocalCluster) -> None:
               f"{r['metrics_port'] or '-':>7}  {r['rack'] or '-'}")
 
 
+def _write_credentials(cluster: LocalCluster, name: str) -> int:
+    if zk_credentials.super_credentials(cluster.state_dir) is None:
+        print("replog-local: this cluster runs without ZooKeeper authentication; no credentials needed",
+              file=sys.stderr)
+        return 2
+    role, _, number = name.rpartition("-")
+    if role not in ("controller", "broker", "gateway") or not number.isdigit():
+        print(f"replog-local: {name!r} is not controller-<id>, broker-<id> or gateway-<id>", file=sys.stderr)
+        return 2
+    names = [n for n in cluster.processes if n != "zookeeper"]
+    zk_credentials.generate(cluster.state_dir, sorted({*names, name}))
+    print(zk_credentials.credentials_dir(cluster.state_dir) / name)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="replog-local", description="local replog cluster")
     parser.add_argument("--state-dir", default=os.environ.get("REPLOG_STATE_DIR", ".state"),
@@ -32,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("down", help="stop every process")
     status = sub.add_parser("status", help="show the processes")
     status.add_argument("--output", choices=["table", "json"], default="table")
+    extra = sub.add_parser("credentials", help="write the ZooKeeper credentials file of a process started by hand "
+                                               "(e.g. broker-4) and print its path")
+    extra.add_argument("extra_name", metavar="name")
     for verb in ("kill", "stop", "start"):
         p = sub.add_parser(verb, help=f"{verb} one process (e.g. broker-2)")
         p.add_argument("name")
@@ -60,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(cluster.status(), indent=2))
             else:
                 _print_status(cluster)
+        elif args.command == "credentials":
+            return _write_credentials(cluster, args.extra_name)
         elif args.name not in cluster.processes:
             print(f"replog-local: no process named {args.name!r}", file=sys.stderr)
             return 2
