@@ -151,3 +151,13 @@ def test_a_create_in_a_multi_carries_its_acl():
     frame = mw.encode_multi(1, [mw.Create("/a", b"", ((acls.READ, "digest", "gateway:g="),))])
     assert struct.pack(">i", 1) + struct.pack(">i", 1) + struct.pack(">i", 6) + b"digest" in frame
     assert b"gateway:g=" in frame
+
+
+def test_a_process_must_authenticate_as_its_own_identity(tmp_path):
+    path = tmp_path / "creds"
+    path.write_text(broker_file())
+    path.chmod(0o600)
+    assert load_credentials(str(path), "broker-1").user == "broker-1"
+    with pytest.raises(ConfigError, match="authenticates as 'broker-1', but this process must authenticate as "
+                                          "'broker-2'"):
+        load_credentials(str(path), "broker-2")

@@ -51,6 +51,7 @@ from replog.common.service import StartupError
 from replog.common.zk import schema
 from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
+from replog.common.zk.schema import znode_acls
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +63,9 @@ class BrokerProcess:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.clock = SystemClock()
+        credentials = load_credentials(config.zookeeper_credentials_file, znode_acls.broker_identity(config.broker_id))
         self.zk = ZkClient(
-            ZkEndpoint(config.zookeeper, load_credentials(config.zookeeper_credentials_file)),
+            ZkEndpoint(config.zookeeper, credentials),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )

@@ -14,6 +14,7 @@ from replog.common.grpc_server import ServiceBinding, start_server
 from replog.common.readiness_gate import ReadinessGate
 from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
+from replog.common.zk.schema import znode_acls
 from replog.controller.adapters.event_loop import ControllerLoop
 from replog.controller.adapters.seat import SeatElector
 from replog.controller.adapters.servicer import ControllerServicer
@@ -27,8 +28,9 @@ log = logging.getLogger(__name__)
 class ControllerProcess:
     def __init__(self, config: ControllerConfig) -> None:
         self.config = config
+        credentials = load_credentials(config.zookeeper_credentials_file, znode_acls.CONTROLLER_ROLE)
         self.zk = ZkClient(
-            ZkEndpoint(config.zookeeper, load_credentials(config.zookeeper_credentials_file)),
+            ZkEndpoint(config.zookeeper, credentials),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )

@@ -125,8 +125,9 @@ def parse_credentials(text: str, source: str) -> ZkCredentials:
     return credentials
 
 
-def load_credentials(path: str) -> ZkCredentials | None:
-    """The credentials in `path`; None (anonymous sessions, open ACLs, one warning) when `path` is ""."""
+def load_credentials(path: str, identity: str | None = None) -> ZkCredentials | None:
+    """The credentials in `path`; None (anonymous sessions, open ACLs, one warning) when `path` is "".
+    With `identity`, the file's own identity (its first line) must be that one."""
     if not path:
         log.warning("zookeeper_credentials_file is empty: ZooKeeper sessions are anonymous and znodes get the "
                     "open ACL, so anyone who can reach ZooKeeper can change the cluster's state")
@@ -140,7 +141,11 @@ def load_credentials(path: str) -> ZkCredentials | None:
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         log.warning("zookeeper_credentials_file %s is readable by others (mode %o); chmod 600 it", path,
                     stat.S_IMODE(mode))
-    return parse_credentials(text, path)
+    credentials = parse_credentials(text, path)
+    if identity is not None and credentials.user != identity:
+        raise CredentialsError(f"zookeeper_credentials_file {path} authenticates as '{credentials.user}', but this "
+                               f"process must authenticate as '{identity}' (its first line)")
+    return credentials
 
 
 def write_credentials_file(path: Path, identities: list[tuple[str, str]], digests: list[str]) -> None:
