@@ -206,3 +206,20 @@ def test_kazoo_and_the_hand_written_sessions_authenticate_as_the_identities_in_t
     finally:
         anonymous.stop()
         anonymous.close()
+
+
+def test_without_credentials_sessions_are_anonymous_and_znodes_open_as_before(zookeeper_server):
+    bootstrap = KazooClient(zookeeper_server.connect, auth_data=zookeeper_server.endpoint().kazoo_auth_data())
+    bootstrap.start()
+    bootstrap.ensure_path("/test-open")
+    bootstrap.stop()
+    bootstrap.close()
+    client = ZkClient(zookeeper_server.endpoint("/test-open", None))
+    client.start()
+    try:
+        client.ensure_layout()
+        client.kazoo.create(schema.CONTROLLER_EPOCH, b"1", acl=client.acl(schema.CONTROLLER_EPOCH))
+        for path in ("/", schema.BROKER_IDS, schema.CONTROLLER_EPOCH):
+            assert [(a.id.scheme, a.id.id) for a in client.kazoo.get_acls(path)[0]] == [("world", "anyone")], path
+    finally:
+        client.stop()
