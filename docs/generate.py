@@ -229,7 +229,7 @@ def render_zookeeper() -> str:
         lines.append(f"| `{znode.path}` | {znode.kind} | {_cell(znode.writer)} | {_cell(znode.meaning)} |")
     lines.append("")
     lines += ["## ACLs", "",
-              "With authentication on (`zookeeper_credentials_file`, [security.md](security.md)), every creator "
+              "With authentication on (`zookeeper_credentials_file`, [security.md](zookeeper-security.md)), every creator "
               "gives a znode the ACL `replog.common.zk.schema.znode_acls` names for its path. Permissions: r read data "
               "and children, w set data, c create children, d delete children (a znode is deleted through its "
               "parent's d). `controller` and `gateway` are shared by every controller and every gateway, "

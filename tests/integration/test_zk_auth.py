@@ -1,4 +1,4 @@
-"""ZooKeeper authentication and znode ACLs against a real ZooKeeper (docs/security.md): what each
+"""ZooKeeper authentication and znode ACLs against a real ZooKeeper (docs/zookeeper-security.md): what each
 identity may and may not do, the controller's check of broker registrations, and what a wrong
 password looks like in each kind of session."""
 

@@ -1,4 +1,4 @@
-"""The default local cluster runs with ZooKeeper authentication (docs/security.md): an anonymous
+"""The default local cluster runs with ZooKeeper authentication (docs/zookeeper-security.md): an anonymous
 client can do nothing to it, and a broker's credentials cannot make another broker live."""
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ class ClusterSpec:
     racks: tuple[str, ...] = ("a", "b", "c")
     gateways: int = 1
     zookeeper_session_timeout_ms: int = 6000
-    # Digest authentication and znode ACLs (docs/security.md); False: anonymous sessions, open ACLs.
+    # Digest authentication and znode ACLs (docs/zookeeper-security.md); False: anonymous sessions, open ACLs.
     zookeeper_auth: bool = True
     # Extra flags per role, e.g. {"broker": ["--replica-lag-time-max-ms", "3000"]}.
     extra_args: dict[str, list[str]] = field(default_factory=dict)

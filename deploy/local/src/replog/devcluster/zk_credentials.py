@@ -2,7 +2,7 @@
 
 Under `<state>/zookeeper/credentials/` (mode 0700): `passwords` holds every identity's
 `user:password` (the source of the others, kept across restarts so a restarted process
-authenticates as before), and one credentials file per process (docs/security.md), each
+authenticates as before), and one credentials file per process (docs/zookeeper-security.md), each
 mode 0600: `controller-<i>`, `broker-<i>`, `gateway-<i>`, and `super` for operators, tests
 and tools (ZooKeeper's super user passes every ACL; its file also names every role's digest
 id, so that what a test creates gets the schema's ACLs too).

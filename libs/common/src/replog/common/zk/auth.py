@@ -52,7 +52,7 @@ class CredentialsError(ConfigError):
 def credentials_file_setting():
     """The `zookeeper_credentials_file` key, declared by every service's config with this one definition."""
     return setting("", "file of this process's ZooKeeper digest credentials (user:password lines, then "
-                       "'digest user:hash' lines for the other roles; see docs/security.md); empty: anonymous "
+                       "'digest user:hash' lines for the other roles; see docs/zookeeper-security.md); empty: anonymous "
                        "sessions and open ACLs")
 
 

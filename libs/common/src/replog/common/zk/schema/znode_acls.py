@@ -6,7 +6,7 @@ to change the ACL. ACLs are not inherited, so every znode gets its own when it i
 from `acl_of(path)`; whoever creates it (the gateway, a controller, a broker, or the first
 process to lay out the tree) gives it the same ACL.
 
-The principals are roles, not processes (docs/security.md):
+The principals are roles, not processes (docs/zookeeper-security.md):
 
 - `controller`: every controller authenticates as the same identity. Any controller may
   take the seat and must then rewrite znodes an earlier one created; fencing between
