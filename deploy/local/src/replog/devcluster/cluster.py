@@ -167,7 +167,7 @@ class LocalCluster:
         spec = self.spec
         zk_port = free_port()
         zk_config = zookeeper.write_config(self.state_dir / "zookeeper", zk_port)
-        zk_jvm_args, zk_auth = self._zookeeper_auth()
+        zk_jvm_args, zk_auth = zk_credentials.plan(self.state_dir, spec)
         self.processes["zookeeper"] = ProcessInfo(
             "zookeeper", "zookeeper", 0, zk_port, 0, zookeeper.zookeeper_command(zk_config, zk_jvm_args)
         )
@@ -202,16 +202,6 @@ class LocalCluster:
                  *spec.extra_args.get("gateway", [])],
             )
         self._save()
-
-    def _zookeeper_auth(self):
-        """ZooKeeper's extra JVM arguments, and each service's extra arguments by process name."""
-        if not self.spec.zookeeper_auth:
-            return [], lambda name: []
-        counts = {"controller": self.spec.controllers, "broker": self.spec.brokers, "gateway": self.spec.gateways}
-        names = [f"{role}-{i}" for role, count in counts.items() for i in range(1, count + 1)]
-        super_digest = zk_credentials.generate(self.state_dir, names)
-        return (zk_credentials.zookeeper_jvm_args(super_digest),
-                lambda name: zk_credentials.service_args(self.state_dir, name))
 
     # --- lifecycle ------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Callable
 
 from replog.common.zk.auth import ZkCredentials, ZkEndpoint, digest_id, parse_credentials, write_credentials_file
 from replog.common.zk.schema import znode_acls
@@ -68,6 +69,16 @@ def generate(state_dir: Path, names: list[str]) -> str:
         write_credentials_file(directory / name, own, others)
     write_credentials_file(directory / SUPER_USER, [(SUPER_USER, passwords[SUPER_USER])], roles + brokers)
     return digests[SUPER_USER]
+
+
+def plan(state_dir: Path, spec) -> tuple[list[str], Callable[[str], list[str]]]:
+    """For a cluster of `spec` (a ClusterSpec): ZooKeeper's extra JVM arguments, and each service's extra
+    arguments by process name; none without `spec.zookeeper_auth`."""
+    if not spec.zookeeper_auth:
+        return [], lambda name: []
+    counts = {"controller": spec.controllers, "broker": spec.brokers, "gateway": spec.gateways}
+    super_digest = generate(state_dir, [f"{role}-{i}" for role, count in counts.items() for i in range(1, count + 1)])
+    return zookeeper_jvm_args(super_digest), lambda name: service_args(state_dir, name)
 
 
 def service_args(state_dir: Path, name: str) -> list[str]:
