@@ -28,9 +28,9 @@ from replog.common.channels import ChannelCache
 from replog.common.security import local
 from replog.common.security.credentials import open_channel
 from replog.common.zk import bulk, schema
+from replog.common.zk.auth import ZkEndpoint
 from replog.common.zk.client import ZkClient
 from replog.devcluster import ClusterSpec, LocalCluster
-
 
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
@@ -135,12 +135,13 @@ def create_topic(zk: ZkClient, topic: str, assignment: dict[int, tuple[int, ...]
         raise RuntimeError(f"creating {topic} failed: {results}")
 
 
-def read_states(connect: str, topic: str, partitions: int) -> list[schema.PartitionStateRecord | None]:
+def read_states(connect: ZkEndpoint, topic: str, partitions: int) -> list[schema.PartitionStateRecord | None]:
     found = bulk.get_many(connect, [schema.partition_state_path(topic, p) for p in range(partitions)])
     return [schema.PartitionStateRecord.decode(f[0]) if f else None for f in found]
 
 
-def wait_for_full_isrs(connect: str, topics: dict[str, int], replication_factor: int, timeout_s: float, what: str,
+def wait_for_full_isrs(connect: ZkEndpoint, topics: dict[str, int], replication_factor: int, timeout_s: float,
+                       what: str,
                        interval_s: float = 0.2) -> None:
     """Until every partition of `topics` (name -> partition count) has a state naming a full ISR."""
     wait_until(lambda: all(all(s is not None and len(s.isr) == replication_factor for s in read_states(connect, t, n))

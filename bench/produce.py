@@ -280,14 +280,15 @@ def main() -> None:
     spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": args.broker_args.split()},
                        env=env, insecure=args.tls == "off")
     with harness.local_cluster(spec, keep=args.keep) as cluster:
-        zk = ZkClient(cluster.zookeeper_connect)
+        zk = ZkClient(cluster.zookeeper_endpoint)
         zk.start()
         assignment = harness.rotating_assignment(args.partitions, list(range(1, brokers + 1)),
                                                  args.replication_factor)
         harness.create_topic(zk, TOPIC, assignment,
                              {"min.insync.replicas": str(min(2, args.replication_factor))})
+        endpoint = cluster.zookeeper_endpoint
         harness.wait_until(lambda: all(s is not None and s.leader >= 0 and len(s.isr) == args.replication_factor
-                                       for s in harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)),
+                                       for s in harness.read_states(endpoint, TOPIC, args.partitions)),
                            30, "partition leaders")
         zk.stop()
         bootstrap = [p.address for p in cluster.of_role("broker")]

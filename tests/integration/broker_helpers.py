@@ -36,7 +36,7 @@ __all__ = [
 
 @contextlib.contextmanager
 def zk_session(cluster):
-    zk = ZkClient(cluster.zookeeper_connect)
+    zk = ZkClient(cluster.zookeeper_endpoint)
     zk.start()
     try:
         yield zk

@@ -184,7 +184,7 @@ def test_standby_controller_takes_over_when_the_active_one_dies(cluster_factory)
     from replog.common.zk.client import ZkClient
 
     cluster = cluster_factory()
-    zk = ZkClient(cluster.zookeeper_connect)
+    zk = ZkClient(cluster.zookeeper_endpoint)
     zk.start()
     try:
         first = schema.ControllerRecord.decode(zk.get(schema.CONTROLLER)[0]).controller_id

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from kazoo.client import KazooClient
 
-from replog.common import export_schema
 from replog.cli.main import main
+from replog.common import export_schema
 from replog.common.zk import schema
 from replog.devcluster import ClusterSpec
 from replog.v1 import admin_pb2 as A
@@ -37,7 +37,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def topology(cluster):
     """alpha: RF 3, min ISR 2, healthy; beta: RF 1. Then broker 3 dies: alpha-2 and beta-1 lose their leader."""
-    client = KazooClient(cluster.zookeeper_connect)
+    client = KazooClient(cluster.zookeeper_connect, auth_data=cluster.zookeeper_endpoint.kazoo_auth_data())
     client.start()
     try:
         with cluster.channel(cluster.gateway_address) as channel:

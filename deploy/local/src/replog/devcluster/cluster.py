@@ -25,8 +25,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from replog.common.security.credentials import open_channel
-from replog.devcluster import tls, zookeeper
-
+from replog.common.zk.auth import ZkEndpoint
+from replog.devcluster import tls, zk_credentials, zookeeper
 
 _handed_out: set[int] = set()
 _LOWEST_PORT = 10_000
@@ -80,6 +80,8 @@ class ClusterSpec:
     racks: tuple[str, ...] = ("a", "b", "c")
     gateways: int = 1
     zookeeper_session_timeout_ms: int = 6000
+    # Digest authentication and znode ACLs (docs/zookeeper-security.md); False: anonymous sessions, open ACLs.
+    zookeeper_auth: bool = True
     # Extra flags per role, e.g. {"broker": ["--replica-lag-time-max-ms", "3000"]}.
     extra_args: dict[str, list[str]] = field(default_factory=dict)
     # Extra environment for every service process.
@@ -150,6 +152,11 @@ class LocalCluster:
         return open_channel(address, self.operator_tls, options)
 
     @property
+    def zookeeper_endpoint(self) -> ZkEndpoint:
+        """ZooKeeper as its super user (anonymous when the cluster runs without authentication), for tools and tests."""
+        return zk_credentials.super_endpoint(self.state_dir, self.zookeeper_connect)
+
+    @property
     def gateway_address(self) -> str:
         return self.processes["gateway-1"].address
 
@@ -173,8 +180,9 @@ class LocalCluster:
         spec = self.spec
         zk_port = free_port()
         zk_config = zookeeper.write_config(self.state_dir / "zookeeper", zk_port)
+        zk_jvm_args, zk_auth = zk_credentials.plan(self.state_dir, spec)
         self.processes["zookeeper"] = ProcessInfo(
-            "zookeeper", "zookeeper", 0, zk_port, 0, zookeeper.zookeeper_command(zk_config)
+            "zookeeper", "zookeeper", 0, zk_port, 0, zookeeper.zookeeper_command(zk_config, zk_jvm_args)
         )
         connect = f"127.0.0.1:{zk_port}"
         bin_dir = Path(sys.executable).parent
@@ -187,7 +195,7 @@ class LocalCluster:
             self.processes[f"controller-{i}"] = ProcessInfo(
                 f"controller-{i}", "controller", i, port, metrics,
                 [str(bin_dir / "replog-controller"), "--controller-id", str(i), "--port", str(port),
-                 "--metrics-port", str(metrics), *common, *tls_args("controller", i),
+                 "--metrics-port", str(metrics), *common, *tls_args("controller", i), *zk_auth(f"controller-{i}"),
                  *spec.extra_args.get("controller", [])],
             )
         for i in range(1, spec.brokers + 1):
@@ -197,7 +205,7 @@ class LocalCluster:
                 f"broker-{i}", "broker", i, port, metrics,
                 [str(bin_dir / "replog-broker"), "--broker-id", str(i), "--port", str(port),
                  "--metrics-port", str(metrics), "--rack", rack, "--log-dir", str(self.data_dir(f"broker-{i}")),
-                 *common, *tls_args("broker", i), *spec.extra_args.get("broker", [])],
+                 *common, *tls_args("broker", i), *zk_auth(f"broker-{i}"), *spec.extra_args.get("broker", [])],
                 rack=rack,
             )
         for i in range(1, spec.gateways + 1):
@@ -205,7 +213,7 @@ class LocalCluster:
             self.processes[f"gateway-{i}"] = ProcessInfo(
                 f"gateway-{i}", "gateway", i, port, metrics,
                 [str(bin_dir / "replog-gateway"), "--gateway-id", str(i), "--port", str(port),
-                 "--metrics-port", str(metrics), *common, *tls_args("gateway", i),
+                 "--metrics-port", str(metrics), *common, *tls_args("gateway", i), *zk_auth(f"gateway-{i}"),
                  *spec.extra_args.get("gateway", [])],
             )
         self._save()

@@ -16,7 +16,9 @@ from replog.common.grpc_server import ServiceBinding, start_server
 from replog.common.readiness_gate import ReadinessGate
 from replog.common.security.principal import Principal
 from replog.common.security.settings import tls_files
+from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
+from replog.common.zk.schema import znode_acls
 from replog.gateway.config import GatewayConfig
 from replog.gateway.deps import GatewayDeps
 from replog.gateway.servicer import AdminServicer
@@ -28,8 +30,9 @@ log = logging.getLogger(__name__)
 class GatewayProcess:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
+        credentials = load_credentials(config.zookeeper_credentials_file, znode_acls.GATEWAY_ROLE)
         self.zk = ZkClient(
-            config.zookeeper,
+            ZkEndpoint(config.zookeeper, credentials),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )

@@ -20,12 +20,12 @@ from replog.broker.config import BrokerConfig
 from replog.broker.control.controlled_shutdown import controlled_shutdown
 from replog.broker.control.controller_link import ControllerLink
 from replog.broker.control.isr_changes import IsrChangeSender
-from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.broker.control.registration import register_broker
 from replog.broker.control.state_changes import ReplicaStateChanges
 from replog.broker.control.topic_configs import TopicConfigs
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer
 from replog.broker.entrypoints.log_servicer import LogServicer
+from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.replication_servicer import ReplicationServicer
 from replog.broker.entrypoints.servicers import bindings
@@ -51,7 +51,9 @@ from replog.common.security.principal import Principal
 from replog.common.security.settings import tls_files
 from replog.common.service import StartupError
 from replog.common.zk import schema
+from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
+from replog.common.zk.schema import znode_acls
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +65,9 @@ class BrokerProcess:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.clock = SystemClock()
+        credentials = load_credentials(config.zookeeper_credentials_file, znode_acls.broker_identity(config.broker_id))
         self.zk = ZkClient(
-            config.zookeeper,
+            ZkEndpoint(config.zookeeper, credentials),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from replog.common.config import between, non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
 from replog.common.security.settings import TlsSettings
+from replog.common.zk.auth import credentials_file_setting
 
 # A leader keeps a fetch session per fetcher of each follower, and refuses fetcher ids past this.
 REPLICA_FETCHERS_MAX = 16
@@ -16,6 +17,7 @@ REPLICA_FETCHERS_MAX = 16
 class BrokerConfig(TlsSettings):
     broker_id: int = setting(1, "id of this broker, unique in the cluster", non_negative)
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
+    zookeeper_credentials_file: str = credentials_file_setting()
     host: str = setting("127.0.0.1", "address to listen on and to advertise")
     port: int = setting(9290, "gRPC port", tcp_port)
     rack: str = setting("", "rack (failure domain) label; empty when rack-unaware")

@@ -14,7 +14,9 @@ from replog.common.grpc_server import ServiceBinding, start_server
 from replog.common.readiness_gate import ReadinessGate
 from replog.common.security.principal import Principal
 from replog.common.security.settings import tls_files
+from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
+from replog.common.zk.schema import znode_acls
 from replog.controller.adapters.event_loop import ControllerLoop
 from replog.controller.adapters.seat import SeatElector
 from replog.controller.adapters.servicer import ControllerServicer
@@ -28,8 +30,9 @@ log = logging.getLogger(__name__)
 class ControllerProcess:
     def __init__(self, config: ControllerConfig) -> None:
         self.config = config
+        credentials = load_credentials(config.zookeeper_credentials_file, znode_acls.CONTROLLER_ROLE)
         self.zk = ZkClient(
-            config.zookeeper,
+            ZkEndpoint(config.zookeeper, credentials),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )

@@ -38,7 +38,7 @@ from replog.controller.adapters.plan_executor import execute
 from replog.controller.adapters.seat import Seat
 from replog.controller.adapters.standby_mirror import StandbyMirror
 from replog.controller.adapters.watches import Watches
-from replog.controller.adapters.zk_writer import SeatLostError, ZkWriter, ZkWriteError
+from replog.controller.adapters.zk_writer import SeatLostError, ZkWriteError, ZkWriter
 from replog.controller.core import events as ev
 from replog.controller.core.apply import apply
 from replog.controller.core.decide import decide
@@ -169,7 +169,7 @@ class ControllerLoop:
     def _start_mirror(self) -> None:
         with self._mirror_lock:
             if self._mirror is None:
-                self._mirror = StandbyMirror(self._zk.connect_string,
+                self._mirror = StandbyMirror(self._zk.endpoint,
                                              session_timeout_s=self._session_timeout_ms / 1000)
                 self._mirror.start()
 
@@ -255,7 +255,7 @@ class ControllerLoop:
                     mirror.close()
                 load_span.set_attribute("controller.standby_copy", snapshot is not None)
                 if snapshot is None:
-                    snapshot = load_snapshot(self._zk.connect_string, self._controller_id, seat.controller_epoch)
+                    snapshot = load_snapshot(self._zk.endpoint, self._controller_id, seat.controller_epoch)
             span.set_attribute("partitions", len(snapshot.assignments))
             span.set_attribute("brokers", sorted(snapshot.live_brokers))
             self._execute(ev.Startup(snapshot), item.generation, None, span)

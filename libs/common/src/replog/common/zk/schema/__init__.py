@@ -8,6 +8,7 @@ else, each in one module:
 - `state.py`: the cluster's state (controller seat, brokers, topics, partition states,
   topic configs, producer-id blocks);
 - `admin.py`: the requests the gateway leaves for the controller, and the reassignment throttle;
+- `znode_acls.py`: the ACL of every path (who may read, write, create and delete what);
 - `layout.py`: `LAYOUT`, every path with who writes it and an example, for the reference.
 
 Shapes follow Kafka's so existing knowledge and tools carry over. Decoders are strict: a
@@ -16,9 +17,10 @@ because a controller acting on a misread partition state could lose data. Import
 `from replog.common.zk import schema`.
 """
 
+from . import znode_acls
 from .admin import ElectionRequest, ReassignmentRequest, ReassignmentThrottle
 from .codec import ZkDataError
-from .layout import LAYOUT, Znode
+from .layout import ACL_PATHS, LAYOUT, Znode, acl_of_pattern
 from .paths import (
     ADMIN,
     BROKER_IDS,
@@ -56,6 +58,7 @@ from .state import (
 )
 
 __all__ = [
+    "ACL_PATHS",
     "ADMIN",
     "BROKERS",
     "BROKER_IDS",
@@ -83,6 +86,7 @@ __all__ = [
     "TopicConfigRecord",
     "ZkDataError",
     "Znode",
+    "acl_of_pattern",
     "broker_path",
     "decode_controller_epoch",
     "delete_topic_path",
@@ -93,4 +97,5 @@ __all__ = [
     "partitions_path",
     "topic_config_path",
     "topic_path",
+    "znode_acls",
 ]
