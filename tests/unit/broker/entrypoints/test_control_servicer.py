@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from replog.broker.entrypoints.metadata_cache import MetadataCache
+import logging
+
+from replog.broker.control.controller_fence import ControllerFence
 from replog.broker.control.state_changes import PartitionResult
 from replog.broker.core.errors import ErrorCode
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer
+from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.common.core.partitions import TopicPartition
+from replog.common.refusal_log import RefusalLog
 from replog.v1 import broker_control_pb2
 
 REFUSED = TopicPartition("orders", 7)
@@ -28,9 +32,14 @@ class Context:
     def invocation_metadata(self):
         return ()
 
+    def peer(self):
+        return "ipv4:127.0.0.1:5555"
+
 
 def servicer() -> BrokerControlServicer:
-    return BrokerControlServicer(state_changes=FakeStateChanges(), metadata=MetadataCache(), broker_epoch_of=lambda: 1)
+    return BrokerControlServicer(state_changes=FakeStateChanges(), metadata=MetadataCache(), broker_epoch_of=lambda: 1,
+                                 fence=ControllerFence(lambda: 1),
+                                 refusals=RefusalLog(logging.getLogger("t"), lambda: 0.0))
 
 
 def test_leader_and_isr_lists_only_the_partitions_it_did_not_apply():
@@ -45,7 +54,7 @@ def test_leader_and_isr_lists_only_the_partitions_it_did_not_apply():
 
 def test_stop_replica_that_stopped_everything_lists_nothing():
     request = broker_control_pb2.StopReplicaRequest(controller_id=1, controller_epoch=1, partitions=[
-        broker_control_pb2.StopReplicaPartition(topic="orders", partition=p, leader_epoch=-1, delete=True)
+        broker_control_pb2.StopReplicaPartition(topic="orders", partition=p, leader_epoch=4, delete=True)
         for p in range(3)])
     reply = servicer().StopReplica(request, Context())
     assert reply.error_code == ErrorCode.NONE and not reply.partitions

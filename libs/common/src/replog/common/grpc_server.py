@@ -149,17 +149,23 @@ def start_server(
     max_workers: int = 32,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     serving: bool = True,
+    receive_bytes_max: int = MESSAGE_BYTES_MAX,
+    concurrent_rpcs_max: int | None = None,
 ) -> RunningServer:
     """Start serving `bindings` plus health and reflection; returns the bound port.
 
     With `serving=False` health answers NOT_SERVING until `set_serving(True)`:
     for a process that is not ready when it starts listening (a broker before it
-    registers in ZooKeeper).
+    registers in ZooKeeper). A request message over `receive_bytes_max` is refused with
+    RESOURCE_EXHAUSTED, and so is an RPC beyond `concurrent_rpcs_max` open at once (None: no
+    bound), both by gRPC before any handler or interceptor runs.
     """
+    options = [o for o in SERVER_OPTIONS if o[0] != "grpc.max_receive_message_length"]
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
-        options=SERVER_OPTIONS,
+        options=options + [("grpc.max_receive_message_length", receive_bytes_max)],
         interceptors=list(interceptors),
+        maximum_concurrent_rpcs=concurrent_rpcs_max,
     )
     for binding in bindings:
         binding.add_to_server(binding.servicer, server)

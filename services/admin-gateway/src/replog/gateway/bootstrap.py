@@ -56,6 +56,7 @@ class GatewayProcess:
             port=self.config.port,
             serving=False,
             interceptors=[self.gate],
+            concurrent_rpcs_max=self.config.grpc_concurrent_rpcs_max,
         )
         if not self.zk.connect(stopping):
             return False

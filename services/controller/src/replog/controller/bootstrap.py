@@ -60,6 +60,7 @@ class ControllerProcess:
             port=config.port,
             serving=False,
             interceptors=[self.gate],
+            concurrent_rpcs_max=config.grpc_concurrent_rpcs_max,
         )
         if not self.zk.connect(stopping):
             return False
