@@ -55,9 +55,11 @@ def cluster(tmp_path_factory):
     factory.teardown()
 
 
-def real_controller_epoch(cluster) -> int:
+def real_epochs(cluster, broker_id: int) -> dict[str, int]:
+    """The controller epoch and the broker's registration epoch, as the seated controller would send them."""
     with zk_session(cluster) as zk:
-        return schema.decode_controller_epoch(zk.get(schema.CONTROLLER_EPOCH)[0])
+        return {"controller_epoch": schema.decode_controller_epoch(zk.get(schema.CONTROLLER_EPOCH)[0]),
+                "broker_epoch": zk.get(schema.broker_path(broker_id))[1].czxid}
 
 
 def held_replica(cluster, broker_id: int = 1) -> tuple[bool, int, int, int]:
@@ -98,7 +100,7 @@ def test_a_huge_leader_epoch_is_refused_and_the_replica_keeps_its_epoch(cluster)
     assert leading
     for wild in (leader_epoch + LEADER_EPOCH_JUMP_MAX + 1, INT32_MAX):
         reply = control_stub(cluster, 1).LeaderAndIsr(broker_control_pb2.LeaderAndIsrRequest(
-            controller_id=9, controller_epoch=real_controller_epoch(cluster), partitions=[
+            controller_id=9, **real_epochs(cluster, 1), partitions=[
                 broker_control_pb2.PartitionState(topic="held", partition=0, leader=2, leader_epoch=wild, isr=[1, 2],
                                                   partition_epoch=INT32_MAX, replicas=[1, 2])]), timeout=10)
         assert reply.error_code == E.ERROR_CODE_NONE
@@ -113,12 +115,19 @@ def test_a_stop_replica_delete_at_a_bogus_epoch_deletes_nothing(cluster):
     leader_epoch = before[1]
     bogus = [-1, leader_epoch + LEADER_EPOCH_JUMP_MAX + 1, INT32_MAX] + ([leader_epoch - 1] if leader_epoch else [])
     reply = control_stub(cluster, 2).StopReplica(broker_control_pb2.StopReplicaRequest(
-        controller_id=9, controller_epoch=real_controller_epoch(cluster), partitions=[
+        controller_id=9, **real_epochs(cluster, 2), partitions=[
             broker_control_pb2.StopReplicaPartition(topic="held", partition=0, leader_epoch=epoch, delete=True)
             for epoch in bogus]), timeout=10)
     assert reply.error_code == E.ERROR_CODE_NONE
     assert len(reply.partitions) == len(bogus)
     assert all(p.error_code != E.ERROR_CODE_NONE for p in reply.partitions), reply
+    # Without the registration's broker epoch the whole request is refused.
+    epochs = real_epochs(cluster, 2)
+    anonymous = control_stub(cluster, 2).StopReplica(broker_control_pb2.StopReplicaRequest(
+        controller_id=9, controller_epoch=epochs["controller_epoch"], partitions=[
+            broker_control_pb2.StopReplicaPartition(topic="held", partition=0, leader_epoch=leader_epoch,
+                                                    delete=True)]), timeout=10)
+    assert anonymous.error_code == E.ERROR_CODE_STALE_BROKER_EPOCH and not anonymous.partitions
     assert held_replica(cluster, 2) == before
     # The follower still replicates: a new record reaches it.
     end = held_replica(cluster)[2]
@@ -138,7 +147,7 @@ def test_requests_over_the_partition_bound_are_refused_with_invalid_argument(clu
     assert "request_partitions_max" in refused.value.details()
 
     leader_and_isr = broker_control_pb2.LeaderAndIsrRequest(
-        controller_id=9, controller_epoch=real_controller_epoch(cluster), partitions=[
+        controller_id=9, **real_epochs(cluster, 1), partitions=[
             broker_control_pb2.PartitionState(topic="held", partition=p, leader=1, leader_epoch=0, isr=[1],
                                               partition_epoch=0, replicas=[1]) for p in range(over)])
     with pytest.raises(grpc.RpcError) as refused:

@@ -8,7 +8,8 @@ fence is a zombie controller, higher is obeyed only when ZooKeeper's
 /controller_epoch confirms it (STALE_CONTROLLER_EPOCH otherwise, nothing
 applied, the fence unchanged; UNAVAILABLE when ZooKeeper cannot be asked, which
 the controller retries). A broker epoch lower than this broker's registration is
-addressed to an earlier incarnation (STALE_BROKER_EPOCH). A higher broker epoch
+addressed to an earlier incarnation, and so is one without a broker epoch (0)
+once this broker has registered (STALE_BROKER_EPOCH). A higher broker epoch
 is accepted: it can only be a registration this process made and has not
 recorded yet (czxids increase).
 
@@ -48,7 +49,8 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
         self._fence = fence
         self._refusals = refusals
 
-    def _refuse(self, method: str, controller_epoch: int, broker_epoch: int, context) -> tuple[int, str] | None:
+    def _refuse(self, method: str, controller_epoch: int, broker_epoch: int | None, context) -> tuple[int, str] | None:
+        """Why the request is refused as a whole, or None; `broker_epoch` is None for a request without one."""
         if self._bursts is not None:
             self._bursts.note()  # the checkpointer steps aside while the controller's requests keep coming
         try:
@@ -62,7 +64,7 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
             refused = stale.code, stale.reason
         else:
             ours = self._broker_epoch_of()
-            if broker_epoch and broker_epoch < ours:
+            if broker_epoch is not None and broker_epoch < ours:  # 0, "not given", included
                 refused = ErrorCode.STALE_BROKER_EPOCH, f"broker epoch {broker_epoch} < this registration's {ours}"
         if refused is not None:
             self._refusals.refused(context.peer(), method, ErrorCode(refused[0]).name, refused[1])
@@ -72,17 +74,21 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
         self._refusals.refused(context.peer(), method, ErrorCode.INVALID_REQUEST.name, message)
         return ErrorCode.INVALID_REQUEST, message
 
-    def _note_partition_refusals(self, method: str, results: list[PartitionResult], context) -> None:
-        """One refusal line per error code among the partitions refused (rate-limited like any other)."""
+    def _partition_errors(self, method: str, results: list[PartitionResult], context) -> list:
+        """The answer's list of partitions not applied; each error code among them is one refusal line
+        (rate-limited like any other). One pass over the results: a failover's request has thousands."""
+        refused = [r for r in results if r.error_code != ErrorCode.NONE]
+        if not refused:
+            return []
         by_code: dict[int, list[PartitionResult]] = {}
-        for result in results:
-            if result.error_code != ErrorCode.NONE:
-                by_code.setdefault(result.error_code, []).append(result)
-        for code, refused in by_code.items():
-            examples = "; ".join(f"{r.topic_partition}: {r.message}" for r in refused[:REFUSED_EXAMPLES])
-            more = f"; and {len(refused) - REFUSED_EXAMPLES} more" if len(refused) > REFUSED_EXAMPLES else ""
+        for result in refused:
+            by_code.setdefault(result.error_code, []).append(result)
+        for code, of_code in by_code.items():
+            examples = "; ".join(f"{r.topic_partition}: {r.message}" for r in of_code[:REFUSED_EXAMPLES])
+            more = f"; and {len(of_code) - REFUSED_EXAMPLES} more" if len(of_code) > REFUSED_EXAMPLES else ""
             self._refusals.refused(context.peer(), method, ErrorCode(code).name,
-                                   f"{len(refused)} partition(s): {examples}{more}")
+                                   f"{len(of_code)} partition(s): {examples}{more}")
+        return _errors(refused)
 
     def LeaderAndIsr(self, request, context):
         refused = self._refuse("LeaderAndIsr", request.controller_epoch, request.broker_epoch, context)
@@ -105,8 +111,8 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
         self._metadata.remember_leader_endpoints(request.leaders)
         parent = telemetry.extract_context(context.invocation_metadata())
         results = self._state_changes.leader_and_isr(decisions, init=request.init, parent=parent)
-        self._note_partition_refusals("LeaderAndIsr", results, context)
-        return broker_control_pb2.LeaderAndIsrResponse(partitions=_errors(results))
+        return broker_control_pb2.LeaderAndIsrResponse(partitions=self._partition_errors("LeaderAndIsr", results,
+                                                                                         context))
 
     def _confirm_replicas(self, request, context) -> broker_control_pb2.LeaderAndIsrResponse:
         if request.init or request.partitions:
@@ -126,11 +132,11 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
             StopRequest(TopicPartition(p.topic, p.partition), p.leader_epoch, p.delete) for p in request.partitions
         ]
         results = self._state_changes.stop_replicas(requests)
-        self._note_partition_refusals("StopReplica", results, context)
-        return broker_control_pb2.StopReplicaResponse(partitions=_errors(results))
+        return broker_control_pb2.StopReplicaResponse(partitions=self._partition_errors("StopReplica", results,
+                                                                                       context))
 
     def UpdateMetadata(self, request, context):
-        refused = self._refuse("UpdateMetadata", request.controller_epoch, 0, context)
+        refused = self._refuse("UpdateMetadata", request.controller_epoch, None, context)
         if refused is not None:
             return broker_control_pb2.UpdateMetadataResponse(error_code=refused[0], error_message=refused[1])
         if request.metadata_digest:
@@ -144,11 +150,11 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
         return broker_control_pb2.UpdateMetadataResponse()
 
 
-def _errors(results: list[PartitionResult]) -> list[common_pb2.PartitionError]:
+def _errors(refused: list[PartitionResult]) -> list[common_pb2.PartitionError]:
     """The partitions not applied, each with why; one left out was applied (listing every applied
     one too cost a failover's worth of messages, docs/perf/controller-answers.md)."""
     return [
         common_pb2.PartitionError(topic=r.topic_partition.topic, partition=r.topic_partition.partition,
                                   error_code=r.error_code, error_message=r.message)
-        for r in results if r.error_code != ErrorCode.NONE
+        for r in refused
     ]
