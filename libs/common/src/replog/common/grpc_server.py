@@ -156,12 +156,16 @@ def start_server(
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     serving: bool = True,
     tls: TlsFiles | None = None,
+    receive_bytes_max: int = MESSAGE_BYTES_MAX,
+    concurrent_rpcs_max: int | None = None,
 ) -> RunningServer:
     """Start serving `bindings` plus health and reflection; returns the bound port.
 
     With `serving=False` health answers NOT_SERVING until `set_serving(True)`:
     for a process that is not ready when it starts listening (a broker before it
-    registers in ZooKeeper).
+    registers in ZooKeeper). A request message over `receive_bytes_max` is refused with
+    RESOURCE_EXHAUSTED, and so is an RPC beyond `concurrent_rpcs_max` open at once (None: no
+    bound), both by gRPC before any handler or interceptor runs.
 
     With `tls`, the port takes only TLS connections from peers with a certificate of the cluster, and
     the authorization rules run before every other interceptor; the files are reloaded when they change.
@@ -169,10 +173,12 @@ def start_server(
     credentials = ReloadingServerCredentials(tls) if tls is not None else None
     if credentials is not None:
         interceptors = [Authorizer(), *interceptors]
+    options = [o for o in SERVER_OPTIONS if o[0] != "grpc.max_receive_message_length"]
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
-        options=SERVER_OPTIONS,
+        options=options + [("grpc.max_receive_message_length", receive_bytes_max)],
         interceptors=list(interceptors),
+        maximum_concurrent_rpcs=concurrent_rpcs_max,
     )
     for binding in bindings:
         binding.add_to_server(binding.servicer, server)

@@ -63,6 +63,7 @@ class GatewayProcess:
             serving=False,
             interceptors=[self.gate],
             tls=self.tls,
+            concurrent_rpcs_max=self.config.grpc_concurrent_rpcs_max,
         )
         if not self.zk.connect(stopping):
             return False

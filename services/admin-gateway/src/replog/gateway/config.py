@@ -25,3 +25,6 @@ class GatewayConfig(TlsSettings):
     broker_rpc_timeout_ms: int = setting(2000, "deadline of one call to a broker for log stats (slower counts as unknown)", positive)
     trace_dir: str = setting("", "directory for JSON-lines span files when no OTLP endpoint is set")
     log_level: str = setting("info", "log level", one_of("debug", "info", "warning", "error"))
+    grpc_concurrent_rpcs_max: int = setting(
+        512, "RPCs open at once (admin calls, election waits, topology export streams and every client's "
+             "channel keeper); more are refused with RESOURCE_EXHAUSTED", positive)

@@ -16,8 +16,9 @@ import threading
 import time
 from pathlib import Path
 
-from replog.broker.config import BrokerConfig
+from replog.broker.config import BrokerConfig, request_bytes_max
 from replog.broker.control.controlled_shutdown import controlled_shutdown
+from replog.broker.control.controller_fence import ControllerFence, zookeeper_controller_epoch
 from replog.broker.control.controller_link import ControllerLink
 from replog.broker.control.isr_changes import IsrChangeSender
 from replog.broker.control.registration import register_broker
@@ -26,6 +27,7 @@ from replog.broker.control.topic_configs import TopicConfigs
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer
 from replog.broker.entrypoints.log_servicer import LogServicer
 from replog.broker.entrypoints.metadata_cache import MetadataCache
+from replog.broker.entrypoints.partition_counts import PARTITION_COUNTS
 from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.replication_servicer import ReplicationServicer
 from replog.broker.entrypoints.servicers import bindings
@@ -47,6 +49,8 @@ from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import start_server
 from replog.common.readiness_gate import ReadinessGate
+from replog.common.refusal_log import RefusalLog
+from replog.common.request_bounds import PartitionsBound
 from replog.common.security.principal import Principal
 from replog.common.security.settings import tls_files
 from replog.common.service import StartupError
@@ -93,7 +97,10 @@ class BrokerProcess:
         self.server = start_server(
             bindings(self.control_servicer, self.replication_servicer, self.log_servicer),
             host=config.host, port=config.port, max_workers=config.grpc_workers, serving=False,
-            interceptors=[self.gate], tls=self.tls,
+            interceptors=[self.gate, PartitionsBound(PARTITION_COUNTS, config.request_partitions_max,
+                                                     "request_partitions_max", self.refusals)],
+            tls=self.tls, receive_bytes_max=request_bytes_max(config),
+            concurrent_rpcs_max=config.grpc_concurrent_rpcs_max,
         )
         if not self.zk.connect(stopping):
             return False
@@ -135,6 +142,7 @@ class BrokerProcess:
     def _build(self) -> None:
         config, clock, metrics, replicas = self.config, self.clock, self.metrics, self.replicas
         turn = Turn()  # the process's one turn (turn.py)
+        self.refusals = RefusalLog(logging.getLogger("replog.broker.refusals"), lambda: clock.monotonic_ms() / 1000)
         self.metadata = MetadataCache()
         self.topic_configs = TopicConfigs(self.zk, default_min_insync_replicas=config.min_insync_replicas)
         self.delayed_produces = DelayedProduces(replicas.produce_progress, clock)
@@ -170,7 +178,7 @@ class BrokerProcess:
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
             state_changes=self.state_changes, metadata=self.metadata, broker_epoch_of=lambda: self.broker_epoch,
-            bursts=bursts)
+            fence=ControllerFence(zookeeper_controller_epoch(self.zk)), refusals=self.refusals, bursts=bursts)
         self.throttle = ReplicationThrottle(clock)
         self.replication_servicer = ReplicationServicer(
             broker_id=config.broker_id, lookup=replicas.get, clock=clock, metrics=metrics,

@@ -11,6 +11,11 @@ from replog.common.zk.auth import credentials_file_setting
 
 # A leader keeps a fetch session per fetcher of each follower, and refuses fetcher ids past this.
 REPLICA_FETCHERS_MAX = 16
+# The largest a partition's entry in a controller request can be: a topic name of the longest
+# allowed (249 characters) with the state's numbers and a few replica lists.
+PARTITION_STATE_BYTES_MAX = 320
+# Room for everything in a request besides its record batch or partition entries (fields, framing).
+REQUEST_HEADROOM_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -49,3 +54,21 @@ class BrokerConfig(TlsSettings):
     fetch_max_bytes: int = setting(8 * 1024 * 1024, "bytes a consumer Fetch returns at most", positive)
     grpc_workers: int = setting(128, "gRPC handler threads (long-polls and acks=-1 waits each hold one; "
                                      "16 are kept for replication and the controller)", positive)
+    grpc_concurrent_rpcs_max: int = setting(
+        2048, "RPCs open at once, streams and every client's channel keeper included; more are refused with "
+              "RESOURCE_EXHAUSTED (each may hold a request of up to the receive limit in memory)", positive)
+    request_partitions_max: int = setting(
+        200000, "partitions one request may name (LeaderAndIsr, StopReplica, UpdateMetadata, replica and "
+                "consumer fetches, produce); more are refused with INVALID_ARGUMENT. The controller does not "
+                "split its requests: keep this above the cluster's partition count. It also sets the "
+                "largest message received: this many times 320 bytes, or message_max_bytes if larger, "
+                "plus 1 MiB; a larger one is refused with RESOURCE_EXHAUSTED", positive)
+
+
+def request_bytes_max(config: BrokerConfig) -> int:
+    """The gRPC receive limit: the largest request a broker may legitimately get, plus headroom. That is
+    a produce request with one batch of `message_max_bytes`, or a controller request naming
+    `request_partitions_max` partitions; larger messages are refused with RESOURCE_EXHAUSTED before
+    any handler runs."""
+    control_bytes = config.request_partitions_max * PARTITION_STATE_BYTES_MAX
+    return max(config.message_max_bytes, control_bytes) + REQUEST_HEADROOM_BYTES

@@ -67,6 +67,7 @@ class ControllerProcess:
             serving=False,
             interceptors=[self.gate],
             tls=self.tls,
+            concurrent_rpcs_max=config.grpc_concurrent_rpcs_max,
         )
         if not self.zk.connect(stopping):
             return False

@@ -28,3 +28,6 @@ class ControllerConfig(TlsSettings):
     leader_imbalance_per_broker_percentage: int = setting(10, "auto preferred election above this share of non-preferred leaders", non_negative)
     leader_imbalance_check_interval_ms: int = setting(300000, "how often to check leader imbalance", positive)
     auto_leader_rebalance_enable: bool = setting(True, "run preferred elections automatically")
+    grpc_concurrent_rpcs_max: int = setting(
+        512, "RPCs open at once (each broker holds a channel keeper and at most a few AlterPartition and "
+             "ControlledShutdown calls); more are refused with RESOURCE_EXHAUSTED", positive)
