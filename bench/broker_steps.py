@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import logging
 import sys
 import tempfile
 import threading
@@ -50,6 +51,7 @@ import harness  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 from replog.broker.entrypoints.metadata_cache import MetadataCache  # noqa: E402
+from replog.broker.control.controller_fence import ControllerFence  # noqa: E402
 from replog.broker.control.state_changes import ReplicaStateChanges  # noqa: E402
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer  # noqa: E402
 from replog.broker.entrypoints.produce_edge import ProduceEdge  # noqa: E402
@@ -63,6 +65,7 @@ from replog.broker.runtime.turn import Turn  # noqa: E402
 from replog.broker.runtime.wait_slots import WaitSlots  # noqa: E402
 from replog.common import gc_policy, records  # noqa: E402
 from replog.common.clock import SystemClock  # noqa: E402
+from replog.common.refusal_log import RefusalLog  # noqa: E402
 from replog.v1 import broker_control_pb2, common_pb2, log_pb2, replication_pb2  # noqa: E402
 
 TOPIC = "steps"
@@ -123,7 +126,8 @@ class Broker:
             broker_id=BROKER, replicas=self.replicas, fetchers=Fetchers(), topic_configs=TopicConfigs(),
             now_ms=clock.monotonic_ms, turn=turn)
         self.control = BrokerControlServicer(state_changes=state_changes, metadata=metadata,
-                                             broker_epoch_of=lambda: 0)
+                                             broker_epoch_of=lambda: 0, fence=ControllerFence(lambda: 1),
+                                             refusals=RefusalLog(logging.getLogger("bench"), time.monotonic))
         self.replication = ReplicationServicer(
             broker_id=BROKER, lookup=self.replicas.get, clock=clock, metrics=metrics, fetch_bytes_max=10 << 20,
             stopping=lambda: False, turn=turn)

@@ -104,7 +104,7 @@ def wait_new_leaders(cluster, partitions: list[int], timeout_s: float) -> float:
     """Seconds until ZooKeeper names a live leader (not the killed broker) for every one of `partitions`."""
     started = time.monotonic()
     harness.wait_until(lambda: all(s is not None and s.leader >= 0 and s.leader != KILLED for i, s in enumerate(
-        harness.read_states(cluster.zookeeper_connect, TOPIC, max(partitions) + 1)) if i in partitions),
+        harness.read_states(cluster.zookeeper_endpoint, TOPIC, max(partitions) + 1)) if i in partitions),
         timeout_s, "new leaders for the killed broker's partitions", interval_s=0.05)
     return time.monotonic() - started
 
@@ -121,13 +121,13 @@ def main() -> None:
     spec = ClusterSpec(controllers=1, brokers=3, gateways=0, zookeeper_session_timeout_ms=args.session_timeout_ms)
     with harness.local_cluster(spec, keep=args.keep) as cluster:
         harness.note(f"state in {cluster.state_dir}")
-        zk = ZkClient(cluster.zookeeper_connect)
+        zk = ZkClient(cluster.zookeeper_endpoint)
         zk.start()
         harness.create_topic(zk, TOPIC, harness.rotating_assignment(args.partitions, [1, 2, 3], 3),
                              {"min.insync.replicas": "2"})
         zk.stop()
-        harness.wait_for_full_isrs(cluster.zookeeper_connect, {TOPIC: args.partitions}, 3, 60, "full ISRs")
-        states = harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)
+        harness.wait_for_full_isrs(cluster.zookeeper_endpoint, {TOPIC: args.partitions}, 3, 60, "full ISRs")
+        states = harness.read_states(cluster.zookeeper_endpoint, TOPIC, args.partitions)
         moved = [p for p, s in enumerate(states) if s.leader == KILLED]
         producer = Producer([p.address for p in cluster.of_role("broker")])
         load = Load(producer, args.partitions, args.rate_per_partition).start()

@@ -36,18 +36,19 @@ def main() -> None:
     args = parser.parse_args()
     spec = ClusterSpec(controllers=1, brokers=3, gateways=1)
     with harness.local_cluster(spec, keep=args.keep) as cluster:
-        zk = ZkClient(cluster.zookeeper_connect)
+        zk = ZkClient(cluster.zookeeper_endpoint)
         zk.start()
         harness.note(f"creating {args.partitions} partitions")
         harness.create_topic(zk, TOPIC, harness.rotating_assignment(args.partitions, [1, 2, 3], 3))
-        harness.wait_for_full_isrs(cluster.zookeeper_connect, {TOPIC: args.partitions}, 3, 600, "every partition state")
+        harness.wait_for_full_isrs(cluster.zookeeper_endpoint, {TOPIC: args.partitions}, 3, 600,
+                                   "every partition state")
         harness.wait_until(lambda: all(harness.hosted(p.address) >= args.partitions for p in cluster.of_role("broker")),
                            600, "every broker to host its replicas", interval_s=1)
         # Busy creating replicas, followers may have fallen out of an ISR for a while; a partition
         # whose ISR is broker 1 alone cannot be handed over, so wait until every ISR is full again.
-        harness.wait_for_full_isrs(cluster.zookeeper_connect, {TOPIC: args.partitions}, 3, 600,
+        harness.wait_for_full_isrs(cluster.zookeeper_endpoint, {TOPIC: args.partitions}, 3, 600,
                                    "every ISR to be full again", interval_s=1)
-        states = harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)
+        states = harness.read_states(cluster.zookeeper_endpoint, TOPIC, args.partitions)
         led = sum(1 for s in states if s.leader == 1)
         floor_s = harness.zk_multi_floor_s(zk, led)
         profilers = harness.start_profilers(args.profile, {
@@ -60,7 +61,7 @@ def main() -> None:
         for proc in profilers:
             proc.wait(timeout=60)
         time.sleep(1.0)  # the controller's span processor flushes every 0.5 s
-        after = harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)
+        after = harness.read_states(cluster.zookeeper_endpoint, TOPIC, args.partitions)
         still = sum(1 for s in after if s.leader == 1)
         spans = harness.read_span_files(cluster.trace_dir)
         asked = [s for s in spans if s["name"] == "broker.controlled_shutdown" and s["attributes"].get("broker.id") == 1]

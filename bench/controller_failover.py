@@ -44,7 +44,7 @@ def main() -> None:
     spec = ClusterSpec(controllers=2, brokers=3, gateways=1, zookeeper_session_timeout_ms=args.session_timeout_ms)
     per_topic = args.partitions // args.topics
     with harness.local_cluster(spec, keep=args.keep) as cluster:
-        zk = ZkClient(cluster.zookeeper_connect)
+        zk = ZkClient(cluster.zookeeper_endpoint)
         zk.start()
         topics = [f"{TOPIC}-{i}" for i in range(args.topics)]
         harness.note(f"creating {per_topic * args.topics} partitions in {args.topics} topics")
@@ -52,17 +52,17 @@ def main() -> None:
             harness.create_topic(zk, topic, harness.rotating_assignment(per_topic, [1, 2, 3], 3))
         for topic in topics:
             harness.wait_until(lambda t=topic: all(s is not None for s in
-                                                   harness.read_states(cluster.zookeeper_connect, t, per_topic)),
+                                                   harness.read_states(cluster.zookeeper_endpoint, t, per_topic)),
                                1800, f"partition states of {topic}")
         harness.note("all partition states exist; waiting for every broker to host every replica")
         harness.wait_until(lambda: all(harness.hosted(p.address) >= per_topic * args.topics for p in cluster.of_role("broker")),
                            1800, "every broker to host its replicas", interval_s=2)
         harness.note("waiting for every ISR to be full, so the controller is killed in a settled cluster")
-        harness.wait_for_full_isrs(cluster.zookeeper_connect, dict.fromkeys(topics, per_topic), 3, 1800, "full ISRs",
+        harness.wait_for_full_isrs(cluster.zookeeper_endpoint, dict.fromkeys(topics, per_topic), 3, 1800, "full ISRs",
                                    interval_s=2)
         paths = [schema.partition_state_path(t, p) for t in topics for p in range(per_topic)]
         started = time.monotonic()
-        bulk.get_many(cluster.zookeeper_connect, paths)
+        bulk.get_many(cluster.zookeeper_endpoint, paths)
         floor_s = time.monotonic() - started
         active = schema.ControllerRecord.decode(zk.get(schema.CONTROLLER)[0]).controller_id
         harness.note(f"killing the active controller-{active}")

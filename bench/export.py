@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from replog.common.zk import bulk, schema
+from replog.common.zk.auth import ZkEndpoint
 from replog.common.zk.client import ZkClient
 from replog.devcluster import ClusterSpec, LocalCluster
 
@@ -58,7 +59,7 @@ def write_topology(zk: ZkClient, topics: int, partitions_per_topic: int) -> list
     return names
 
 
-def floor_seconds(connect: str, names: list[str], partitions_per_topic: int) -> float:
+def floor_seconds(connect: ZkEndpoint, names: list[str], partitions_per_topic: int) -> float:
     started = time.perf_counter()
     bulk.children_many(connect, [schema.TOPICS, schema.BROKER_IDS, schema.DELETE_TOPICS])
     bulk.get_many(connect, [schema.topic_path(n) for n in names] + [schema.topic_config_path(n) for n in names])
@@ -80,7 +81,7 @@ def main() -> int:
     cluster = LocalCluster(state_dir / "cluster", ClusterSpec(controllers=0, brokers=BROKERS, gateways=1))
     cluster.up()
     try:
-        zk = ZkClient(cluster.zookeeper_connect)
+        zk = ZkClient(cluster.zookeeper_endpoint)
         zk.start()
         try:
             started = time.perf_counter()
@@ -89,7 +90,7 @@ def main() -> int:
                   file=sys.stderr)
         finally:
             zk.stop()
-        floor = floor_seconds(cluster.zookeeper_connect, names, args.partitions_per_topic)
+        floor = floor_seconds(cluster.zookeeper_endpoint, names, args.partitions_per_topic)
         out = state_dir / "export"
         replog = Path(sys.executable).parent / "replog"
         started = time.perf_counter()

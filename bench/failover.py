@@ -54,7 +54,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 
 from replog.common import records  # noqa: E402
-from replog.common.channels import ChannelCache  # noqa: E402
 from replog.common.core.placement import assign_replicas_to_brokers  # noqa: E402
 from replog.common.zk import bulk, change_feed, schema  # noqa: E402
 from replog.common.zk.client import ZkClient  # noqa: E402
@@ -116,7 +115,7 @@ def probe_until_writable(cluster, channels, moved: list[int], batch: bytes, part
     the probes add little load). `also` names partitions whose leader lives on, probed in chunks of
     their own from the start."""
     dead = {1}
-    states = {"now": harness.read_states(cluster.zookeeper_connect, TOPIC, partitions)}
+    states = {"now": harness.read_states(cluster.zookeeper_endpoint, TOPIC, partitions)}
     writable: dict[int, float] = {}
     lock = threading.Lock()
     deadline = time.monotonic() + deadline_s
@@ -139,10 +138,10 @@ def probe_until_writable(cluster, channels, moved: list[int], batch: bytes, part
                 arrived.notify()
 
         unresolved = set(moved)
-        feed = change_feed.ChangeFeed(cluster.zookeeper_connect, [schema.partitions_path(TOPIC)], on_change)
+        feed = change_feed.ChangeFeed(cluster.zookeeper_endpoint, [schema.partitions_path(TOPIC)], on_change)
         feed.open()
         try:
-            with bulk.BulkReader(cluster.zookeeper_connect) as reader:
+            with bulk.BulkReader(cluster.zookeeper_endpoint) as reader:
                 while unresolved and not finished.is_set():
                     with arrived:
                         if not changed & unresolved:
@@ -254,9 +253,9 @@ def main() -> None:
                                               "--num-replica-fetchers", str(args.replica_fetchers)]})
     with harness.local_cluster(spec, keep=args.keep) as cluster:
         harness.note(f"state in {cluster.state_dir}")
-        zk = ZkClient(cluster.zookeeper_connect)
+        zk = ZkClient(cluster.zookeeper_endpoint)
         zk.start()
-        channels = ChannelCache()
+        channels = harness.channels(cluster)
         if args.placement == "kafka":
             assignment = assign_replicas_to_brokers({1: None, 2: None, 3: None}, args.partitions, 3,
                                                     start_index=0, replica_shift=0)
@@ -264,9 +263,10 @@ def main() -> None:
             assignment = harness.rotating_assignment(args.partitions, [1, 2, 3], 3)
         harness.note(f"creating {args.partitions} partitions")
         harness.create_topic(zk, TOPIC, assignment, {"min.insync.replicas": "2"})
-        harness.wait_for_full_isrs(cluster.zookeeper_connect, {TOPIC: args.partitions}, 3, 600, "every partition state")
+        harness.wait_for_full_isrs(cluster.zookeeper_endpoint, {TOPIC: args.partitions}, 3, 600,
+                                   "every partition state")
         batch = records.encode_batch([(None, b"x" * 100, int(time.time() * 1000))])
-        states = harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)
+        states = harness.read_states(cluster.zookeeper_endpoint, TOPIC, args.partitions)
         pending = set(range(args.partitions))
         harness.note("warming up: one acks=all write per partition")
         deadline = time.monotonic() + 600
@@ -293,7 +293,7 @@ def main() -> None:
         if len(sample_writable) < len(sample):
             raise SystemExit(f"{len(sample) - len(sample_writable)} of the ISR-only sample not writable within 120 s")
         writable_at = sorted(writable.values())
-        after = harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)
+        after = harness.read_states(cluster.zookeeper_endpoint, TOPIC, args.partitions)
         new_leaders = Counter(after[p].leader for p in moved)
         last_success = writable_at[-1]
         time.sleep(1.5)  # let the span processors flush

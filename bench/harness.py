@@ -4,6 +4,11 @@ CPU seconds per process.
 
 Every benchmark prints one JSON object as the last line of standard output and
 measures the relevant floor in the same run, so ratios hold on a noisy machine.
+
+A cluster runs with mutual TLS unless its spec says `insecure`, as `make up` does. While it runs,
+`local_cluster` points the environment (REPLOG_TLS_*, or REPLOG_INSECURE) at its operator
+certificate, so the client library and the CLI in the benchmark call it as they would any cluster;
+`channels(cluster)` and `hosted` use the same certificate.
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from replog.common.channels import ChannelCache
+from replog.common.security import local
+from replog.common.security.credentials import open_channel
 from replog.common.zk import bulk, schema
+from replog.common.zk.auth import ZkEndpoint
 from replog.common.zk.client import ZkClient
 from replog.devcluster import ClusterSpec, LocalCluster
-
 
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
@@ -93,10 +101,19 @@ def emit(result: dict) -> None:
 def local_cluster(spec: ClusterSpec, keep: bool = False):
     state_dir = Path(tempfile.mkdtemp(prefix="replog-bench-"))
     cluster = LocalCluster(state_dir, spec)
+    saved = {name: os.environ.pop(name, None) for name in (local.ENV_CA, local.ENV_CERT, local.ENV_KEY,
+                                                           local.ENV_INSECURE)}
     try:
         cluster.up(timeout_s=120)
+        tls = cluster.operator_tls
+        os.environ.update({local.ENV_INSECURE: "true"} if tls is None else
+                          {local.ENV_CA: tls.ca_file, local.ENV_CERT: tls.cert_file, local.ENV_KEY: tls.key_file})
         yield cluster
     finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
         cluster.down()
         if not keep:
             shutil.rmtree(state_dir, ignore_errors=True)
@@ -118,12 +135,13 @@ def create_topic(zk: ZkClient, topic: str, assignment: dict[int, tuple[int, ...]
         raise RuntimeError(f"creating {topic} failed: {results}")
 
 
-def read_states(connect: str, topic: str, partitions: int) -> list[schema.PartitionStateRecord | None]:
+def read_states(connect: ZkEndpoint, topic: str, partitions: int) -> list[schema.PartitionStateRecord | None]:
     found = bulk.get_many(connect, [schema.partition_state_path(topic, p) for p in range(partitions)])
     return [schema.PartitionStateRecord.decode(f[0]) if f else None for f in found]
 
 
-def wait_for_full_isrs(connect: str, topics: dict[str, int], replication_factor: int, timeout_s: float, what: str,
+def wait_for_full_isrs(connect: ZkEndpoint, topics: dict[str, int], replication_factor: int, timeout_s: float,
+                       what: str,
                        interval_s: float = 0.2) -> None:
     """Until every partition of `topics` (name -> partition count) has a state naming a full ISR."""
     wait_until(lambda: all(all(s is not None and len(s.isr) == replication_factor for s in read_states(connect, t, n))
@@ -180,6 +198,11 @@ def read_span_files(trace_dir: Path) -> list[dict]:
     return spans
 
 
+def channels(cluster) -> ChannelCache:
+    """A channel cache calling `cluster` with its operator certificate (plaintext if it is insecure)."""
+    return ChannelCache(cluster.operator_tls)
+
+
 def children_of(spans: list[dict], parent: dict) -> list[dict]:
     return [s for s in spans if s["trace_id"] == parent["trace_id"] and s.get("parent_span_id") == parent["span_id"]]
 
@@ -191,7 +214,8 @@ def hosted(address: str) -> int:
     from replog.v1 import log_pb2, log_pb2_grpc
 
     try:
-        with grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 256 << 20)]) as channel:
+        with open_channel(address, local.resolve_client_tls(),
+                          [("grpc.max_receive_message_length", 256 << 20)]) as channel:
             reply = log_pb2_grpc.LogServiceStub(channel).DescribeReplicas(log_pb2.DescribeReplicasRequest(), timeout=60)
         return len(reply.replicas)
     except grpc.RpcError:

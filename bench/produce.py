@@ -240,6 +240,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
     parser.add_argument("--tracing", choices=("on", "off"), default="on",
                         help="off starts the services with OTEL_SDK_DISABLED=true (no spans at all)")
+    parser.add_argument("--tls", choices=("on", "off"), default="on",
+                        help="on (the default, as the cluster's): mutual TLS everywhere; off: an --insecure "
+                             "cluster, plaintext (docs/perf/tls.md compares them)")
     parser.add_argument("--cpu-scheduling", choices=cpu_scheduling.CHOICES,
                         help="policy of every process of the run (default: $REPLOG_CPU_SCHEDULING, else realtime "
                              "in latency mode and batch in throughput mode)")
@@ -275,16 +278,17 @@ def main() -> None:
     if hops_dir is not None:  # the services and this process (the producer) mark each hop
         env[hopmarks.ENV] = os.environ[hopmarks.ENV] = str(hops_dir)
     spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": args.broker_args.split()},
-                       env=env)
+                       env=env, insecure=args.tls == "off")
     with harness.local_cluster(spec, keep=args.keep) as cluster:
-        zk = ZkClient(cluster.zookeeper_connect)
+        zk = ZkClient(cluster.zookeeper_endpoint)
         zk.start()
         assignment = harness.rotating_assignment(args.partitions, list(range(1, brokers + 1)),
                                                  args.replication_factor)
         harness.create_topic(zk, TOPIC, assignment,
                              {"min.insync.replicas": str(min(2, args.replication_factor))})
+        endpoint = cluster.zookeeper_endpoint
         harness.wait_until(lambda: all(s is not None and s.leader >= 0 and len(s.isr) == args.replication_factor
-                                       for s in harness.read_states(cluster.zookeeper_connect, TOPIC, args.partitions)),
+                                       for s in harness.read_states(endpoint, TOPIC, args.partitions)),
                            30, "partition leaders")
         zk.stop()
         bootstrap = [p.address for p in cluster.of_role("broker")]
@@ -332,6 +336,7 @@ def main() -> None:
         "p99_ms": round(harness.percentile(results.latencies_ms, 0.99), 2),
         "errors": len(results.errors),
         "tracing": args.tracing,
+        "tls": args.tls,
         "grpc_experiments": os.environ.get(grpc_runtime.ENV, ""),
         "cpu_scheduling": policy,
         "floor_grpc_stream_mb_per_s": round(floor, 1),

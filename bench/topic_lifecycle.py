@@ -70,7 +70,7 @@ def main() -> None:
     args = parser.parse_args()
     spec = ClusterSpec(controllers=1, brokers=len(BROKERS), gateways=1)
     with harness.local_cluster(spec) as cluster:
-        zk = ZkClient(cluster.zookeeper_connect)
+        zk = ZkClient(cluster.zookeeper_endpoint)
         zk.start()
         assignment = harness.rotating_assignment(args.partitions, list(BROKERS), 3)
         expected = {b: sum(1 for replicas in assignment.values() if b in replicas) for b in BROKERS}

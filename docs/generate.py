@@ -228,6 +228,22 @@ def render_zookeeper() -> str:
     for znode in schema.LAYOUT:
         lines.append(f"| `{znode.path}` | {znode.kind} | {_cell(znode.writer)} | {_cell(znode.meaning)} |")
     lines.append("")
+    lines += ["## ACLs", "",
+              "With authentication on (`zookeeper_credentials_file`, [security.md](zookeeper-security.md)), every creator "
+              "gives a znode the ACL `replog.common.zk.schema.znode_acls` names for its path. Permissions: r read data "
+              "and children, w set data, c create children, d delete children (a znode is deleted through its "
+              "parent's d). `controller` and `gateway` are shared by every controller and every gateway, "
+              "`brokers` is a group every broker also authenticates as, `broker-<id>` is one broker. Anonymous "
+              "clients are named nowhere, so they read and write nothing; ZooKeeper's super user (operators) may "
+              "do anything. With authentication off every znode has the open ACL.", "",
+              "| path | ACL |", "|---|---|"]
+    for path in schema.ACL_PATHS:
+        shown = path if path != "/" else "/ (the root of the connect string)"
+        acl = schema.znode_acls.describe(schema.acl_of_pattern(path))
+        if "<id>" in path:
+            acl = acl.replace(schema.znode_acls.broker_identity(1), schema.znode_acls.broker_identity("<id>"))
+        lines.append(f"| `{shown}` | {_cell(acl)} |")
+    lines.append("")
     for znode in schema.LAYOUT:
         example = znode.example.decode() or "(empty)"
         lines += [f"### `{znode.path}`", "", "```", example, "```", ""]

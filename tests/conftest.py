@@ -4,6 +4,11 @@
 temporary state directory and always tears it down, also when a test fails.
 When a test fails, the last lines of every process's log are attached to the
 report, so the failure shows what each service said.
+
+Clusters run with mutual TLS, as `make up` does. Every cluster of the session is signed by one CA,
+and the environment names an operator certificate of that CA (REPLOG_TLS_*), so the client library
+and the CLI started by a test call any of them without further arguments; `cluster.channel(address)`
+opens a channel with the cluster's own operator certificate.
 """
 
 from __future__ import annotations
@@ -14,10 +19,31 @@ from pathlib import Path
 
 import pytest
 
+from replog.common.security import local
+from replog.common.security.certificates import issue, new_authority
 from replog.devcluster import ClusterSpec, LocalCluster
+from replog.devcluster.tls import CA_DIR_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 _live_clusters: list[LocalCluster] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_certificates(tmp_path_factory):
+    """The session's CA (every cluster's certificates are signed by it) and an operator certificate
+    in the environment, for the clients tests start."""
+    directory = tmp_path_factory.mktemp("session-ca")
+    operator = issue(new_authority(directory), local.OPERATOR, directory)
+    values = {CA_DIR_ENV: str(directory), local.ENV_CA: operator.ca_file, local.ENV_CERT: operator.cert_file,
+              local.ENV_KEY: operator.key_file}
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    yield directory
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -80,33 +106,55 @@ def venv_bin() -> Path:
 
 @pytest.fixture(scope="session")
 def zookeeper_server(tmp_path_factory):
-    """A real standalone ZooKeeper server on a free port, for adapter tests."""
+    """A real standalone ZooKeeper server on a free port with digest authentication, for adapter tests:
+    its connect string, and its credentials files (`credentials_file(name)`: super, controller-1,
+    broker-1, broker-2, gateway-1)."""
     import subprocess
     import time
 
-    from replog.devcluster import zookeeper
+    from replog.devcluster import zk_credentials, zookeeper
     from replog.devcluster.cluster import free_port
 
     port = free_port()
-    config = zookeeper.write_config(tmp_path_factory.mktemp("zookeeper"), port)
+    directory = tmp_path_factory.mktemp("zookeeper")
+    config = zookeeper.write_config(directory, port)
+    # The identities of a small cluster (brokers 1 and 2), as `replog-local up` makes them.
+    super_digest = zk_credentials.generate(directory, ["controller-1", "broker-1", "broker-2", "gateway-1"])
     log = open(config.parent / "zookeeper.log", "wb")
-    process = subprocess.Popen(zookeeper.zookeeper_command(config), stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(zookeeper.zookeeper_command(config, zk_credentials.zookeeper_jvm_args(super_digest)),
+                               stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
         while not zookeeper.is_ok(port):
             assert process.poll() is None, "ZooKeeper exited during start-up"
             assert time.monotonic() < deadline, "ZooKeeper did not answer ruok within 30 s"
             time.sleep(0.1)
-        yield f"127.0.0.1:{port}"
+        yield ZooKeeperServer(f"127.0.0.1:{port}", zk_credentials.credentials_dir(directory))
     finally:
         process.kill()
         process.wait()
         log.close()
 
 
+class ZooKeeperServer:
+    def __init__(self, connect: str, credentials_dir: Path) -> None:
+        self.connect = connect
+        self.credentials_dir = credentials_dir
+
+    def credentials_file(self, name: str) -> Path:
+        return self.credentials_dir / name
+
+    def endpoint(self, chroot: str = "", name: str | None = "super"):
+        """The server (under `chroot`) as process `name` would see it: with its credentials, or anonymous for None."""
+        from replog.common.zk.auth import ZkEndpoint, load_credentials
+
+        return ZkEndpoint(self.connect + chroot, load_credentials(str(self.credentials_file(name))) if name else None)
+
+
 @pytest.fixture
 def zk_client(zookeeper_server):
-    """A connected ZkClient with the layout created; its test's znodes live under a fresh chroot."""
+    """A connected ZkClient as ZooKeeper's super user, with the layout created (and its root claimed) under a
+    fresh chroot, where its test's znodes live."""
     import uuid
 
     from kazoo.client import KazooClient
@@ -114,12 +162,12 @@ def zk_client(zookeeper_server):
     from replog.common.zk.client import ZkClient
 
     chroot = f"/test-{uuid.uuid4().hex[:8]}"
-    bootstrap = KazooClient(zookeeper_server)
+    bootstrap = KazooClient(zookeeper_server.connect, auth_data=zookeeper_server.endpoint().kazoo_auth_data())
     bootstrap.start()
     bootstrap.ensure_path(chroot)
     bootstrap.stop()
     bootstrap.close()
-    client = ZkClient(zookeeper_server + chroot)
+    client = ZkClient(zookeeper_server.endpoint(chroot))
     client.start()
     client.ensure_layout()
     yield client

@@ -18,7 +18,7 @@ SESSION_MS = 3000
 
 def test_paused_controller_is_fenced_after_it_resumes(cluster_factory):
     cluster = cluster_factory(ClusterSpec(zookeeper_session_timeout_ms=SESSION_MS))
-    zk = ZkClient(cluster.zookeeper_connect)
+    zk = ZkClient(cluster.zookeeper_endpoint)
     zk.start()
     try:
         assignment = {p: ((1, 2, 3), (2, 3, 1), (3, 1, 2))[p % 3] for p in range(12)}

@@ -36,7 +36,7 @@ TOPIC = "alone"
 def health_status(cluster, name: str):
     """The process's own word on its health, or None when it does not answer."""
     try:
-        with grpc.insecure_channel(cluster.processes[name].address) as channel:
+        with cluster.channel(cluster.processes[name].address) as channel:
             return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2).status
     except grpc.RpcError:
         return None
@@ -87,7 +87,7 @@ def test_services_restarted_during_a_zookeeper_outage_join_when_it_is_back(clust
         wait_for_leader(cluster, zk, TOPIC, 1, 60)
     after = produce_raw(cluster, 1, TOPIC, batch_of([b"after the outage"]))
     assert after.error_code == common_pb2.ERROR_CODE_NONE and after.base_offset == 1, after
-    with grpc.insecure_channel(cluster.gateway_address) as channel:
+    with cluster.channel(cluster.gateway_address) as channel:
         listed = admin_pb2_grpc.AdminServiceStub(channel).ListTopics(admin_pb2.ListTopicsRequest(), timeout=10)
     assert TOPIC in listed.topics, listed
     for name in SERVICES:

@@ -11,10 +11,12 @@ import grpc
 import pytest
 
 from replog.common.records import encode_batch
+from replog.common.security.principal import Principal
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
-from replog.v1 import common_pb2, log_pb2, log_pb2_grpc
+from replog.v1 import broker_control_pb2_grpc, common_pb2, log_pb2, log_pb2_grpc
 from tests.integration.controller_helpers import create_topic, wait_for
+from tests.integration.tls_helpers import channel_as
 
 __all__ = [
     "start_cluster",
@@ -23,6 +25,7 @@ __all__ = [
     "wait_for",
     "zk_session",
     "log_stub",
+    "control_stub",
     "describe",
     "partition_state",
     "wait_for_isr",
@@ -36,7 +39,7 @@ __all__ = [
 
 @contextlib.contextmanager
 def zk_session(cluster):
-    zk = ZkClient(cluster.zookeeper_connect)
+    zk = ZkClient(cluster.zookeeper_endpoint)
     zk.start()
     try:
         yield zk
@@ -49,14 +52,20 @@ def broker_name(broker_id: int) -> str:
 
 
 def log_stub(cluster, broker_id: int) -> log_pb2_grpc.LogServiceStub:
-    channel = grpc.insecure_channel(cluster.processes[broker_name(broker_id)].address)
+    channel = cluster.channel(cluster.processes[broker_name(broker_id)].address)
     return log_pb2_grpc.LogServiceStub(channel)
+
+
+def control_stub(cluster, broker_id: int) -> broker_control_pb2_grpc.BrokerControlServiceStub:
+    """A caller of the broker's BrokerControlService, with controller 1's certificate (for tests of bad requests)."""
+    channel = channel_as(cluster, Principal("controller", "1"), cluster.processes[broker_name(broker_id)].address)
+    return broker_control_pb2_grpc.BrokerControlServiceStub(channel)
 
 
 def describe(cluster, broker_id: int, topic: str, partition: int = 0) -> log_pb2.ReplicaDescription | None:
     request = log_pb2.DescribeReplicasRequest(partitions=[common_pb2.TopicPartition(topic=topic, partition=partition)])
     try:
-        with grpc.insecure_channel(cluster.processes[broker_name(broker_id)].address) as channel:
+        with cluster.channel(cluster.processes[broker_name(broker_id)].address) as channel:
             reply = log_pb2_grpc.LogServiceStub(channel).DescribeReplicas(request, timeout=5)
     except grpc.RpcError:
         return None

@@ -11,8 +11,9 @@ from replog.common.zk.client import ZkClient
 def create_topic(zk: ZkClient, topic: str, assignment: dict[int, tuple[int, ...]], config: dict | None = None) -> None:
     """Exactly the gateway's write: the topic's config and assignment in one transaction."""
     tx = zk.kazoo.transaction()
-    tx.create(schema.topic_config_path(topic), schema.TopicConfigRecord(config or {}).encode())
-    tx.create(schema.topic_path(topic), schema.TopicAssignment(assignment).encode())
+    config_path, topic_path = schema.topic_config_path(topic), schema.topic_path(topic)
+    tx.create(config_path, schema.TopicConfigRecord(config or {}).encode(), acl=zk.acl(config_path))
+    tx.create(topic_path, schema.TopicAssignment(assignment).encode(), acl=zk.acl(topic_path))
     results = tx.commit()
     assert not any(isinstance(r, Exception) for r in results), results
 

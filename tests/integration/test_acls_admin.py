@@ -43,7 +43,7 @@ def replog(cluster, capsys):
 
 @pytest.fixture
 def admin(cluster):
-    with grpc.insecure_channel(cluster.gateway_address, options=CHANNEL_OPTIONS) as channel:
+    with cluster.channel(cluster.gateway_address, options=CHANNEL_OPTIONS) as channel:
         yield admin_pb2_grpc.AdminServiceStub(channel)
 
 
@@ -144,7 +144,7 @@ def test_the_api_refuses_unset_and_unknown_enum_values(admin):
 
 
 def test_a_watcher_sees_every_change_without_a_restart(cluster, replog):
-    zk = ZkClient(cluster.zookeeper_connect)
+    zk = ZkClient(cluster.zookeeper_endpoint)
     zk.start()
     authorizer = Authorizer(())
     watcher = AclWatcher(zk, authorizer)
@@ -188,7 +188,7 @@ def wait_for(condition, what: str, deadline_s: float = WATCH_DEADLINE_S) -> None
 
 
 def test_an_unreadable_acl_znode_keeps_the_bindings_already_loaded(cluster, replog, kazoo):
-    zk = ZkClient(cluster.zookeeper_connect)
+    zk = ZkClient(cluster.zookeeper_endpoint)
     zk.start()
     authorizer = Authorizer(())
     watcher = AclWatcher(zk, authorizer)

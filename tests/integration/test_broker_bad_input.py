@@ -5,9 +5,9 @@ few in-sync replicas."""
 
 from __future__ import annotations
 
-import grpc
 import pytest
 
+from replog.common.security.principal import Principal
 from replog.devcluster import ClusterSpec
 from replog.v1 import (
     broker_control_pb2,
@@ -19,17 +19,18 @@ from replog.v1 import (
 )
 
 from .broker_helpers import (
-    stop_brokers_first,
     batch_of,
     create_topic,
     describe,
     log_stub,
     produce_raw,
+    stop_brokers_first,
     wait_caught_up,
     wait_for_isr,
     wait_for_leader,
     zk_session,
 )
+from .tls_helpers import channel_as
 
 pytestmark = pytest.mark.integration
 
@@ -135,8 +136,21 @@ def test_records_and_batch_together_or_neither_are_invalid(cluster, unchanged):
     assert neither.partitions[0].error_code == E.ERROR_CODE_INVALID_REQUEST
 
 
+def as_broker(cluster, broker_id: int) -> replication_pb2_grpc.ReplicationServiceStub:
+    """Broker 1's replication service, called with broker `broker_id`'s certificate."""
+    address = cluster.processes["broker-1"].address
+    channel = channel_as(cluster, Principal("broker", str(broker_id)), address)
+    return replication_pb2_grpc.ReplicationServiceStub(channel)
+
+
+def as_controller(cluster) -> broker_control_pb2_grpc.BrokerControlServiceStub:
+    """Broker 1's control service, called with controller 1's certificate."""
+    address = cluster.processes["broker-1"].address
+    return broker_control_pb2_grpc.BrokerControlServiceStub(channel_as(cluster, Principal("controller", "1"), address))
+
+
 def test_replica_fetch_from_a_broker_outside_the_assignment(cluster, unchanged):
-    stub = replication_pb2_grpc.ReplicationServiceStub(grpc.insecure_channel(cluster.processes["broker-1"].address))
+    stub = as_broker(cluster, 3)
     leader_epoch = describe(cluster, 1, "strict").leader_epoch
     reply = stub.ReplicaFetch(replication_pb2.ReplicaFetchRequest(
         replica_id=3, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
@@ -150,7 +164,7 @@ def test_replica_fetch_from_a_broker_outside_the_assignment(cluster, unchanged):
 def test_replica_fetch_with_a_fetcher_id_out_of_range_is_invalid(cluster, unchanged):
     # Each fetcher id opens a session of its own at the leader: ids without bound would let one
     # follower pile up sessions parked on every partition.
-    stub = replication_pb2_grpc.ReplicationServiceStub(grpc.insecure_channel(cluster.processes["broker-1"].address))
+    stub = as_broker(cluster, 2)
     for fetcher_id, fetcher_count in ((-1, 1), (16, 17), (1 << 30, 0), (0, -2), (0, 17)):
         reply = stub.ReplicaFetch(replication_pb2.ReplicaFetchRequest(
             replica_id=2, fetcher_id=fetcher_id, fetcher_count=fetcher_count, max_wait_ms=0, min_bytes=1,
@@ -163,8 +177,8 @@ def test_replica_fetch_with_a_fetcher_id_out_of_range_is_invalid(cluster, unchan
 
 
 def test_a_fetch_stream_answers_each_bad_request_in_turn_and_stays_open(cluster, unchanged):
-    """Refused requests on a ReplicaFetchStream each get their typed answer; the stream goes on."""
-    stub = replication_pb2_grpc.ReplicationServiceStub(grpc.insecure_channel(cluster.processes["broker-1"].address))
+    """Refused requests on a ReplicaFetchStream each get their typed answer; the stream goes on. (A stream
+    speaking for another broker than its certificate's is refused before: test_tls_refusals.py.)"""
     leader_epoch = describe(cluster, 1, "strict").leader_epoch
 
     def fetch(replica_id: int) -> replication_pb2.ReplicaFetchStreamRequest:
@@ -174,18 +188,20 @@ def test_a_fetch_stream_answers_each_bad_request_in_turn_and_stays_open(cluster,
                                                               current_leader_epoch=leader_epoch, fetch_offset=0,
                                                               last_fetched_epoch=-1)]))
 
-    requests = [replication_pb2.ReplicaFetchStreamRequest(), fetch(-1), fetch(1), fetch(3)]
-    answers = [r.fetch for r in stub.ReplicaFetchStream(iter(requests), timeout=10)]
-    assert [a.error_code for a in answers[:3]] == [E.ERROR_CODE_INVALID_REQUEST] * 3
-    assert "carries a fetch" in answers[0].error_message
-    assert "may not fetch" in answers[1].error_message and "may not fetch" in answers[2].error_message
-    assert answers[3].error_code == E.ERROR_CODE_NONE
-    assert answers[3].partitions[0].error_code == E.ERROR_CODE_NOT_ASSIGNED_REPLICA
-    assert answers[3].partitions[0].records == b""
+    own = [r.fetch for r in as_broker(cluster, 1).ReplicaFetchStream(iter([fetch(1), fetch(1)]), timeout=10)]
+    assert [a.error_code for a in own] == [E.ERROR_CODE_INVALID_REQUEST] * 2  # a leader does not follow itself
+    assert all("may not fetch" in a.error_message for a in own)
+    out_of_range = fetch(3)
+    out_of_range.fetch.fetcher_id = 99
+    answers = [r.fetch for r in as_broker(cluster, 3).ReplicaFetchStream(iter([out_of_range, fetch(3)]), timeout=10)]
+    assert answers[0].error_code == E.ERROR_CODE_INVALID_REQUEST and "out of range" in answers[0].error_message
+    assert answers[1].error_code == E.ERROR_CODE_NONE
+    assert answers[1].partitions[0].error_code == E.ERROR_CODE_NOT_ASSIGNED_REPLICA
+    assert answers[1].partitions[0].records == b""
 
 
 def test_stale_controller_epoch_is_refused_and_changes_nothing(cluster, unchanged):
-    stub = broker_control_pb2_grpc.BrokerControlServiceStub(grpc.insecure_channel(cluster.processes["broker-1"].address))
+    stub = as_controller(cluster)
     before = describe(cluster, 1, "strict")
     # A zombie controller (epoch 0, below the seated controller's) tells broker 1 to follow broker 2.
     reply = stub.LeaderAndIsr(broker_control_pb2.LeaderAndIsrRequest(
@@ -202,7 +218,7 @@ def test_stale_controller_epoch_is_refused_and_changes_nothing(cluster, unchange
 
 
 def test_stale_broker_epoch_is_refused(cluster, unchanged):
-    stub = broker_control_pb2_grpc.BrokerControlServiceStub(grpc.insecure_channel(cluster.processes["broker-1"].address))
+    stub = as_controller(cluster)
     reply = stub.StopReplica(broker_control_pb2.StopReplicaRequest(
         controller_id=1, controller_epoch=1, broker_epoch=1, partitions=[broker_control_pb2.StopReplicaPartition(
             topic="strict", partition=0, leader_epoch=-1, delete=True)]), timeout=5)

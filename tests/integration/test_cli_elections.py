@@ -124,7 +124,7 @@ def test_without_a_controller_the_request_times_out_and_blocks_the_next(cluster,
     queued = schema.ElectionRequest.decode(kazoo.get(schema.PREFERRED_REPLICA_ELECTION)[0])
     assert ("lead", 3) in queued.partitions
 
-    with grpc.insecure_channel(cluster.gateway_address) as channel:
+    with cluster.channel(cluster.gateway_address) as channel:
         with pytest.raises(grpc.RpcError) as refused:
             admin_pb2_grpc.AdminServiceStub(channel).ElectLeaders(A.ElectLeadersRequest(
                 election_type=A.ELECTION_TYPE_PREFERRED, all=True, timeout_ms=100), timeout=10)

@@ -12,7 +12,6 @@ import threading
 import time
 from pathlib import Path
 
-import grpc
 import pytest
 
 from replog.client import Consumer, Producer
@@ -98,7 +97,7 @@ def test_killed_leader_broker_partitions_move_and_accept_acks_all(cluster):
         if any(victim in isr for _, _, isr in want.values()):
             return None
         for address in brokers(cluster):
-            with grpc.insecure_channel(address) as channel:
+            with cluster.channel(address) as channel:
                 reply = log_pb2_grpc.LogServiceStub(channel).Metadata(log_pb2.MetadataRequest(topics=["kill9"]),
                                                                       timeout=5)
             (topic,) = reply.topics

@@ -8,7 +8,6 @@ import pytest
 
 from replog.common.zk.client import ZkClient
 from replog.devcluster import ClusterSpec
-
 from replog.v1 import common_pb2, log_pb2
 
 from .broker_helpers import batch_of, log_stub, produce_raw
@@ -22,7 +21,7 @@ SESSION_MS = 3000
 @pytest.fixture
 def cluster_and_zk(cluster_factory):
     cluster = cluster_factory(ClusterSpec(zookeeper_session_timeout_ms=SESSION_MS))
-    zk = ZkClient(cluster.zookeeper_connect)
+    zk = ZkClient(cluster.zookeeper_endpoint)
     zk.start()
     yield cluster, zk
     zk.stop()
@@ -161,7 +160,7 @@ def test_a_broker_a_request_did_not_reach_in_time_gets_its_state_again(cluster_f
     import signal
 
     cluster = cluster_factory(ClusterSpec(zookeeper_session_timeout_ms=15000))
-    zk = ZkClient(cluster.zookeeper_connect)
+    zk = ZkClient(cluster.zookeeper_endpoint)
     zk.start()
     try:
         create_topic(zk, "before", {0: (1, 2, 3)})

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.integration
 
 
 def register(zk, broker_id: int) -> None:
-    zk.kazoo.create(schema.broker_path(broker_id), schema.BrokerRegistration(broker_id, "h", 9000 + broker_id).encode(),
-                    ephemeral=True)
+    path = schema.broker_path(broker_id)
+    zk.kazoo.create(path, schema.BrokerRegistration(broker_id, "h", 9000 + broker_id).encode(), ephemeral=True,
+                    acl=zk.acl(path))  # the ACL the broker itself gives it, which the controller checks
 
 
 def test_only_broker_changes_after_the_start_are_queued(zk_client):

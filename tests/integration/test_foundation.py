@@ -17,7 +17,12 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from replog.common.security import local
+from replog.common.security.credentials import open_channel
+from replog.common.security.principal import Principal
+from replog.v1 import controller_pb2
 from tests.integration.controller_helpers import wait_for
+from tests.integration.tls_helpers import grpcurl_flags, operator_channel, service_flags, session_certificate
 
 pytestmark = pytest.mark.integration
 
@@ -29,9 +34,11 @@ EXPECTED_SERVICES = {
 
 
 def grpcurl(*args: str) -> subprocess.CompletedProcess:
+    """grpcurl with the session's operator certificate (the cluster's CA signed it)."""
     binary = Path(sys.executable).parent / "grpcurl"
     assert binary.exists() or shutil.which("grpcurl"), "grpcurl is installed by requirements-dev.txt"
-    return subprocess.run([str(binary), "-plaintext", *args], capture_output=True, text=True, timeout=30)
+    return subprocess.run([str(binary), *grpcurl_flags(local.resolve_client_tls()), *args], capture_output=True,
+                          text=True, timeout=30)
 
 
 def test_grpcurl_lists_every_service_and_sees_serving(shared_cluster):
@@ -112,18 +119,19 @@ def test_bad_configuration_exits_nonzero_with_one_line(program, args, expected, 
     assert expected in last and last.startswith(f"{program}:"), result.stderr
 
 
-# One RPC of each program's own service: refused while the program waits for ZooKeeper.
+# One RPC of each program's own service, and who may call it: refused while the program waits for ZooKeeper.
 OWN_RPC = {
-    "replog-controller": "/replog.v1.ControllerService/AlterPartition",
-    "replog-broker": "/replog.v1.LogService/DescribeReplicas",
-    "replog-gateway": "/replog.v1.AdminService/ListTopics",
+    "replog-controller": ("/replog.v1.ControllerService/AlterPartition", Principal("broker", "1"),
+                          controller_pb2.AlterPartitionRequest(broker_id=1).SerializeToString()),
+    "replog-broker": ("/replog.v1.LogService/DescribeReplicas", local.OPERATOR, b""),
+    "replog-gateway": ("/replog.v1.AdminService/ListTopics", local.OPERATOR, b""),
 }
 
 
 def health_status(address: str):
     """The process's own word on its health, or None when it does not answer."""
     try:
-        with grpc.insecure_channel(address) as channel:
+        with operator_channel(address) as channel:
             return health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2).status
     except grpc.RpcError:
         return None
@@ -139,7 +147,8 @@ def test_a_service_without_zookeeper_waits_unhealthy_and_stops_cleanly(program, 
     log_path = tmp_path / "service.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [str(venv_bin / program), "--zookeeper", zookeeper, "--port", address.rsplit(":", 1)[1]],
+            [str(venv_bin / program), "--zookeeper", zookeeper, "--port", address.rsplit(":", 1)[1],
+             *service_flags(session_certificate(Principal(program.removeprefix("replog-"), "1"), tmp_path))],
             stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
     try:
         def waiting_lines() -> list[str]:
@@ -149,8 +158,10 @@ def test_a_service_without_zookeeper_waits_unhealthy_and_stops_cleanly(program, 
         wait_for(lambda: process.poll() is not None or waiting_lines(), 60, f"{program} to say it waits")
         assert process.poll() is None, log_path.read_text()
         assert health_status(address) == health_pb2.HealthCheckResponse.NOT_SERVING
-        with grpc.insecure_channel(address) as channel, pytest.raises(grpc.RpcError) as refused:
-            channel.unary_unary(OWN_RPC[program])(b"", timeout=5)
+        method, caller, request = OWN_RPC[program]
+        caller_tls = session_certificate(caller, tmp_path / "caller")
+        with open_channel(address, caller_tls) as channel, pytest.raises(grpc.RpcError) as refused:
+            channel.unary_unary(method)(request, timeout=5)
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
         assert f"waiting for ZooKeeper at {zookeeper}" in refused.value.details()
 
@@ -173,7 +184,7 @@ def test_standby_controller_takes_over_when_the_active_one_dies(cluster_factory)
     from replog.common.zk.client import ZkClient
 
     cluster = cluster_factory()
-    zk = ZkClient(cluster.zookeeper_connect)
+    zk = ZkClient(cluster.zookeeper_endpoint)
     zk.start()
     try:
         first = schema.ControllerRecord.decode(zk.get(schema.CONTROLLER)[0]).controller_id

@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import time
 
-import grpc
 import pyarrow.parquet as pq
 import pytest
 from kazoo.client import KazooClient
 
-from replog.common import export_schema
 from replog.cli.main import main
+from replog.common import export_schema
 from replog.common.zk import schema
 from replog.devcluster import ClusterSpec
 from replog.v1 import admin_pb2 as A
@@ -38,10 +37,10 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def topology(cluster):
     """alpha: RF 3, min ISR 2, healthy; beta: RF 1. Then broker 3 dies: alpha-2 and beta-1 lose their leader."""
-    client = KazooClient(cluster.zookeeper_connect)
+    client = KazooClient(cluster.zookeeper_connect, auth_data=cluster.zookeeper_endpoint.kazoo_auth_data())
     client.start()
     try:
-        with grpc.insecure_channel(cluster.gateway_address) as channel:
+        with cluster.channel(cluster.gateway_address) as channel:
             admin = admin_pb2_grpc.AdminServiceStub(channel)
             admin.CreateTopic(A.CreateTopicRequest(name="alpha", configs={"min.insync.replicas": "2"}, assignment=[
                 A.ReplicaAssignment(partition=p, replicas=r) for p, r in enumerate([[1, 2, 3], [2, 3, 1], [3, 1, 2]])]))
@@ -64,7 +63,7 @@ def topology(cluster):
 
 
 def stream(cluster, **request) -> list:
-    with grpc.insecure_channel(cluster.gateway_address) as channel:
+    with cluster.channel(cluster.gateway_address) as channel:
         return list(admin_pb2_grpc.AdminServiceStub(channel).ExportTopology(
             A.ExportTopologyRequest(**request), timeout=30))
 

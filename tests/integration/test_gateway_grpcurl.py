@@ -14,6 +14,7 @@ import pytest
 from replog.devcluster import ClusterSpec
 
 from .gateway_helpers import running_cluster
+from .tls_helpers import grpcurl_flags
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +28,8 @@ def cluster(tmp_path_factory):
 def grpcurl(cluster, method: str, request: dict) -> subprocess.CompletedProcess:
     binary = Path(sys.executable).parent / "grpcurl"
     return subprocess.run(
-        [str(binary), "-plaintext", "-d", json.dumps(request), cluster.gateway_address, f"replog.v1.AdminService/{method}"],
+        [str(binary), *grpcurl_flags(cluster.operator_tls), "-d", json.dumps(request), cluster.gateway_address,
+         f"replog.v1.AdminService/{method}"],
         capture_output=True, text=True, timeout=30,
     )
 

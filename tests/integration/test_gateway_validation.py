@@ -37,7 +37,7 @@ def kazoo(cluster):
 
 @pytest.fixture(scope="module")
 def admin(cluster):
-    with grpc.insecure_channel(cluster.gateway_address) as channel:
+    with cluster.channel(cluster.gateway_address) as channel:
         yield admin_pb2_grpc.AdminServiceStub(channel)
 
 
@@ -191,7 +191,7 @@ def test_two_gateways_racing_to_create_one_topic_let_exactly_one_win(cluster):
     barrier = threading.Barrier(len(addresses))
 
     def create(address: str) -> None:
-        with grpc.insecure_channel(address) as channel:
+        with cluster.channel(address) as channel:
             stub = admin_pb2_grpc.AdminServiceStub(channel)
             barrier.wait()
             try:
@@ -206,7 +206,7 @@ def test_two_gateways_racing_to_create_one_topic_let_exactly_one_win(cluster):
     for thread in threads:
         thread.join()
     assert sorted(outcomes) == ["ALREADY_EXISTS"] * (len(addresses) - 1) + ["created"]
-    with grpc.insecure_channel(cluster.of_role("gateway")[1].address) as channel:
+    with cluster.channel(cluster.of_role("gateway")[1].address) as channel:
         described = admin_pb2_grpc.AdminServiceStub(channel).DescribeTopics(
             A.DescribeTopicsRequest(names=["contested"]), timeout=10)
     assert len(described.topics[0].partitions) == 2
@@ -218,7 +218,7 @@ def test_concurrent_config_changes_through_two_gateways_all_apply(cluster, kazoo
     errors: list[BaseException] = []
 
     def alter(index: int) -> None:
-        with grpc.insecure_channel(gateways[index % 2]) as channel:
+        with cluster.channel(gateways[index % 2]) as channel:
             try:
                 admin_pb2_grpc.AdminServiceStub(channel).AlterTopicConfigs(
                     A.AlterTopicConfigsRequest(topic="orders", set={keys[index]: str(1000 + index)}), timeout=10)

@@ -67,7 +67,7 @@ def assert_parented_become_leader(root: dict, members: list[dict], brokers: set[
 
 def traced_cluster(cluster_factory, spec: ClusterSpec):
     cluster = cluster_factory(spec)
-    zk = ZkClient(cluster.zookeeper_connect)
+    zk = ZkClient(cluster.zookeeper_endpoint)
     zk.start()
     create_topic(zk, "traced", ASSIGNMENT, {"min.insync.replicas": "1"})
     wait_for(lambda: all(s and len(s[0].isr) == 3 for s in states(zk, "traced", 6).values()), 20, "the topic")
@@ -175,7 +175,7 @@ def test_metrics_move_when_a_follower_dies(cluster_factory):
     # shrinks the ISR itself (AlterPartition) before the controller sees the death.
     cluster = cluster_factory(ClusterSpec(zookeeper_session_timeout_ms=10000,
                                           extra_args={"broker": ["--replica-lag-time-max-ms", "1000"]}))
-    zk = ZkClient(cluster.zookeeper_connect)
+    zk = ZkClient(cluster.zookeeper_endpoint)
     zk.start()
     try:
         create_topic(zk, "metered", {0: (1, 2, 3), 1: (1, 3, 2)}, {"min.insync.replicas": "2"})

@@ -45,9 +45,10 @@ def test_the_copy_taken_equals_a_full_load_after_every_kind_of_change(zk_client,
     for p in (0, 1):
         write_state(zk, "kept", p, p + 1, (1, 2))
     write_state(zk, "gone", 0, 1, (1, 2))
-    zk.kazoo.create(schema.broker_path(1), schema.BrokerRegistration(1, "h", 9092).encode(), ephemeral=True)
+    zk.kazoo.create(schema.broker_path(1), schema.BrokerRegistration(1, "h", 9092).encode(), ephemeral=True,
+                    acl=zk.acl(schema.broker_path(1)))  # broker 1's own ACL, which the controller checks
 
-    mirror = StandbyMirror(zk.connect_string)
+    mirror = StandbyMirror(zk.endpoint)
     mirror.start()
     try:
         # Loaded; what follows is seen only through the feed (or at take-over).
@@ -66,7 +67,7 @@ def test_the_copy_taken_equals_a_full_load_after_every_kind_of_change(zk_client,
     finally:
         mirror.close()
     assert taken is not None
-    loaded = load_snapshot(zk.connect_string, 7, 9)
+    loaded = load_snapshot(zk.endpoint, 7, 9)
     same(taken, loaded)
     assert set(taken.assignments) == {("kept", 0), ("kept", 1), ("new", 0), ("new", 1)}
     assert taken.partition_states[("kept", 1)].leader_epoch == 3
@@ -80,7 +81,7 @@ def test_a_broken_feed_means_no_copy_until_everything_is_loaded_again(zk_client,
     zk = zk_client
     create_topic(zk, "t", {0: (1,)})
     write_state(zk, "t", 0, 1, (1,))
-    mirror = StandbyMirror(zk.connect_string)
+    mirror = StandbyMirror(zk.endpoint)
     mirror.start()
     try:
         assert mirror.take(1, 1) is not None
@@ -103,7 +104,7 @@ def test_an_unreadable_znode_means_no_copy_rather_than_a_partial_one(zk_client, 
     create_topic(zk, "t", {0: (1,), 1: (1,)})
     write_state(zk, "t", 0, 1, (1,))
     zk.kazoo.create(schema.partition_state_path("t", 1), b"not json", makepath=True)
-    mirror = StandbyMirror(zk.connect_string)
+    mirror = StandbyMirror(zk.endpoint)
     mirror.start()
     try:
         assert mirror.take(1, 1) is None  # the controller then loads everything itself

@@ -22,7 +22,7 @@ def test_bulk_reads_match_kazoo_including_missing_znodes_and_children(zk_client)
     paths = [f"/bulk/n{i}" for i in range(3000)]
     paths[1234:1234] = ["/bulk/missing-1"]
     paths.append("/bulk/missing-2")
-    connect = zk_client.connect_string
+    connect = zk_client.endpoint
     got = bulk.get_many(connect, paths)
     assert len(got) == len(paths)
     for path, item in zip(paths, got):

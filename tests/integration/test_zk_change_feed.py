@@ -25,7 +25,7 @@ def test_every_change_below_a_watched_path_is_reported_by_the_barrier(zk_client)
     kazoo = zk_client.kazoo
     kazoo.ensure_path("/brokers/topics/old/partitions/0")
     seen = Seen()
-    feed = ChangeFeed(zk_client.connect_string, ["/brokers/topics"], seen)
+    feed = ChangeFeed(zk_client.endpoint, ["/brokers/topics"], seen)
     feed.open()
     try:
         kazoo.create("/brokers/topics/new", b"{}")
@@ -47,7 +47,7 @@ def test_every_change_below_a_watched_path_is_reported_by_the_barrier(zk_client)
 
 def test_a_lost_session_is_reported_once_and_refuses_barriers(zk_client):
     seen = Seen()
-    feed = ChangeFeed(zk_client.connect_string, ["/brokers/topics"], seen)
+    feed = ChangeFeed(zk_client.endpoint, ["/brokers/topics"], seen)
     feed.open()
     feed._sock.shutdown(2)  # the connection drops, as when ZooKeeper expires the session
     for _ in range(100):

@@ -26,7 +26,7 @@ def closed_by_server(sock: socket.socket) -> bool:
 def test_transactions_apply_in_order_and_a_failed_one_changes_nothing(zk_client):
     kazoo = zk_client.kazoo
     kazoo.create("/fence", b"")
-    writer = mw.MultiWriter(zk_client.connect_string, session_timeout_s=6)
+    writer = mw.MultiWriter(zk_client.endpoint, session_timeout_s=6)
     try:
         creates = [[mw.Check("/fence", 0), mw.Create("/w")]] + [
             [mw.Check("/fence", 0)] + [mw.Create(f"/w/n{i}", b"%d" % i) for i in range(start, start + 400)]
@@ -55,7 +55,7 @@ def test_transactions_apply_in_order_and_a_failed_one_changes_nothing(zk_client)
 
 def test_a_session_left_idle_is_replaced_before_the_next_write(zk_client):
     kazoo = zk_client.kazoo
-    writer = mw.MultiWriter(zk_client.connect_string, session_timeout_s=1.2)  # the test server's minimum: 1 s
+    writer = mw.MultiWriter(zk_client.endpoint, session_timeout_s=1.2)  # the test server's minimum: 1 s
     try:
         assert writer.commit([[mw.Create("/idle")]]) == [[mw.OK]]
         first = writer._sock

@@ -14,9 +14,17 @@ export REPLOG_GATEWAY=$GATEWAY
 step "replog cluster status"
 $BIN/replog cluster status
 
-step "A non-Python client (grpcurl) discovers the admin API through reflection"
-$BIN/grpcurl -plaintext "$GATEWAY" list
-$BIN/grpcurl -plaintext "$GATEWAY" grpc.health.v1.Health/Check
+# Every process speaks mutual TLS (docs/security.md); replog finds the operator certificate in
+# .state/tls by itself, grpcurl is given it. A cluster started with --insecure is plaintext.
+if [ -f .state/insecure ]; then
+  TLS=(-plaintext)
+else
+  TLS=(-cacert .state/tls/ca.pem -cert .state/tls/user-admin.pem -key .state/tls/user-admin.key)
+fi
+
+step "A non-Python client (grpcurl) discovers the admin API through reflection, with the operator's certificate"
+$BIN/grpcurl "${TLS[@]}" "$GATEWAY" list
+$BIN/grpcurl "${TLS[@]}" "$GATEWAY" grpc.health.v1.Health/Check
 
 if [ -f deploy/local/scripts/demo-data-path.sh ]; then
   bash deploy/local/scripts/demo-data-path.sh

@@ -49,9 +49,16 @@ def test_children_results_decode_to_names():
 
 def test_a_read_failing_other_than_missing_names_its_path():
     frame = _reply(HEADER.pack(4, False, 0) + _string("") + _stat(1),
-                   HEADER.pack(-1, False, -102) + struct.pack(">i", -102))  # NoAuth
-    with pytest.raises(bulk.BulkReadError, match=r"error -102 reading /secret"):
+                   HEADER.pack(-1, False, -113) + struct.pack(">i", -113))  # InvalidACL
+    with pytest.raises(bulk.BulkReadError, match=r"error -113 reading /secret"):
         bulk.decode_multi_read(frame, bulk.OP_GET_DATA, ["/a", "/secret"])
+
+
+def test_a_read_refused_for_want_of_permission_says_so_and_what_to_check():
+    frame = _reply(HEADER.pack(-1, False, -102) + struct.pack(">i", -102))  # NoAuth
+    with pytest.raises(bulk.ZkAuthError, match=r"refused a read of /secret: not authorized.*anonymous.*"
+                                               r"zookeeper_credentials_file"):
+        bulk.decode_multi_read(frame, bulk.OP_GET_DATA, ["/secret"])
 
 
 def test_a_refused_multi_read_says_which_server_version_it_needs():

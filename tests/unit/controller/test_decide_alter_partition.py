@@ -54,9 +54,10 @@ def test_an_unregistered_or_restarted_sender_is_refused_as_a_whole():
         assert not plan.zk_writes
 
 
-def test_a_broker_epoch_of_zero_means_not_given():
+def test_a_broker_epoch_of_zero_is_refused_as_a_whole():
+    # "Not given" would let any caller propose ISRs in the name of any leader.
     plan, _ = propose(orders(), (1, 3), broker_epoch=0)
-    assert only_result(plan).error is ErrorCode.NONE
+    assert plan.reply.error is ErrorCode.STALE_BROKER_EPOCH and not plan.reply.results and not plan.zk_writes
 
 
 def refusal(state, new_isr, **kwargs):

@@ -22,7 +22,10 @@ def test_deletion_starts_by_stopping_and_deleting_every_live_replica():
     plan, after = run(two_topics(), TopicDeletionRequested(("gone",)))
     assert stops(plan) == {1: {tp("gone", 0): True}, 2: {tp("gone", 0): True, tp("gone", 1): True},
                            3: {tp("gone", 1): True}}
-    assert all(p.leader_epoch == -1 for r in plan.stop_replica for p in r.partitions)
+    # Each stop names the partition's current leader epoch: brokers refuse a stop at "any epoch".
+    assert {p.leader_epoch for r in plan.stop_replica for p in r.partitions} == {
+        after.partition_states[tp("gone", 0)].leader_epoch, after.partition_states[tp("gone", 1)].leader_epoch}
+    assert all(p.leader_epoch >= 0 for r in plan.stop_replica for p in r.partitions)
     assert not any(isinstance(w, DeleteTopicZnodes) for w in plan.zk_writes)
     assert plan.update_metadata[0].deleted_topics == ("gone",)
     assert after.topics_being_deleted == {"gone": frozenset({(0, 1), (0, 2), (1, 2), (1, 3)})}

@@ -5,7 +5,9 @@
 Options: ``gateway`` (host:port, required), ``table`` (cluster | brokers |
 partitions, default partitions), ``log_stats`` (true: the gateway asks every
 broker for LEO, HW and size), ``batch_size`` (partition rows per stream message,
-default 1000).
+default 1000). TLS: ``tls_ca_file``, ``tls_cert_file``, ``tls_key_file`` (else REPLOG_TLS_* in the
+driver's environment, else the local cluster's operator certificate), or ``insecure`` (true: plaintext);
+resolved on the driver as the CLI does (security/local.py).
 
 The stream is one ordered gRPC server stream (cluster row, broker rows, partition
 rows in batches), so the source has one input partition: the read runs in one
@@ -45,7 +47,12 @@ class ReplogDataSource(DataSource):
             raise ValueError("the replog source needs .option('gateway', 'host:port')")
         batch_size = int(self.options.get("batch_size", BATCH_SIZE_DEFAULT))
         log_stats = str(self.options.get("log_stats", "false")).lower() == "true"
-        return ExportTopologyReader(gateway, self._table(), batch_size, log_stats)
+        from replog.common.security.local import resolve_client_tls
+
+        tls = resolve_client_tls(self.options.get("tls_ca_file"), self.options.get("tls_cert_file"),
+                                 self.options.get("tls_key_file"),
+                                 insecure=str(self.options.get("insecure", "false")).lower() == "true")
+        return ExportTopologyReader(gateway, self._table(), batch_size, log_stats, tls)
 
     def _table(self) -> str:
         table = self.options.get("table", "partitions")
@@ -55,8 +62,9 @@ class ReplogDataSource(DataSource):
 
 
 class ExportTopologyReader(DataSourceReader):
-    def __init__(self, gateway: str, table: str, batch_size: int, log_stats: bool) -> None:
+    def __init__(self, gateway: str, table: str, batch_size: int, log_stats: bool, tls=None) -> None:
         self.gateway = gateway
+        self.tls = tls  # TlsFiles, or None for plaintext
         self.table = table
         self.batch_size = batch_size
         self.log_stats = log_stats
@@ -65,14 +73,13 @@ class ExportTopologyReader(DataSourceReader):
         return [InputPartition(0)]
 
     def read(self, partition) -> Iterator:
-        import grpc
-
         from replog.common.channels import CHANNEL_OPTIONS
+        from replog.common.security.credentials import open_channel
         from replog.v1 import admin_pb2, admin_pb2_grpc
 
         request = admin_pb2.ExportTopologyRequest(include_log_stats=self.log_stats,
                                                   partition_batch_size=self.batch_size)
-        with grpc.insecure_channel(self.gateway, options=CHANNEL_OPTIONS) as channel:
+        with open_channel(self.gateway, self.tls, CHANNEL_OPTIONS) as channel:
             stream = admin_pb2_grpc.AdminServiceStub(channel).ExportTopology(request, timeout=STREAM_TIMEOUT_S)
             yield from arrow_batches(stream, self.table, self.gateway)
 

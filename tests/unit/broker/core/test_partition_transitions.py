@@ -3,6 +3,7 @@
 import pytest
 
 from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.fencing import LEADER_EPOCH_JUMP_MAX
 from replog.broker.core.partition import (
     VALID_PREVIOUS_ROLES,
     Applied,
@@ -162,13 +163,43 @@ def test_stop_follower_stops_fetcher_and_may_delete():
     assert outcome.effects == (StopFetcher(), CompleteDelayedOperations(), DeleteLog())
 
 
-def test_stop_with_older_epoch_is_fenced_and_any_epoch_is_not():
+def test_stop_with_older_epoch_is_fenced_and_the_current_or_a_newer_one_is_not():
     leader = applied(new_state(), decision(leader=ME, leader_epoch=3)).state
     fenced = apply_stop_replica(leader, leader_epoch=2, delete=False)
     assert isinstance(fenced, Refusal) and fenced.code is ErrorCode.FENCED_LEADER_EPOCH
-    assert isinstance(apply_stop_replica(leader, leader_epoch=-1, delete=True), Applied)
+    assert isinstance(apply_stop_replica(leader, leader_epoch=3, delete=True), Applied)
+    assert isinstance(apply_stop_replica(leader, leader_epoch=4, delete=True), Applied)
+
+
+@pytest.mark.parametrize("leader_epoch", [-1, -2, -(1 << 31)])
+def test_a_stop_at_any_epoch_is_refused_even_for_a_new_replica(leader_epoch):
+    for state in (new_state(), applied(new_state(), decision(leader=2, leader_epoch=3)).state):
+        refused = apply_stop_replica(state, leader_epoch=leader_epoch, delete=True)
+        assert isinstance(refused, Refusal) and refused.code is ErrorCode.INVALID_REQUEST
+        assert "must name the partition's current leader epoch" in refused.reason
+
+
+def test_a_stop_beyond_the_jump_bound_is_refused():
+    follower = applied(new_state(), decision(leader=2, leader_epoch=3)).state
+    assert isinstance(apply_stop_replica(follower, leader_epoch=3 + LEADER_EPOCH_JUMP_MAX, delete=True), Applied)
+    refused = apply_stop_replica(follower, leader_epoch=4 + LEADER_EPOCH_JUMP_MAX, delete=True)
+    assert isinstance(refused, Refusal) and refused.code is ErrorCode.INVALID_REQUEST
+
+
+def test_a_leader_epoch_beyond_the_jump_bound_is_refused_and_one_within_it_applies():
+    follower = applied(new_state(), decision(leader=2, leader_epoch=3)).state
+    for wild in (4 + LEADER_EPOCH_JUMP_MAX, (1 << 31) - 1):
+        refused = apply_leader_and_isr(follower, decision(leader=ME, leader_epoch=wild, partition_epoch=1))
+        assert isinstance(refused, Refusal) and refused.code is ErrorCode.INVALID_REQUEST
+        assert f"more than {LEADER_EPOCH_JUMP_MAX} past the held 3" in refused.reason
+    within = apply_leader_and_isr(follower, decision(leader=ME, leader_epoch=3 + LEADER_EPOCH_JUMP_MAX))
+    assert isinstance(within, Applied) and within.state.leader_epoch == 3 + LEADER_EPOCH_JUMP_MAX
+
+
+def test_a_new_replica_has_no_epoch_to_measure_a_jump_from():
+    assert isinstance(apply_leader_and_isr(new_state(), decision(leader=2, leader_epoch=1 << 20)), Applied)
 
 
 def test_stopping_twice_is_unchanged():
-    stopped = apply_stop_replica(new_state(), leader_epoch=-1, delete=False).state
-    assert isinstance(apply_stop_replica(stopped, leader_epoch=-1, delete=False), Unchanged)
+    stopped = apply_stop_replica(new_state(), leader_epoch=0, delete=False).state
+    assert isinstance(apply_stop_replica(stopped, leader_epoch=0, delete=False), Unchanged)

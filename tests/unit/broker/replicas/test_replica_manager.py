@@ -48,7 +48,7 @@ def test_a_deleted_replica_is_renamed_aside_at_once_and_removed_in_the_backgroun
     append_produced(hosted, acks=1, min_insync_replicas=1, batch=batch, header=validate_batch(batch), fsync=False)
     directory = hosted.log.directory
 
-    hosted.stop(leader_epoch=-1, delete=True)
+    hosted.stop(leader_epoch=1, delete=True)
     assert not directory.exists()  # the StopReplica answer need not wait for the files
     wait_for(lambda: not any(tmp_path.iterdir()), "the set-aside directory to be removed")
     again = manager.get_or_create(tp)  # a topic of the same name, created again, starts empty

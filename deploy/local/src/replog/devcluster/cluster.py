@@ -24,8 +24,9 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from replog.devcluster import zookeeper
-
+from replog.common.security.credentials import open_channel
+from replog.common.zk.auth import ZkEndpoint
+from replog.devcluster import tls, zk_credentials, zookeeper
 
 _handed_out: set[int] = set()
 _LOWEST_PORT = 10_000
@@ -79,10 +80,16 @@ class ClusterSpec:
     racks: tuple[str, ...] = ("a", "b", "c")
     gateways: int = 1
     zookeeper_session_timeout_ms: int = 6000
+    # Digest authentication and znode ACLs (docs/zookeeper-security.md); False: anonymous sessions, open ACLs.
+    zookeeper_auth: bool = True
     # Extra flags per role, e.g. {"broker": ["--replica-lag-time-max-ms", "3000"]}.
     extra_args: dict[str, list[str]] = field(default_factory=dict)
     # Extra environment for every service process.
     env: dict[str, str] = field(default_factory=dict)
+    insecure: bool = False  # plaintext, no certificates (replog-local up --insecure)
+    # A directory with ca.pem and ca.key to sign this cluster's certificates (else a new CA): the test
+    # suite's clusters share one CA, so that one operator certificate calls them all.
+    ca_dir: str = field(default_factory=lambda: os.environ.get(tls.CA_DIR_ENV, ""))
 
 
 @dataclass
@@ -136,6 +143,20 @@ class LocalCluster:
         return self.processes["zookeeper"].address
 
     @property
+    def operator_tls(self):
+        """The operator's TLS files (replog://user/admin), None for an insecure cluster: for tools and tests."""
+        return tls.operator_files(self.state_dir)
+
+    def channel(self, address: str, options=()) -> grpc.Channel:
+        """A channel to `address` as the operator (TLS unless the cluster is insecure)."""
+        return open_channel(address, self.operator_tls, options)
+
+    @property
+    def zookeeper_endpoint(self) -> ZkEndpoint:
+        """ZooKeeper as its super user (anonymous when the cluster runs without authentication), for tools and tests."""
+        return zk_credentials.super_endpoint(self.state_dir, self.zookeeper_connect)
+
+    @property
     def gateway_address(self) -> str:
         return self.processes["gateway-1"].address
 
@@ -159,11 +180,14 @@ class LocalCluster:
         spec = self.spec
         zk_port = free_port()
         zk_config = zookeeper.write_config(self.state_dir / "zookeeper", zk_port)
+        zk_jvm_args, zk_auth = zk_credentials.plan(self.state_dir, spec)
         self.processes["zookeeper"] = ProcessInfo(
-            "zookeeper", "zookeeper", 0, zk_port, 0, zookeeper.zookeeper_command(zk_config)
+            "zookeeper", "zookeeper", 0, zk_port, 0, zookeeper.zookeeper_command(zk_config, zk_jvm_args)
         )
         connect = f"127.0.0.1:{zk_port}"
         bin_dir = Path(sys.executable).parent
+        self._plan_tls()
+        tls_args = lambda role, i: tls.service_args(self.state_dir, role, i, spec.insecure)  # noqa: E731
         common = ["--zookeeper", connect, "--host", "127.0.0.1", "--trace-dir", str(self.trace_dir),
                   "--zookeeper-session-timeout-ms", str(spec.zookeeper_session_timeout_ms)]
         for i in range(1, spec.controllers + 1):
@@ -171,7 +195,8 @@ class LocalCluster:
             self.processes[f"controller-{i}"] = ProcessInfo(
                 f"controller-{i}", "controller", i, port, metrics,
                 [str(bin_dir / "replog-controller"), "--controller-id", str(i), "--port", str(port),
-                 "--metrics-port", str(metrics), *common, *spec.extra_args.get("controller", [])],
+                 "--metrics-port", str(metrics), *common, *tls_args("controller", i), *zk_auth(f"controller-{i}"),
+                 *spec.extra_args.get("controller", [])],
             )
         for i in range(1, spec.brokers + 1):
             port, metrics = free_port(), free_port()
@@ -180,7 +205,7 @@ class LocalCluster:
                 f"broker-{i}", "broker", i, port, metrics,
                 [str(bin_dir / "replog-broker"), "--broker-id", str(i), "--port", str(port),
                  "--metrics-port", str(metrics), "--rack", rack, "--log-dir", str(self.data_dir(f"broker-{i}")),
-                 *common, *spec.extra_args.get("broker", [])],
+                 *common, *tls_args("broker", i), *zk_auth(f"broker-{i}"), *spec.extra_args.get("broker", [])],
                 rack=rack,
             )
         for i in range(1, spec.gateways + 1):
@@ -188,9 +213,19 @@ class LocalCluster:
             self.processes[f"gateway-{i}"] = ProcessInfo(
                 f"gateway-{i}", "gateway", i, port, metrics,
                 [str(bin_dir / "replog-gateway"), "--gateway-id", str(i), "--port", str(port),
-                 "--metrics-port", str(metrics), *common, *spec.extra_args.get("gateway", [])],
+                 "--metrics-port", str(metrics), *common, *tls_args("gateway", i), *zk_auth(f"gateway-{i}"),
+                 *spec.extra_args.get("gateway", [])],
             )
         self._save()
+
+    def _plan_tls(self) -> None:
+        spec = self.spec
+        if spec.insecure:
+            tls.mark_insecure(self.state_dir)
+            return
+        tls.prepare(self.state_dir, [(role, str(i)) for role, count in
+                                     (("controller", spec.controllers), ("broker", spec.brokers),
+                                      ("gateway", spec.gateways)) for i in range(1, count + 1)], spec.ca_dir)
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -292,7 +327,7 @@ class LocalCluster:
         if info.role == "zookeeper":
             return zookeeper.is_ok(info.port)
         try:
-            with grpc.insecure_channel(info.address) as channel:
+            with self.channel(info.address) as channel:
                 reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1.0)
             return reply.status == health_pb2.HealthCheckResponse.SERVING
         except grpc.RpcError:

@@ -8,7 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from replog.devcluster.cluster import ClusterError, LocalCluster
+from replog.devcluster import zk_credentials
+from replog.devcluster.cluster import ClusterError, ClusterSpec, LocalCluster
 from replog.devcluster.zookeeper import ZooKeeperMissing
 
 
@@ -22,26 +23,55 @@ def _print_status(cluster: LocalCluster) -> None:
               f"{r['metrics_port'] or '-':>7}  {r['rack'] or '-'}")
 
 
+def _write_credentials(cluster: LocalCluster, name: str) -> int:
+    if zk_credentials.super_credentials(cluster.state_dir) is None:
+        print("replog-local: this cluster runs without ZooKeeper authentication; no credentials needed",
+              file=sys.stderr)
+        return 2
+    role, _, number = name.rpartition("-")
+    if role not in ("controller", "broker", "gateway") or not number.isdigit():
+        print(f"replog-local: {name!r} is not controller-<id>, broker-<id> or gateway-<id>", file=sys.stderr)
+        return 2
+    names = [n for n in cluster.processes if n != "zookeeper"]
+    zk_credentials.generate(cluster.state_dir, sorted({*names, name}))
+    print(zk_credentials.credentials_dir(cluster.state_dir) / name)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="replog-local", description="local replog cluster")
     parser.add_argument("--state-dir", default=os.environ.get("REPLOG_STATE_DIR", ".state"),
                         help="where the cluster keeps its files (default .state)")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("up", help="start every process and wait until healthy")
+    up = sub.add_parser("up", help="start every process and wait until healthy")
+    up.add_argument("--insecure", action="store_true",
+                    help="a new cluster runs plaintext, without certificates, authorization or ZooKeeper authentication "
+                         "(default: mutual TLS and authenticated ZooKeeper sessions)")
     sub.add_parser("down", help="stop every process")
     status = sub.add_parser("status", help="show the processes")
     status.add_argument("--output", choices=["table", "json"], default="table")
+    extra = sub.add_parser("credentials", help="write the ZooKeeper credentials file of a process started by hand "
+                                               "(e.g. broker-4) and print its path")
+    extra.add_argument("extra_name", metavar="name")
     for verb in ("kill", "stop", "start"):
         p = sub.add_parser(verb, help=f"{verb} one process (e.g. broker-2)")
         p.add_argument("name")
     args = parser.parse_args(argv)
-    cluster = LocalCluster(Path(args.state_dir))
+    insecure = getattr(args, "insecure", False)  # plaintext and anonymous ZooKeeper sessions, both or neither
+    cluster = LocalCluster(Path(args.state_dir), ClusterSpec(insecure=insecure, zookeeper_auth=not insecure))
     try:
         if args.command == "up":
             cluster.up()
             _print_status(cluster)
             print(f"\nZooKeeper {cluster.zookeeper_connect}; gateway {cluster.gateway_address} "
                   f"(replog --gateway {cluster.gateway_address}); logs in {cluster.log_dir}")
+            operator = cluster.operator_tls
+            print("plaintext, no authorization (--insecure)" if operator is None else
+                  f"mutual TLS: replog finds the operator certificate {operator.cert_file} by itself; "
+                  f"for other tools: . {Path(operator.ca_file).parent / 'env'} (docs/security.md)")
+            credentials = zk_credentials.credentials_dir(cluster.state_dir) / zk_credentials.SUPER_USER
+            print(f"ZooKeeper's super user: {credentials}" if credentials.exists() else
+                  "ZooKeeper without authentication: sessions are anonymous, znodes open to anyone")
         elif args.command == "down":
             if not cluster.processes:
                 print("no cluster state; nothing to stop")
@@ -56,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(cluster.status(), indent=2))
             else:
                 _print_status(cluster)
+        elif args.command == "credentials":
+            return _write_credentials(cluster, args.extra_name)
         elif args.name not in cluster.processes:
             print(f"replog-local: no process named {args.name!r}", file=sys.stderr)
             return 2

@@ -15,7 +15,9 @@ class ZooKeeperMissing(RuntimeError):
     pass
 
 
-def zookeeper_command(config_path: Path) -> list[str]:
+def zookeeper_command(config_path: Path, jvm_args: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The java command line of a standalone server; `jvm_args` go before the main class (e.g. the
+    super user's digest)."""
     java = shutil.which("java")
     if java is None or not ZK_JAR.exists():
         raise ZooKeeperMissing(
@@ -32,7 +34,7 @@ def zookeeper_command(config_path: Path) -> list[str]:
         # (docs/perf/zookeeper-c1-only.md).
         java, "-XX:TieredStopAtLevel=1", "-Xms64m", "-Xmx512m", "-Djute.maxbuffer=4194304",
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-        "-Dzookeeper.admin.enableServer=false",
+        "-Dzookeeper.admin.enableServer=false", *jvm_args,
         "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(config_path),
     ]
 

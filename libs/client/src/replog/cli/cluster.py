@@ -6,6 +6,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from replog.cli.output import emit
+from replog.common.security.credentials import open_channel
 from replog.v1 import admin_pb2, admin_pb2_grpc
 
 
@@ -17,9 +18,9 @@ def add_parser(sub) -> None:
     cluster.set_defaults(run=run)
 
 
-def _health(address: str) -> str:
+def _health(address: str, tls) -> str:
     try:
-        with grpc.insecure_channel(address) as channel:
+        with open_channel(address, tls) as channel:
             reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2.0)
         return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
     except grpc.RpcError:
@@ -32,7 +33,7 @@ def run(args, channel: grpc.Channel) -> int:
     for b in reply.brokers:
         row = {"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack or None, "alive": b.alive}
         if args.verb == "status":
-            row["health"] = _health(f"{b.host}:{b.port}") if b.alive else "DEAD"
+            row["health"] = _health(f"{b.host}:{b.port}", args.tls) if b.alive else "DEAD"
         brokers.append(row)
     data = {"controller_id": reply.controller_id, "controller_epoch": reply.controller_epoch, "brokers": brokers}
     columns = ["BROKER", "ENDPOINT", "RACK", "ALIVE"] + (["HEALTH"] if args.verb == "status" else [])

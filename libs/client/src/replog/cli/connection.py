@@ -10,6 +10,7 @@ from pathlib import Path
 import grpc
 
 from replog.cli.output import CliError
+from replog.common.security.files import TlsFiles
 
 DEFAULT_GATEWAY = "127.0.0.1:9090"
 
@@ -29,10 +30,14 @@ def resolve_gateway(flag: str | None) -> str:
     return DEFAULT_GATEWAY
 
 
-def describe_rpc_error(exc: grpc.RpcError, address: str) -> CliError:
+def describe_rpc_error(exc: grpc.RpcError, address: str, tls: TlsFiles | None = None) -> CliError:
     code = exc.code() if hasattr(exc, "code") else None
     if code == grpc.StatusCode.UNAVAILABLE:
-        return CliError(f"cannot reach the gateway at {address} (is the cluster up? try `make up` or --gateway)")
+        how = (f"over TLS with {tls.cert_file}: a cluster run with --insecure needs --insecure, another cluster "
+               "its own --tls-* files" if tls is not None else
+               "in plaintext (--insecure): a cluster with TLS needs --tls-ca-file, --tls-cert-file, --tls-key-file")
+        return CliError(f"cannot reach the gateway at {address} (is the cluster up? try `make up` or --gateway; "
+                        f"tried {how})")
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return CliError(f"the gateway at {address} did not answer in time")
     details = exc.details() if hasattr(exc, "details") else str(exc)

@@ -52,7 +52,8 @@ def run_produce(args, channel) -> int:
     acks = -1 if args.acks == "all" else int(args.acks)
     idempotent = acks == -1 and not args.no_idempotence
     try:
-        producer = Producer(brokers(channel), acks=acks, idempotent=idempotent)
+        producer = Producer(brokers(channel), acks=acks, idempotent=idempotent, tls=args.tls,
+                            insecure=args.tls is None)
     except (ProduceError, KeyError) as exc:
         raise CliError(str(exc)) from None
     futures = []
@@ -98,7 +99,8 @@ def run_consume(args, channel) -> int:
         raise CliError("--offset needs exactly one --partition")
     start = args.offset if args.offset is not None else (EARLIEST if args.from_beginning else LATEST)
     try:
-        consumer = Consumer(brokers(channel), args.topic, partitions=args.partition, start=start)
+        consumer = Consumer(brokers(channel), args.topic, partitions=args.partition, start=start, tls=args.tls,
+                            insecure=args.tls is None)
     except KeyError as exc:
         raise CliError(str(exc).strip("'\"")) from None
     count = 0

@@ -1,6 +1,10 @@
 """replog: the admin and produce/consume command line.
 
 Exit codes: 0 success, 1 error (one line on stderr), 2 usage.
+
+It calls the cluster over mutual TLS with the certificate named by --tls-ca-file, --tls-cert-file and
+--tls-key-file, else by REPLOG_TLS_* in the environment, else a local cluster's operator certificate
+(`.state/tls`, or $REPLOG_STATE_DIR); --insecure for a cluster run without TLS (security/local.py).
 """
 
 from __future__ import annotations
@@ -14,6 +18,18 @@ from replog.cli import acls, cluster, data, elections, export, reassign, topics,
 from replog.cli.connection import describe_rpc_error, resolve_gateway
 from replog.cli.output import CliError, fail
 from replog.common.channels import CHANNEL_OPTIONS
+from replog.common.security.credentials import open_channel
+from replog.common.security.files import TlsFilesError
+from replog.common.security.local import ClientTlsError, resolve_client_tls
+
+TLS_OPTIONS = (
+    ("--tls-ca-file", dict(metavar="FILE", help="PEM file of the cluster's CA (default: $REPLOG_TLS_CA_FILE, "
+                                                "or the local cluster's)")),
+    ("--tls-cert-file", dict(metavar="FILE", help="PEM file of your certificate (default: $REPLOG_TLS_CERT_FILE, "
+                                                  "or the local cluster's operator certificate)")),
+    ("--tls-key-file", dict(metavar="FILE", help="PEM file of your key (default: $REPLOG_TLS_KEY_FILE)")),
+    ("--insecure", dict(action="store_true", help="plaintext, for a cluster run with --insecure")),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gateway", metavar="HOST:PORT",
                         help="admin gateway (default: $REPLOG_GATEWAY, the local cluster, or 127.0.0.1:9090)")
     parser.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
+    for flag, options in TLS_OPTIONS:
+        parser.add_argument(flag, **options)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in (topics, reassign, elections, cluster, export, traces, acls):
         group.add_parser(sub)
@@ -44,6 +62,10 @@ def _accept_global_options_anywhere(parser: argparse.ArgumentParser) -> None:
                 if "--output" not in child._option_string_actions and "-o" not in child._option_string_actions:
                     child.add_argument("--output", "-o", choices=["table", "json"], default=argparse.SUPPRESS,
                                        help="output format (as before the command)")
+                for flag, options in TLS_OPTIONS:
+                    if flag not in child._option_string_actions:
+                        child.add_argument(flag, **{**options, "default": argparse.SUPPRESS,
+                                                    "help": "as before the command"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,10 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)  # exits 2 on a usage error
     address = resolve_gateway(args.gateway)
     try:
-        with grpc.insecure_channel(address, options=CHANNEL_OPTIONS) as channel:
+        args.tls = resolve_client_tls(args.tls_ca_file, args.tls_cert_file, args.tls_key_file, insecure=args.insecure)
+        with open_channel(address, args.tls, CHANNEL_OPTIONS) as channel:
             return args.run(args, channel)
+    except (ClientTlsError, TlsFilesError) as exc:
+        return fail(str(exc))
     except grpc.RpcError as exc:
-        return fail(str(describe_rpc_error(exc, address)))
+        return fail(str(describe_rpc_error(exc, address, args.tls)))
     except CliError as exc:
         return fail(str(exc))
     except KeyboardInterrupt:

@@ -20,6 +20,7 @@ import grpc
 from replog.common import records as rec
 from replog.client.metadata import MetadataCache
 from replog.client.results import ProduceError
+from replog.common.security.files import TlsFiles
 from replog.v1 import common_pb2, log_pb2
 
 EARLIEST = "earliest"
@@ -40,8 +41,10 @@ class Consumer:
     def __init__(self, bootstrap: list[str], topic: str, *, partitions: list[int] | None = None,
                  start: str | int = EARLIEST, fetch_max_bytes: int = 4 * 1024 * 1024,
                  max_wait_ms: int = 500, reset_out_of_range: bool = False, retry_backoff_ms: int = 200,
-                 metadata_max_age_ms: int = 300_000, metadata_timeout_ms: int = 1000) -> None:
-        self.metadata = MetadataCache(bootstrap, timeout_s=metadata_timeout_ms / 1000)
+                 metadata_max_age_ms: int = 300_000, metadata_timeout_ms: int = 1000,
+                 tls: TlsFiles | None = None, insecure: bool = False) -> None:
+        """`tls` and `insecure`: as the Producer takes them."""
+        self.metadata = MetadataCache(bootstrap, timeout_s=metadata_timeout_ms / 1000, tls=tls, insecure=insecure)
         self.retry_backoff_s = retry_backoff_ms / 1000
         self.metadata_max_age_s = metadata_max_age_ms / 1000
         self._metadata_due_s = time.monotonic() + self.metadata_max_age_s

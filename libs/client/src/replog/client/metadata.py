@@ -14,6 +14,9 @@ shuffled, to spread the load. Each broker gets `timeout_s` (brief: a silent
 broker costs that much once); only if every broker asked timed out (none
 refused, none answered) are they asked again with `PATIENT_TIMEOUT_S`, for a
 cluster merely slow to answer, as a very large one may be.
+
+Channels are mutual TLS with the certificate given (`tls`), else the one the environment or a local
+cluster's state directory names (security/local.py), else plaintext with `insecure=True`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from dataclasses import dataclass
 import grpc
 
 from replog.common.channels import ChannelCache
+from replog.common.security.files import TlsFiles
+from replog.common.security.local import resolve_client_tls
 from replog.v1 import common_pb2, log_pb2, log_pb2_grpc
 
 UNREACHABLE_FORGET_S = 30.0
@@ -63,11 +68,11 @@ def metadata_candidates(leaders: set[str], brokers: list[str], bootstrap: list[s
 
 class MetadataCache:
     def __init__(self, bootstrap: list[str], channels: ChannelCache | None = None, *,
-                 timeout_s: float = 1.0) -> None:
+                 timeout_s: float = 1.0, tls: TlsFiles | None = None, insecure: bool = False) -> None:
         if not bootstrap:
             raise ValueError("at least one bootstrap broker address (host:port) is needed")
         self.bootstrap = list(bootstrap)
-        self.channels = channels or ChannelCache()
+        self.channels = channels or ChannelCache(tls if tls is not None else resolve_client_tls(insecure=insecure))
         self.timeout_s = timeout_s
         self.refreshed_at_s = float("-inf")  # time.monotonic() of the last refresh that got an answer
         self._lock = threading.Lock()

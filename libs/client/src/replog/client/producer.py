@@ -30,6 +30,7 @@ from replog.client.accumulator import Accumulator
 from replog.client.metadata import MetadataCache
 from replog.client.results import ProduceError, RecordMetadata
 from replog.client.sender import Sender
+from replog.common.security.files import TlsFiles
 from replog.v1 import common_pb2, log_pb2
 
 __all__ = ["ProduceError", "Producer", "RecordMetadata"]  # ProduceError and RecordMetadata: from results.py
@@ -56,7 +57,11 @@ class Producer:
         max_in_flight: int = 5,
         metadata_max_age_ms: int = 300_000,
         metadata_timeout_ms: int = 1000,
+        tls: TlsFiles | None = None,
+        insecure: bool = False,
     ) -> None:
+        """`tls`: the CA, certificate and key to call the brokers with (default: found as
+        security/local.py says); `insecure`: plaintext, for a cluster run with --insecure."""
         if acks not in (0, 1, -1):
             raise ValueError(f"acks must be 0, 1 or -1 (all), not {acks}")
         if idempotent and acks != -1:
@@ -66,7 +71,7 @@ class Producer:
                              f"remembers a producer's last {MAX_IN_FLIGHT_IDEMPOTENT} batches per partition) or 1 "
                              f"to {MAX_IN_FLIGHT} without, not {max_in_flight}")
         self.max_in_flight = max_in_flight
-        self.metadata = MetadataCache(bootstrap, timeout_s=metadata_timeout_ms / 1000)
+        self.metadata = MetadataCache(bootstrap, timeout_s=metadata_timeout_ms / 1000, tls=tls, insecure=insecure)
         self.acks = acks
         self.idempotent = idempotent
         self.linger_s = linger_ms / 1000

@@ -10,6 +10,10 @@ at a time (a replica fetcher, a producer) would start a thread per call; the
 keeper keeps that thread alive (docs/perf/channel-keeper.md). Our servers answer
 `Watch` without holding a handler thread (grpc_server.py). A keeper that ended
 (the peer went away) is started again by the next `get`, at most once a second.
+
+With TLS files (security/), channels are mutual TLS with this process's certificate. When the
+files change on disk, the next `get` of each address builds a new channel with the new
+certificate and closes the old one (its calls in flight fail and are retried like any other).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from replog.common.grpc_server import KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, MESSAGE_BYTES_MAX
+from replog.common.security.credentials import ChannelCredentialsSource
+from replog.common.security.files import TlsFiles
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", MESSAGE_BYTES_MAX),
@@ -73,19 +79,28 @@ class _Keeper:
 
 
 class ChannelCache:
-    def __init__(self) -> None:
+    def __init__(self, tls: TlsFiles | None = None) -> None:
+        """Plaintext channels without `tls`; mutual TLS with its certificate otherwise."""
         self._lock = threading.Lock()
-        self._channels: dict[str, tuple[grpc.Channel, _Keeper]] = {}
+        self._channels: dict[str, tuple[grpc.Channel, _Keeper, int]] = {}
+        self._credentials = ChannelCredentialsSource(tls) if tls is not None else None
 
     def get(self, address: str) -> grpc.Channel:
+        stale = None
         with self._lock:
             entry = self._channels.get(address)
+            credentials, generation = self._credentials.current() if self._credentials else (None, 0)
+            if entry is not None and entry[2] != generation:
+                stale, entry = entry, None  # built with certificate files replaced since
             if entry is None:
-                channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
-                entry = self._channels[address] = (channel, _Keeper(channel))
+                channel = (grpc.insecure_channel(address, options=CHANNEL_OPTIONS) if credentials is None
+                           else grpc.secure_channel(address, credentials, options=CHANNEL_OPTIONS))
+                entry = self._channels[address] = (channel, _Keeper(channel), generation)
             else:
                 entry[1].refresh()
-            return entry[0]
+        if stale is not None:
+            _close(stale)
+        return entry[0]
 
     def drop(self, address: str, channel: grpc.Channel | None = None) -> None:
         """Close the channel to `address`; the next `get` builds a new one, with a connection of its own.
@@ -106,7 +121,7 @@ class ChannelCache:
             _close(entry)
 
 
-def _close(entry: tuple[grpc.Channel, _Keeper]) -> None:
-    channel, keeper = entry
+def _close(entry: tuple[grpc.Channel, _Keeper, int]) -> None:
+    channel, keeper, _ = entry
     keeper.cancel()
     channel.close()

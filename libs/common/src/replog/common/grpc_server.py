@@ -3,6 +3,8 @@
 `start_server` binds the services a process offers, and on every server adds
 the standard health service (SERVING per service and for "") and server
 reflection, so grpcurl and clients in any language can discover the API.
+With TLS files it serves mutual TLS only and authorizes every call (security/);
+without (a process run with --insecure) it serves plaintext to anyone.
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ from typing import Any, Callable, Sequence
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+
+from replog.common.security.authorization import Authorizer
+from replog.common.security.credentials import ReloadingServerCredentials
+from replog.common.security.files import TlsFiles
 
 log = logging.getLogger(__name__)
 
@@ -149,17 +155,30 @@ def start_server(
     max_workers: int = 32,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     serving: bool = True,
+    tls: TlsFiles | None = None,
+    receive_bytes_max: int = MESSAGE_BYTES_MAX,
+    concurrent_rpcs_max: int | None = None,
 ) -> RunningServer:
     """Start serving `bindings` plus health and reflection; returns the bound port.
 
     With `serving=False` health answers NOT_SERVING until `set_serving(True)`:
     for a process that is not ready when it starts listening (a broker before it
-    registers in ZooKeeper).
+    registers in ZooKeeper). A request message over `receive_bytes_max` is refused with
+    RESOURCE_EXHAUSTED, and so is an RPC beyond `concurrent_rpcs_max` open at once (None: no
+    bound), both by gRPC before any handler or interceptor runs.
+
+    With `tls`, the port takes only TLS connections from peers with a certificate of the cluster, and
+    the authorization rules run before every other interceptor; the files are reloaded when they change.
     """
+    credentials = ReloadingServerCredentials(tls) if tls is not None else None
+    if credentials is not None:
+        interceptors = [Authorizer(), *interceptors]
+    options = [o for o in SERVER_OPTIONS if o[0] != "grpc.max_receive_message_length"]
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
-        options=SERVER_OPTIONS,
+        options=options + [("grpc.max_receive_message_length", receive_bytes_max)],
         interceptors=list(interceptors),
+        maximum_concurrent_rpcs=concurrent_rpcs_max,
     )
     for binding in bindings:
         binding.add_to_server(binding.servicer, server)
@@ -169,11 +188,16 @@ def start_server(
     reflection.enable_server_reflection(
         names + [health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server
     )
-    bound = server.add_insecure_port(f"{host}:{port}")
+    address = f"{host}:{port}"
+    if credentials is None:
+        bound = server.add_insecure_port(address)
+    else:
+        bound = server.add_secure_port(address, credentials.credentials)
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port} (in use or not allowed)")
     server.start()
     running = RunningServer(server=server, port=bound, health=health_servicer, health_names=("", *names))
     running.set_serving(serving)
-    log.info("serving %s on %s:%d", ", ".join(names), host, bound)
+    log.info("serving %s on %s:%d (%s)", ", ".join(names), host, bound,
+             f"mutual TLS, certificate {tls.cert_file}" if tls is not None else "plaintext, no authorization")
     return running

@@ -14,7 +14,7 @@ import grpc
 
 ALWAYS_ANSWERED = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
-_HANDLER_OF_KIND = {
+HANDLER_OF_KIND = {
     (False, False): grpc.unary_unary_rpc_method_handler,
     (False, True): grpc.unary_stream_rpc_method_handler,
     (True, False): grpc.stream_unary_rpc_method_handler,
@@ -49,6 +49,6 @@ class ReadinessGate(grpc.ServerInterceptor):
         def refuse(request, context):
             context.abort(grpc.StatusCode.UNAVAILABLE, reason)
 
-        make = _HANDLER_OF_KIND[(handler.request_streaming, handler.response_streaming)]
+        make = HANDLER_OF_KIND[(handler.request_streaming, handler.response_streaming)]
         return make(refuse, request_deserializer=handler.request_deserializer,
                     response_serializer=handler.response_serializer)

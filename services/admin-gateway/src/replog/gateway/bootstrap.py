@@ -17,7 +17,11 @@ from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import ServiceBinding, start_server
 from replog.common.readiness_gate import ReadinessGate
+from replog.common.security.principal import Principal
+from replog.common.security.settings import tls_files
+from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
+from replog.common.zk.schema import znode_acls
 from replog.gateway.config import GatewayConfig
 from replog.gateway.deps import GatewayDeps
 from replog.gateway.servicer import AdminServicer
@@ -25,21 +29,19 @@ from replog.v1 import admin_pb2, admin_pb2_grpc
 
 log = logging.getLogger(__name__)
 
-# Until mutual TLS gives calls an identity, there is no principal to check: ACLs are stored and
-# watched but not enforced. The TLS work turns this into "TLS is on" (not `insecure`).
-ACLS_ENFORCED = False
-
 
 class GatewayProcess:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
+        credentials = load_credentials(config.zookeeper_credentials_file, znode_acls.GATEWAY_ROLE)
         self.zk = ZkClient(
-            config.zookeeper,
+            ZkEndpoint(config.zookeeper, credentials),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )
         self.gate = ReadinessGate(f"gateway {config.gateway_id} is waiting for ZooKeeper at {config.zookeeper}")
-        self.channels = ChannelCache()
+        self.tls = tls_files(config, Principal("gateway", config.gateway_id))  # None with --insecure
+        self.channels = ChannelCache(self.tls)
         self.authorizer = Authorizer(config.super_user_principals)
         self.acl_watcher = AclWatcher(self.zk, self.authorizer)
         self.server = None
@@ -59,12 +61,15 @@ class GatewayProcess:
             [ServiceBinding(
                 admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
                 admin_pb2_grpc.add_AdminServiceServicer_to_server,
-                AdminServicer(deps, Enforcer(self.authorizer, enabled=ACLS_ENFORCED)),
+                # with --insecure calls carry no identity: the ACLs are watched but not checked
+                AdminServicer(deps, Enforcer(self.authorizer, enabled=self.tls is not None)),
             )],
             host=self.config.host,
             port=self.config.port,
             serving=False,
             interceptors=[self.gate],
+            tls=self.tls,
+            concurrent_rpcs_max=self.config.grpc_concurrent_rpcs_max,
         )
         if not self.zk.connect(stopping):
             return False

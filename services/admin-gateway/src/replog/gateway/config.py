@@ -1,4 +1,5 @@
-"""The gateway's configuration keys (the one owner of each)."""
+"""The gateway's configuration keys (the one owner of each; the TLS keys are
+security/settings.py's, shared by every service)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ from dataclasses import dataclass
 
 from replog.common.acls.settings import AclSettings
 from replog.common.config import one_of, positive, setting, tcp_port, zookeeper_connect
+from replog.common.security.settings import TlsSettings
+from replog.common.zk.auth import credentials_file_setting
 
 
 @dataclass(frozen=True)
-class GatewayConfig(AclSettings):
+class GatewayConfig(TlsSettings, AclSettings):
     gateway_id: str = setting("1", "instance name of this gateway (for logs and traces)")
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
+    zookeeper_credentials_file: str = credentials_file_setting()
     host: str = setting("127.0.0.1", "address to listen on")
     port: int = setting(9090, "gRPC port", tcp_port)
     metrics_port: int = setting(0, "Prometheus /metrics port (0 picks a free one)", tcp_port)
@@ -22,3 +26,6 @@ class GatewayConfig(AclSettings):
     broker_rpc_timeout_ms: int = setting(2000, "deadline of one call to a broker for log stats (slower counts as unknown)", positive)
     trace_dir: str = setting("", "directory for JSON-lines span files when no OTLP endpoint is set")
     log_level: str = setting("info", "log level", one_of("debug", "info", "warning", "error"))
+    grpc_concurrent_rpcs_max: int = setting(
+        512, "RPCs open at once (admin calls, election waits, topology export streams and every client's "
+             "channel keeper); more are refused with RESOURCE_EXHAUSTED", positive)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from replog.common.channels import ChannelCache
 from replog.common.clock import Clock
+from replog.common.zk.auth import ZkEndpoint
 from replog.common.zk.client import ZkClient
 
 
@@ -19,8 +20,9 @@ class GatewayDeps:
     broker_rpc_timeout_s: float     # one DescribeReplicas call; a slower broker counts as unknown (-1)
 
     @property
-    def connect(self) -> str:
-        return self.zk.connect_string
+    def connect(self) -> ZkEndpoint:
+        """Where ZooKeeper is and how to authenticate there, for the bulk reader's sessions."""
+        return self.zk.endpoint
 
     @property
     def kazoo(self):

@@ -49,7 +49,7 @@ def elect_leaders(deps: GatewayDeps, request: admin_pb2.ElectLeadersRequest) -> 
     outcomes = dict(checked.decided)
     if checked.eligible:
         try:
-            deps.kazoo.create(path, schema.ElectionRequest(checked.eligible).encode())
+            deps.kazoo.create(path, schema.ElectionRequest(checked.eligible).encode(), acl=deps.zk.acl(path))
         except NodeExistsError:
             raise precondition(f"An election is already in progress ({path} exists); try again when it completes.") from None
         completed = _wait_deleted(deps, path, timeout_ms / 1000.0)

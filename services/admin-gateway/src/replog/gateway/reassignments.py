@@ -40,9 +40,11 @@ def execute(deps: GatewayDeps, request: admin_pb2.ExecuteReassignmentRequest) ->
         view = load_view(deps.connect)
         execution = core.plan_execute(view, plan, request.throttle_bytes_per_s)
         tx = deps.kazoo.transaction()
-        create_or_set(tx, schema.REASSIGN_PARTITIONS, execution.request.encode(), view.reassignment_version)
+        create_or_set(tx, schema.REASSIGN_PARTITIONS, execution.request.encode(), view.reassignment_version,
+                      deps.zk.acl(schema.REASSIGN_PARTITIONS))
         if execution.throttle is not None:
-            create_or_set(tx, schema.REASSIGNMENT_THROTTLE, execution.throttle.encode(), view.throttle_version)
+            create_or_set(tx, schema.REASSIGNMENT_THROTTLE, execution.throttle.encode(), view.throttle_version,
+                          deps.zk.acl(schema.REASSIGNMENT_THROTTLE))
         _commit_or_conflict(tx)
         return execution
 
@@ -82,7 +84,8 @@ def cancel(deps: GatewayDeps, request: admin_pb2.CancelReassignmentRequest) -> a
         view = load_view(deps.connect)
         cancellation = core.plan_cancel(view, partitions)
         tx = deps.kazoo.transaction()
-        create_or_set(tx, schema.REASSIGN_PARTITIONS, cancellation.request.encode(), view.reassignment_version)
+        create_or_set(tx, schema.REASSIGN_PARTITIONS, cancellation.request.encode(), view.reassignment_version,
+                      deps.zk.acl(schema.REASSIGN_PARTITIONS))
         _commit_or_conflict(tx)
         return cancellation
 

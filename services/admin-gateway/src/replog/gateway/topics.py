@@ -39,8 +39,10 @@ def create_topic(deps: GatewayDeps, request: admin_pb2.CreateTopicRequest) -> ad
         config_path = schema.topic_config_path(creation.name)
         leftover = deps.kazoo.exists(config_path)   # a config left by an interrupted delete is replaced
         tx = deps.kazoo.transaction()
-        create_or_set(tx, config_path, creation.config.encode(), leftover.version if leftover else -1)
-        tx.create(schema.topic_path(creation.name), creation.assignment.encode())
+        create_or_set(tx, config_path, creation.config.encode(), leftover.version if leftover else -1,
+                      deps.zk.acl(config_path))
+        topic_path = schema.topic_path(creation.name)
+        tx.create(topic_path, creation.assignment.encode(), acl=deps.zk.acl(topic_path))
         try:
             commit(tx)
         except NodeExistsError:
@@ -63,7 +65,7 @@ def delete_topic(deps: GatewayDeps, request: admin_pb2.DeleteTopicRequest) -> ad
     core.check_delete(load_view(deps.connect, topics=()), name)
     tx = deps.kazoo.transaction()
     tx.check(schema.topic_path(name), -1)     # still exists (any version)
-    tx.create(schema.delete_topic_path(name))
+    tx.create(schema.delete_topic_path(name), acl=deps.zk.acl(schema.delete_topic_path(name)))
     try:
         commit(tx)
     except NoNodeError:
@@ -115,8 +117,9 @@ def alter_topic_configs(
         change = core.plan_alter_configs(view, request.topic, dict(request.set), list(request.delete))
         tx = deps.kazoo.transaction()
         tx.check(schema.topic_path(change.name), -1)
-        create_or_set(tx, schema.topic_config_path(change.name), change.config.encode(),
-                      view.topics[change.name].config_version)
+        config_path = schema.topic_config_path(change.name)
+        create_or_set(tx, config_path, change.config.encode(), view.topics[change.name].config_version,
+                      deps.zk.acl(config_path))
         try:
             commit(tx)
         except (BadVersionError, NodeExistsError, NoNodeError):

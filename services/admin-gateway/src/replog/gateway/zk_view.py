@@ -13,13 +13,14 @@ from __future__ import annotations
 from typing import Collection
 
 from replog.common.zk import bulk, schema
+from replog.common.zk.auth import ZkEndpoint
 from replog.gateway.core.model import NO_ZNODE, ClusterView, TopicView
 
 _SINGLETONS = (schema.CONTROLLER, schema.CONTROLLER_EPOCH, schema.REASSIGN_PARTITIONS, schema.REASSIGNMENT_THROTTLE)
 
 
 def load_view(
-    connect: str,
+    connect: ZkEndpoint,
     *,
     topics: Collection[str] | None = None,
     states: bool | Collection[str] = False,

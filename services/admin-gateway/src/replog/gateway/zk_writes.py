@@ -34,9 +34,10 @@ def commit(transaction) -> None:
             raise result
 
 
-def create_or_set(transaction, path: str, data: bytes, version: int) -> None:
+def create_or_set(transaction, path: str, data: bytes, version: int, acl: list) -> None:
+    """Create `path` with `acl` (its schema ACL) when the decision saw no znode, else set it at `version`."""
     if version == NO_ZNODE:
-        transaction.create(path, data)
+        transaction.create(path, data, acl=acl)
     else:
         transaction.set_data(path, data, version=version)
 

@@ -16,16 +16,18 @@ import threading
 import time
 from pathlib import Path
 
-from replog.broker.config import BrokerConfig
+from replog.broker.config import BrokerConfig, request_bytes_max
 from replog.broker.control.controlled_shutdown import controlled_shutdown
+from replog.broker.control.controller_fence import ControllerFence, zookeeper_controller_epoch
 from replog.broker.control.controller_link import ControllerLink
 from replog.broker.control.isr_changes import IsrChangeSender
-from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.broker.control.registration import register_broker
 from replog.broker.control.state_changes import ReplicaStateChanges
 from replog.broker.control.topic_configs import TopicConfigs
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer
 from replog.broker.entrypoints.log_servicer import LogServicer
+from replog.broker.entrypoints.metadata_cache import MetadataCache
+from replog.broker.entrypoints.partition_counts import PARTITION_COUNTS
 from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.replication_servicer import ReplicationServicer
 from replog.broker.entrypoints.servicers import bindings
@@ -50,16 +52,19 @@ from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import start_server
 from replog.common.readiness_gate import ReadinessGate
+from replog.common.refusal_log import RefusalLog
+from replog.common.request_bounds import PartitionsBound
+from replog.common.security.principal import Principal
+from replog.common.security.settings import tls_files
 from replog.common.service import StartupError
 from replog.common.zk import schema
+from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
+from replog.common.zk.schema import znode_acls
 
 log = logging.getLogger(__name__)
 
 SERVER_STOP_GRACE_S = 2.0
-# Until mutual TLS gives calls an identity, there is no principal to check: ACLs are read and
-# watched but not enforced. The TLS work turns this into "TLS is on" (not `insecure`).
-ACLS_ENFORCED = False
 DEFAULT_FLUSH_CHECK_MS = 1000
 
 
@@ -67,13 +72,15 @@ class BrokerProcess:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.clock = SystemClock()
+        credentials = load_credentials(config.zookeeper_credentials_file, znode_acls.broker_identity(config.broker_id))
         self.zk = ZkClient(
-            config.zookeeper,
+            ZkEndpoint(config.zookeeper, credentials),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )
         self.gate = ReadinessGate(f"broker {config.broker_id} is waiting for ZooKeeper at {config.zookeeper}")
-        self.channels = ChannelCache()
+        self.tls = tls_files(config, Principal("broker", str(config.broker_id)))  # None with --insecure
+        self.channels = ChannelCache(self.tls)
         self.authorizer = Authorizer(config.super_user_principals)
         self.acl_watcher = AclWatcher(self.zk, self.authorizer)
         self.server = None
@@ -95,7 +102,10 @@ class BrokerProcess:
         self.server = start_server(
             bindings(self.control_servicer, self.replication_servicer, self.log_servicer),
             host=config.host, port=config.port, max_workers=config.grpc_workers, serving=False,
-            interceptors=[self.gate],
+            interceptors=[self.gate, PartitionsBound(PARTITION_COUNTS, config.request_partitions_max,
+                                                     "request_partitions_max", self.refusals)],
+            tls=self.tls, receive_bytes_max=request_bytes_max(config),
+            concurrent_rpcs_max=config.grpc_concurrent_rpcs_max,
         )
         if not self.zk.connect(stopping):
             return False
@@ -138,6 +148,7 @@ class BrokerProcess:
     def _build(self) -> None:
         config, clock, metrics, replicas = self.config, self.clock, self.metrics, self.replicas
         turn = Turn()  # the process's one turn (turn.py)
+        self.refusals = RefusalLog(logging.getLogger("replog.broker.refusals"), lambda: clock.monotonic_ms() / 1000)
         self.metadata = MetadataCache()
         self.topic_configs = TopicConfigs(self.zk, default_min_insync_replicas=config.min_insync_replicas)
         self.delayed_produces = DelayedProduces(replicas.produce_progress, clock)
@@ -173,7 +184,7 @@ class BrokerProcess:
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
             state_changes=self.state_changes, metadata=self.metadata, broker_epoch_of=lambda: self.broker_epoch,
-            bursts=bursts)
+            fence=ControllerFence(zookeeper_controller_epoch(self.zk)), refusals=self.refusals, bursts=bursts)
         self.throttle = ReplicationThrottle(clock)
         self.replication_servicer = ReplicationServicer(
             broker_id=config.broker_id, lookup=replicas.get, clock=clock, metrics=metrics,
@@ -191,7 +202,8 @@ class BrokerProcess:
             hosted=replicas.hosted,
             metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
-            enforcer=Enforcer(self.authorizer, enabled=ACLS_ENFORCED),
+            # with --insecure calls carry no identity: the ACLs are watched but not checked
+            enforcer=Enforcer(self.authorizer, enabled=self.tls is not None),
         )
 
     # --- registration --------------------------------------------------------------------

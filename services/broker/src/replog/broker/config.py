@@ -1,4 +1,5 @@
-"""The broker's configuration keys (the one owner of each)."""
+"""The broker's configuration keys (the one owner of each; the TLS keys are
+security/settings.py's, shared by every service)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,23 @@ from dataclasses import dataclass
 
 from replog.common.acls.settings import AclSettings
 from replog.common.config import between, non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
+from replog.common.security.settings import TlsSettings
+from replog.common.zk.auth import credentials_file_setting
 
 # A leader keeps a fetch session per fetcher of each follower, and refuses fetcher ids past this.
 REPLICA_FETCHERS_MAX = 16
+# The largest a partition's entry in a controller request can be: a topic name of the longest
+# allowed (249 characters) with the state's numbers and a few replica lists.
+PARTITION_STATE_BYTES_MAX = 320
+# Room for everything in a request besides its record batch or partition entries (fields, framing).
+REQUEST_HEADROOM_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
-class BrokerConfig(AclSettings):
+class BrokerConfig(TlsSettings, AclSettings):
     broker_id: int = setting(1, "id of this broker, unique in the cluster", non_negative)
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
+    zookeeper_credentials_file: str = credentials_file_setting()
     host: str = setting("127.0.0.1", "address to listen on and to advertise")
     port: int = setting(9290, "gRPC port", tcp_port)
     rack: str = setting("", "rack (failure domain) label; empty when rack-unaware")
@@ -46,3 +55,21 @@ class BrokerConfig(AclSettings):
     fetch_max_bytes: int = setting(8 * 1024 * 1024, "bytes a consumer Fetch returns at most", positive)
     grpc_workers: int = setting(128, "gRPC handler threads (long-polls and acks=-1 waits each hold one; "
                                      "16 are kept for replication and the controller)", positive)
+    grpc_concurrent_rpcs_max: int = setting(
+        2048, "RPCs open at once, streams and every client's channel keeper included; more are refused with "
+              "RESOURCE_EXHAUSTED (each may hold a request of up to the receive limit in memory)", positive)
+    request_partitions_max: int = setting(
+        200000, "partitions one request may name (LeaderAndIsr, StopReplica, UpdateMetadata, replica and "
+                "consumer fetches, produce); more are refused with INVALID_ARGUMENT. The controller does not "
+                "split its requests: keep this above the cluster's partition count. It also sets the "
+                "largest message received: this many times 320 bytes, or message_max_bytes if larger, "
+                "plus 1 MiB; a larger one is refused with RESOURCE_EXHAUSTED", positive)
+
+
+def request_bytes_max(config: BrokerConfig) -> int:
+    """The gRPC receive limit: the largest request a broker may legitimately get, plus headroom. That is
+    a produce request with one batch of `message_max_bytes`, or a controller request naming
+    `request_partitions_max` partitions; larger messages are refused with RESOURCE_EXHAUSTED before
+    any handler runs."""
+    control_bytes = config.request_partitions_max * PARTITION_STATE_BYTES_MAX
+    return max(config.message_max_bytes, control_bytes) + REQUEST_HEADROOM_BYTES

@@ -12,7 +12,11 @@ import threading
 from replog.common import telemetry
 from replog.common.grpc_server import ServiceBinding, start_server
 from replog.common.readiness_gate import ReadinessGate
+from replog.common.security.principal import Principal
+from replog.common.security.settings import tls_files
+from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
+from replog.common.zk.schema import znode_acls
 from replog.controller.adapters.event_loop import ControllerLoop
 from replog.controller.adapters.seat import SeatElector
 from replog.controller.adapters.servicer import ControllerServicer
@@ -26,8 +30,9 @@ log = logging.getLogger(__name__)
 class ControllerProcess:
     def __init__(self, config: ControllerConfig) -> None:
         self.config = config
+        credentials = load_credentials(config.zookeeper_credentials_file, znode_acls.CONTROLLER_ROLE)
         self.zk = ZkClient(
-            config.zookeeper,
+            ZkEndpoint(config.zookeeper, credentials),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )
@@ -36,9 +41,10 @@ class ControllerProcess:
             leader_imbalance_per_broker_percentage=config.leader_imbalance_per_broker_percentage,
             leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_ms,
         )
+        self.tls = tls_files(config, Principal("controller", str(config.controller_id)))  # None with --insecure
         self.loop = ControllerLoop(
             self.zk, config.controller_id, settings, queue_size_max=config.event_queue_size_max,
-            session_timeout_ms=config.zookeeper_session_timeout_ms, give_up=self._give_up,
+            session_timeout_ms=config.zookeeper_session_timeout_ms, give_up=self._give_up, tls=self.tls,
         )
         self.servicer = ControllerServicer(self)
         self.gate = ReadinessGate(f"controller {config.controller_id} is waiting for ZooKeeper at {config.zookeeper}")
@@ -60,6 +66,8 @@ class ControllerProcess:
             port=config.port,
             serving=False,
             interceptors=[self.gate],
+            tls=self.tls,
+            concurrent_rpcs_max=config.grpc_concurrent_rpcs_max,
         )
         if not self.zk.connect(stopping):
             return False

@@ -1,16 +1,20 @@
-"""The controller's configuration keys (the one owner of each)."""
+"""The controller's configuration keys (the one owner of each; the TLS keys are
+security/settings.py's, shared by every service)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from replog.common.config import non_negative, one_of, positive, tcp_port, setting, zookeeper_connect
+from replog.common.config import non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
+from replog.common.security.settings import TlsSettings
+from replog.common.zk.auth import credentials_file_setting
 
 
 @dataclass(frozen=True)
-class ControllerConfig:
+class ControllerConfig(TlsSettings):
     controller_id: int = setting(1, "id of this controller process, unique among controllers", non_negative)
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
+    zookeeper_credentials_file: str = credentials_file_setting()
     host: str = setting("127.0.0.1", "address to listen on and to advertise")
     port: int = setting(9190, "gRPC port", tcp_port)
     metrics_port: int = setting(0, "Prometheus /metrics port (0 picks a free one)", tcp_port)
@@ -24,3 +28,6 @@ class ControllerConfig:
     leader_imbalance_per_broker_percentage: int = setting(10, "auto preferred election above this share of non-preferred leaders", non_negative)
     leader_imbalance_check_interval_ms: int = setting(300000, "how often to check leader imbalance", positive)
     auto_leader_rebalance_enable: bool = setting(True, "run preferred elections automatically")
+    grpc_concurrent_rpcs_max: int = setting(
+        512, "RPCs open at once (each broker holds a channel keeper and at most a few AlterPartition and "
+             "ControlledShutdown calls); more are refused with RESOURCE_EXHAUSTED", positive)

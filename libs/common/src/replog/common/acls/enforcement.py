@@ -22,11 +22,11 @@ from typing import Callable, Iterable
 import grpc
 
 from replog.common.acls.core.authorizer import Authorizer
+from replog.common.security.principal import SERVICE_KINDS, peer_principal
 
 log = logging.getLogger(__name__)
 
 ANONYMOUS = "User:ANONYMOUS"
-SERVICE_KINDS = frozenset({"controller", "broker", "gateway"})
 REFUSALS_LOGGED_MAX = 10_000
 
 
@@ -38,8 +38,6 @@ class Caller:
 
 def caller_of(context) -> Caller:
     """Who is calling, from the TLS layer's view of the peer's certificate."""
-    from replog.common.security.principal import peer_principal
-
     principal = peer_principal(context)
     if principal is None:
         return Caller(ANONYMOUS, False)

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 from replog.common.acls.core.model import parse_principals
 from replog.common.config import setting
-
-OPERATOR = "User:admin"  # the local cluster's operator certificate names this user
+from replog.common.security.local import OPERATOR
 
 
 def principal_list(value: str) -> str | None:
@@ -27,8 +26,10 @@ principal_list.rule = "comma-separated principals, each User:<name>"  # type: ig
 
 @dataclass(frozen=True)
 class AclSettings:
-    super_users: str = setting(OPERATOR, "principals allowed every operation whatever the ACLs say, comma-separated "
-                                         "(User:<name>); empty for none", principal_list)
+    super_users: str = setting(
+        str(OPERATOR), "principals allowed every operation whatever the ACLs say, comma-separated (User:<name>); "
+                       "empty for none. The default is the operator a local cluster makes a certificate for",
+        principal_list)
 
     @property
     def super_user_principals(self) -> tuple[str, ...]:

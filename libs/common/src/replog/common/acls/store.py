@@ -1,7 +1,7 @@
 """The ACL bindings in ZooKeeper: read the subtree, and keep an Authorizer current with it.
 
 Brokers and gateways each run one `AclWatcher`. It keeps a kazoo DataWatch on the change marker
-`/acls` (zk/schema/acls.py): every ACL write sets the marker in the transaction that changes the
+`/acls` (zk/schema/acl_bindings.py): every ACL write sets the marker in the transaction that changes the
 bindings, so one watch sees every change. The watch only wakes the watcher's thread, which
 re-reads the whole subtree and hands the bindings to the Authorizer as a new snapshot; a change
 made while it reads fires the watch again, so the loop reads once more. A read that fails

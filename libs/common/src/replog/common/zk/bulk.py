@@ -11,13 +11,17 @@ Reads are as consistent as any ZooKeeper read on one session: each result reflec
 at least as new as the one before it (a `sync` first makes the first read see every write
 committed before the call).
 
-Only GetData and GetChildren (in MultiRead) and Sync are spoken; watches are
-not set. Writes never go through here (the controller's bulk writes:
+Only GetData and GetChildren (in MultiRead), GetACL (one request each: path; reply
+a vector of ACL, each perms i32, scheme and id strings, then a Stat) and Sync are
+spoken; watches are not set. Writes never go through here (the controller's bulk writes:
 multi_writer.py).
 
 Wire format (jute, big-endian): every frame is an int32 length then a body.
 Connect: protocolVersion i32, lastZxidSeen i64, timeOut i32, sessionId i64,
-passwd buffer, readOnly bool. Request: xid i32, type i32, then for Sync a path
+passwd buffer, readOnly bool. Then, with credentials (auth.py), one auth request per
+identity: xid -4, type 100, AuthPacket (type i32 0, scheme "digest", auth buffer
+"user:password"), answered by a header with xid -4 whose err is 0, or AUTHFAILED (-115)
+before the server closes the connection. Request: xid i32, type i32, then for Sync a path
 (i32 length + UTF-8); for MultiRead (type 22), per read a MultiHeader (type
 i32: 4 GetData, 8 GetChildren; done bool false; err i32 -1) and its record
 (path, watch bool false), then a MultiHeader of type -1 with done set. Reply:
@@ -41,6 +45,8 @@ import threading
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from replog.common.zk.auth import ZkCredentials, ZkEndpoint
+
 _I32 = struct.Struct(">i")
 _REQUEST_HEADER = struct.Struct(">iii")      # length, xid, type
 _REPLY_HEADER = struct.Struct(">iqi")        # xid, zxid, err
@@ -49,12 +55,17 @@ _MULTI_HEADER = struct.Struct(">i?i")       # type, done, err (multi and MultiRe
 _CONNECT = struct.Struct(">iqiqi")           # protocolVersion, lastZxid, timeout, sessionId, passwd len
 
 OP_GET_DATA = 4
+OP_GET_ACL = 6
 OP_GET_CHILDREN = 8
 OP_SYNC = 9
 OP_MULTI_READ = 22
 OP_CLOSE = -11
+OP_AUTH = 100
 OP_ERROR = -1
+XID_AUTH = -4
 ERR_NO_NODE = -101
+ERR_NO_AUTH = -102
+ERR_AUTH_FAILED = -115
 MULTI_READ_OPS = 500       # reads per MultiRead (docs/perf/zookeeper-bulk-reads.md)
 WINDOW_REQUESTS = 40       # MultiReads in flight at most, so replies never fill both buffers
 
@@ -72,14 +83,28 @@ class BulkReadError(RuntimeError):
     pass
 
 
+class ZkAuthError(BulkReadError):
+    """ZooKeeper refused this session's credentials, or an operation for want of permission."""
+
+
+def no_auth_message(what: str, credentials: ZkCredentials | None) -> str:
+    """Why ZooKeeper answered NOAUTH, in terms a person can act on."""
+    if credentials is None:
+        return (f"ZooKeeper refused {what}: not authorized (NoAuth); this session is anonymous, and the znode's ACL "
+                "admits authenticated replog identities only (set zookeeper_credentials_file)")
+    return (f"ZooKeeper refused {what}: not authorized (NoAuth) for '{credentials.user}'; check its password in "
+            "zookeeper_credentials_file, and the znode's ACL (docs/zookeeper.md)")
+
+
 def parse_connect(connect: str) -> tuple[list[list[str]], str]:
     """(host, port) pairs and the chroot ("" for none) of a connect string."""
     hosts, _, chroot = connect.partition("/")
     return [h.rsplit(":", 1) for h in hosts.split(",")], ("/" + chroot).rstrip("/") if chroot else ""
 
 
-def open_session(hosts: list[list[str]], timeout_s: float, *, receive_buffer: int = 0) -> socket.socket:
-    """A new ZooKeeper session on the first host that answers (the socket, handshake done)."""
+def open_session(hosts: list[list[str]], timeout_s: float, *, receive_buffer: int = 0,
+                 credentials: ZkCredentials | None = None) -> socket.socket:
+    """A new ZooKeeper session on the first host that answers (the socket, handshake and authentication done)."""
     last_error: Exception | None = None
     for host, port in hosts:
         try:
@@ -97,7 +122,35 @@ def open_session(hosts: list[list[str]], timeout_s: float, *, receive_buffer: in
     if len(read_frame(sock, bytearray())) < 20:
         sock.close()
         raise BulkReadError("ZooKeeper refused the session")
+    if credentials is not None:
+        try:
+            authenticate(sock, credentials)
+        except BaseException:
+            sock.close()
+            raise
     return sock
+
+
+def authenticate(sock: socket.socket, credentials: ZkCredentials) -> None:
+    """Send one digest auth packet per identity and wait for each answer (nothing else is in flight)."""
+    scheme = b"digest"
+    for packet in credentials.auth_packets():
+        body = _I32.pack(0) + _I32.pack(len(scheme)) + scheme + _I32.pack(len(packet)) + packet
+        sock.sendall(_REQUEST_HEADER.pack(8 + len(body), XID_AUTH, OP_AUTH) + body)
+        try:
+            frame = read_frame(sock, bytearray())
+        except BulkReadError:
+            raise ZkAuthError(f"ZooKeeper closed the session while authenticating as "
+                              f"'{packet.split(b':', 1)[0].decode()}'") from None
+        xid, _, err = _REPLY_HEADER.unpack_from(frame, 0)
+        user = packet.split(b":", 1)[0].decode()
+        if xid != XID_AUTH:
+            raise ZkAuthError(f"ZooKeeper answered xid {xid} to the authentication of '{user}'")
+        if err == ERR_AUTH_FAILED:
+            raise ZkAuthError(f"ZooKeeper refused the credentials of '{user}' (AUTHFAILED); check "
+                              "zookeeper_credentials_file and the server's authentication providers")
+        if err != 0:
+            raise ZkAuthError(f"ZooKeeper error {err} authenticating as '{user}'")
 
 
 def close_session(sock: socket.socket) -> None:
@@ -125,10 +178,11 @@ def read_frame(sock: socket.socket, buffer: bytearray) -> bytes:
 
 
 class BulkReader:
-    """A short-lived session for bulk reads: `with BulkReader(connect) as r: r.get_many(paths)`."""
+    """A short-lived session for bulk reads: `with BulkReader(endpoint) as r: r.get_many(paths)`."""
 
-    def __init__(self, connect: str, timeout_s: float = 30.0) -> None:
-        self._hosts, self._chroot = parse_connect(connect)
+    def __init__(self, endpoint: ZkEndpoint | str, timeout_s: float = 30.0) -> None:
+        self._endpoint = ZkEndpoint.of(endpoint)
+        self._hosts, self._chroot = parse_connect(self._endpoint.connect)
         self._timeout_s = timeout_s
         self._sock: socket.socket | None = None
         self._buffer = bytearray()
@@ -141,7 +195,8 @@ class BulkReader:
         self.close()
 
     def open(self) -> None:
-        self._sock = open_session(self._hosts, self._timeout_s, receive_buffer=4 << 20)
+        self._sock = open_session(self._hosts, self._timeout_s, receive_buffer=4 << 20,
+                                  credentials=self._endpoint.credentials)
 
     def close(self) -> None:
         if self._sock is None:
@@ -160,15 +215,42 @@ class BulkReader:
         if err != 0:
             raise BulkReadError(f"ZooKeeper error {err} on sync {path}")
 
-    def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
-        """GetData of every path, in order (None for a missing znode)."""
-        return self._multi_read(OP_GET_DATA, paths)
+    def get_acls(self, paths: Sequence[str]) -> list[list[tuple[str, str, int]] | None]:
+        """The ACL of every path as (scheme, id, perms) entries, in order (None for a missing znode, and no
+        entries for an ACL this session may not read: it names no one this session can trust). ZooKeeper
+        shows digest hashes only to a session with ADMIN on the znode, "x" to others. One request per
+        path, each answered before the next: for the few broker registrations."""
+        out: list[list[tuple[str, str, int]] | None] = []
+        for xid, path in enumerate(paths, start=1):
+            encoded = (self._chroot + path).encode()
+            self._sock.sendall(_REQUEST_HEADER.pack(12 + len(encoded), xid, OP_GET_ACL) + _I32.pack(len(encoded))
+                               + encoded)
+            frame = self._read_frame()
+            answered, _, err = _REPLY_HEADER.unpack_from(frame, 0)
+            if answered != xid:
+                raise BulkReadError(f"ZooKeeper answered request {answered} where {xid} was due")
+            if err == ERR_NO_NODE:
+                out.append(None)
+                continue
+            if err == ERR_NO_AUTH:
+                out.append([])
+                continue
+            if err != 0:
+                raise BulkReadError(f"ZooKeeper error {err} reading the ACL of {path}")
+            out.append(decode_acl(frame, _REPLY_HEADER.size)[0])
+        return out
+
+    def get_many(self, paths: Sequence[str], *,
+                 unreadable_as_missing: bool = False) -> list[tuple[bytes, ZnodeStat] | None]:
+        """GetData of every path, in order (None for a missing znode, and with `unreadable_as_missing` for one
+        this session may not read, rather than ZkAuthError)."""
+        return self._multi_read(OP_GET_DATA, paths, unreadable_as_missing)
 
     def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
         """GetChildren of every path, in order (None for a missing znode)."""
         return self._multi_read(OP_GET_CHILDREN, paths)
 
-    def _multi_read(self, op: int, paths: Sequence[str]) -> list:
+    def _multi_read(self, op: int, paths: Sequence[str], unreadable_as_missing: bool = False) -> list:
         """Send every read in MultiReads of MULTI_READ_OPS, a sender thread writing while this one
         decodes the replies (at most WINDOW_REQUESTS unanswered), and return the results in order."""
         assert self._sock is not None, "open() first"
@@ -194,7 +276,7 @@ class BulkReader:
                 (answered,) = _I32.unpack_from(frame, 0)
                 if answered != xid:  # ZooKeeper answers a session's requests in order, and we set no watches
                     raise BulkReadError(f"ZooKeeper answered request {answered} where {xid} was due")
-                results.extend(decode_multi_read(frame, op, chunk))
+                results.extend(decode_multi_read(frame, op, chunk, self._endpoint.credentials, unreadable_as_missing))
         except BaseException:
             for _ in chunks:  # a sender waiting for replies no one reads now ends (closing the session ends
                 window.release()  # one stuck in sendall)
@@ -203,6 +285,24 @@ class BulkReader:
         if errors:
             raise BulkReadError(f"sending bulk requests failed: {errors[0]}")
         return results
+
+
+def _string(frame: bytes, pos: int) -> tuple[str, int]:
+    (length,) = _I32.unpack_from(frame, pos)
+    return frame[pos + 4:pos + 4 + max(length, 0)].decode(), pos + 4 + max(length, 0)
+
+
+def decode_acl(frame: bytes, pos: int) -> tuple[list[tuple[str, str, int]], int]:
+    """A jute vector of ACL at `pos`: its (scheme, id, perms) entries and the position after it."""
+    (count,) = _I32.unpack_from(frame, pos)
+    pos += 4
+    entries = []
+    for _ in range(max(count, 0)):
+        (perms,) = _I32.unpack_from(frame, pos)
+        scheme, pos = _string(frame, pos + 4)
+        ident, pos = _string(frame, pos)
+        entries.append((scheme, ident, perms))
+    return entries, pos
 
 
 def encode_multi_read(xid: int, op: int, paths: Sequence[str], chroot: str = "") -> bytes:
@@ -217,9 +317,11 @@ def encode_multi_read(xid: int, op: int, paths: Sequence[str], chroot: str = "")
     return _REQUEST_HEADER.pack(8 + len(body), xid, OP_MULTI_READ) + body
 
 
-def decode_multi_read(frame: bytes, op: int, paths: Sequence[str]) -> list:
+def decode_multi_read(frame: bytes, op: int, paths: Sequence[str], credentials: ZkCredentials | None = None,
+                      unreadable_as_missing: bool = False) -> list:
     """The results of a MultiRead reply, one per path: GetData's (data, ZnodeStat), GetChildren's
-    names, or None for a missing znode; any other failure raises BulkReadError."""
+    names, or None for a missing znode; NoAuth gives None with `unreadable_as_missing`, else raises
+    ZkAuthError (in terms of `credentials`); any other failure raises BulkReadError."""
     _, _, err = _REPLY_HEADER.unpack_from(frame, 0)
     if err != 0:
         raise BulkReadError(f"ZooKeeper error {err} on a MultiRead of {len(paths)} reads from {paths[0]} "
@@ -234,7 +336,9 @@ def decode_multi_read(frame: bytes, op: int, paths: Sequence[str]) -> list:
         if kind == OP_ERROR:
             (code,) = _I32.unpack_from(frame, pos)
             pos += 4
-            if code != ERR_NO_NODE:
+            if code == ERR_NO_AUTH and not unreadable_as_missing:
+                raise ZkAuthError(no_auth_message(f"a read of {paths[len(out)]}", credentials))
+            if code not in (ERR_NO_NODE, ERR_NO_AUTH):
                 raise BulkReadError(f"ZooKeeper error {code} reading {paths[len(out)]}")
             out.append(None)
         elif kind != op:
@@ -261,18 +365,18 @@ def decode_multi_read(frame: bytes, op: int, paths: Sequence[str]) -> list:
     return out
 
 
-def get_many(connect: str, paths: Iterable[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+def get_many(endpoint: ZkEndpoint | str, paths: Iterable[str]) -> list[tuple[bytes, ZnodeStat] | None]:
     """GetData for every path (None where missing), on a new session synced first.
 
     One session: in MultiReads, several sessions at once are slower than one
     (docs/perf/zookeeper-bulk-reads.md)."""
-    with BulkReader(connect) as reader:
+    with BulkReader(endpoint) as reader:
         reader.sync()
         return reader.get_many(list(paths))
 
 
-def children_many(connect: str, paths: Iterable[str]) -> list[list[str] | None]:
+def children_many(endpoint: ZkEndpoint | str, paths: Iterable[str]) -> list[list[str] | None]:
     """GetChildren for every path (None where missing), on a new session synced first."""
-    with BulkReader(connect) as reader:
+    with BulkReader(endpoint) as reader:
         reader.sync()
         return reader.children_many(list(paths))

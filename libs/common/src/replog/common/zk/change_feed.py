@@ -15,8 +15,10 @@ committed before the call has been delivered: ZooKeeper sends a session's
 notifications and replies in order, so the reply to a ``sync`` sent now comes
 after them.
 
-Wire format (jute, as in ``bulk``): AddWatch is op 106 with a path and an
-int32 mode (1 = persistent recursive) and an empty reply; a notification is a
+Wire format (jute, as in ``bulk``, whose authentication it shares): AddWatch is
+op 106 with a path and an int32 mode (1 = persistent recursive) and an empty
+reply, preceded by a GetData (op 4, path, watch false) of the same path that
+shows whether the session may read it; a notification is a
 reply with xid -1 whose body is type i32, state i32, path; pings are op 11
 with xid -2. Only the reader thread reads the socket; requests are written
 under a lock and their replies (ZooKeeper answers in order) complete a FIFO of
@@ -30,16 +32,20 @@ import socket
 import threading
 from typing import Callable, Sequence
 
+from replog.common.zk.auth import ZkEndpoint
 from replog.common.zk.bulk import (
     _I32,
     _REPLY_HEADER,
     _REQUEST_HEADER,
+    ERR_NO_AUTH,
     BulkReadError,
+    no_auth_message,
     open_session,
     parse_connect,
     read_frame,
 )
 
+OP_GET_DATA = 4
 OP_SYNC = 9
 OP_PING = 11
 OP_ADD_WATCH = 106
@@ -53,9 +59,10 @@ class ChangeFeedBroken(RuntimeError):
 
 
 class ChangeFeed:
-    def __init__(self, connect: str, paths: Sequence[str], on_change: Callable[[str | None], None], *,
+    def __init__(self, endpoint: ZkEndpoint | str, paths: Sequence[str], on_change: Callable[[str | None], None], *,
                  session_timeout_s: float = 10.0) -> None:
-        self._hosts, self._chroot = parse_connect(connect)
+        self._endpoint = ZkEndpoint.of(endpoint)
+        self._hosts, self._chroot = parse_connect(self._endpoint.connect)
         self._paths = tuple(paths)
         self._on_change = on_change
         self._session_timeout_s = session_timeout_s
@@ -73,7 +80,7 @@ class ChangeFeed:
     def open(self) -> None:
         """Connect and watch every path; changes from now on are reported."""
         try:
-            sock = open_session(self._hosts, self._session_timeout_s)
+            sock = open_session(self._hosts, self._session_timeout_s, credentials=self._endpoint.credentials)
         except (BulkReadError, OSError) as exc:
             raise ChangeFeedBroken(str(exc)) from None
         self._sock = sock
@@ -84,6 +91,9 @@ class ChangeFeed:
         self._pinger = threading.Thread(target=self._ping_loop, name="zk-change-feed-ping", daemon=True)
         self._pinger.start()
         for path in self._paths:
+            # ZooKeeper sets a watch without checking the ACL, so a read first: credentials it does not
+            # know fail here, clearly, not in the first read after a notification.
+            self._request(OP_GET_DATA, self._encode_path(path) + b"\0")
             self._request(OP_ADD_WATCH, self._encode_path(path) + _I32.pack(MODE_PERSISTENT_RECURSIVE))
 
     def close(self) -> None:
@@ -130,6 +140,8 @@ class ChangeFeed:
                 raise ChangeFeedBroken(f"writing to ZooKeeper failed: {exc}") from exc
         if not done.wait(timeout_s):
             raise ChangeFeedBroken(f"ZooKeeper did not answer op {op} in {timeout_s} s")
+        if outcome and outcome[0] == ERR_NO_AUTH:
+            raise ChangeFeedBroken(no_auth_message(f"op {op}", self._endpoint.credentials))
         if not outcome or outcome[0] != 0:
             raise ChangeFeedBroken(f"ZooKeeper answered op {op} with error {outcome[0] if outcome else 'none'}")
 

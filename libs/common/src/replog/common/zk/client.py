@@ -14,6 +14,13 @@ ZooKeeper takes, because without it a service can do nothing useful, and a broke
 at start left the partitions it alone held offline until a person started it again. Tools and
 tests `start` with a deadline. kazoo logs each failed attempt; `_ConnectionLogFilter` lets
 those lines through at a bounded rate, and `connect` says itself that it is waiting.
+
+Authentication. With credentials (auth.py), kazoo sends one digest auth packet per identity
+on every connection, and every znode this client creates gets the ACL schema/znode_acls.py gives
+its path (`acl`). `ensure_layout` creates the persistent znodes, gives them and the root of the
+connect string their ACLs where they are still open to anyone, and then reads /brokers: a
+password ZooKeeper does not know gives another identity, not an error, so this read is
+where a wrong password shows, as a StartupError naming the identity.
 """
 
 from __future__ import annotations
@@ -24,11 +31,23 @@ import time
 from typing import Callable
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import ConnectionLoss, NoNodeError, NodeExistsError, OperationTimeoutError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    OperationTimeoutError,
+)
 from kazoo.retry import KazooRetry
+from kazoo.security import ACL
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from replog.common.service import StartupError
 from replog.common.zk import schema
+from replog.common.zk.auth import ZkEndpoint
+from replog.common.zk.bulk import no_auth_message
+from replog.common.zk.schema import znode_acls as acls
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +118,11 @@ def _filter_connection_logs() -> None:
 class ZkClient:
     """Owns one kazoo session."""
 
-    def __init__(self, connect: str, *, session_timeout_ms: int = 6000, connect_backoff_max_ms: int = 2000) -> None:
+    def __init__(self, endpoint: ZkEndpoint | str, *, session_timeout_ms: int = 6000,
+                 connect_backoff_max_ms: int = 2000) -> None:
         assert connect_backoff_max_ms > 0, connect_backoff_max_ms
+        self.endpoint = ZkEndpoint.of(endpoint)
+        connect = self.endpoint.connect
         self.connect_string = connect
         self.session_timeout_ms = session_timeout_ms
         self.connect_backoff_max_ms = connect_backoff_max_ms
@@ -108,7 +130,7 @@ class ZkClient:
         connection_retry = KazooRetry(max_tries=-1, delay=CONNECT_BACKOFF_FIRST_S, backoff=2,
                                       max_delay=connect_backoff_max_ms / 1000.0)
         self.kazoo = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0,
-                                 connection_retry=connection_retry)
+                                 connection_retry=connection_retry, auth_data=self.endpoint.kazoo_auth_data())
         self._listeners: list[SessionListener] = []
         self.kazoo.add_listener(self._on_state)
 
@@ -167,16 +189,55 @@ class ZkClient:
     def session_id(self) -> int:
         return self.kazoo.client_id[0] if self.kazoo.client_id else 0
 
+    def acl(self, path: str) -> list[ACL]:
+        """The ACL a znode this client creates at `path` gets (open when unauthenticated)."""
+        return self.endpoint.kazoo_acl(path)
+
     def ensure_layout(self) -> None:
+        """Create the persistent znodes (parents first), claim them and the root, and check this session may read.
+
+        With credentials, a persistent znode is created open and claimed (given its schema ACL) once every one
+        of them exists: processes start together, and a parent claimed early would refuse the creation of a
+        child (/brokers admits no new children) by the next process. Whoever claims a znode first wins."""
         for path in schema.PERSISTENT_PATHS:
             self._ensure(path)
+        if self.endpoint.credentials is None:
+            return
+        for path in (*schema.PERSISTENT_PATHS, "/"):
+            self._claim(path)
+        try:
+            self.kazoo.get_children(schema.BROKERS)
+        except NoAuthError:
+            raise StartupError(no_auth_message(f"a read of {schema.BROKERS}", self.endpoint.credentials)) from None
 
     @_retry_reads
     def _ensure(self, path: str) -> None:
+        if self.kazoo.exists(path) is not None:
+            return  # creating needs CREATE on the parent, which most identities lack once the layout is claimed
         try:
-            self.kazoo.ensure_path(path)
+            self.kazoo.create(path, b"")  # open until claimed (ensure_layout)
         except NodeExistsError:
             pass
+        except NoAuthError:
+            raise StartupError(no_auth_message(f"the creation of {path}", self.endpoint.credentials)) from None
+
+    @_retry_reads
+    def _claim(self, path: str) -> None:
+        """Give `path` its schema ACL if it is still open to anyone (ZooKeeper's default ACL, which the root of
+        a new ZooKeeper or chroot has): otherwise an anonymous client could, for one, create /controller while
+        no controller holds the seat."""
+        try:
+            current, stat = self.kazoo.get_acls(path)
+        except NoAuthError:
+            return  # claimed, with an ACL that does not name this identity
+        if not any(entry.id.scheme == "world" for entry in current):
+            return
+        try:
+            self.kazoo.set_acls(path, self.acl(path), version=stat.aversion)
+        except (BadVersionError, NoAuthError):
+            return  # another process claimed it first
+        log.info("claimed %s%s for replog: %s", self.connect_string, "" if path == "/" else path,
+                 acls.describe(acls.acl_of(path)))
 
     @_retry_reads
     def get(self, path: str):

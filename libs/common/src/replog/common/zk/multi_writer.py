@@ -7,7 +7,8 @@ kazoo builds, serializes and answers each operation as Python objects on two thr
 The figures: docs/perf/zookeeper-multi-writes.md.
 
 What it speaks: Multi (opcode 14) holding Check (13), SetData (5), Create (1,
-persistent, open ACL) and Delete (2). The wire format is jute, as in ``bulk``,
+persistent, with the ACL the schema gives its path: the caller fills `Create.acl` from
+`ZkEndpoint.acl`) and Delete (2), on a session authenticated as in ``bulk``. The wire format is jute, as in ``bulk``,
 big-endian, each frame an int32 length and a body:
 
 - request: xid i32, type i32, then per operation a MultiHeader (type i32,
@@ -47,10 +48,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from replog.common.zk import bulk
+from replog.common.zk.auth import OPEN_ACL, AclEntry, ZkEndpoint
 from replog.common.zk.bulk import _I32, _MULTI_HEADER, _REPLY_HEADER, _REQUEST_HEADER, OP_ERROR
 
 _STAT_SIZE = 68
-_OPEN_ACL = _I32.pack(1) + _I32.pack(31) + _I32.pack(5) + b"world" + _I32.pack(6) + b"anyone"
 
 OP_CREATE = 1
 OP_DELETE = 2
@@ -61,11 +62,12 @@ OP_MULTI = 14
 OK = 0
 ERR_RUNTIME_INCONSISTENCY = -2
 ERR_NO_NODE = -101
+ERR_NO_AUTH = -102
 ERR_BAD_VERSION = -103
 ERR_NODE_EXISTS = -110
 ERR_NOT_EMPTY = -111
 ERROR_NAMES = {
-    ERR_RUNTIME_INCONSISTENCY: "RuntimeInconsistency", ERR_NO_NODE: "NoNodeError",
+    ERR_RUNTIME_INCONSISTENCY: "RuntimeInconsistency", ERR_NO_NODE: "NoNodeError", ERR_NO_AUTH: "NoAuthError",
     ERR_BAD_VERSION: "BadVersionError", ERR_NODE_EXISTS: "NodeExistsError", ERR_NOT_EMPTY: "NotEmptyError",
 }
 
@@ -93,6 +95,7 @@ class SetData:
 class Create:
     path: str
     data: bytes = b""
+    acl: tuple[AclEntry, ...] = OPEN_ACL
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,13 @@ def error_name(code: int) -> str:
     return ERROR_NAMES.get(code, f"ZooKeeper error {code}")
 
 
+def _encode_acl(acl: tuple[AclEntry, ...]) -> bytes:
+    parts = [_I32.pack(len(acl))]
+    for perms, scheme, ident in acl:
+        parts += [_I32.pack(perms), _I32.pack(len(scheme)), scheme.encode(), _I32.pack(len(ident)), ident.encode()]
+    return b"".join(parts)
+
+
 def encode_multi(xid: int, operations: Sequence[Operation], chroot: str = "") -> bytes:
     """One Multi request frame."""
     parts: list[bytes] = []
@@ -121,7 +131,7 @@ def encode_multi(xid: int, operations: Sequence[Operation], chroot: str = "") ->
         if kind is SetData:
             parts.append(head + _I32.pack(len(op.data)) + op.data + _I32.pack(op.version))
         elif kind is Create:
-            parts.append(head + _I32.pack(len(op.data)) + op.data + _OPEN_ACL + _I32.pack(0))
+            parts.append(head + _I32.pack(len(op.data)) + op.data + _encode_acl(op.acl) + _I32.pack(0))
         else:  # Check, Delete
             parts.append(head + _I32.pack(op.version))
     parts.append(_MULTI_HEADER.pack(OP_ERROR, True, -1))
@@ -161,8 +171,9 @@ def decode_multi(frame: bytes) -> tuple[int, list[int]]:
 class MultiWriter:
     """`commit(transactions)`: each transaction (a list of operations) applied all or nothing, in order."""
 
-    def __init__(self, connect: str, *, session_timeout_s: float) -> None:
-        self._hosts, self._chroot = bulk.parse_connect(connect)
+    def __init__(self, endpoint: ZkEndpoint | str, *, session_timeout_s: float) -> None:
+        self._endpoint = ZkEndpoint.of(endpoint)
+        self._hosts, self._chroot = bulk.parse_connect(self._endpoint.connect)
         self._session_timeout_s = session_timeout_s
         self._sock: socket.socket | None = None
         self._buffer = bytearray()
@@ -181,7 +192,8 @@ class MultiWriter:
             self.close()  # it may have expired: a new one costs a handshake, a dead one an unknown outcome
         if self._sock is None:
             try:
-                self._sock = bulk.open_session(self._hosts, self._session_timeout_s, receive_buffer=4 << 20)
+                self._sock = bulk.open_session(self._hosts, self._session_timeout_s, receive_buffer=4 << 20,
+                                               credentials=self._endpoint.credentials)
             except (OSError, bulk.BulkReadError) as exc:
                 raise MultiWriteError(f"cannot open a ZooKeeper session for writing: {exc}") from None
             self._last_used = time.monotonic()

@@ -28,7 +28,7 @@ def register_broker(zk: ZkClient, registration: schema.BrokerRegistration, wait_
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            zk.kazoo.create(path, registration.encode(), ephemeral=True)
+            zk.kazoo.create(path, registration.encode(), ephemeral=True, acl=zk.acl(path))
             _, stat = zk.kazoo.get(path)
             log.info("registered %s (broker epoch %d)", path, stat.czxid)
             return stat.czxid

@@ -5,12 +5,25 @@ with the epoch this replica holds. An older request epoch means the sender
 missed a leader change (FENCED_LEADER_EPOCH: refresh and retry elsewhere); a
 newer one means this replica has not yet heard of it (UNKNOWN_LEADER_EPOCH:
 retry later). Clients may send -1 to skip the check; replicas may not.
+
+It also owns how far the controller may move a replica's leader epoch in one request
+(`check_leader_epoch_jump`). The controller raises a partition's leader epoch by one per
+leader change, each a ZooKeeper write, and tells every live replica; a replica that missed
+some (its request was lost) gets its whole state again within the controller's resync delay
+(at most 30 s). `LEADER_EPOCH_JUMP_MAX` is far above what a partition can go through in that
+time (it would take thousands of elections a second of one partition) and far below the
+int32 limit, so a corrupt or made-up epoch (2147483647, say) is refused instead of adopted:
+adopted, it would fence the real controller's every later request for that replica out until
+the broker restarts. A replica that holds no epoch yet (new, or just loaded from disk) has
+nothing to measure a jump from; the controller's fence (controller_epoch.py) guards it.
 """
 
 from __future__ import annotations
 
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.log_view import NO_LEADER_EPOCH
+
+LEADER_EPOCH_JUMP_MAX = 1 << 16
 
 
 def check_leader_epoch(
@@ -30,3 +43,15 @@ def check_leader_epoch(
             f"request leader epoch {request_leader_epoch} > current {held_leader_epoch}",
         )
     return None
+
+
+def check_leader_epoch_jump(request_leader_epoch: int, held_leader_epoch: int) -> Refusal | None:
+    """None unless the controller's `request_leader_epoch` is more than LEADER_EPOCH_JUMP_MAX past the
+    epoch this replica holds (a replica holding none accepts any)."""
+    if held_leader_epoch == NO_LEADER_EPOCH or request_leader_epoch - held_leader_epoch <= LEADER_EPOCH_JUMP_MAX:
+        return None
+    return Refusal(
+        ErrorCode.INVALID_REQUEST,
+        f"leader epoch {request_leader_epoch} is more than {LEADER_EPOCH_JUMP_MAX} past the held "
+        f"{held_leader_epoch}: not a real leader epoch (the controller raises it by one per leader change)",
+    )

@@ -10,12 +10,19 @@ leader epoch, the ISR and the partition epoch (version of the state znode).
 an outcome value; it changes nothing itself:
 
 - lower leader epoch than held        -> Refusal(FENCED_LEADER_EPOCH)
+- a leader epoch more than LEADER_EPOCH_JUMP_MAX past the held one -> Refusal(INVALID_REQUEST)
+  (fencing.py says why)
 - same leader epoch, older partition epoch -> Refusal(INVALID_UPDATE_VERSION)
 - same leader epoch and partition epoch   -> Unchanged (a redelivery)
 - same leader epoch, newer partition epoch -> Applied(ISR_UPDATE): ISR or
   assignment changed, the role did not
 - newer leader epoch                  -> Applied(BECOME_LEADER | BECOME_FOLLOWER
   | GO_OFFLINE) with the adapter's effects in order
+
+A StopReplica must name a real leader epoch: at least the held one (else FENCED_LEADER_EPOCH),
+within LEADER_EPOCH_JUMP_MAX of it, and never -1. A stop "at any epoch" would let any request
+that passed the controller fence stop or delete a replica whatever its leadership; the
+controller names the partition's current leader epoch for every stop, topic deletion included.
 
 Roles move only along `VALID_PREVIOUS_ROLES` (transitions as data). STOPPED is
 terminal: the adapter forgets a stopped replica and starts a new
@@ -36,6 +43,7 @@ from dataclasses import dataclass
 from typing import Mapping, NamedTuple
 
 from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.core.fencing import LEADER_EPOCH_JUMP_MAX, check_leader_epoch_jump
 from replog.broker.core.log_view import NO_LEADER_EPOCH
 from replog.common.core.partitions import NO_LEADER, TopicPartition
 
@@ -207,18 +215,30 @@ def apply_leader_and_isr(current: PartitionState, decision: LeaderAndIsrDecision
         )
     if decision.leader_epoch == current.leader_epoch:
         return _same_leader_epoch(current, decision)
+    # The bound's test inline, its refusal in fencing.py: this runs for thousands of partitions per failover.
+    if decision.leader_epoch - current.leader_epoch > LEADER_EPOCH_JUMP_MAX and current.leader_epoch != NO_LEADER_EPOCH:
+        return check_leader_epoch_jump(decision.leader_epoch, current.leader_epoch)
     return _new_leader_epoch(current, decision)
 
 
 def apply_stop_replica(current: PartitionState, leader_epoch: int, delete: bool) -> PartitionOutcome:
-    """Decide a StopReplica; `leader_epoch == -1` stops at any epoch (topic deletion)."""
+    """Decide a StopReplica at the partition's current `leader_epoch` (never -1: see the module docstring)."""
+    if leader_epoch < 0:
+        return Refusal(
+            ErrorCode.INVALID_REQUEST,
+            f"StopReplica names leader epoch {leader_epoch}: it must name the partition's current leader epoch "
+            f"(0 or more); a stop at any epoch is not accepted",
+        )
     if current.role is ReplicaRole.STOPPED:
         return Unchanged(current, "already stopped")
-    if leader_epoch != NO_LEADER_EPOCH and leader_epoch < current.leader_epoch:
+    if leader_epoch < current.leader_epoch:
         return Refusal(
             ErrorCode.FENCED_LEADER_EPOCH,
             f"stop at leader epoch {leader_epoch} < held {current.leader_epoch}",
         )
+    jump = check_leader_epoch_jump(leader_epoch, current.leader_epoch)
+    if jump is not None:
+        return jump
     check_transition(current.role, ReplicaRole.STOPPED)
     effects: list[Effect] = []
     if current.role is ReplicaRole.FOLLOWER:

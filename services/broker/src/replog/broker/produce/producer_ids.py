@@ -55,7 +55,8 @@ class ProducerIdAllocator:
                 if current is None or not current[0]:
                     block = schema.ProducerIdBlock(self._broker_id, 0, BLOCK_SIZE - 1)
                     if current is None:
-                        kazoo.create(schema.PRODUCER_ID_BLOCK, block.encode())
+                        kazoo.create(schema.PRODUCER_ID_BLOCK, block.encode(),
+                                     acl=self._zk.acl(schema.PRODUCER_ID_BLOCK))
                     else:
                         kazoo.set(schema.PRODUCER_ID_BLOCK, block.encode(), version=current[1].version)
                 else:

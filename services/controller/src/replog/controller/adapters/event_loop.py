@@ -29,6 +29,7 @@ from opentelemetry import trace
 
 from replog.common import gc_policy
 from replog.common.channels import ChannelCache
+from replog.common.security.files import TlsFiles
 from replog.common.zk.client import ZkClient
 from replog.controller.adapters import metrics
 from replog.controller.adapters.broker_requests import BrokerRequestSender
@@ -37,7 +38,7 @@ from replog.controller.adapters.plan_executor import execute
 from replog.controller.adapters.seat import Seat
 from replog.controller.adapters.standby_mirror import StandbyMirror
 from replog.controller.adapters.watches import Watches
-from replog.controller.adapters.zk_writer import SeatLostError, ZkWriter, ZkWriteError
+from replog.controller.adapters.zk_writer import SeatLostError, ZkWriteError, ZkWriter
 from replog.controller.core import events as ev
 from replog.controller.core.apply import apply
 from replog.controller.core.decide import decide
@@ -94,7 +95,7 @@ class NotController(Exception):
 class ControllerLoop:
     def __init__(self, zk: ZkClient, controller_id: int, settings: ControllerSettings, *,
                  queue_size_max: int, session_timeout_ms: int, give_up: Callable[[str], None],
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, tls: TlsFiles | None = None) -> None:
         self._give_up = give_up
         self._zk = zk
         self._controller_id = controller_id
@@ -113,7 +114,7 @@ class ControllerLoop:
         self._resync_lock = threading.Lock()  # _resyncs is also touched by the resync timers
         self._resyncs: set[int] = set()  # brokers with a resync scheduled
         self._resync_delays: dict[int, float] = {}  # the last wait before a resync, per failing broker
-        self._channels = ChannelCache()
+        self._channels = ChannelCache(tls)  # to the brokers, with the controller's certificate
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name="controller-loop", daemon=True)
         self._ticker = threading.Thread(target=self._tick, name="controller-ticker", daemon=True)
@@ -168,7 +169,7 @@ class ControllerLoop:
     def _start_mirror(self) -> None:
         with self._mirror_lock:
             if self._mirror is None:
-                self._mirror = StandbyMirror(self._zk.connect_string,
+                self._mirror = StandbyMirror(self._zk.endpoint,
                                              session_timeout_s=self._session_timeout_ms / 1000)
                 self._mirror.start()
 
@@ -254,7 +255,7 @@ class ControllerLoop:
                     mirror.close()
                 load_span.set_attribute("controller.standby_copy", snapshot is not None)
                 if snapshot is None:
-                    snapshot = load_snapshot(self._zk.connect_string, self._controller_id, seat.controller_epoch)
+                    snapshot = load_snapshot(self._zk.endpoint, self._controller_id, seat.controller_epoch)
             span.set_attribute("partitions", len(snapshot.assignments))
             span.set_attribute("brokers", sorted(snapshot.live_brokers))
             self._execute(ev.Startup(snapshot), item.generation, None, span)

@@ -14,26 +14,34 @@ import time
 from replog.common.core.partitions import TopicPartition
 from replog.common.core.topic_config import TopicConfig
 from replog.common.zk import bulk, schema
+from replog.common.zk.auth import ZkEndpoint
+from replog.controller.adapters import registrations
 from replog.controller.core.model import BrokerInfo, ClusterSnapshot, LeaderAndIsr, ReplicaAssignment
 
 log = logging.getLogger(__name__)
 
 
-def read_live_brokers(connect: str) -> dict[int, BrokerInfo]:
-    ids = bulk.children_many(connect, [schema.BROKER_IDS])[0] or []
-    ids = sorted(int(i) for i in ids if i.isdigit())
-    found = bulk.get_many(connect, [schema.broker_path(i) for i in ids])
+def read_live_brokers(connect: ZkEndpoint) -> dict[int, BrokerInfo]:
+    """The registered brokers, each registration's ACL checked (registrations.py)."""
+    with bulk.BulkReader(connect) as reader:
+        reader.sync()
+        ids = reader.children_many([schema.BROKER_IDS])[0] or []
+        ids = sorted(int(i) for i in ids if i.isdigit())
+        paths = [schema.broker_path(i) for i in ids]
+        acl_entries = reader.get_acls(paths) if connect.credentials is not None else [None] * len(ids)
+        # Any broker may create a child here, with an ACL that keeps the controller out: skipped, not fatal.
+        found = reader.get_many(paths, unreadable_as_missing=True)
     brokers: dict[int, BrokerInfo] = {}
-    for broker_id, item in zip(ids, found):
-        if item is None:
-            continue  # gone between the listing and the read
+    for broker_id, item, entries in zip(ids, found, acl_entries):
+        if not registrations.believed(broker_id, entries, connect.credentials) or item is None:
+            continue  # refused (and logged), or gone between the listing and the read
         registration = schema.BrokerRegistration.decode(broker_id, item[0])
         brokers[broker_id] = BrokerInfo(broker_id, registration.host, registration.port, registration.rack,
                                         item[1].czxid)
     return brokers
 
 
-def read_topic_configs(connect: str, topics: list[str]) -> dict[str, TopicConfig]:
+def read_topic_configs(connect: ZkEndpoint, topics: list[str]) -> dict[str, TopicConfig]:
     configs: dict[str, TopicConfig] = {}
     found = bulk.get_many(connect, [schema.topic_config_path(t) for t in topics])
     for topic, item in zip(topics, found):
@@ -61,7 +69,7 @@ def read_reassignment_request(data: bytes | None) -> dict[TopicPartition, tuple[
     return {TopicPartition(t, p): (tuple(r) if r else None) for (t, p), r in request.targets.items()}
 
 
-def read_assignments(connect: str, topics: list[str]) -> dict[str, dict[int, ReplicaAssignment] | None]:
+def read_assignments(connect: ZkEndpoint, topics: list[str]) -> dict[str, dict[int, ReplicaAssignment] | None]:
     """Each topic's assignment; None for a topic gone or unreadable."""
     out: dict[str, dict[int, ReplicaAssignment] | None] = {}
     for topic, item in zip(topics, bulk.get_many(connect, [schema.topic_path(t) for t in topics])):
@@ -75,7 +83,7 @@ def read_assignments(connect: str, topics: list[str]) -> dict[str, dict[int, Rep
     return out
 
 
-def read_partition_states(connect: str, keys: list[TopicPartition]) -> dict[TopicPartition, LeaderAndIsr | None]:
+def read_partition_states(connect: ZkEndpoint, keys: list[TopicPartition]) -> dict[TopicPartition, LeaderAndIsr | None]:
     """Each partition's state; None where it does not exist (yet)."""
     found = bulk.get_many(connect, [schema.partition_state_path(tp.topic, tp.partition) for tp in keys])
     states: dict[TopicPartition, LeaderAndIsr | None] = {}
@@ -89,7 +97,7 @@ def read_partition_states(connect: str, keys: list[TopicPartition]) -> dict[Topi
     return states
 
 
-def read_cluster_rest(connect: str) -> tuple[dict[int, BrokerInfo], frozenset[str], dict]:
+def read_cluster_rest(connect: ZkEndpoint) -> tuple[dict[int, BrokerInfo], frozenset[str], dict]:
     """The small part of the state, always read afresh: live brokers, deletions, reassignment requests."""
     brokers = read_live_brokers(connect)
     deleting = bulk.children_many(connect, [schema.DELETE_TOPICS])[0]
@@ -97,7 +105,7 @@ def read_cluster_rest(connect: str) -> tuple[dict[int, BrokerInfo], frozenset[st
     return brokers, frozenset(deleting or ()), read_reassignment_request(reassign[0] if reassign else None)
 
 
-def load_snapshot(connect: str, controller_id: int, controller_epoch: int) -> ClusterSnapshot:
+def load_snapshot(connect: ZkEndpoint, controller_id: int, controller_epoch: int) -> ClusterSnapshot:
     started = time.monotonic()
     brokers, deleting, reassignments = read_cluster_rest(connect)
     topics = sorted(bulk.children_many(connect, [schema.TOPICS])[0] or [])

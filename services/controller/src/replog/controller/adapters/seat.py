@@ -127,7 +127,7 @@ class SeatElector:
         host, port = self._address
         record = schema.ControllerRecord(self._controller_id, int(time.time() * 1000), host, port)
         try:
-            kazoo.create(schema.CONTROLLER, record.encode(), ephemeral=True)
+            kazoo.create(schema.CONTROLLER, record.encode(), ephemeral=True, acl=self._zk.acl(schema.CONTROLLER))
         except NodeExistsError:
             try:
                 data, _ = kazoo.get(schema.CONTROLLER, watch=self._watch)
@@ -152,7 +152,8 @@ class SeatElector:
                 data, stat = kazoo.get(schema.CONTROLLER_EPOCH)
             except NoNodeError:
                 try:
-                    kazoo.create(schema.CONTROLLER_EPOCH, schema.encode_controller_epoch(1))
+                    kazoo.create(schema.CONTROLLER_EPOCH, schema.encode_controller_epoch(1),
+                                 acl=self._zk.acl(schema.CONTROLLER_EPOCH))
                     _, stat = kazoo.get(schema.CONTROLLER_EPOCH)
                     return Seat(1, stat.version)
                 except NodeExistsError:

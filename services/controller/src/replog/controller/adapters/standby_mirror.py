@@ -33,6 +33,7 @@ import time
 from replog.common.core.partitions import TopicPartition
 from replog.common.core.topic_config import TopicConfig
 from replog.common.zk import bulk, schema
+from replog.common.zk.auth import ZkEndpoint
 from replog.common.zk.change_feed import ChangeFeed
 from replog.controller.adapters.loader import (
     read_assignments,
@@ -50,7 +51,7 @@ TAKE_WAIT_S = 120.0  # a load in progress finishes sooner than a new one would
 
 
 class StandbyMirror:
-    def __init__(self, connect: str, *, session_timeout_s: float = 10.0) -> None:
+    def __init__(self, connect: ZkEndpoint, *, session_timeout_s: float = 10.0) -> None:
         self._connect = connect
         self._session_timeout_s = session_timeout_s
         self._lock = threading.Lock()  # guards the copy; held while refreshing or taking

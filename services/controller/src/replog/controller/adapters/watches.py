@@ -21,13 +21,14 @@ import threading
 import time
 from typing import Callable
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from replog.common.core.partitions import TopicPartition
 from replog.common.core.topic_config import TopicConfig
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
+from replog.controller.adapters import registrations
 from replog.controller.adapters.loader import read_reassignment_request
 from replog.controller.core import events as ev
 from replog.controller.core.model import BrokerInfo
@@ -72,13 +73,18 @@ class Watches:
             return True  # older than the snapshot the seat reads next (see the module doc)
         notice_ms = int(time.time() * 1000)
         live: dict[int, BrokerInfo] = {}
+        credentials = self._zk.endpoint.credentials
         for child in children:
             if not child.isdigit():
                 continue
+            path = schema.broker_path(int(child))
             try:
-                data, stat = self._zk.kazoo.get(schema.broker_path(int(child)))
-            except NoNodeError:
-                continue
+                entries = registrations.read_acl(self._zk.kazoo, path) if credentials else None
+                if not registrations.believed(int(child), entries, credentials):
+                    continue
+                data, stat = self._zk.kazoo.get(path)
+            except (NoNodeError, NoAuthError):
+                continue  # gone, or made by someone who kept the controller out (and logged above)
             registration = schema.BrokerRegistration.decode(int(child), data)
             live[int(child)] = BrokerInfo(registration.broker_id, registration.host, registration.port,
                                           registration.rack, stat.czxid)

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from kazoo.exceptions import NoNodeError
 
-from replog.common.zk import bulk, schema
+from replog.common.zk import bulk
 from replog.common.zk import multi_writer as mw
+from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
 from replog.controller.core import plan as p
 from replog.controller.core.model import ReplicaAssignment
@@ -57,7 +58,7 @@ class ZkWriter:
         self._controller_id = controller_id
         self._controller_epoch = controller_epoch
         self._epoch_zk_version = epoch_zk_version
-        self._multi = mw.MultiWriter(zk.connect_string, session_timeout_s=zk.session_timeout_ms / 1000)
+        self._multi = mw.MultiWriter(zk.endpoint, session_timeout_s=zk.session_timeout_ms / 1000)
 
     def close(self) -> None:
         """End the write session (a new seat gets a new writer)."""
@@ -85,14 +86,14 @@ class ZkWriter:
                     try:
                         existing = set(kazoo.get_children(schema.partitions_path(tp.topic)))
                     except NoNodeError:
-                        ops.append((mw.Create(schema.partitions_path(tp.topic)), 80))
+                        ops.append((self._create(schema.partitions_path(tp.topic)), 80))
                         existing = set()
                     partition_nodes[tp.topic] = existing
                 data = self._state_bytes(write.state)
                 if str(tp.partition) not in existing:
-                    ops.append((mw.Create(schema.partition_path(tp.topic, tp.partition)), 80))
+                    ops.append((self._create(schema.partition_path(tp.topic, tp.partition)), 80))
                     existing.add(str(tp.partition))
-                ops.append((mw.Create(schema.partition_state_path(tp.topic, tp.partition), data), len(data) + 80))
+                ops.append((self._create(schema.partition_state_path(tp.topic, tp.partition), data), len(data) + 80))
             elif isinstance(write, p.SetAssignment):
                 data = _assignment_bytes(write.assignment)
                 ops.append((mw.SetData(schema.topic_path(write.topic), data), len(data) + 80))
@@ -108,6 +109,9 @@ class ZkWriter:
                 raise AssertionError(f"unknown ZooKeeper write {write!r}")
         return ops
 
+    def _create(self, path: str, data: bytes = b"") -> mw.Create:
+        return mw.Create(path, data, self._zk.endpoint.acl(path))
+
     def _state_bytes(self, state) -> bytes:
         return schema.PartitionStateRecord(state.leader, state.leader_epoch, tuple(state.isr),
                                            state.controller_epoch).encode()
@@ -122,7 +126,7 @@ class ZkWriter:
         bases = [f"{schema.partitions_path(write.topic)}/{partition}"
                  for partition in sorted(partitions, key=lambda x: int(x) if x.isdigit() else -1)]
         # Each partition's children in one pipelined read (one get_children each cost a round trip).
-        for base, children in zip(bases, bulk.children_many(self._zk.connect_string, bases) if bases else []):
+        for base, children in zip(bases, bulk.children_many(self._zk.endpoint, bases) if bases else []):
             for child in children or ():
                 ops.append((mw.Delete(f"{base}/{child}"), 80))
             ops.append((mw.Delete(base), 80))

@@ -204,7 +204,7 @@ class LeaderAndIsrRequest:
 
 class StopReplicaPartition(NamedTuple):
     partition: TopicPartition
-    leader_epoch: int  # -1: any epoch (topic deletion)
+    leader_epoch: int  # the partition's current one; brokers refuse -1 ("any epoch")
     delete: bool
 
 

@@ -8,7 +8,8 @@ else, each in one module:
 - `state.py`: the cluster's state (controller seat, brokers, topics, partition states,
   topic configs, producer-id blocks);
 - `admin.py`: the requests the gateway leaves for the controller, and the reassignment throttle;
-- `acls.py`: the ACL bindings under /acls (paths and JSON together: one file for one feature);
+- `znode_acls.py`: the ACL of every path (who may read, write, create and delete what);
+- `acl_bindings.py`: the clients' ACL bindings under /acls (their paths and JSON, together);
 - `layout.py`: `LAYOUT`, every path with who writes it and an example, for the reference.
 
 Shapes follow Kafka's so existing knowledge and tools carry over. Decoders are strict: a
@@ -17,7 +18,8 @@ because a controller acting on a misread partition state could lose data. Import
 `from replog.common.zk import schema`.
 """
 
-from .acls import (
+from . import znode_acls
+from .acl_bindings import (
     ACLS,
     AclChangeMarker,
     AclEntry,
@@ -28,7 +30,7 @@ from .acls import (
 )
 from .admin import ElectionRequest, ReassignmentRequest, ReassignmentThrottle
 from .codec import ZkDataError
-from .layout import LAYOUT, Znode
+from .layout import ACL_PATHS, LAYOUT, Znode, acl_of_pattern
 from .paths import (
     ADMIN,
     BROKER_IDS,
@@ -67,6 +69,7 @@ from .state import (
 
 __all__ = [
     "ACLS",
+    "ACL_PATHS",
     "ADMIN",
     "BROKERS",
     "BROKER_IDS",
@@ -97,6 +100,7 @@ __all__ = [
     "TopicConfigRecord",
     "ZkDataError",
     "Znode",
+    "acl_of_pattern",
     "acl_pattern_folder",
     "acl_resource_path",
     "broker_path",
@@ -110,4 +114,5 @@ __all__ = [
     "partitions_path",
     "topic_config_path",
     "topic_path",
+    "znode_acls",
 ]

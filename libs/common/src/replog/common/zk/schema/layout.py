@@ -1,18 +1,20 @@
-"""The ZooKeeper layout as data: every path, who writes it, what it holds, with an example.
+"""The ZooKeeper layout as data: every path, who writes it, what it holds, with an example, and its ACL.
 
-docs/zookeeper.md is drawn from `LAYOUT` (docs/generate.py); a unit test checks that every
-path constant of paths.py has a row, so a new znode cannot be left out of the reference.
+docs/zookeeper.md is drawn from `LAYOUT` and `ACL_PATHS` (docs/generate.py); a unit test checks
+that every path constant of paths.py has a row, so a new znode cannot be left out of the reference.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .acls import ACLS, AclChangeMarker, AclEntry, AclResourceRecord, acl_resource_path
+from . import znode_acls as acls
+from .acl_bindings import ACLS, AclChangeMarker, AclEntry, AclResourceRecord, acl_resource_path
 from .admin import ElectionRequest, ReassignmentRequest, ReassignmentThrottle
 from .paths import (
     CONTROLLER,
     CONTROLLER_EPOCH,
+    PERSISTENT_PATHS,
     PREFERRED_REPLICA_ELECTION,
     PRODUCER_ID_BLOCK,
     REASSIGN_PARTITIONS,
@@ -20,7 +22,9 @@ from .paths import (
     UNCLEAN_LEADER_ELECTION,
     broker_path,
     delete_topic_path,
+    partition_path,
     partition_state_path,
+    partitions_path,
     topic_config_path,
     topic_path,
 )
@@ -42,6 +46,20 @@ class Znode:
     writer: str        # who creates and changes it
     meaning: str
     example: bytes     # what it holds, encoded by this module
+
+    @property
+    def acl(self) -> tuple[acls.Grant, ...]:
+        return acl_of_pattern(self.path)
+
+
+_PLACEHOLDERS = {"<id>": "1", "<topic>": "orders", "<p>": "0"}
+
+
+def acl_of_pattern(path: str) -> tuple[acls.Grant, ...]:
+    """The ACL of a path written with <placeholders> (as in LAYOUT); `<id>` stands for broker 1."""
+    for placeholder, value in _PLACEHOLDERS.items():
+        path = path.replace(placeholder, value)
+    return acls.acl_of(path)
 
 
 LAYOUT: tuple[Znode, ...] = (
@@ -85,4 +103,11 @@ LAYOUT: tuple[Znode, ...] = (
                              AclEntry("User:*", "consume", "deny"))).encode()),
     Znode(PRODUCER_ID_BLOCK, "persistent", "brokers, by conditional update",
           "the last block of producer ids handed out", ProducerIdBlock(2, 1000, 1999).encode()),
+)
+
+# Every znode with an ACL of its own, for the reference: the root, the persistent parents, the
+# partition parents, and every row of LAYOUT.
+ACL_PATHS: tuple[str, ...] = (
+    "/", *PERSISTENT_PATHS, partitions_path("<topic>"), partition_path("<topic>", "<p>"),
+    *(znode.path for znode in LAYOUT if znode.path not in PERSISTENT_PATHS),
 )

@@ -21,8 +21,9 @@ CONFIG_TOPICS = "/config/topics"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 REASSIGNMENT_THROTTLE = "/config/reassignment_throttle"
 
-# Persistent parents every cluster needs; created idempotently at start-up.
-PERSISTENT_PATHS = (BROKERS, BROKER_IDS, TOPICS, ADMIN, DELETE_TOPICS, CONFIG, CONFIG_TOPICS)
+# Persistent znodes every cluster needs, parents first; created idempotently at start-up, each with the
+# ACL znode_acls.py gives it, so none of them is left for a less trusted creator to make (and to choose its ACL).
+PERSISTENT_PATHS = (BROKERS, BROKER_IDS, TOPICS, ADMIN, DELETE_TOPICS, CONFIG, CONFIG_TOPICS, PRODUCER_ID_BLOCK)
 
 
 def broker_path(broker_id: int) -> str:

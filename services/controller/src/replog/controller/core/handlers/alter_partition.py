@@ -5,8 +5,9 @@ Theory of operation
 docs/architecture.md, "High watermark and ISR"; KIP-497 and Kafka's ZK-mode ``processAlterPartition``.
 The controller checks, in order:
 
-1. the sender is a registered broker with that ``broker_epoch`` (0 = not
-   given): else the whole request is refused with STALE_BROKER_EPOCH;
+1. the sender is a registered broker with that ``broker_epoch``: else the
+   whole request is refused with STALE_BROKER_EPOCH. A request without one (0)
+   is refused too: "not given" would let any caller speak for any broker;
 per item:
 2. the partition exists and is not being deleted: UNKNOWN_TOPIC_OR_PARTITION;
 3. the sender is its leader: NOT_LEADER;
@@ -38,7 +39,7 @@ from ..plan import AlterPartitionReply, AlterPartitionResult
 
 def on_alter_partition(b: PlanBuilder, event: AlterPartitionReceived) -> None:
     info = b.live.get(event.broker_id)
-    if info is None or (event.broker_epoch and event.broker_epoch != info.broker_epoch):
+    if info is None or event.broker_epoch != info.broker_epoch:
         b.failed_isr_updates += len(event.items)
         b.reply = AlterPartitionReply(
             ErrorCode.STALE_BROKER_EPOCH,

@@ -6,7 +6,8 @@ A topic marked under ``/admin/delete_topics`` is deleted in two steps:
 
 1. start: its partitions go OFFLINE (brokers learn from UpdateMetadata that the
    topic is gone), any reassignment of them is abandoned, and every replica on
-   a live broker gets StopReplica(delete=True).  The controller records those
+   a live broker gets StopReplica(delete=True) at the partition's current leader
+   epoch (brokers refuse a stop at "any epoch", -1).  The controller records those
    ``(partition, broker)`` replicas as *pending*.
 2. finish: each acknowledged replica (``TopicDeletionReplicaStopped``) leaves
    the pending set; so does every replica on a broker that dies.  When nothing
@@ -35,9 +36,6 @@ from ..builder import PlanBuilder
 from ..events import TopicDeletionReplicaStopped, TopicDeletionRequested
 from ..states import PartitionState, ReplicaState, check_partition_transition, check_replica_transition
 
-ANY_LEADER_EPOCH = -1
-
-
 def on_topic_deletion_requested(b: PlanBuilder, event: TopicDeletionRequested) -> None:
     for topic in sorted(set(event.topics)):
         if not b.is_deleting(topic):
@@ -55,7 +53,7 @@ def start_deletion(b: PlanBuilder, topic: str) -> None:
         check_partition_transition(tp, b.partition_state(tp), PartitionState.OFFLINE)
         for broker_id in b.assignment_of(tp).replicas:
             if broker_id in b.live:
-                b.stop_replica(tp, broker_id, delete=True, leader_epoch=ANY_LEADER_EPOCH)
+                b.stop_replica(tp, broker_id, delete=True, leader_epoch=current_leader_epoch(b, tp))
                 pending.add((tp.partition, broker_id))
     b.set_deletion_pending(topic, frozenset(pending))
     b.topic_deleted_in_metadata(topic)
@@ -82,8 +80,16 @@ def resend_stops(b: PlanBuilder, broker_id: int) -> None:
     for topic in b.deleting_topics():
         for partition, holder in sorted(b.deletion_pending(topic) or ()):
             if holder == broker_id:
-                b.stop_replica(TopicPartition(topic, partition), broker_id, delete=True,
-                               leader_epoch=ANY_LEADER_EPOCH)
+                tp = TopicPartition(topic, partition)
+                b.stop_replica(tp, broker_id, delete=True, leader_epoch=current_leader_epoch(b, tp))
+
+
+def current_leader_epoch(b: PlanBuilder, tp: TopicPartition) -> int:
+    """The epoch a stop names: the partition's, which is at least what any replica of it holds (a broker
+    learns leader epochs only from this controller's state). A partition never given a state has had no
+    LeaderAndIsr, so its replicas hold none and 0 stops them."""
+    state = b.state_of(tp)
+    return 0 if state is None else state.leader_epoch
 
 
 def forget_dead_replicas(b: PlanBuilder, dead: set[int]) -> None:

@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 Kafka's ``doControlledShutdown``.  A registered broker asking to stop (with its
-current ``broker_epoch``; 0 = not given) is marked *shutting down* -- from now
+current ``broker_epoch``, which it must give: without it any caller could
+drain any broker's leaderships) is marked *shutting down* -- from now
 on no election picks it and no ISR may add it -- and, for each partition it holds:
 
 * it leads and the partition is replicated: the controlled-shutdown election
@@ -40,7 +41,7 @@ def on_controlled_shutdown(b: PlanBuilder, event: ControlledShutdownRequested) -
         b.reply = ControlledShutdownReply(
             ErrorCode.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not registered", ())
         return
-    if event.broker_epoch and event.broker_epoch != info.broker_epoch:
+    if event.broker_epoch != info.broker_epoch:
         b.reply = ControlledShutdownReply(
             ErrorCode.STALE_BROKER_EPOCH,
             f"broker epoch {event.broker_epoch} is not the registered {info.broker_epoch}", ())

@@ -1,0 +1,63 @@
+"""A local cluster's certificates: made once under `<state-dir>/tls` when its processes are planned.
+
+One CA (or a CA given by the spec, so that many test clusters share one), one certificate per
+process naming it (`replog://broker/2`, valid for 127.0.0.1 and localhost), the operator's
+(`replog://user/admin`) for the CLI, tests and health checks, and `tls/env` exporting REPLOG_TLS_*
+for other tools. The layout is security/local.py's. A cluster started insecure gets the marker
+file instead, so that clients pointed at its state directory know to speak plaintext.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from replog.common.security import local
+from replog.common.security.certificates import issue, load_authority, new_authority
+from replog.common.security.files import TlsFiles
+from replog.common.security.principal import Principal
+
+CA_DIR_ENV = "REPLOG_LOCAL_CA_DIR"  # ClusterSpec.ca_dir's default
+
+
+def prepare(state_dir: Path, processes: list[tuple[str, str]], ca_dir: str = "") -> None:
+    """Make the CA (or copy the one in `ca_dir`) and a certificate for each (role, id) in `processes`
+    and for the operator; files already there are kept."""
+    directory = local.tls_dir(state_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    (Path(state_dir) / local.INSECURE_MARKER).unlink(missing_ok=True)  # left by an earlier insecure cluster
+    if not (directory / "ca.pem").exists():
+        if ca_dir:
+            for name in ("ca.pem", "ca.key"):
+                shutil.copyfile(Path(ca_dir) / name, directory / name)
+            (directory / "ca.key").chmod(0o600)
+        else:
+            new_authority(directory)
+    authority = load_authority(directory)
+    for principal in [Principal(role, instance) for role, instance in processes] + [local.OPERATOR]:
+        files = local.files_of(state_dir, principal)
+        if not Path(files.cert_file).exists():
+            issue(authority, principal, directory)
+    (directory / local.ENV_FILE).write_text(local.env_exports(local.files_of(state_dir, local.OPERATOR)))
+
+
+def mark_insecure(state_dir: Path) -> None:
+    Path(state_dir).mkdir(parents=True, exist_ok=True)
+    (Path(state_dir) / local.INSECURE_MARKER).write_text("this cluster runs without TLS (replog-local up --insecure)\n")
+
+
+def is_insecure(state_dir: Path) -> bool:
+    return (Path(state_dir) / local.INSECURE_MARKER).exists()
+
+
+def service_args(state_dir: Path, role: str, instance: int, insecure: bool) -> list[str]:
+    """The TLS flags of one service process."""
+    if insecure:
+        return ["--insecure", "true"]
+    files = local.files_of(state_dir, Principal(role, str(instance)))
+    return ["--tls-ca-file", files.ca_file, "--tls-cert-file", files.cert_file, "--tls-key-file", files.key_file]
+
+
+def operator_files(state_dir: Path) -> TlsFiles | None:
+    """What the operator (health checks, tests, the CLI) calls the cluster with; None when insecure."""
+    return None if is_insecure(state_dir) else local.files_of(state_dir, local.OPERATOR)

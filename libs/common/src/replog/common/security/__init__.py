@@ -1,0 +1,13 @@
+"""Transport security: mutual TLS between every process, identities, and who may call what.
+
+- principal.py       `Principal` and `peer_principal(context)`: the caller's identity, from its certificate
+- rules.py           the authorization table (pure): which principals may call which service
+- authorization.py   the server interceptor applying the rules, refusing and logging once
+- files.py           the three PEM files of a process, and noticing when they change
+- credentials.py     gRPC server and channel credentials that follow the files (reload without restart)
+- certificates.py    a throwaway CA and per-process certificates (local clusters and tests)
+- settings.py        the TLS config keys every service shares, checked at start
+- local.py           where a local cluster keeps its certificates; how clients find theirs
+
+docs/security.md tells the whole story.
+"""
