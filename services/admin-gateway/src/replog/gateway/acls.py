@@ -65,12 +65,12 @@ def _read(deps: GatewayDeps) -> dict[core.Resource, core.Stored]:
 def _write(deps: GatewayDeps, writes: Sequence[core.AclWrite]) -> None:
     if not writes:
         return
-    # The folders (and /acls with them) are created as needed, outside the transaction; every znode of the
-    # subtree gets the same ACL (schema/znode_acls.py), so ensure_path may give it to each one it creates.
+    # /acls is laid out at start-up (schema.PERSISTENT_PATHS); the folders below it are created as needed,
+    # outside the transaction. Every znode under /acls gets the same ACL (schema/znode_acls.py), so
+    # ensure_path may give it to each one it creates.
     for resource_type, pattern_type in sorted({w.resource[:2] for w in writes if w.version == core.NO_ZNODE}):
         folder = schema.acl_pattern_folder(resource_type, pattern_type)
         deps.kazoo.ensure_path(folder, acl=deps.zk.acl(folder))
-    deps.kazoo.ensure_path(schema.ACLS, acl=deps.zk.acl(schema.ACLS))
     tx = deps.kazoo.transaction()
     for write in writes:
         path = schema.acl_resource_path(*write.resource)
