@@ -10,6 +10,9 @@ import random
 import threading
 
 from replog.common import telemetry
+from replog.common.acls.core.authorizer import Authorizer
+from replog.common.acls.enforcement import Enforcer
+from replog.common.acls.store import AclWatcher
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import ServiceBinding, start_server
@@ -39,6 +42,8 @@ class GatewayProcess:
         self.gate = ReadinessGate(f"gateway {config.gateway_id} is waiting for ZooKeeper at {config.zookeeper}")
         self.tls = tls_files(config, Principal("gateway", config.gateway_id))  # None with --insecure
         self.channels = ChannelCache(self.tls)
+        self.authorizer = Authorizer(config.super_user_principals)
+        self.acl_watcher = AclWatcher(self.zk, self.authorizer)
         self.server = None
 
     def start(self, stopping: threading.Event) -> bool:
@@ -56,7 +61,8 @@ class GatewayProcess:
             [ServiceBinding(
                 admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
                 admin_pb2_grpc.add_AdminServiceServicer_to_server,
-                AdminServicer(deps),
+                # with --insecure calls carry no identity: the ACLs are watched but not checked
+                AdminServicer(deps, Enforcer(self.authorizer, enabled=self.tls is not None)),
             )],
             host=self.config.host,
             port=self.config.port,
@@ -68,6 +74,7 @@ class GatewayProcess:
         if not self.zk.connect(stopping):
             return False
         self.zk.ensure_layout()
+        self.acl_watcher.start()
         self.gate.open()
         self.server.set_serving(True)
         metrics_port = telemetry.start_metrics_server(self.config.metrics_port, self.config.host)
@@ -77,5 +84,6 @@ class GatewayProcess:
     def stop(self) -> None:
         if self.server:
             self.server.stop()
+        self.acl_watcher.stop()
         self.channels.close()
         self.zk.stop()

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from replog.common.acls.settings import AclSettings
 from replog.common.config import one_of, positive, setting, tcp_port, zookeeper_connect
 from replog.common.security.settings import TlsSettings
 from replog.common.zk.auth import credentials_file_setting
 
 
 @dataclass(frozen=True)
-class GatewayConfig(TlsSettings):
+class GatewayConfig(TlsSettings, AclSettings):
     gateway_id: str = setting("1", "instance name of this gateway (for logs and traces)")
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     zookeeper_credentials_file: str = credentials_file_setting()

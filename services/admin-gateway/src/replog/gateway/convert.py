@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from replog.common.acls.core.model import AclBinding, AclFilter
 from replog.gateway.core.health import Filter
 from replog.gateway.core.topics import AssignmentEntry, PartitionDescription, TopicDescription
 from replog.v1 import admin_pb2, common_pb2
@@ -49,3 +50,35 @@ def topic_description(d: TopicDescription) -> admin_pb2.TopicDescription:
         name=d.name, configs=d.configs, deleting=d.deleting,
         partitions=[partition_description(p) for p in d.partitions],
     )
+
+
+# --- ACLs: enum values <-> the ACL model's words ("ACL_OPERATION_CLUSTER_ADMIN" <-> "cluster_admin") ---
+
+_ACL_ENUMS = (("resource_type", admin_pb2.AclResourceType, "ACL_RESOURCE_TYPE_"),
+              ("pattern_type", admin_pb2.AclPatternType, "ACL_PATTERN_TYPE_"),
+              ("operation", admin_pb2.AclOperation, "ACL_OPERATION_"),
+              ("permission", admin_pb2.AclPermission, "ACL_PERMISSION_"))
+
+
+def _acl_word(enum, prefix: str, number: int) -> str:
+    """'' for UNSPECIFIED; the number itself for one the contract does not name (refused by validation)."""
+    try:
+        name = enum.Name(number)
+    except ValueError:
+        return str(number)
+    return "" if name.endswith("_UNSPECIFIED") else name.removeprefix(prefix).lower()
+
+
+def acl_binding(message: admin_pb2.AclBinding) -> AclBinding:
+    words = {field: _acl_word(enum, prefix, getattr(message, field)) for field, enum, prefix in _ACL_ENUMS}
+    return AclBinding(principal=message.principal, resource_name=message.resource_name, **words)
+
+
+def acl_filter(message: admin_pb2.AclBindingFilter) -> AclFilter:
+    words = {field: _acl_word(enum, prefix, getattr(message, field)) or None for field, enum, prefix in _ACL_ENUMS}
+    return AclFilter(principal=message.principal or None, resource_name=message.resource_name or None, **words)
+
+
+def acl_binding_message(binding: AclBinding) -> admin_pb2.AclBinding:
+    numbers = {field: enum.Value(prefix + getattr(binding, field).upper()) for field, enum, prefix in _ACL_ENUMS}
+    return admin_pb2.AclBinding(principal=binding.principal, resource_name=binding.resource_name, **numbers)

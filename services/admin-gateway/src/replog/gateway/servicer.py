@@ -1,6 +1,6 @@
-"""gRPC AdminService: a thin edge. Each method hands the request to its handler
-(topics, cluster, reassignments, elections, export) and maps refusals and
-ZooKeeper failures to gRPC statuses whose message names the bad value."""
+"""gRPC AdminService: a thin edge. Each method checks the caller's ACLs (authorization.py),
+hands the request to its handler (topics, cluster, reassignments, elections, export, acls)
+and maps refusals and ZooKeeper failures to gRPC statuses whose message names the bad value."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ import grpc
 from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from replog.common.acls.enforcement import Enforcer
 from replog.common.errors import AdminError
 from replog.common.zk.bulk import BulkReadError
 from replog.common.zk.client import ZkUnavailableError
 from replog.common.zk.schema import ZkDataError
-from replog.gateway import cluster, elections, export, reassignments, topics
+from replog.gateway import acls, cluster, elections, export, reassignments, topics
+from replog.gateway.authorization import RULES
 from replog.gateway.core.refusal import Refusal
 from replog.gateway.deps import GatewayDeps
 from replog.v1 import admin_pb2_grpc
@@ -39,39 +41,56 @@ def admin_error(exc: BaseException) -> AdminError | None:
     return None
 
 
-def _unary(handler):
+def _unary(name: str, handler):
+    rule = RULES[name]
+
     @functools.wraps(handler)
     def method(self, request, context):
+        caller = self._authorize(name, request, context)
         try:
-            return handler(self._deps, request)
+            response = handler(self._deps, request)
         except Exception as exc:
             error = admin_error(exc)
             if error is None:
                 raise
             context.abort(error.status, error.message)
+        return rule.trim(self._enforcer, caller, request, response) if rule.trim else response
 
     return method
 
 
 class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
-    def __init__(self, deps: GatewayDeps) -> None:
+    def __init__(self, deps: GatewayDeps, enforcer: Enforcer) -> None:
         self._deps = deps
+        self._enforcer = enforcer
 
-    CreateTopic = _unary(topics.create_topic)
-    DeleteTopic = _unary(topics.delete_topic)
-    ListTopics = _unary(topics.list_topics)
-    DescribeTopics = _unary(topics.describe_topics)
-    CreatePartitions = _unary(topics.create_partitions)
-    AlterTopicConfigs = _unary(topics.alter_topic_configs)
-    DescribeCluster = _unary(cluster.describe_cluster)
-    GenerateReassignment = _unary(reassignments.generate)
-    ExecuteReassignment = _unary(reassignments.execute)
-    VerifyReassignment = _unary(reassignments.verify)
-    CancelReassignment = _unary(reassignments.cancel)
-    ListReassignments = _unary(reassignments.list_in_progress)
-    ElectLeaders = _unary(elections.elect_leaders)
+    def _authorize(self, name: str, request, context):
+        """The caller the ACLs govern (None if none); aborts with PERMISSION_DENIED when refused."""
+        caller = self._enforcer.caller(context)
+        refusal = RULES[name].check(self._enforcer, caller, request)
+        if refusal is not None:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
+        return caller
+
+    CreateTopic = _unary("CreateTopic", topics.create_topic)
+    DeleteTopic = _unary("DeleteTopic", topics.delete_topic)
+    ListTopics = _unary("ListTopics", topics.list_topics)
+    DescribeTopics = _unary("DescribeTopics", topics.describe_topics)
+    CreatePartitions = _unary("CreatePartitions", topics.create_partitions)
+    AlterTopicConfigs = _unary("AlterTopicConfigs", topics.alter_topic_configs)
+    DescribeCluster = _unary("DescribeCluster", cluster.describe_cluster)
+    GenerateReassignment = _unary("GenerateReassignment", reassignments.generate)
+    ExecuteReassignment = _unary("ExecuteReassignment", reassignments.execute)
+    VerifyReassignment = _unary("VerifyReassignment", reassignments.verify)
+    CancelReassignment = _unary("CancelReassignment", reassignments.cancel)
+    ListReassignments = _unary("ListReassignments", reassignments.list_in_progress)
+    ElectLeaders = _unary("ElectLeaders", elections.elect_leaders)
+    CreateAcls = _unary("CreateAcls", acls.create_acls)
+    DescribeAcls = _unary("DescribeAcls", acls.describe_acls)
+    DeleteAcls = _unary("DeleteAcls", acls.delete_acls)
 
     def ExportTopology(self, request, context):
+        self._authorize("ExportTopology", request, context)
         try:
             rows = export.export_topology(self._deps, request)
         except Exception as exc:

@@ -45,6 +45,9 @@ from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
 from replog.broker.runtime.wait_slots import WaitSlots
 from replog.common import gc_policy, telemetry
+from replog.common.acls.core.authorizer import Authorizer
+from replog.common.acls.enforcement import Enforcer
+from replog.common.acls.store import AclWatcher
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import start_server
@@ -78,6 +81,8 @@ class BrokerProcess:
         self.gate = ReadinessGate(f"broker {config.broker_id} is waiting for ZooKeeper at {config.zookeeper}")
         self.tls = tls_files(config, Principal("broker", str(config.broker_id)))  # None with --insecure
         self.channels = ChannelCache(self.tls)
+        self.authorizer = Authorizer(config.super_user_principals)
+        self.acl_watcher = AclWatcher(self.zk, self.authorizer)
         self.server = None
         self.broker_epoch = 0
         self._joined = False  # start() ran to the end: every component is up, for stop() to take down
@@ -105,6 +110,7 @@ class BrokerProcess:
         if not self.zk.connect(stopping):
             return False
         self.zk.ensure_layout()
+        self.acl_watcher.start()  # the first read before clients are served
         self.replicas.delete_unassigned(assigned_here(self.zk, config.broker_id))
         gc_policy.settle()  # the loaded replicas live as long as the process
         self.gate.open()
@@ -196,6 +202,8 @@ class BrokerProcess:
             hosted=replicas.hosted,
             metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
+            # with --insecure calls carry no identity: the ACLs are watched but not checked
+            enforcer=Enforcer(self.authorizer, enabled=self.tls is not None),
         )
 
     # --- registration --------------------------------------------------------------------
@@ -246,6 +254,7 @@ class BrokerProcess:
         if self.server is not None:
             self.server.stop(SERVER_STOP_GRACE_S)
             self.replicas.close()
+        self.acl_watcher.stop()
         self.channels.close()
         self.zk.stop()
         log.info("broker %d stopped", self.config.broker_id)

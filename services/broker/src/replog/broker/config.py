@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from replog.common.acls.settings import AclSettings
 from replog.common.config import between, non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
 from replog.common.security.settings import TlsSettings
 from replog.common.zk.auth import credentials_file_setting
@@ -19,7 +20,7 @@ REQUEST_HEADROOM_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
-class BrokerConfig(TlsSettings):
+class BrokerConfig(TlsSettings, AclSettings):
     broker_id: int = setting(1, "id of this broker, unique in the cluster", non_negative)
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     zookeeper_credentials_file: str = credentials_file_setting()

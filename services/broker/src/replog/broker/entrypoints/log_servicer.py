@@ -6,6 +6,14 @@ Fetch reads committed records only (below the HW), whole batches as stored,
 long-polling on the partitions' wake-up events; with `decode_records` the
 records at or after the fetch offset are also returned decoded. Metadata is
 answered from the controller's UpdateMetadata.
+
+ACLs (replog.common.acls) are checked first, on every topic a request names:
+produce for Produce and ProduceStream, consume for Fetch, describe for ListOffsets
+and Metadata; InitProducerId needs produce on some topic. A refusal answers
+PERMISSION_DENIED before anything is appended or read; a ProduceStream ends with it
+at its first refused request, after answering those before it. A Metadata request
+for every topic lists only those the caller may describe. DescribeReplicas is the
+gateway's, which is a service and not subject to topic ACLs.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from replog.broker.replicas.leader_side import ConsumerFetchAnswer, list_offset,
 from replog.broker.replicas.long_poll import long_poll
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.wait_slots import WaitSlots
+from replog.common.acls.core.model import CONSUME, DESCRIBE, PRODUCE, TOPIC
+from replog.common.acls.enforcement import Caller, Enforcer
 from replog.common.clock import Clock
 from replog.common.core.partitions import TopicPartition
 from replog.common.grpc_server import OpenStreams
@@ -56,8 +66,10 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         fetch_bytes_max: int,
         stopping: Callable[[], bool],
         wait_slots: WaitSlots,
+        enforcer: Enforcer,
     ) -> None:
         self._wait_slots = wait_slots
+        self._enforcer = enforcer
         self._broker_id = broker_id
         self._produce = produce
         self._lookup = lookup
@@ -71,6 +83,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         self._streams = OpenStreams()  # the open ProduceStreams
 
     def Produce(self, request, context):
+        self._enforcer.check(context, PRODUCE, TOPIC, (p.topic for p in request.partitions))
         return self._produce.produce(request)
 
     def ProduceStream(self, request_iterator, context):
@@ -80,12 +93,27 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                           f"this broker already holds {self._wait_slots.capacity} waiting requests and streams; "
                           "retry, or use Produce")
+        refused: list[str] = []
+        caller = self._enforcer.caller(context)
+        if caller is not None:
+            request_iterator = self._authorized(request_iterator, caller, refused)
         try:
             self._streams.track(context)
             yield from serve_produce_stream(self._produce, request_iterator, self._clock,
                                             lambda: self._stopping() or not context.is_active())
         finally:
             self._wait_slots.give_back()
+        if refused:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, refused[0])
+
+    def _authorized(self, requests, caller: Caller, refused: list[str]):
+        """The stream's requests up to the first the caller may not produce (its refusal goes into `refused`)."""
+        for message in requests:
+            refusal = self._enforcer.refusal(caller, PRODUCE, TOPIC, (p.topic for p in message.produce.partitions))
+            if refusal is not None:
+                refused.append(refusal)
+                return
+            yield message
 
     def end_streams(self) -> None:
         """Cancel every open produce stream (the broker is stopping)."""
@@ -94,6 +122,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     # --- Fetch --------------------------------------------------------------------------
 
     def Fetch(self, request, context):
+        self._enforcer.check(context, CONSUME, TOPIC, (p.topic for p in request.partitions))
         started = time.perf_counter()
         topic_partitions = [TopicPartition(p.topic, p.partition) for p in request.partitions]
         hosted = {tp: self._lookup(tp) for tp in topic_partitions}
@@ -160,6 +189,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     # --- ListOffsets, Metadata ------------------------------------------------------------
 
     def ListOffsets(self, request, context):
+        self._enforcer.check(context, DESCRIBE, TOPIC, (p.topic for p in request.partitions))
         results = []
         for item in request.partitions:
             tp = TopicPartition(item.topic, item.partition)
@@ -181,11 +211,26 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         return log_pb2.ListOffsetsResponse(partitions=results)
 
     def Metadata(self, request, context):
-        return self._metadata.metadata_response(list(request.topics))
+        caller = self._enforcer.caller(context)
+        refusal = self._enforcer.refusal(caller, DESCRIBE, TOPIC, request.topics)
+        if refusal is not None:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
+        response = self._metadata.metadata_response(list(request.topics))
+        if caller is not None and not request.topics:  # every topic: only those the caller may describe
+            kept = [t for t in response.topics if self._enforcer.allows(caller, DESCRIBE, TOPIC, t.name)]
+            del response.topics[:]
+            response.topics.extend(kept)
+        return response
 
     # --- InitProducerId -------------------------------------------------------------------
 
     def InitProducerId(self, request, context):
+        caller = self._enforcer.caller(context)
+        if caller is not None and not self._enforcer.authorizer.may_produce_somewhere(caller.principal):
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          f"{caller.principal} is not authorized to produce on any topic, so gets no producer id "
+                          "(an operator can grant it: replog acls add --allow-principal "
+                          f"{caller.principal} --operation produce --topic <topic>)")
         try:
             if request.producer_id >= 0 and 0 <= request.producer_epoch < PRODUCER_EPOCH_MAX:
                 # Re-initialising an instance: the same id with a higher epoch fences the old one.

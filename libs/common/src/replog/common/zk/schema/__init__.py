@@ -9,6 +9,7 @@ else, each in one module:
   topic configs, producer-id blocks);
 - `admin.py`: the requests the gateway leaves for the controller, and the reassignment throttle;
 - `znode_acls.py`: the ACL of every path (who may read, write, create and delete what);
+- `acl_bindings.py`: the clients' ACL bindings under /acls (their paths and JSON, together);
 - `layout.py`: `LAYOUT`, every path with who writes it and an example, for the reference.
 
 Shapes follow Kafka's so existing knowledge and tools carry over. Decoders are strict: a
@@ -18,6 +19,15 @@ because a controller acting on a misread partition state could lose data. Import
 """
 
 from . import znode_acls
+from .acl_bindings import (
+    ACLS,
+    AclChangeMarker,
+    AclEntry,
+    AclResourceRecord,
+    acl_pattern_folder,
+    acl_resource_path,
+    parse_acl_resource_path,
+)
 from .admin import ElectionRequest, ReassignmentRequest, ReassignmentThrottle
 from .codec import ZkDataError
 from .layout import ACL_PATHS, LAYOUT, Znode, acl_of_pattern
@@ -58,6 +68,7 @@ from .state import (
 )
 
 __all__ = [
+    "ACLS",
     "ACL_PATHS",
     "ADMIN",
     "BROKERS",
@@ -75,6 +86,9 @@ __all__ = [
     "REASSIGN_PARTITIONS",
     "TOPICS",
     "UNCLEAN_LEADER_ELECTION",
+    "AclChangeMarker",
+    "AclEntry",
+    "AclResourceRecord",
     "BrokerRegistration",
     "ControllerRecord",
     "ElectionRequest",
@@ -87,10 +101,13 @@ __all__ = [
     "ZkDataError",
     "Znode",
     "acl_of_pattern",
+    "acl_pattern_folder",
+    "acl_resource_path",
     "broker_path",
     "decode_controller_epoch",
     "delete_topic_path",
     "encode_controller_epoch",
+    "parse_acl_resource_path",
     "parse_topic_path",
     "partition_path",
     "partition_state_path",

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import znode_acls as acls
+from .acl_bindings import ACLS, AclChangeMarker, AclEntry, AclResourceRecord, acl_resource_path
 from .admin import ElectionRequest, ReassignmentRequest, ReassignmentThrottle
 from .paths import (
     CONTROLLER,
@@ -91,6 +92,15 @@ LAYOUT: tuple[Znode, ...] = (
           "the topic's config overrides", TopicConfigRecord({"min.insync.replicas": "2"}).encode()),
     Znode(REASSIGNMENT_THROTTLE, "persistent", "the gateway (reassign execute / verify)",
           "bytes per second a replica being added may copy", ReassignmentThrottle(10485760).encode()),
+    Znode(ACLS, "persistent", "the gateway (CreateAcls, DeleteAcls), in the transaction that changes an ACL",
+          "a change marker: brokers and gateways watch it and re-read the bindings below when it changes",
+          AclChangeMarker(1767225600000).encode()),
+    Znode(acl_resource_path("<resource_type>", "<pattern_type>", "<name>"), "persistent",
+          "the gateway (CreateAcls, DeleteAcls); deleted with its last entry",
+          "the ACL bindings of one resource pattern: resource_type topic or cluster, pattern_type literal or "
+          "prefixed, name a topic, a prefix, * (every topic) or replog-cluster",
+          AclResourceRecord((AclEntry("User:alice", "produce", "allow"),
+                             AclEntry("User:*", "consume", "deny"))).encode()),
     Znode(PRODUCER_ID_BLOCK, "persistent", "brokers, by conditional update",
           "the last block of producer ids handed out", ProducerIdBlock(2, 1000, 1999).encode()),
 )

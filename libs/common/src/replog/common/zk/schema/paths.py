@@ -1,10 +1,12 @@
 """Every znode path replog uses: the constants and the functions that build and name them.
 
-Only this module spells a path; the JSON each znode holds is in state.py and admin.py, and
-layout.py says who writes each one.
+Only this module spells a path (but for the ACL bindings', which acl_bindings.py keeps with their
+JSON); the JSON each znode holds is in state.py and admin.py, and layout.py says who writes each one.
 """
 
 from __future__ import annotations
+
+from .acl_bindings import ACLS
 
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
@@ -23,7 +25,8 @@ REASSIGNMENT_THROTTLE = "/config/reassignment_throttle"
 
 # Persistent znodes every cluster needs, parents first; created idempotently at start-up, each with the
 # ACL znode_acls.py gives it, so none of them is left for a less trusted creator to make (and to choose its ACL).
-PERSISTENT_PATHS = (BROKERS, BROKER_IDS, TOPICS, ADMIN, DELETE_TOPICS, CONFIG, CONFIG_TOPICS, PRODUCER_ID_BLOCK)
+# /acls (the clients' ACL bindings, acl_bindings.py) is one of them: the gateway may not create children of the root.
+PERSISTENT_PATHS = (BROKERS, BROKER_IDS, TOPICS, ADMIN, DELETE_TOPICS, CONFIG, CONFIG_TOPICS, PRODUCER_ID_BLOCK, ACLS)
 
 
 def broker_path(broker_id: int) -> str:

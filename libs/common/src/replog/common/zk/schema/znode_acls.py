@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .acl_bindings import ACLS
 from .paths import (
     ADMIN,
     BROKER_IDS,
@@ -106,6 +107,9 @@ PARTITION_STATE_ACL = _acl(controller=WRITE)
 # /admin/delete_topics/<topic>: a mark with no data; the controller deletes it through its parent.
 DELETE_MARK_ACL = READ_ONLY
 TOPIC_CONFIG_ACL = _acl(gateway=WRITE)
+# /acls and everything under it, the clients' ACL bindings (acl_bindings.py): the gateway creates the folders
+# and the pattern znodes, sets them and the change marker on /acls, and deletes a pattern with its last binding.
+ACL_BINDINGS_ACL = _acl(gateway=WRITE | CREATE | DELETE)
 
 
 def broker_registration_acl(broker_id: int) -> tuple[Grant, ...]:
@@ -121,6 +125,8 @@ def acl_of(path: str) -> tuple[Grant, ...]:
         return ROOT_ACL
     if path in _FIXED:
         return _FIXED[path]
+    if path == ACLS or path.startswith(ACLS + "/"):
+        return ACL_BINDINGS_ACL
     parent, _, name = path.rpartition("/")
     if not name:
         raise ValueError(f"no ACL for {path!r}: not a znode path")

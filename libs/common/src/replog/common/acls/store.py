@@ -1,0 +1,122 @@
+"""The ACL bindings in ZooKeeper: read the subtree, and keep an Authorizer current with it.
+
+Brokers and gateways each run one `AclWatcher`. It keeps a kazoo DataWatch on the change marker
+`/acls` (zk/schema/acl_bindings.py): every ACL write sets the marker in the transaction that changes the
+bindings, so one watch sees every change. The watch only wakes the watcher's thread, which
+re-reads the whole subtree and hands the bindings to the Authorizer as a new snapshot; a change
+made while it reads fires the watch again, so the loop reads once more. A read that fails
+(ZooKeeper unreachable, a znode it cannot decode) keeps the snapshot it had, logs, and is
+tried again after a pause: a deny is never dropped because its znode could not be read.
+
+The first read happens in `start`, before the service answers requests; until a read succeeds
+the snapshot is empty, which allows nobody but the super users.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.recipe.watchers import DataWatch
+
+from replog.common.acls.core.authorizer import Authorizer
+from replog.common.acls.core.model import AclBinding, binding_problem
+from replog.common.zk import schema
+from replog.common.zk.client import ZkClient
+
+log = logging.getLogger(__name__)
+
+RETRY_PAUSE_S = 1.0
+STOP_WAIT_S = 5.0
+
+Resource = tuple[str, str, str]
+
+
+def read_acls(kazoo) -> dict[Resource, tuple[frozenset[AclBinding], int]]:
+    """Every resource pattern's bindings with its znode version. Raises ZkDataError for a znode that
+    does not hold valid bindings, and kazoo's errors when ZooKeeper cannot answer."""
+    folders = []
+    for resource_type in _children(kazoo, schema.ACLS):
+        for pattern_type in _children(kazoo, f"{schema.ACLS}/{resource_type}"):
+            folders.append((resource_type, pattern_type))
+    resources = [(rt, pt, name) for rt, pt in folders for name in _children(kazoo, schema.acl_pattern_folder(rt, pt))]
+    pending = [kazoo.get_async(schema.acl_resource_path(*resource)) for resource in resources]
+    stored: dict[Resource, tuple[frozenset[AclBinding], int]] = {}
+    for resource, result in zip(resources, pending):
+        try:
+            data, stat = result.get()
+        except NoNodeError:
+            continue  # deleted with its last binding since the listing
+        stored[resource] = (_bindings(resource, data), stat.version)
+    return stored
+
+
+def _children(kazoo, path: str) -> list[str]:
+    try:
+        return sorted(kazoo.get_children(path))
+    except NoNodeError:
+        return []
+
+
+def _bindings(resource: Resource, data: bytes) -> frozenset[AclBinding]:
+    path = schema.acl_resource_path(*resource)
+    record = schema.AclResourceRecord.decode(data, path)
+    bindings = frozenset(AclBinding(e.principal, *resource, e.operation, e.permission) for e in record.entries)
+    for binding in bindings:
+        problem = binding_problem(binding)
+        if problem:
+            raise schema.ZkDataError(f"{path}: {problem}")
+    return bindings
+
+
+class AclWatcher:
+    """Keeps `authorizer` holding the bindings ZooKeeper holds (see the module's docstring)."""
+
+    def __init__(self, zk: ZkClient, authorizer: Authorizer) -> None:
+        self._zk = zk
+        self._authorizer = authorizer
+        self._changed = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._load()
+        DataWatch(self._zk.kazoo, schema.ACLS, self._on_marker)
+        self._thread = threading.Thread(target=self._run, name="acl-watcher", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._changed.set()
+        if self._thread is not None:
+            self._thread.join(STOP_WAIT_S)
+
+    def _on_marker(self, data, stat) -> bool:
+        if self._stopping.is_set():
+            return False  # ends the watch
+        self._changed.set()
+        return True
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self._changed.wait()
+            if self._stopping.is_set():
+                return
+            self._changed.clear()
+            if not self._load():
+                self._changed.set()
+                self._stopping.wait(RETRY_PAUSE_S)
+
+    def _load(self) -> bool:
+        try:
+            stored = read_acls(self._zk.kazoo)
+        except (schema.ZkDataError, KazooException, KazooTimeoutError, OSError) as exc:
+            log.error("cannot read the ACL bindings, keeping the %d already loaded: %s",
+                      len(self._authorizer.bindings), exc)
+            return False
+        bindings = [b for bindings, _ in stored.values() for b in bindings]
+        self._authorizer.replace(bindings)
+        log.info("ACL bindings loaded: %d in %d resource patterns", len(bindings), len(stored))
+        return True
