@@ -188,7 +188,7 @@ def start_server(
     reflection.enable_server_reflection(
         names + [health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server
     )
-    address = f"{host}:{port}"
+    address = f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"  # IPv6 literal
     if credentials is None:
         bound = server.add_insecure_port(address)
     else:

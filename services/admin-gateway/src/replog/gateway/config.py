@@ -1,5 +1,5 @@
 """The gateway's configuration keys (the one owner of each; the TLS keys are
-security/settings.py's, shared by every service)."""
+security/settings.py's, shared by every service, the address keys listen.py's)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ from dataclasses import dataclass
 
 from replog.common.acls.settings import AclSettings
 from replog.common.config import one_of, positive, setting, tcp_port, zookeeper_connect
+from replog.common.listen import ListenSettings
 from replog.common.security.settings import TlsSettings
 from replog.common.zk.auth import credentials_file_setting
 
 
 @dataclass(frozen=True)
-class GatewayConfig(TlsSettings, AclSettings):
+class GatewayConfig(TlsSettings, AclSettings, ListenSettings):
     gateway_id: str = setting("1", "instance name of this gateway (for logs and traces)")
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     zookeeper_credentials_file: str = credentials_file_setting()
-    host: str = setting("127.0.0.1", "address to listen on")
     port: int = setting(9090, "gRPC port", tcp_port)
     metrics_port: int = setting(0, "Prometheus /metrics port (0 picks a free one)", tcp_port)
     zookeeper_session_timeout_ms: int = setting(6000, "ZooKeeper session timeout", positive)

@@ -79,7 +79,8 @@ class BrokerProcess:
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )
         self.gate = ReadinessGate(f"broker {config.broker_id} is waiting for ZooKeeper at {config.zookeeper}")
-        self.tls = tls_files(config, Principal("broker", str(config.broker_id)))  # None with --insecure
+        # None with --insecure; else the certificate must be valid for the host peers dial
+        self.tls = tls_files(config, Principal("broker", str(config.broker_id)), config.published_host)
         self.channels = ChannelCache(self.tls)
         self.authorizer = Authorizer(config.super_user_principals)
         self.acl_watcher = AclWatcher(self.zk, self.authorizer)
@@ -124,8 +125,9 @@ class BrokerProcess:
         self.server.set_serving(True)  # healthy means registered: peers and the controller can see it
         self.zk.add_session_listener(self._on_session)
         self._joined = True
-        log.info("broker %d up: grpc %s:%d, metrics %d, rack %r, %d local replicas", config.broker_id, config.host,
-                 self.server.port, metrics_port, config.rack, len(self.replicas.topic_partitions()))
+        log.info("broker %d up: grpc %s:%d (advertised as %s), metrics %d, rack %r, %d local replicas",
+                 config.broker_id, config.host, self.server.port, config.published_host, metrics_port, config.rack,
+                 len(self.replicas.topic_partitions()))
         return True
 
     def _load_replicas(self) -> ReplicaManager:
@@ -211,7 +213,8 @@ class BrokerProcess:
     def _register(self, metrics_port: int) -> None:
         config = self.config
         registration = schema.BrokerRegistration(
-            broker_id=config.broker_id, host=config.host, port=self.server.port, rack=config.rack or None,
+            broker_id=config.broker_id, host=config.published_host, port=self.server.port,
+            rack=config.rack or None,
             metrics_port=metrics_port, timestamp_ms=int(time.time() * 1000),
         )
         self._registration = registration

@@ -1,5 +1,5 @@
 """The broker's configuration keys (the one owner of each; the TLS keys are
-security/settings.py's, shared by every service)."""
+security/settings.py's, shared by every service, the address keys listen.py's)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from replog.common.acls.settings import AclSettings
 from replog.common.config import between, non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
+from replog.common.listen import AdvertiseSettings
 from replog.common.security.settings import TlsSettings
 from replog.common.zk.auth import credentials_file_setting
 
@@ -20,11 +21,10 @@ REQUEST_HEADROOM_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
-class BrokerConfig(TlsSettings, AclSettings):
+class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
     broker_id: int = setting(1, "id of this broker, unique in the cluster", non_negative)
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     zookeeper_credentials_file: str = credentials_file_setting()
-    host: str = setting("127.0.0.1", "address to listen on and to advertise")
     port: int = setting(9290, "gRPC port", tcp_port)
     rack: str = setting("", "rack (failure domain) label; empty when rack-unaware")
     log_dir: str = setting("./data/broker", "directory holding this broker's partition logs and checkpoints")

@@ -41,7 +41,8 @@ class ControllerProcess:
             leader_imbalance_per_broker_percentage=config.leader_imbalance_per_broker_percentage,
             leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_ms,
         )
-        self.tls = tls_files(config, Principal("controller", str(config.controller_id)))  # None with --insecure
+        # None with --insecure; else the certificate must be valid for the host peers dial
+        self.tls = tls_files(config, Principal("controller", str(config.controller_id)), config.published_host)
         self.loop = ControllerLoop(
             self.zk, config.controller_id, settings, queue_size_max=config.event_queue_size_max,
             session_timeout_ms=config.zookeeper_session_timeout_ms, give_up=self._give_up, tls=self.tls,
@@ -75,10 +76,10 @@ class ControllerProcess:
         self.gate.open()
         self.server.set_serving(True)
         metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
-        log.info("controller %d: grpc %s:%d, metrics %d", config.controller_id, config.host,
-                 self.server.port, metrics_port)
+        log.info("controller %d: grpc %s:%d (advertised as %s), metrics %d", config.controller_id, config.host,
+                 self.server.port, config.published_host, metrics_port)
         self.loop.start()
-        self.elector = SeatElector(self.zk, config.controller_id, (config.host, self.server.port),
+        self.elector = SeatElector(self.zk, config.controller_id, (config.published_host, self.server.port),
                                    self.loop.on_elected, self.loop.on_resigned)
         self.elector.start()
         return True
