@@ -14,6 +14,8 @@ import grpc
 
 ALWAYS_ANSWERED = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
+# The maker of a wrapped handler, by (request streaming, response streaming): every interceptor that
+# wraps handlers uses it (also request_bounds.py and security/authorization.py).
 HANDLER_OF_KIND = {
     (False, False): grpc.unary_unary_rpc_method_handler,
     (False, True): grpc.unary_stream_rpc_method_handler,

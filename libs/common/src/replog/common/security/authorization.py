@@ -19,6 +19,7 @@ import threading
 
 import grpc
 
+from replog.common.readiness_gate import HANDLER_OF_KIND
 from replog.common.security.principal import Principal, peer_principal
 from replog.common.security.rules import Refusal, decide, decide_speaks_for, speaks_for_reader
 
@@ -28,13 +29,6 @@ REFUSALS_LOGGED_MAX = 10_000  # the once-only memory is bounded; past it, refusa
 
 # Attributes of a handler's behaviour that gRPC's server reads (the health servicer's Watch sets them).
 _BEHAVIOUR_ATTRIBUTES = ("experimental_non_blocking", "experimental_thread_pool")
-
-_HANDLER_OF_KIND = {
-    (False, False): grpc.unary_unary_rpc_method_handler,
-    (False, True): grpc.unary_stream_rpc_method_handler,
-    (True, False): grpc.stream_unary_rpc_method_handler,
-    (True, True): grpc.stream_stream_rpc_method_handler,
-}
 
 
 class Authorizer(grpc.ServerInterceptor):
@@ -117,6 +111,6 @@ class Authorizer(grpc.ServerInterceptor):
         for name in _BEHAVIOUR_ATTRIBUTES:  # how gRPC runs it: a non-blocking health Watch stays non-blocking
             if hasattr(behaviour, name):
                 setattr(guarded, name, getattr(behaviour, name))
-        make = _HANDLER_OF_KIND[streaming]
+        make = HANDLER_OF_KIND[streaming]
         return make(guarded, request_deserializer=handler.request_deserializer,
                     response_serializer=handler.response_serializer)
