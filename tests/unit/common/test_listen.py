@@ -48,6 +48,11 @@ def test_a_wildcard_is_not_an_address_to_advertise():
         broker("--advertised-host", "two words")
 
 
+def test_an_ipv6_address_is_not_advertised_until_peers_can_dial_one():
+    with pytest.raises(ConfigError, match="is an IPv6 address, which cannot be advertised yet"):
+        broker("--host", "::", "--advertised-host", "fd00::5")
+
+
 def test_the_gateway_publishes_nothing_and_may_listen_everywhere():
     config = load_config(GatewayConfig, ["--host", "0.0.0.0"], {}, prog="replog-gateway")
     assert config.host == "0.0.0.0" and not hasattr(config, "advertised_host")

@@ -30,11 +30,14 @@ def _advertisable_host(value: str) -> str | None:
         return None
     if value in WILDCARD_HOSTS:
         return "is a wildcard address no peer can dial: give the host name or IP address peers reach this process at"
+    if ":" in value:
+        # Peers join the published host and port as host:port, which an IPv6 literal would make ambiguous.
+        return "is an IPv6 address, which cannot be advertised yet: give a host name that resolves to it"
     return _plain_host(value)
 
 
 _plain_host.rule = "a host name or IP address; 0.0.0.0 or :: listens on every interface"  # type: ignore[attr-defined]
-_advertisable_host.rule = "empty, or a host name or IP address that is not a wildcard"  # type: ignore[attr-defined]
+_advertisable_host.rule = "empty, or a host name or IPv4 address that is not a wildcard"  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
