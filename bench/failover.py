@@ -245,10 +245,14 @@ def main() -> None:
                              "whose acks=all writes wait only for the dead follower to leave their ISR, and report "
                              "isr_only_sample_writable_s (from the notice; they are probed from the kill on)")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory for inspection")
+    parser.add_argument("--insecure", action="store_true",
+                        help="run the cluster in plaintext with anonymous ZooKeeper sessions (replog-local up "
+                             "--insecure), to compare with checkouts older than mutual TLS")
     parser.add_argument("--profile", metavar="DIR", help="record py-spy profiles of the surviving brokers and the "
                                                          "controller for 10 s from the kill")
     args = parser.parse_args()
     spec = ClusterSpec(controllers=1, brokers=3, gateways=1, zookeeper_session_timeout_ms=args.session_timeout_ms,
+                       insecure=args.insecure, zookeeper_auth=not args.insecure,
                        extra_args={"broker": ["--replica-lag-time-max-ms", "30000",
                                               "--num-replica-fetchers", str(args.replica_fetchers)]})
     with harness.local_cluster(spec, keep=args.keep) as cluster:
