@@ -113,7 +113,7 @@ def zookeeper_server(tmp_path_factory):
     import time
 
     from replog.devcluster import zk_credentials, zookeeper
-    from replog.devcluster.cluster import free_port
+    from replog.devcluster.ports import free_port
 
     port = free_port()
     directory = tmp_path_factory.mktemp("zookeeper")

@@ -140,7 +140,7 @@ def health_status(address: str):
 @pytest.mark.parametrize("program", ["replog-controller", "replog-broker", "replog-gateway"])
 def test_a_service_without_zookeeper_waits_unhealthy_and_stops_cleanly(program, venv_bin, tmp_path):
     # Nothing listens on the ZooKeeper port: the program must neither exit nor pretend to serve.
-    from replog.devcluster.cluster import free_port
+    from replog.devcluster.ports import free_port
 
     zookeeper = f"127.0.0.1:{free_port()}"
     address = f"127.0.0.1:{free_port()}"
@@ -235,7 +235,7 @@ def test_up_twice_is_harmless_and_down_leaves_nothing_running(cluster_factory):
 def test_a_planned_cluster_never_gives_two_processes_one_port(tmp_path):
     # CI once gave two controllers the same port: the second could not bind and died.
     from replog.devcluster import ClusterSpec, LocalCluster
-    from replog.devcluster.cluster import _ephemeral_range
+    from replog.devcluster.ports import _ephemeral_range
 
     ports = []
     for n in range(20):

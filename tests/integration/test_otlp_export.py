@@ -13,7 +13,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from replog.devcluster import ClusterSpec
-from replog.devcluster.cluster import free_port
+from replog.devcluster.ports import free_port
 
 pytestmark = pytest.mark.integration
 

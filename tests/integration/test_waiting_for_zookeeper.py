@@ -14,7 +14,7 @@ import pytest
 
 from replog.common.zk.client import ZkClient
 from replog.devcluster import zookeeper
-from replog.devcluster.cluster import free_port
+from replog.devcluster.ports import free_port
 from tests.integration.controller_helpers import wait_for
 
 pytestmark = pytest.mark.integration

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import grpc
@@ -27,89 +25,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from replog.common.security.credentials import open_channel
 from replog.common.zk.auth import ZkEndpoint
 from replog.devcluster import tls, zk_credentials, zookeeper
-
-_handed_out: set[int] = set()
-_LOWEST_PORT = 10_000
-
-
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on, never handed out twice by this process.
-
-    Ports come from below the kernel's ephemeral range: a planned port is bound only when its
-    process starts (and again on every restart), and in between an outgoing connection of any
-    process could be given an ephemeral port -- the very one a bind(0) probe returned.
-    """
-    low, _ = _ephemeral_range()
-    rng = random.Random()
-    if low - _LOWEST_PORT >= 1000:
-        for _ in range(200):
-            port = rng.randrange(_LOWEST_PORT, low)
-            if port not in _handed_out and _bindable(port):
-                _handed_out.add(port)
-                return port
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        if port not in _handed_out:
-            _handed_out.add(port)
-            return port
-
-
-@dataclass(frozen=True)
-class ClusterSpec:
-    controllers: int = 2
-    brokers: int = 3
-    racks: tuple[str, ...] = ("a", "b", "c")
-    gateways: int = 1
-    zookeeper_session_timeout_ms: int = 6000
-    # Digest authentication and znode ACLs (docs/zookeeper-security.md); False: anonymous sessions, open ACLs.
-    zookeeper_auth: bool = True
-    # Extra flags per role, e.g. {"broker": ["--replica-lag-time-max-ms", "3000"]}.
-    extra_args: dict[str, list[str]] = field(default_factory=dict)
-    # Extra environment for every service process.
-    env: dict[str, str] = field(default_factory=dict)
-    insecure: bool = False  # plaintext, no certificates (replog-local up --insecure)
-    # A directory with ca.pem and ca.key to sign this cluster's certificates (else a new CA): the test
-    # suite's clusters share one CA, so that one operator certificate calls them all.
-    ca_dir: str = field(default_factory=lambda: os.environ.get(tls.CA_DIR_ENV, ""))
-
-
-@dataclass
-class ProcessInfo:
-    name: str          # zookeeper, controller-1, broker-2, gateway-1
-    role: str          # zookeeper | controller | broker | gateway
-    instance_id: int
-    port: int
-    metrics_port: int
-    command: list[str]
-    pid: int = 0
-    rack: str = ""
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-
-class ClusterError(RuntimeError):
-    pass
+from replog.devcluster.ports import free_port
+from replog.devcluster.spec import ClusterError, ClusterSpec, ProcessInfo
 
 
 class LocalCluster:

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from replog.devcluster import zk_credentials
-from replog.devcluster.cluster import ClusterError, ClusterSpec, LocalCluster
+from replog.devcluster.cluster import LocalCluster
+from replog.devcluster.spec import ClusterError, ClusterSpec
 from replog.devcluster.zookeeper import ZooKeeperMissing
 
 

@@ -1,0 +1,47 @@
+"""What a local cluster is made of (`ClusterSpec`) and what each of its processes is (`ProcessInfo`)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from replog.devcluster import tls
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    controllers: int = 2
+    brokers: int = 3
+    racks: tuple[str, ...] = ("a", "b", "c")
+    gateways: int = 1
+    zookeeper_session_timeout_ms: int = 6000
+    # Digest authentication and znode ACLs (docs/zookeeper-security.md); False: anonymous sessions, open ACLs.
+    zookeeper_auth: bool = True
+    # Extra flags per role, e.g. {"broker": ["--replica-lag-time-max-ms", "3000"]}.
+    extra_args: dict[str, list[str]] = field(default_factory=dict)
+    # Extra environment for every service process.
+    env: dict[str, str] = field(default_factory=dict)
+    insecure: bool = False  # plaintext, no certificates (replog-local up --insecure)
+    # A directory with ca.pem and ca.key to sign this cluster's certificates (else a new CA): the test
+    # suite's clusters share one CA, so that one operator certificate calls them all.
+    ca_dir: str = field(default_factory=lambda: os.environ.get(tls.CA_DIR_ENV, ""))
+
+
+@dataclass
+class ProcessInfo:
+    name: str          # zookeeper, controller-1, broker-2, gateway-1
+    role: str          # zookeeper | controller | broker | gateway
+    instance_id: int
+    port: int
+    metrics_port: int
+    command: list[str]
+    pid: int = 0
+    rack: str = ""
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+class ClusterError(RuntimeError):
+    pass
