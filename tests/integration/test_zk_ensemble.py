@@ -14,7 +14,7 @@ from replog.common.zk import multi_writer as mw
 from replog.common.zk.change_feed import ChangeFeed
 from replog.common.zk.client import ZkClient
 from tests.integration.controller_helpers import wait_for
-from tests.integration.ensemble_helpers import ENSEMBLE_ONLY, serving, server_of_session
+from tests.integration.ensemble_helpers import ENSEMBLE_ONLY, server_of_session, serving
 
 pytestmark = pytest.mark.integration
 
