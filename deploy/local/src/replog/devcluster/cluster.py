@@ -33,6 +33,10 @@ class LocalCluster:
     def __init__(self, state_dir: Path | str, spec: ClusterSpec | None = None) -> None:
         self.state_dir = Path(state_dir).resolve()
         self.spec = spec or ClusterSpec()
+        servers = self.spec.zookeeper_servers
+        if servers < 1 or servers % 2 == 0:
+            raise ClusterError(f"zookeeper_servers must be 1 or an odd number, so that a majority can survive a "
+                               f"server's death (3 survives one), not {servers}")
         self.state_file = self.state_dir / "cluster.json"
         self.processes: dict[str, ProcessInfo] = {}
         self._children: dict[str, subprocess.Popen] = {}
@@ -139,8 +143,6 @@ class LocalCluster:
     def _plan_zookeeper(self, jvm_args: list[str]) -> None:
         """One standalone server `zookeeper`, or an ensemble `zookeeper-1..N`, each with its own ports."""
         count = self.spec.zookeeper_servers
-        if count < 1 or count % 2 == 0:
-            raise ClusterError(f"zookeeper_servers must be 1 or an odd number (a majority must survive), not {count}")
         servers = [zookeeper.ServerAddress(i, "127.0.0.1", free_port(), free_port() if count > 1 else 0,
                                            free_port() if count > 1 else 0) for i in range(1, count + 1)]
         for server in servers:

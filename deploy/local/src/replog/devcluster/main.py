@@ -64,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     insecure = getattr(args, "insecure", False)  # plaintext and anonymous ZooKeeper sessions, both or neither
     spec = ClusterSpec(insecure=insecure, zookeeper_auth=not insecure,
                        zookeeper_servers=getattr(args, "zookeeper_servers", 1))
-    cluster = LocalCluster(Path(args.state_dir), spec)
+    try:
+        cluster = LocalCluster(Path(args.state_dir), spec)
+    except ClusterError as exc:
+        print(f"replog-local: {exc}", file=sys.stderr)
+        return 2
     try:
         if args.command == "up":
             cluster.up()
