@@ -19,8 +19,8 @@ class ZooKeeperMissing(RuntimeError):
 
 
 def zookeeper_command(config_path: Path, jvm_args: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """The java command line of a server (standalone or an ensemble member); `jvm_args` go before the main class (e.g. the
-    super user's digest)."""
+    """The java command line of a server (standalone or an ensemble member); `jvm_args` go before the main
+    class (e.g. the super user's digest)."""
     java = shutil.which("java")
     if java is None or not ZK_JAR.exists():
         raise ZooKeeperMissing(
