@@ -83,7 +83,16 @@ class ChangeFeed:
     # --- life cycle ----------------------------------------------------------------------
 
     def open(self) -> None:
-        """Connect and watch every path; changes from now on are reported."""
+        """Connect and watch every path; changes from now on are reported. A feed that fails to open is
+        broken (and closed)."""
+        try:
+            self._open()
+        except BaseException:
+            self._broken = True
+            self.close()
+            raise
+
+    def _open(self) -> None:
         try:
             sock, self._key, self._server = session.connect(self._hosts, self._session_timeout_s,
                                                             credentials=self._endpoint.credentials)
