@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import socket
 import threading
+import time
 
 import pytest
 
@@ -45,16 +48,39 @@ def test_every_change_below_a_watched_path_is_reported_by_the_barrier(zk_client)
         feed.close()
 
 
-def test_a_lost_session_is_reported_once_and_refuses_barriers(zk_client):
+def wait_until(condition, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout_s} s: {what}"
+        time.sleep(0.05)
+
+
+def test_a_dropped_connection_resumes_the_session_and_says_once_that_changes_may_have_been_missed(zk_client):
+    kazoo = zk_client.kazoo
     seen = Seen()
     feed = ChangeFeed(zk_client.endpoint, ["/brokers/topics"], seen)
     feed.open()
-    feed._sock.shutdown(2)  # the connection drops, as when ZooKeeper expires the session
-    for _ in range(100):
-        if feed.broken:
-            break
-        threading.Event().wait(0.05)
-    assert feed.broken and seen.paths == [None]
+    try:
+        session_id = feed.session_id
+        feed._sock.shutdown(socket.SHUT_RDWR)  # the connection drops, as when its server dies
+        wait_until(lambda: None in seen.paths, 10, "the feed says it may have missed changes")
+        kazoo.create("/brokers/topics/after-the-move", b"{}")
+        feed.barrier()
+        assert seen.paths == [None, "/brokers/topics/after-the-move"]
+        assert feed.session_id == session_id and not feed.broken
+    finally:
+        feed.close()
+
+
+def test_an_expired_session_is_reported_once_and_refuses_barriers(zk_client):
+    seen = Seen()
+    feed = ChangeFeed(zk_client.endpoint, ["/brokers/topics"], seen)
+    feed.open()
+    # A wrong password makes the server answer the resumption as it answers an expired session.
+    feed._key = dataclasses.replace(feed._key, password=b"x" * 16)
+    feed._sock.shutdown(socket.SHUT_RDWR)
+    wait_until(lambda: feed.broken, 15, "the feed is broken")
+    assert seen.paths == [None]
     with pytest.raises(ChangeFeedBroken):
         feed.barrier()
     feed.close()

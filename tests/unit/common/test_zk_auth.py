@@ -10,9 +10,8 @@ import threading
 import pytest
 
 from replog.common.config import ConfigError
-from replog.common.zk import bulk
 from replog.common.zk import multi_writer as mw
-from replog.common.zk import schema
+from replog.common.zk import schema, session
 from replog.common.zk.auth import OPEN_ACL, ZkCredentials, ZkEndpoint, digest_id, load_credentials, parse_credentials
 from replog.common.zk.schema import znode_acls as acls
 
@@ -114,7 +113,7 @@ def _fake_server(reply: bytes) -> tuple[socket.socket, threading.Thread]:
     ours, theirs = socket.socketpair()
 
     def serve():
-        bulk.read_frame(theirs, bytearray())  # the auth request
+        session.read_frame(theirs, bytearray())  # the auth request
         theirs.sendall(struct.pack(">i", len(reply)) + reply)
 
     thread = threading.Thread(target=serve)
@@ -123,9 +122,9 @@ def _fake_server(reply: bytes) -> tuple[socket.socket, threading.Thread]:
 
 
 def test_an_auth_packet_refused_with_authfailed_is_a_clear_error():
-    sock, server = _fake_server(struct.pack(">iqi", bulk.XID_AUTH, 0, bulk.ERR_AUTH_FAILED))
-    with pytest.raises(bulk.ZkAuthError, match="refused the credentials of 'gateway' \\(AUTHFAILED\\)"):
-        bulk.authenticate(sock, ZkCredentials((("gateway", "pw"),)))
+    sock, server = _fake_server(struct.pack(">iqi", session.XID_AUTH, 0, session.ERR_AUTH_FAILED))
+    with pytest.raises(session.ZkAuthError, match="refused the credentials of 'gateway' \\(AUTHFAILED\\)"):
+        session.authenticate(sock, ZkCredentials((("gateway", "pw"),)))
     server.join()
     sock.close()
 
@@ -135,13 +134,13 @@ def test_an_auth_packet_is_the_digest_scheme_with_user_and_password():
     seen = []
 
     def serve():
-        seen.append(bulk.read_frame(theirs, bytearray()))
-        reply = struct.pack(">iqi", bulk.XID_AUTH, 0, 0)
+        seen.append(session.read_frame(theirs, bytearray()))
+        reply = struct.pack(">iqi", session.XID_AUTH, 0, 0)
         theirs.sendall(struct.pack(">i", len(reply)) + reply)
 
     server = threading.Thread(target=serve)
     server.start()
-    bulk.authenticate(ours, ZkCredentials((("gateway", "pw"),)))
+    session.authenticate(ours, ZkCredentials((("gateway", "pw"),)))
     server.join()
     assert seen == [struct.pack(">iii", -4, 100, 0) + struct.pack(">i", 6) + b"digest" + struct.pack(">i", 10)
                     + b"gateway:pw"]

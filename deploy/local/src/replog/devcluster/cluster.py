@@ -33,6 +33,10 @@ class LocalCluster:
     def __init__(self, state_dir: Path | str, spec: ClusterSpec | None = None) -> None:
         self.state_dir = Path(state_dir).resolve()
         self.spec = spec or ClusterSpec()
+        servers = self.spec.zookeeper_servers
+        if servers < 1 or servers % 2 == 0:
+            raise ClusterError(f"zookeeper_servers must be 1 or an odd number, so that a majority can survive a "
+                               f"server's death (3 survives one), not {servers}")
         self.state_file = self.state_dir / "cluster.json"
         self.processes: dict[str, ProcessInfo] = {}
         self._children: dict[str, subprocess.Popen] = {}
@@ -57,7 +61,12 @@ class LocalCluster:
 
     @property
     def zookeeper_connect(self) -> str:
-        return self.processes["zookeeper"].address
+        """The connect string of every ZooKeeper server (`h1:p1,h2:p2,h3:p3` for an ensemble)."""
+        return ",".join(p.address for p in self.of_role("zookeeper"))
+
+    @property
+    def zookeeper_names(self) -> list[str]:
+        return [p.name for p in self.of_role("zookeeper")]
 
     @property
     def operator_tls(self):
@@ -95,13 +104,9 @@ class LocalCluster:
         if self.processes:
             return
         spec = self.spec
-        zk_port = free_port()
-        zk_config = zookeeper.write_config(self.state_dir / "zookeeper", zk_port)
         zk_jvm_args, zk_auth = zk_credentials.plan(self.state_dir, spec)
-        self.processes["zookeeper"] = ProcessInfo(
-            "zookeeper", "zookeeper", 0, zk_port, 0, zookeeper.zookeeper_command(zk_config, zk_jvm_args)
-        )
-        connect = f"127.0.0.1:{zk_port}"
+        self._plan_zookeeper(zk_jvm_args)
+        connect = self.zookeeper_connect
         bin_dir = Path(sys.executable).parent
         self._plan_tls()
         tls_args = lambda role, i: tls.service_args(self.state_dir, role, i, spec.insecure)  # noqa: E731
@@ -134,6 +139,17 @@ class LocalCluster:
                  *spec.extra_args.get("gateway", [])],
             )
         self._save()
+
+    def _plan_zookeeper(self, jvm_args: list[str]) -> None:
+        """One standalone server `zookeeper`, or an ensemble `zookeeper-1..N`, each with its own ports."""
+        count = self.spec.zookeeper_servers
+        servers = [zookeeper.ServerAddress(i, "127.0.0.1", free_port(), free_port() if count > 1 else 0,
+                                           free_port() if count > 1 else 0) for i in range(1, count + 1)]
+        for server in servers:
+            name = "zookeeper" if count == 1 else f"zookeeper-{server.server_id}"
+            config = zookeeper.write_server_config(self.state_dir / name, server.server_id, servers)
+            self.processes[name] = ProcessInfo(name, "zookeeper", 0 if count == 1 else server.server_id,
+                                               server.client_port, 0, zookeeper.zookeeper_command(config, jvm_args))
 
     def _plan_tls(self) -> None:
         spec = self.spec
@@ -199,9 +215,11 @@ class LocalCluster:
         return path
 
     def _start_all(self, timeout_s: float) -> None:
-        self.start("zookeeper")
-        self.wait_healthy(["zookeeper"], timeout_s)
-        names = [n for n in self.processes if n != "zookeeper"]
+        servers = self.zookeeper_names
+        for name in servers:
+            self.start(name)
+        self.wait_healthy(servers, timeout_s)
+        names = [n for n, p in self.processes.items() if p.role != "zookeeper"]
         for name in names:
             self.start(name)
         self.wait_healthy(names, timeout_s)
@@ -241,8 +259,8 @@ class LocalCluster:
 
     def healthy(self, name: str) -> bool:
         info = self.processes[name]
-        if info.role == "zookeeper":
-            return zookeeper.is_ok(info.port)
+        if info.role == "zookeeper":  # serving clients: standalone, or an ensemble member with a quorum
+            return zookeeper.mode("127.0.0.1", info.port) is not None
         try:
             with self.channel(info.address) as channel:
                 reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1.0)
@@ -296,8 +314,13 @@ class LocalCluster:
             if not self._reap(name, timeout_s=15):
                 self.signal(name, signal.SIGKILL)
                 self._reap(name, timeout_s=5)
-        if "zookeeper" in self.processes:
-            self.stop("zookeeper", timeout_s=10)
+        for name in self.zookeeper_names:
+            if self.is_running(name):
+                self.signal(name, signal.SIGTERM)
+        for name in self.zookeeper_names:
+            if not self._reap(name, timeout_s=10):
+                self.signal(name, signal.SIGKILL)
+                self._reap(name, timeout_s=5)
 
     def status(self) -> list[dict]:
         rows = []

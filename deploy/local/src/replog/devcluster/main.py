@@ -33,7 +33,7 @@ def _write_credentials(cluster: LocalCluster, name: str) -> int:
     if role not in ("controller", "broker", "gateway") or not number.isdigit():
         print(f"replog-local: {name!r} is not controller-<id>, broker-<id> or gateway-<id>", file=sys.stderr)
         return 2
-    names = [n for n in cluster.processes if n != "zookeeper"]
+    names = [n for n, p in cluster.processes.items() if p.role != "zookeeper"]
     zk_credentials.generate(cluster.state_dir, sorted({*names, name}))
     print(zk_credentials.credentials_dir(cluster.state_dir) / name)
     return 0
@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--insecure", action="store_true",
                     help="a new cluster runs plaintext, without certificates, authorization or ZooKeeper authentication "
                          "(default: mutual TLS and authenticated ZooKeeper sessions)")
+    up.add_argument("--zookeeper-servers", type=int, default=1, metavar="N",
+                    help="a new cluster's ZooKeeper: 1 standalone server (default), or an ensemble of N (3: any one "
+                         "server may die; docs/zookeeper.md)")
     sub.add_parser("down", help="stop every process")
     status = sub.add_parser("status", help="show the processes")
     status.add_argument("--output", choices=["table", "json"], default="table")
@@ -59,7 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("name")
     args = parser.parse_args(argv)
     insecure = getattr(args, "insecure", False)  # plaintext and anonymous ZooKeeper sessions, both or neither
-    cluster = LocalCluster(Path(args.state_dir), ClusterSpec(insecure=insecure, zookeeper_auth=not insecure))
+    spec = ClusterSpec(insecure=insecure, zookeeper_auth=not insecure,
+                       zookeeper_servers=getattr(args, "zookeeper_servers", 1))
+    try:
+        cluster = LocalCluster(Path(args.state_dir), spec)
+    except ClusterError as exc:
+        print(f"replog-local: {exc}", file=sys.stderr)
+        return 2
     try:
         if args.command == "up":
             cluster.up()

@@ -15,6 +15,8 @@ class ClusterSpec:
     racks: tuple[str, ...] = ("a", "b", "c")
     gateways: int = 1
     zookeeper_session_timeout_ms: int = 6000
+    # 1: one standalone server named `zookeeper`; 3 (or any odd number): an ensemble `zookeeper-1..N`.
+    zookeeper_servers: int = 1
     # Digest authentication and znode ACLs (docs/zookeeper-security.md); False: anonymous sessions, open ACLs.
     zookeeper_auth: bool = True
     # Extra flags per role, e.g. {"broker": ["--replica-lag-time-max-ms", "3000"]}.
@@ -29,7 +31,7 @@ class ClusterSpec:
 
 @dataclass
 class ProcessInfo:
-    name: str          # zookeeper, controller-1, broker-2, gateway-1
+    name: str          # zookeeper (or zookeeper-1..N), controller-1, broker-2, gateway-1
     role: str          # zookeeper | controller | broker | gateway
     instance_id: int
     port: int

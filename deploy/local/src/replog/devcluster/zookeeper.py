@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import shutil
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 ZK_JAR = Path("/usr/share/java/zookeeper.jar")
 ZK_CONF_DIR = Path("/etc/zookeeper/conf")
 SLF4J_SIMPLE = Path("/usr/share/java/slf4j-simple.jar")
+# Four-letter words a server answers (tests find the leader with srvr, a client's server with cons).
+FOUR_LETTER_WORDS = ("ruok", "stat", "mntr", "srvr", "cons")
 
 
 class ZooKeeperMissing(RuntimeError):
@@ -16,8 +19,8 @@ class ZooKeeperMissing(RuntimeError):
 
 
 def zookeeper_command(config_path: Path, jvm_args: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """The java command line of a standalone server; `jvm_args` go before the main class (e.g. the
-    super user's digest)."""
+    """The java command line of a server (standalone or an ensemble member); `jvm_args` go before the main
+    class (e.g. the super user's digest)."""
     java = shutil.which("java")
     if java is None or not ZK_JAR.exists():
         raise ZooKeeperMissing(
@@ -39,30 +42,81 @@ def zookeeper_command(config_path: Path, jvm_args: list[str] | tuple[str, ...] =
     ]
 
 
-def write_config(directory: Path, port: int, tick_ms: int = 500) -> Path:
+@dataclass(frozen=True)
+class ServerAddress:
+    """Where one server of an ensemble listens: clients on `client_port`, its peers on the other two."""
+
+    server_id: int
+    host: str
+    client_port: int
+    quorum_port: int = 0
+    election_port: int = 0
+
+    @property
+    def client_address(self) -> str:
+        return f"{self.host}:{self.client_port}"
+
+
+def write_config(directory: Path, port: int, tick_ms: int = 500, host: str = "127.0.0.1") -> Path:
     """A standalone server config; sessions may last 2..20 ticks (1 s to 10 s)."""
+    return write_server_config(directory, 1, [ServerAddress(1, host, port)], tick_ms)
+
+
+def write_server_config(directory: Path, my_id: int, servers: list[ServerAddress], tick_ms: int = 500) -> Path:
+    """The config (and myid file) of server `my_id` of `servers`; one server alone runs standalone.
+
+    With more than one, each `server.N` line names the peer's quorum and election ports, and a
+    follower has 10 ticks to join the leader and 5 to answer it (initLimit, syncLimit)."""
+    me = next(s for s in servers if s.server_id == my_id)
     data = directory / "data"
     data.mkdir(parents=True, exist_ok=True)
     path = directory / "zoo.cfg"
-    path.write_text(
-        f"tickTime={tick_ms}\n"
-        f"dataDir={data}\n"
-        f"clientPort={port}\n"
-        "clientPortAddress=127.0.0.1\n"
-        "maxClientCnxns=0\n"
-        "admin.enableServer=false\n"
-        "4lw.commands.whitelist=ruok,stat,mntr,srvr\n"
-        "autopurge.purgeInterval=1\n"
-        "forceSync=no\n"
-    )
+    lines = [
+        f"tickTime={tick_ms}",
+        f"dataDir={data}",
+        f"clientPort={me.client_port}",
+        f"clientPortAddress={me.host}",
+        "maxClientCnxns=0",
+        "admin.enableServer=false",
+        f"4lw.commands.whitelist={','.join(FOUR_LETTER_WORDS)}",
+        "autopurge.purgeInterval=1",
+        "forceSync=no",
+    ]
+    if len(servers) > 1:
+        (data / "myid").write_text(f"{my_id}\n")
+        lines += ["initLimit=10", "syncLimit=5"]
+        lines += [f"server.{s.server_id}={s.host}:{s.quorum_port}:{s.election_port}" for s in servers]
+    path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def is_ok(port: int, timeout_s: float = 0.5) -> bool:
-    """True when the server on `port` answers 'imok' to 'ruok'."""
+def four_letter_word(host: str, port: int, word: str, timeout_s: float = 1.0) -> str | None:
+    """The server's answer to `word` (ruok, srvr, stat, cons, mntr), None when it does not answer."""
+    assert word in FOUR_LETTER_WORDS, word
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
-            sock.sendall(b"ruok")
-            return sock.recv(16) == b"imok"
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            sock.sendall(word.encode())
+            chunks = []
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
     except OSError:
-        return False
+        return None
+    return b"".join(chunks).decode(errors="replace")
+
+
+def mode(host: str, port: int) -> str | None:
+    """"leader", "follower" or "standalone" for a server that serves clients, else None (not running, or an
+    ensemble member without a quorum)."""
+    answer = four_letter_word(host, port, "srvr") or ""
+    for line in answer.splitlines():
+        if line.startswith("Mode: "):
+            return line[len("Mode: "):].strip()
+    return None
+
+
+def is_ok(port: int, timeout_s: float = 0.5, host: str = "127.0.0.1") -> bool:
+    """True when the server on `port` answers 'imok' to 'ruok'."""
+    return four_letter_word(host, port, "ruok", timeout_s) == "imok"

@@ -11,17 +11,18 @@ Reads are as consistent as any ZooKeeper read on one session: each result reflec
 at least as new as the one before it (a `sync` first makes the first read see every write
 committed before the call).
 
+On an ensemble the servers are tried in a shuffled order and a dead one is skipped. A call
+whose connection breaks (its server died or lost the quorum) is made again, whole, on another
+server, the session resumed there with the last zxid seen (session.py), so no read goes back in
+time; reads are idempotent. It keeps trying until the reader's `timeout_s` from the call's start.
+
 Only GetData and GetChildren (in MultiRead), GetACL (one request each: path; reply
 a vector of ACL, each perms i32, scheme and id strings, then a Stat) and Sync are
 spoken; watches are not set. Writes never go through here (the controller's bulk writes:
 multi_writer.py).
 
-Wire format (jute, big-endian): every frame is an int32 length then a body.
-Connect: protocolVersion i32, lastZxidSeen i64, timeOut i32, sessionId i64,
-passwd buffer, readOnly bool. Then, with credentials (auth.py), one auth request per
-identity: xid -4, type 100, AuthPacket (type i32 0, scheme "digest", auth buffer
-"user:password"), answered by a header with xid -4 whose err is 0, or AUTHFAILED (-115)
-before the server closes the connection. Request: xid i32, type i32, then for Sync a path
+Wire format (jute, big-endian): every frame is an int32 length then a body; the
+handshake and authentication are session.py's. Request: xid i32, type i32, then for Sync a path
 (i32 length + UTF-8); for MultiRead (type 22), per read a MultiHeader (type
 i32: 4 GetData, 8 GetChildren; done bool false; err i32 -1) and its record
 (path, watch bool false), then a MultiHeader of type -1 with done set. Reply:
@@ -42,30 +43,36 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence, TypeVar
 
+from replog.common.zk import session
 from replog.common.zk.auth import ZkCredentials, ZkEndpoint
+from replog.common.zk.session import (
+    _I32,
+    _REPLY_HEADER,
+    _REQUEST_HEADER,
+    ConnectionLost,
+    SessionExpired,
+    SessionKey,
+    ZkAuthError,
+    ZkWireError,
+    parse_connect,
+    read_frame,
+)
 
-_I32 = struct.Struct(">i")
-_REQUEST_HEADER = struct.Struct(">iii")      # length, xid, type
-_REPLY_HEADER = struct.Struct(">iqi")        # xid, zxid, err
 _STAT = struct.Struct(">qqqqiiiqiiq")
 _MULTI_HEADER = struct.Struct(">i?i")       # type, done, err (multi and MultiRead operations)
-_CONNECT = struct.Struct(">iqiqi")           # protocolVersion, lastZxid, timeout, sessionId, passwd len
 
 OP_GET_DATA = 4
 OP_GET_ACL = 6
 OP_GET_CHILDREN = 8
 OP_SYNC = 9
 OP_MULTI_READ = 22
-OP_CLOSE = -11
-OP_AUTH = 100
 OP_ERROR = -1
-XID_AUTH = -4
 ERR_NO_NODE = -101
 ERR_NO_AUTH = -102
-ERR_AUTH_FAILED = -115
 MULTI_READ_OPS = 500       # reads per MultiRead (docs/perf/zookeeper-bulk-reads.md)
 WINDOW_REQUESTS = 40       # MultiReads in flight at most, so replies never fill both buffers
 
@@ -79,12 +86,8 @@ class ZnodeStat:
     num_children: int
 
 
-class BulkReadError(RuntimeError):
-    pass
-
-
-class ZkAuthError(BulkReadError):
-    """ZooKeeper refused this session's credentials, or an operation for want of permission."""
+BulkReadError = ZkWireError  # the name callers know; ConnectionLost, SessionExpired and ZkAuthError are kinds of it
+T = TypeVar("T")
 
 
 def no_auth_message(what: str, credentials: ZkCredentials | None) -> str:
@@ -96,87 +99,6 @@ def no_auth_message(what: str, credentials: ZkCredentials | None) -> str:
             "zookeeper_credentials_file, and the znode's ACL (docs/zookeeper.md)")
 
 
-def parse_connect(connect: str) -> tuple[list[list[str]], str]:
-    """(host, port) pairs and the chroot ("" for none) of a connect string."""
-    hosts, _, chroot = connect.partition("/")
-    return [h.rsplit(":", 1) for h in hosts.split(",")], ("/" + chroot).rstrip("/") if chroot else ""
-
-
-def open_session(hosts: list[list[str]], timeout_s: float, *, receive_buffer: int = 0,
-                 credentials: ZkCredentials | None = None) -> socket.socket:
-    """A new ZooKeeper session on the first host that answers (the socket, handshake and authentication done)."""
-    last_error: Exception | None = None
-    for host, port in hosts:
-        try:
-            sock = socket.create_connection((host, int(port)), timeout=timeout_s)
-            break
-        except OSError as exc:
-            last_error = exc
-    else:
-        raise BulkReadError(f"cannot connect to ZooKeeper: {last_error}")
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    if receive_buffer:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
-    body = _CONNECT.pack(0, 0, int(timeout_s * 1000), 0, 16) + b"\0" * 16 + b"\0"
-    sock.sendall(_I32.pack(len(body)) + body)
-    if len(read_frame(sock, bytearray())) < 20:
-        sock.close()
-        raise BulkReadError("ZooKeeper refused the session")
-    if credentials is not None:
-        try:
-            authenticate(sock, credentials)
-        except BaseException:
-            sock.close()
-            raise
-    return sock
-
-
-def authenticate(sock: socket.socket, credentials: ZkCredentials) -> None:
-    """Send one digest auth packet per identity and wait for each answer (nothing else is in flight)."""
-    scheme = b"digest"
-    for packet in credentials.auth_packets():
-        body = _I32.pack(0) + _I32.pack(len(scheme)) + scheme + _I32.pack(len(packet)) + packet
-        sock.sendall(_REQUEST_HEADER.pack(8 + len(body), XID_AUTH, OP_AUTH) + body)
-        try:
-            frame = read_frame(sock, bytearray())
-        except BulkReadError:
-            raise ZkAuthError(f"ZooKeeper closed the session while authenticating as "
-                              f"'{packet.split(b':', 1)[0].decode()}'") from None
-        xid, _, err = _REPLY_HEADER.unpack_from(frame, 0)
-        user = packet.split(b":", 1)[0].decode()
-        if xid != XID_AUTH:
-            raise ZkAuthError(f"ZooKeeper answered xid {xid} to the authentication of '{user}'")
-        if err == ERR_AUTH_FAILED:
-            raise ZkAuthError(f"ZooKeeper refused the credentials of '{user}' (AUTHFAILED); check "
-                              "zookeeper_credentials_file and the server's authentication providers")
-        if err != 0:
-            raise ZkAuthError(f"ZooKeeper error {err} authenticating as '{user}'")
-
-
-def close_session(sock: socket.socket) -> None:
-    """End the session at once (rather than when it times out on the server) and close the socket."""
-    try:
-        sock.sendall(_REQUEST_HEADER.pack(8, 0x7FFFFFF0, OP_CLOSE))
-    except OSError:
-        pass
-    sock.close()
-
-
-def read_frame(sock: socket.socket, buffer: bytearray) -> bytes:
-    """The next length-prefixed frame; `buffer` keeps what was received beyond it."""
-    while True:
-        if len(buffer) >= 4:
-            (length,) = _I32.unpack_from(buffer, 0)
-            if len(buffer) >= 4 + length:
-                frame = bytes(buffer[4:4 + length])
-                del buffer[:4 + length]
-                return frame
-        chunk = sock.recv(1 << 20)
-        if not chunk:
-            raise BulkReadError("ZooKeeper closed the connection")
-        buffer += chunk
-
-
 class BulkReader:
     """A short-lived session for bulk reads: `with BulkReader(endpoint) as r: r.get_many(paths)`."""
 
@@ -186,6 +108,9 @@ class BulkReader:
         self._timeout_s = timeout_s
         self._sock: socket.socket | None = None
         self._buffer = bytearray()
+        self._key: SessionKey | None = None
+        self._server: session.Server | None = None
+        self._last_zxid = 0
 
     def __enter__(self) -> "BulkReader":
         self.open()
@@ -194,21 +119,55 @@ class BulkReader:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @property
+    def session_id(self) -> int:
+        return self._key.session_id if self._key is not None else 0
+
     def open(self) -> None:
-        self._sock = open_session(self._hosts, self._timeout_s, receive_buffer=4 << 20,
-                                  credentials=self._endpoint.credentials)
+        self._connect(None)
 
     def close(self) -> None:
         if self._sock is None:
             return
-        close_session(self._sock)
+        session.close_session(self._sock)
         self._sock = None
 
+    def _connect(self, deadline: float | None) -> None:
+        """Connect (one round over the servers without `deadline`), resuming the session if there is one."""
+        failed, self._server = self._server, None
+        if self._sock is not None:
+            self._sock.close()  # broken: closing the socket, not the session, which lives on elsewhere
+            self._sock = None
+        self._buffer.clear()
+        connect = lambda key: session.connect(  # noqa: E731
+            self._hosts, self._timeout_s, key=key, last_zxid=self._last_zxid, receive_buffer=4 << 20,
+            credentials=self._endpoint.credentials, avoid=failed, deadline=deadline)
+        try:
+            self._sock, self._key, self._server = connect(self._key)
+        except SessionExpired:
+            self._sock, self._key, self._server = connect(None)  # a new session: reads need no continuity of it
+
+    def _retried(self, call: Callable[[], T]) -> T:
+        """`call`, made again on another server while its connection breaks, until `timeout_s` from now."""
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            try:
+                return call()
+            except (ConnectionLost, OSError) as exc:
+                if time.monotonic() >= deadline:
+                    raise ConnectionLost(f"ZooKeeper reads failed for {self._timeout_s:g} s: {exc}") from None
+                self._connect(deadline)
+
     def _read_frame(self) -> bytes:
-        return read_frame(self._sock, self._buffer)
+        frame = read_frame(self._sock, self._buffer)
+        self._last_zxid = max(self._last_zxid, session.reply_zxid(frame))
+        return frame
 
     def sync(self, path: str = "/") -> None:
         """Make the next reads see every write committed before now."""
+        self._retried(lambda: self._sync(path))
+
+    def _sync(self, path: str) -> None:
         encoded = (self._chroot + path).encode()
         self._sock.sendall(_REQUEST_HEADER.pack(12 + len(encoded), 1, OP_SYNC) + _I32.pack(len(encoded)) + encoded)
         _, _, err = _REPLY_HEADER.unpack_from(self._read_frame(), 0)
@@ -220,6 +179,9 @@ class BulkReader:
         entries for an ACL this session may not read: it names no one this session can trust). ZooKeeper
         shows digest hashes only to a session with ADMIN on the znode, "x" to others. One request per
         path, each answered before the next: for the few broker registrations."""
+        return self._retried(lambda: self._get_acls(paths))
+
+    def _get_acls(self, paths: Sequence[str]) -> list[list[tuple[str, str, int]] | None]:
         out: list[list[tuple[str, str, int]] | None] = []
         for xid, path in enumerate(paths, start=1):
             encoded = (self._chroot + path).encode()
@@ -244,16 +206,17 @@ class BulkReader:
                  unreadable_as_missing: bool = False) -> list[tuple[bytes, ZnodeStat] | None]:
         """GetData of every path, in order (None for a missing znode, and with `unreadable_as_missing` for one
         this session may not read, rather than ZkAuthError)."""
-        return self._multi_read(OP_GET_DATA, paths, unreadable_as_missing)
+        return self._retried(lambda: self._multi_read(OP_GET_DATA, paths, unreadable_as_missing))
 
     def children_many(self, paths: Sequence[str]) -> list[list[str] | None]:
         """GetChildren of every path, in order (None for a missing znode)."""
-        return self._multi_read(OP_GET_CHILDREN, paths)
+        return self._retried(lambda: self._multi_read(OP_GET_CHILDREN, paths))
 
     def _multi_read(self, op: int, paths: Sequence[str], unreadable_as_missing: bool = False) -> list:
         """Send every read in MultiReads of MULTI_READ_OPS, a sender thread writing while this one
         decodes the replies (at most WINDOW_REQUESTS unanswered), and return the results in order."""
         assert self._sock is not None, "open() first"
+        sock = self._sock  # the sender writes to this connection only, even after a reconnection
         chunks = [paths[i:i + MULTI_READ_OPS] for i in range(0, len(paths), MULTI_READ_OPS)]
         errors: list[BaseException] = []
         window = threading.Semaphore(WINDOW_REQUESTS)
@@ -262,7 +225,7 @@ class BulkReader:
             try:
                 for xid, chunk in enumerate(chunks, start=1):
                     window.acquire()
-                    self._sock.sendall(encode_multi_read(xid, op, chunk, self._chroot))
+                    sock.sendall(encode_multi_read(xid, op, chunk, self._chroot))
             except BaseException as exc:  # noqa: BLE001 - reported by the reading side
                 errors.append(exc)
 
@@ -283,7 +246,7 @@ class BulkReader:
             raise
         sender.join()
         if errors:
-            raise BulkReadError(f"sending bulk requests failed: {errors[0]}")
+            raise ConnectionLost(f"sending bulk requests failed: {errors[0]}")
         return results
 
 

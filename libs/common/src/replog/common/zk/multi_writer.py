@@ -24,12 +24,17 @@ A transaction is all or nothing. When one fails, every result is an error
 code: 0 for an operation that would have succeeded ("rolled back"), the cause
 for the one that failed, -2 (runtime inconsistency) for those after it.
 
-Sessions: one socket, opened on first use and reused. A session left idle may
-have expired on the server, and a multi sent into a closed session would leave
-its fate unknown; so a session idle for more than a third of its timeout is
-replaced before the next write instead. A connection that breaks while
-transactions are in flight raises MultiWriteError: the caller cannot know
-which were applied and must re-read (the controller reloads its state).
+Sessions: one session, opened on first use and kept. A multi sent into a
+connection that is already dead would leave its fate unknown, so before a
+commit the connection is checked: one the server has closed (it died, or lost
+the quorum) is replaced at once, and one idle for more than a third of the
+session timeout is pinged first (the answer proves the session alive and
+restarts its timer). A replaced connection resumes the same session on another
+server of the ensemble, with the last zxid seen (session.py); only when the
+ensemble has expired the session does a new one begin. A connection that
+breaks while transactions are in flight raises MultiWriteError: the caller
+cannot know which were applied and must re-read (the controller reloads its
+state); nothing is sent again here. The next commit resumes the session.
 
 Ordering: transactions are sent back to back, at most WINDOW in flight, and
 ZooKeeper applies one session's requests in order. The results come back in
@@ -47,9 +52,10 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from replog.common.zk import bulk
+from replog.common.zk import session
 from replog.common.zk.auth import OPEN_ACL, AclEntry, ZkEndpoint
-from replog.common.zk.bulk import _I32, _MULTI_HEADER, _REPLY_HEADER, _REQUEST_HEADER, OP_ERROR
+from replog.common.zk.bulk import _MULTI_HEADER, OP_ERROR
+from replog.common.zk.session import _I32, _REPLY_HEADER, _REQUEST_HEADER, SessionExpired, SessionKey, ZkWireError
 
 _STAT_SIZE = 68
 
@@ -173,31 +179,80 @@ class MultiWriter:
 
     def __init__(self, endpoint: ZkEndpoint | str, *, session_timeout_s: float) -> None:
         self._endpoint = ZkEndpoint.of(endpoint)
-        self._hosts, self._chroot = bulk.parse_connect(self._endpoint.connect)
+        self._hosts, self._chroot = session.parse_connect(self._endpoint.connect)
         self._session_timeout_s = session_timeout_s
         self._sock: socket.socket | None = None
         self._buffer = bytearray()
         self._last_used = 0.0
         self._xid = 0
+        self._key: SessionKey | None = None
+        self._server: session.Server | None = None
+        self._last_zxid = 0
+
+    @property
+    def session_id(self) -> int:
+        """The session's id (0 before the first commit): the same across a move to another server."""
+        return self._key.session_id if self._key is not None else 0
 
     def close(self) -> None:
-        if self._sock is None:
-            return
-        bulk.close_session(self._sock)
+        """End the session."""
+        if self._sock is not None:
+            session.close_session(self._sock)
+        self._sock = None
+        self._key = None
+        self._buffer.clear()
+
+    def _drop_connection(self) -> None:
+        """Close the connection but not the session, which the next commit resumes on another server."""
+        if self._sock is not None:
+            self._sock.close()
         self._sock = None
         self._buffer.clear()
 
     def _session(self) -> socket.socket:
+        if self._sock is not None and session.peer_closed(self._sock):
+            self._drop_connection()
         if self._sock is not None and time.monotonic() - self._last_used > self._session_timeout_s / 3:
-            self.close()  # it may have expired: a new one costs a handshake, a dead one an unknown outcome
+            if not self._ping():
+                self._drop_connection()
         if self._sock is None:
-            try:
-                self._sock = bulk.open_session(self._hosts, self._session_timeout_s, receive_buffer=4 << 20,
-                                               credentials=self._endpoint.credentials)
-            except (OSError, bulk.BulkReadError) as exc:
-                raise MultiWriteError(f"cannot open a ZooKeeper session for writing: {exc}") from None
-            self._last_used = time.monotonic()
+            self._connect()
         return self._sock
+
+    def _connect(self) -> None:
+        """A connection with the session resumed (trying every server for up to the session timeout), or the
+        first session (one round over the servers), or a new one if the ensemble expired the old."""
+        failed, self._server = self._server, None
+        deadline = None if self._key is None else time.monotonic() + self._key.timeout_ms / 1000
+        connect = lambda key: session.connect(  # noqa: E731
+            self._hosts, self._session_timeout_s, key=key, last_zxid=self._last_zxid, receive_buffer=4 << 20,
+            credentials=self._endpoint.credentials, avoid=failed, deadline=deadline)
+        try:
+            try:
+                self._sock, self._key, self._server = connect(self._key)
+            except SessionExpired:
+                self._key = None
+                self._sock, self._key, self._server = connect(None)
+        except (OSError, ZkWireError) as exc:
+            raise MultiWriteError(f"cannot open a ZooKeeper session for writing: {exc}") from None
+        self._last_used = time.monotonic()
+
+    def _ping(self) -> bool:
+        """True when the server answers a ping on this connection (nothing else is in flight)."""
+        try:
+            self._sock.sendall(_REQUEST_HEADER.pack(8, session.XID_PING, session.OP_PING))
+            while True:
+                frame = self._read_frame(self._sock)
+                if _I32.unpack_from(frame, 0)[0] == session.XID_PING:
+                    self._last_used = time.monotonic()
+                    return True
+        except (OSError, ZkWireError, struct.error):
+            return False
+
+    def _read_frame(self, sock: socket.socket) -> bytes:
+        frame = session.read_frame(sock, self._buffer)
+        self._last_zxid = max(self._last_zxid, session.reply_zxid(frame))
+        return frame
 
     def commit(self, transactions: Sequence[Sequence[Operation]]) -> list[list[int]]:
         """Per transaction, per operation: OK or an error code. Raises MultiWriteError if the session
@@ -221,8 +276,8 @@ class MultiWriter:
                                           f"{len(transactions[index])} operations")
                 results[index] = outcome
                 received += 1
-        except (OSError, bulk.BulkReadError, struct.error) as exc:
-            self.close()
+        except (OSError, ZkWireError, struct.error) as exc:
+            self._drop_connection()
             raise MultiWriteError(f"the ZooKeeper write session failed with {sent - received} transaction(s) "
                                   f"unanswered: {exc}") from None
         except MultiWriteError:
@@ -233,7 +288,7 @@ class MultiWriter:
 
     def _reply(self, sock: socket.socket) -> tuple[int, list[int]]:
         while True:
-            frame = bulk.read_frame(sock, self._buffer)
+            frame = self._read_frame(sock)
             (xid,) = _I32.unpack_from(frame, 0)
             if xid < 0:
                 continue  # a notification or ping answer would have a negative xid; none is asked for

@@ -7,6 +7,16 @@ every later controller write is a ZooKeeper `multi` that checks it, so a
 controller that lost its seat (session expired, paused past its timeout) can
 write nothing (KAFKA-6082). Standbys watch /controller and try again when it
 disappears.
+
+A ZooKeeper server that dies takes only its connections with it: kazoo reports the
+session "suspended", moves to another server of the ensemble and resumes the same
+session ("connected"), whose ephemeral /controller is still there. So a suspension
+alone does not end the seat; it ends when the session is known lost ("lost": it
+expired) or must be (suspended for longer than the session timeout: the servers
+have expired it by then, and a standby may hold the seat). In between, another
+controller may already have won; every write this one makes is still fenced by
+the /controller_epoch check and every broker request by the controller epoch,
+as for a controller that was paused.
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ class SeatElector:
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._seat: Seat | None = None
+        self._suspended_timer: threading.Timer | None = None
         self._thread = threading.Thread(target=self._run, name="seat-elector", daemon=True)
         zk.add_session_listener(self._on_session)
 
@@ -90,12 +101,25 @@ class SeatElector:
         self._wake.set()
 
     def _on_session(self, state: str) -> None:
-        if state in ("lost", "suspended") and self._seat is not None:
-            # Stop acting at once; on "suspended" the session may survive, but we
-            # cannot know, and acting without a session risks a split brain.
-            self._resign(f"zookeeper session {state}")
+        if self._suspended_timer is not None:
+            self._suspended_timer.cancel()
+            self._suspended_timer = None
+        if state == "lost" and self._seat is not None:
+            self._resign("zookeeper session lost (expired)")
+        elif state == "suspended" and self._seat is not None:
+            log.warning("zookeeper connection lost; keeping the seat while the session may live (%d ms)",
+                        self._zk.session_timeout_ms)
+            timer = threading.Timer(self._zk.session_timeout_ms / 1000, self._suspended_too_long)
+            timer.daemon = True
+            self._suspended_timer = timer
+            timer.start()
         if state == "connected":
             self._wake.set()
+
+    def _suspended_too_long(self) -> None:
+        if self._zk.kazoo.connected:
+            return
+        self._resign(f"zookeeper session suspended for longer than its timeout ({self._zk.session_timeout_ms} ms)")
 
     def _resign(self, reason: str) -> None:
         if self._seat is None:

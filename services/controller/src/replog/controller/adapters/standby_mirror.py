@@ -17,9 +17,10 @@ would read now. Live brokers, topics being deleted and reassignment requests
 are small and always read afresh. A znode that changes after a re-read is
 dirty again, so nothing read is older than its last notification.
 
-When the feed breaks (the session expired or the connection dropped) changes
-may have been missed: the mirror starts over with a full load, and `take()`
-answers None until that load is done -- the caller then loads everything
+When the feed may have missed changes (it moved to another ZooKeeper server,
+or broke: its session expired) the mirror starts over with a full load -- on the
+same feed if it still runs, else on a new one -- and `take()` answers None until
+that load is done -- the caller then loads everything
 itself, as a controller without a mirror does. The mirror is for standbys
 only: the active controller closes it, and starts a fresh one when it resigns.
 """
@@ -58,6 +59,7 @@ class StandbyMirror:
         self._dirty: set[str] = set()
         self._dirty_lock = threading.Lock()
         self._lost = True  # no complete copy: load everything
+        self._missed = 0  # how many times the feed said it may have missed changes
         self._attempted = threading.Event()  # a load finished, well or not
         self._stopped = threading.Event()
         self._feed: ChangeFeed | None = None
@@ -121,6 +123,7 @@ class StandbyMirror:
 
     def _on_change(self, path: str | None) -> None:
         if path is None:
+            self._missed += 1
             self._lost = True  # notifications may have been missed
             return
         with self._dirty_lock:
@@ -147,21 +150,25 @@ class StandbyMirror:
     def _load(self) -> None:
         started = time.monotonic()
         with self._lock:
-            if self._feed is not None:
-                self._feed.close()
             with self._dirty_lock:
                 self._dirty.clear()
-            # The feed first: a change after this point is dirty, one before it is in the load.
-            self._feed = ChangeFeed(self._connect, [schema.TOPICS, schema.CONFIG_TOPICS], self._on_change,
-                                    session_timeout_s=self._session_timeout_s)
+            missed = self._missed
             self._lost = True  # until the load below completes
-            self._feed.open()
+            # The feed first: a change after this point is dirty, one before it is in the load.
+            if self._feed is None or self._feed.broken:
+                if self._feed is not None:
+                    self._feed.close()
+                self._feed = ChangeFeed(self._connect, [schema.TOPICS, schema.CONFIG_TOPICS], self._on_change,
+                                        session_timeout_s=self._session_timeout_s)
+                self._feed.open()
+                missed = self._missed
             topics = sorted(bulk.children_many(self._connect, [schema.TOPICS])[0] or [])
             self._assignments = {t: a for t, a in read_assignments(self._connect, topics).items() if a is not None}
             keys = [TopicPartition(t, p) for t, partitions in self._assignments.items() for p in partitions]
             self._states = {tp: s for tp, s in read_partition_states(self._connect, keys).items() if s is not None}
             self._configs = read_topic_configs(self._connect, topics)
-            self._lost = self._feed.broken  # a feed that broke meanwhile may have missed changes
+            # A feed that broke or moved meanwhile may have missed changes.
+            self._lost = self._feed.broken or self._missed != missed
         log.info("standby copy loaded: %d topics, %d partitions in %.2f s", len(self._assignments), len(keys),
                  time.monotonic() - started)
 
