@@ -11,6 +11,8 @@ import struct
 from dataclasses import dataclass
 
 from .batch import (
+    ATTRIBUTE_LOG_APPEND_TIME,
+    ATTRIBUTE_RECORD_HEADERS,
     HEADER_SIZE,
     INT32,
     MAGIC,
@@ -18,6 +20,7 @@ from .batch import (
     RECORD_HEAD,
     BatchHeader,
     CorruptRecordError,
+    TimestampType,
     read_header,
 )
 from .validation import validate_batch
@@ -25,10 +28,16 @@ from .validation import validate_batch
 
 @dataclass(frozen=True, slots=True)
 class DecodedRecord:
+    """One record as a consumer sees it. `timestamp_ms` is the producer's create time, or with
+    `TimestampType.LOG_APPEND_TIME` the time the leader appended the batch; `headers` are
+    (key, value) pairs in the order sent, a value None when null."""
+
     offset: int
     key: bytes | None
     value: bytes
     timestamp_ms: int
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME
 
 
 class BatchScan:
@@ -90,7 +99,10 @@ def decode_records(
             continue
         if verify_crc:
             validate_batch(data, pos, check_records=False)
-        _decode_batch_records(data, pos, header, start_offset, out)
+        if header.attributes:
+            _decode_batch_records_with_attributes(data, pos, header, start_offset, out)
+        else:
+            _decode_batch_records(data, pos, header, start_offset, out)
     return out
 
 
@@ -126,3 +138,63 @@ def _decode_batch_records(
         raise CorruptRecordError(f"batch at position {pos}: records run past the batch end") from exc
     if p != end:
         raise CorruptRecordError(f"batch at position {pos}: records do not fill the batch exactly")
+
+
+def _decode_batch_records_with_attributes(
+    data: bytes, pos: int, header: BatchHeader, start_offset: int, out: list[DecodedRecord]
+) -> None:
+    """`_decode_batch_records` for a batch with attributes set: header sections, a LogAppendTime."""
+    end = pos + header.size_bytes
+    p = pos + HEADER_SIZE
+    with_headers = header.attributes & ATTRIBUTE_RECORD_HEADERS
+    log_append_time = header.attributes & ATTRIBUTE_LOG_APPEND_TIME
+    base_timestamp_ms = header.base_timestamp_ms
+    stamp_type = TimestampType.LOG_APPEND_TIME if log_append_time else TimestampType.CREATE_TIME
+    try:
+        for _ in range(header.record_count):
+            offset_delta, timestamp_delta_ms, key_len = RECORD_HEAD.unpack_from(data, p)
+            p += RECORD_HEAD.size
+            key = None if key_len < 0 else data[p : p + key_len]
+            p += max(key_len, 0)
+            (value_len,) = INT32.unpack_from(data, p)
+            if value_len < 0:
+                raise CorruptRecordError(f"batch at position {pos}: value_len {value_len}")
+            p += INT32.size
+            value = data[p : p + value_len]
+            p += value_len
+            headers: tuple[tuple[str, bytes | None], ...] = ()
+            if with_headers:
+                headers, p = _decode_headers(data, p, pos)
+            offset = header.base_offset + offset_delta
+            if offset >= start_offset:
+                timestamp_ms = header.max_timestamp_ms if log_append_time else base_timestamp_ms + timestamp_delta_ms
+                out.append(DecodedRecord(offset, key, value, timestamp_ms, headers, stamp_type))
+    except struct.error as exc:
+        raise CorruptRecordError(f"batch at position {pos}: records run past the batch end") from exc
+    if p != end:
+        raise CorruptRecordError(f"batch at position {pos}: records do not fill the batch exactly")
+
+
+def _decode_headers(data: bytes, p: int, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    """The header section at `p` and the position after it (validation bounded it already)."""
+    (count,) = INT32.unpack_from(data, p)
+    p += INT32.size
+    if count < 0:
+        raise CorruptRecordError(f"batch at position {pos}: header count {count}")
+    headers = []
+    for _ in range(count):
+        (key_len,) = INT32.unpack_from(data, p)
+        p += INT32.size
+        try:
+            key = data[p : p + key_len].decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptRecordError(f"batch at position {pos}: a header key is not UTF-8") from None
+        p += key_len
+        (value_len,) = INT32.unpack_from(data, p)
+        p += INT32.size
+        value = None if value_len < 0 else data[p : p + value_len]
+        p += max(value_len, 0)
+        headers.append((key, value))
+    if p > len(data):
+        raise CorruptRecordError(f"batch at position {pos}: headers run past the batch end")
+    return tuple(headers), p
