@@ -58,11 +58,12 @@ types because a broker answers them with different error codes.
 
 from __future__ import annotations
 
-import enum
 import struct
 from typing import NamedTuple
 
 from crc32c import crc32c
+
+from replog.common.core.timestamp_type import TimestampType
 
 MAGIC = 2
 
@@ -98,14 +99,6 @@ ATTRIBUTES_KNOWN = ATTRIBUTE_LOG_APPEND_TIME | ATTRIBUTE_RECORD_HEADERS
 # and a record with thousands of them is a mistake better refused than stored.
 RECORD_HEADERS_MAX = 256  # headers per record
 HEADER_KEY_BYTES_MAX = 1024  # a header key's UTF-8 bytes; a value is bounded only by the batch size
-
-
-class TimestampType(enum.Enum):
-    """Whose clock a record's timestamp is from; the values are Kafka's names, as
-    `message.timestamp.type` takes them."""
-
-    CREATE_TIME = "CreateTime"  # the producer's, when it created the record
-    LOG_APPEND_TIME = "LogAppendTime"  # the leader's, when it appended the batch
 
 
 def timestamp_type(attributes: int) -> TimestampType:
