@@ -8,7 +8,7 @@ batch's CRC unless told not to.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .batch import (
     ATTRIBUTE_LOG_APPEND_TIME,
@@ -26,11 +26,11 @@ from .batch import (
 from .validation import validate_batch
 
 
-@dataclass(frozen=True, slots=True)
-class DecodedRecord:
+class DecodedRecord(NamedTuple):
     """One record as a consumer sees it. `timestamp_ms` is the producer's create time, or with
     `TimestampType.LOG_APPEND_TIME` the time the leader appended the batch; `headers` are
-    (key, value) pairs in the order sent, a value None when null."""
+    (key, value) pairs in the order sent, a value None when null. A named tuple, which a decode
+    builds straight from a tuple (`_new_tuple`): one is built per record read."""
 
     offset: int
     key: bytes | None
@@ -38,6 +38,10 @@ class DecodedRecord:
     timestamp_ms: int
     headers: tuple[tuple[str, bytes | None], ...] = ()
     timestamp_type: TimestampType = TimestampType.CREATE_TIME
+
+
+_new_tuple = tuple.__new__
+_CREATE_TIME = TimestampType.CREATE_TIME
 
 
 class BatchScan:
@@ -133,7 +137,8 @@ def _decode_batch_records(
             p += value_len
             offset = base_offset + offset_delta
             if offset >= start_offset:
-                append(DecodedRecord(offset, key, value, base_timestamp_ms + timestamp_delta_ms))
+                append(_new_tuple(DecodedRecord, (offset, key, value, base_timestamp_ms + timestamp_delta_ms, (),
+                                                  _CREATE_TIME)))
     except struct.error as exc:
         raise CorruptRecordError(f"batch at position {pos}: records run past the batch end") from exc
     if p != end:
