@@ -195,3 +195,13 @@ def batch_with_section(raw_section: bytes) -> bytes:
 def test_validation_names_what_is_wrong_with_a_header_section(raw, message):
     with pytest.raises(CorruptRecordError, match=message):
         validate_batch(batch_with_section(raw))
+
+
+@pytest.mark.parametrize("raw, message", [
+    (section(count=RECORD_HEADERS_MAX + 1), "header count"),
+    (section((b"", b"x")), "header key_len 0"),
+    (section((b"k", b"x"), count=2), "run past the batch end"),
+])
+def test_a_reader_that_checks_only_the_crc_still_refuses_a_bad_header_section(raw, message):
+    with pytest.raises(CorruptRecordError, match=message):
+        decode_records(batch_with_section(raw), verify_crc=True)

@@ -13,11 +13,13 @@ from typing import NamedTuple
 from .batch import (
     ATTRIBUTE_LOG_APPEND_TIME,
     ATTRIBUTE_RECORD_HEADERS,
+    HEADER_KEY_BYTES_MAX,
     HEADER_SIZE,
     INT32,
     MAGIC,
     MIN_BATCH_LENGTH,
     RECORD_HEAD,
+    RECORD_HEADERS_MAX,
     BatchHeader,
     CorruptRecordError,
     TimestampType,
@@ -181,15 +183,19 @@ def _decode_batch_records_with_attributes(
 
 
 def _decode_headers(data: bytes, p: int, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
-    """The header section at `p` and the position after it (validation bounded it already)."""
+    """The header section at `p` and the position after it. The leader validated it before appending
+    it; a reader that did not check the records (`verify_crc` checks the CRC only) is still kept
+    within the bounds, so that bad bytes raise rather than loop or slice backwards."""
     (count,) = INT32.unpack_from(data, p)
     p += INT32.size
-    if count < 0:
+    if not 0 <= count <= RECORD_HEADERS_MAX:
         raise CorruptRecordError(f"batch at position {pos}: header count {count}")
     headers = []
     for _ in range(count):
         (key_len,) = INT32.unpack_from(data, p)
         p += INT32.size
+        if not 0 < key_len <= HEADER_KEY_BYTES_MAX:
+            raise CorruptRecordError(f"batch at position {pos}: header key_len {key_len}")
         try:
             key = data[p : p + key_len].decode("utf-8")
         except UnicodeDecodeError:
@@ -197,6 +203,8 @@ def _decode_headers(data: bytes, p: int, pos: int) -> tuple[tuple[tuple[str, byt
         p += key_len
         (value_len,) = INT32.unpack_from(data, p)
         p += INT32.size
+        if value_len < -1:
+            raise CorruptRecordError(f"batch at position {pos}: header value_len {value_len}")
         value = None if value_len < 0 else data[p : p + value_len]
         p += max(value_len, 0)
         headers.append((key, value))
