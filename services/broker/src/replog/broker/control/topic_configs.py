@@ -2,9 +2,10 @@
 
 Today that is `min.insync.replicas` (acks=-1 needs that many ISR members) and
 `message.timestamp.type` (with LogAppendTime the leader stamps each batch with its
-own clock; replog.common.records.batch says how). A kazoo DataWatch per hosted topic keeps the value current; a topic without
-its own value uses the broker default. Watches start when the broker first
-hosts a replica of the topic and stop when it hosts none.
+own clock; replog.common.records.batch says how). A kazoo DataWatch per hosted
+topic keeps the values current; a topic without its own min.insync.replicas uses
+the broker default, and without its own timestamp type is CreateTime. Watches
+start when the broker first hosts a replica of the topic and stop when it hosts none.
 """
 
 from __future__ import annotations
