@@ -10,16 +10,9 @@ from replog.common.records import (
     validate_batch,
     with_log_append_time,
 )
+from tests.unit.common.test_record_headers import PREVIOUS_FORMAT_BATCH  # three records: T0, T0 + 5, T0 - 10
 
-from .conftest import T0_MS
-
-# The builder's bytes from before headers existed (tests/unit/common/test_record_headers.py): three
-# records stamped T0, T0 + 5 and T0 - 10.
-PREVIOUS_FORMAT_BATCH = bytes.fromhex(
-    "00000000000000280000007a000000030211bcfdf90000000000020000018bcfe568000000018bcfe5680500000000"
-    "0000000700010000000c00000003000000000000000000000000000000026b31000000056669727374000000010000"
-    "000000000005ffffffff000000067365636f6e6400000002fffffffffffffff60000000000000000"
-)
+T0_MS = 1_700_000_000_000
 APPENDED_AT_MS = T0_MS + 60_000
 
 
