@@ -9,6 +9,8 @@
 Import from here; the modules are how the package is organised, not separate APIs.
 """
 
+from replog.common.core.timestamp_type import TimestampType  # the timestamp types the format's attributes say
+
 from .batch import (
     ATTRIBUTE_LOG_APPEND_TIME,
     ATTRIBUTE_RECORD_HEADERS,
@@ -24,9 +26,7 @@ from .batch import (
     CorruptRecordError,
     RecordBatchError,
     RecordTooLargeError,
-    TimestampType,
     read_header,
-    timestamp_type,
     with_log_append_time,
     with_offset_and_epoch,
 )
@@ -60,7 +60,6 @@ __all__ = [
     "encode_headers",
     "iter_batches",
     "read_header",
-    "timestamp_type",
     "validate_batch",
     "with_log_append_time",
     "with_offset_and_epoch",

@@ -63,8 +63,6 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from replog.common.core.timestamp_type import TimestampType
-
 MAGIC = 2
 
 # base_offset, batch_length, partition_leader_epoch, magic, crc
@@ -99,11 +97,6 @@ ATTRIBUTES_KNOWN = ATTRIBUTE_LOG_APPEND_TIME | ATTRIBUTE_RECORD_HEADERS
 # and a record with thousands of them is a mistake better refused than stored.
 RECORD_HEADERS_MAX = 256  # headers per record
 HEADER_KEY_BYTES_MAX = 1024  # a header key's UTF-8 bytes; a value is bounded only by the batch size
-
-
-def timestamp_type(attributes: int) -> TimestampType:
-    """The timestamp type a batch's attributes say."""
-    return TimestampType.LOG_APPEND_TIME if attributes & ATTRIBUTE_LOG_APPEND_TIME else TimestampType.CREATE_TIME
 
 
 class RecordBatchError(Exception):

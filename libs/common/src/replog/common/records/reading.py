@@ -10,6 +10,8 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from replog.common.core.timestamp_type import TimestampType
+
 from .batch import (
     ATTRIBUTE_LOG_APPEND_TIME,
     ATTRIBUTE_RECORD_HEADERS,
@@ -22,7 +24,6 @@ from .batch import (
     RECORD_HEADERS_MAX,
     BatchHeader,
     CorruptRecordError,
-    TimestampType,
     read_header,
 )
 from .validation import validate_batch
