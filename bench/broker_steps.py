@@ -93,6 +93,9 @@ class TopicConfigs:
     def min_insync_replicas(self, topic: str) -> int:
         return 2
 
+    def log_append_time(self, topic: str) -> bool:
+        return False
+
 
 class IsrChanges:
     def submit(self, topic_partition) -> None:
@@ -134,7 +137,7 @@ class Broker:
         self.produce = ProduceEdge(ProduceHandler(
             lookup=self.replicas.get, is_known=metadata.has_partition, topic_configs=TopicConfigs(), delayed_produces=delayed,
             metrics=metrics, batch_bytes_max=1 << 20, request_timeout_ms=30_000, fsync_acks_all=False,
-            wait_slots=WaitSlots(128), turn=turn), clock)
+            wait_slots=WaitSlots(128), turn=turn, clock=clock), clock)
 
     def leader_and_isr(self, states) -> None:
         self.control.LeaderAndIsr(broker_control_pb2.LeaderAndIsrRequest(

@@ -1,7 +1,8 @@
 """`replog produce` and `replog consume`: try the data path by hand.
 
 Both find the brokers through the gateway's DescribeCluster, then talk to the
-partition leaders directly with the client library.
+partition leaders directly with the client library. How records are read from and
+printed as lines (input formats, headers, timestamps, value formats): record_lines.py.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import json
 import sys
 import time
 
+from replog.cli import record_lines
 from replog.cli.output import CliError
 from replog.v1 import admin_pb2, admin_pb2_grpc
 
@@ -19,7 +21,12 @@ def add_parsers(sub) -> None:
     produce.add_argument("--topic", required=True)
     produce.add_argument("--partition", type=int, help="fixed partition (default: by key, else round robin)")
     produce.add_argument("--key-separator", metavar="SEP",
-                         help="split each line into key SEP value (e.g. ':'); default: no key")
+                         help="text input: split each line into key SEP value (e.g. ':'); default: no key")
+    produce.add_argument("--input-format", choices=record_lines.INPUT_FORMATS, default="text",
+                         help="text: each line is a value; json: each line is "
+                              '{"key": .., "value": .., "headers": {..}, "timestamp_ms": ..} (only value required)')
+    produce.add_argument("--header", action="append", default=[], metavar="KEY=VALUE",
+                         help="a header for every record (repeatable)")
     produce.add_argument("--acks", choices=["0", "1", "all"], default="all")
     produce.add_argument("--no-idempotence", action="store_true", help="plain retries (duplicates possible)")
     produce.set_defaults(run=run_produce)
@@ -29,12 +36,20 @@ def add_parsers(sub) -> None:
     start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
     start.add_argument("--offset", type=int, help="start at this offset (with one --partition)")
+    start.add_argument("--from-timestamp", metavar="T",
+                       help="start at the first record stamped at or after T (milliseconds since the Unix epoch, "
+                            "or ISO 8601 such as 2026-11-26T08:30:00Z)")
     consume.add_argument("--follow", "-f", action="store_true", help="keep waiting for new records")
     consume.add_argument("--max-records", type=int, help="stop after this many records")
     consume.add_argument("--timeout-ms", type=int, default=2000,
                          help="without --follow, stop when nothing arrives for this long (default 2000)")
     consume.add_argument("--print-key", action="store_true")
-    consume.add_argument("--print-offset", action="store_true")
+    consume.add_argument("--print-offset", action="store_true", help="print partition:offset")
+    consume.add_argument("--print-timestamp", action="store_true",
+                         help="print CreateTime:<ms> or LogAppendTime:<ms> (the topic's message.timestamp.type)")
+    consume.add_argument("--print-headers", action="store_true", help="print headers as k1:v1,k2:v2 (or NO_HEADERS)")
+    consume.add_argument("--value-format", choices=record_lines.VALUE_FORMATS, default="text",
+                         help="how values and header values print (default text)")
     consume.set_defaults(run=run_consume)
 
 
@@ -49,6 +64,10 @@ def brokers(channel) -> list[str]:
 def run_produce(args, channel) -> int:
     from replog.client import ProduceError, Producer
 
+    try:
+        extra_headers = [record_lines.parse_header_argument(h) for h in args.header]
+    except record_lines.LineError as exc:
+        raise CliError(str(exc)) from None
     acks = -1 if args.acks == "all" else int(args.acks)
     idempotent = acks == -1 and not args.no_idempotence
     try:
@@ -58,16 +77,16 @@ def run_produce(args, channel) -> int:
         raise CliError(str(exc)) from None
     futures = []
     try:
-        for line in sys.stdin:
-            line = line.rstrip("\n")
-            key = None
-            if args.key_separator and args.key_separator in line:
-                key_text, line = line.split(args.key_separator, 1)
-                key = key_text.encode()
+        for number, line in enumerate(sys.stdin, 1):
             try:
-                futures.append(producer.send(args.topic, line.encode(), key=key, partition=args.partition))
+                key, value, headers, timestamp_ms = record_lines.parse_line(
+                    line.rstrip("\n"), args.input_format, args.key_separator, extra_headers)
+                futures.append(producer.send(args.topic, value, key=key, headers=headers, timestamp_ms=timestamp_ms,
+                                             partition=args.partition))
             except KeyError as exc:
                 raise CliError(str(exc).strip("'\"")) from None
+            except (TypeError, ValueError) as exc:  # LineError, or headers the format refuses
+                raise CliError(f"line {number}: {exc} (the lines before it were sent)") from None
         try:
             producer.flush(60)
         except TimeoutError as exc:
@@ -99,8 +118,12 @@ def run_consume(args, channel) -> int:
         raise CliError("--offset needs exactly one --partition")
     start = args.offset if args.offset is not None else (EARLIEST if args.from_beginning else LATEST)
     try:
-        consumer = Consumer(brokers(channel), args.topic, partitions=args.partition, start=start, tls=args.tls,
-                            insecure=args.tls is None)
+        start_timestamp_ms = None if args.from_timestamp is None else record_lines.parse_timestamp(args.from_timestamp)
+    except record_lines.LineError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        consumer = Consumer(brokers(channel), args.topic, partitions=args.partition, start=start,
+                            start_timestamp_ms=start_timestamp_ms, tls=args.tls, insecure=args.tls is None)
     except KeyError as exc:
         raise CliError(str(exc).strip("'\"")) from None
     count = 0
@@ -116,18 +139,12 @@ def run_consume(args, channel) -> int:
                 if args.max_records is not None and count >= args.max_records:
                     break
                 count += 1
-                value = record.value.decode(errors="replace")
                 if args.output == "json":
-                    print(json.dumps({"partition": record.partition, "offset": record.offset,
-                                      "key": record.key.decode(errors="replace") if record.key is not None else None,
-                                      "value": value, "timestamp_ms": record.timestamp_ms}), flush=True)
+                    print(json.dumps(record_lines.record_as_json(record, args.value_format)), flush=True)
                     continue
-                prefix = ""
-                if args.print_offset:
-                    prefix += f"{record.partition}:{record.offset}\t"
-                if args.print_key:
-                    prefix += f"{(record.key or b'').decode(errors='replace')}\t"
-                print(prefix + value, flush=True)
+                print(record_lines.record_as_text(
+                    record, value_format=args.value_format, timestamp=args.print_timestamp, offset=args.print_offset,
+                    headers=args.print_headers, key=args.print_key), flush=True)
     except ProduceError as exc:
         raise CliError(str(exc)) from None
     except KeyboardInterrupt:

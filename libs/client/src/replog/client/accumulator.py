@@ -67,9 +67,10 @@ class Accumulator:
 
     # --- records in (the callers' threads) ------------------------------------------------------
 
-    def add(self, topic: str, partition: int, record: tuple[bytes | None, bytes, int], size: int,
+    def add(self, topic: str, partition: int, record: tuple[bytes | None, bytes, int] | tuple, size: int,
             future: Future) -> bool:
-        """Add one record to its partition's open batch; returns whether the sender must be woken."""
+        """Add one record, (key, value, timestamp_ms) or with its headers (key, value, timestamp_ms, headers),
+        to its partition's open batch; returns whether the sender must be woken."""
         with self.lock:
             if self.closed:
                 raise RuntimeError("the producer is closed")
@@ -80,7 +81,10 @@ class Accumulator:
             if batch is None:
                 batch = self.open[(topic, partition)] = ProducerBatch(topic, partition)
             batch.futures.append((future, batch.records.count))
-            batch.records.add_many((record,))
+            if len(record) == 3:
+                batch.records.add_many((record,))
+            else:
+                batch.records.add_many_with_headers((record,))
             batch.size_bytes += size
             self.buffered += 1
             if batch.records.count >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:

@@ -25,16 +25,25 @@ from replog.v1 import common_pb2, log_pb2
 
 EARLIEST = "earliest"
 LATEST = "latest"
+TIMESTAMP = "timestamp"  # ListOffsets by timestamp: how start_timestamp_ms finds its offsets
+_OFFSET_SPECS = {EARLIEST: log_pb2.OFFSET_SPEC_EARLIEST, LATEST: log_pb2.OFFSET_SPEC_LATEST,
+                 TIMESTAMP: log_pb2.OFFSET_SPEC_TIMESTAMP}
 
 
 @dataclass(frozen=True)
 class ConsumerRecord:
+    """One record read. `timestamp_type` says whose clock `timestamp_ms` is from (the producer's
+    CreateTime, or the leader's LogAppendTime); `headers` are (key, value) pairs in the order sent,
+    a value None when null."""
+
     topic: str
     partition: int
     offset: int
     key: bytes | None
     value: bytes
     timestamp_ms: int
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_type: rec.TimestampType = rec.TimestampType.CREATE_TIME
 
 
 class Consumer:
@@ -42,8 +51,10 @@ class Consumer:
                  start: str | int = EARLIEST, fetch_max_bytes: int = 4 * 1024 * 1024,
                  max_wait_ms: int = 500, reset_out_of_range: bool = False, retry_backoff_ms: int = 200,
                  metadata_max_age_ms: int = 300_000, metadata_timeout_ms: int = 1000,
-                 tls: TlsFiles | None = None, insecure: bool = False) -> None:
-        """`tls` and `insecure`: as the Producer takes them."""
+                 start_timestamp_ms: int | None = None, tls: TlsFiles | None = None, insecure: bool = False) -> None:
+        """`start`: EARLIEST, LATEST or an offset; `start_timestamp_ms` instead starts each partition at its
+        first record stamped at or after it (ListOffsets by timestamp), or at its end when there is none.
+        `tls` and `insecure`: as the Producer takes them."""
         self.metadata = MetadataCache(bootstrap, timeout_s=metadata_timeout_ms / 1000, tls=tls, insecure=insecure)
         self.retry_backoff_s = retry_backoff_ms / 1000
         self.metadata_max_age_s = metadata_max_age_ms / 1000
@@ -57,10 +68,16 @@ class Consumer:
         self.reset_out_of_range = reset_out_of_range
         self.positions: dict[int, int] = {}
         for p in self.partitions:
-            self.positions[p] = start if isinstance(start, int) else self._list_offset(p, start)
+            if start_timestamp_ms is not None:
+                found = self._list_offset(p, TIMESTAMP, start_timestamp_ms)
+                self.positions[p] = found if found >= 0 else self._list_offset(p, LATEST)
+            else:
+                self.positions[p] = start if isinstance(start, int) else self._list_offset(p, start)
 
-    def _list_offset(self, partition: int, which: str) -> int:
-        spec = log_pb2.OFFSET_SPEC_EARLIEST if which == EARLIEST else log_pb2.OFFSET_SPEC_LATEST
+    def _list_offset(self, partition: int, which: str, timestamp_ms: int = 0) -> int:
+        """The partition's EARLIEST / LATEST offset, or with TIMESTAMP the first at or after
+        `timestamp_ms` (-1 when none is)."""
+        spec = _OFFSET_SPECS[which]
         deadline = time.monotonic() + 30
         while True:
             leader = self.metadata.leader_address(self.topic, partition)
@@ -68,7 +85,7 @@ class Consumer:
                 try:
                     reply = self.metadata.stub(leader[0]).ListOffsets(log_pb2.ListOffsetsRequest(partitions=[
                         log_pb2.ListOffsetsPartition(topic=self.topic, partition=partition, spec=spec,
-                                                     current_leader_epoch=-1)]), timeout=10)
+                                                     timestamp_ms=timestamp_ms, current_leader_epoch=-1)]), timeout=10)
                     result = reply.partitions[0]
                     if result.error_code == common_pb2.ERROR_CODE_NONE:
                         return result.offset
@@ -126,7 +143,8 @@ class Consumer:
         records = [r for r in records if r.offset < data.high_watermark]
         if records:
             self.positions[p] = records[-1].offset + 1
-        return [ConsumerRecord(self.topic, p, r.offset, r.key, r.value, r.timestamp_ms) for r in records]
+        return [ConsumerRecord(self.topic, p, r.offset, r.key, r.value, r.timestamp_ms, r.headers, r.timestamp_type)
+                for r in records]
 
     def _refresh_by(self, due_s: float) -> None:
         self._metadata_due_s = min(self._metadata_due_s, due_s)

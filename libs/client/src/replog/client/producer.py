@@ -30,6 +30,7 @@ from replog.client.accumulator import Accumulator
 from replog.client.metadata import MetadataCache
 from replog.client.results import ProduceError, RecordMetadata
 from replog.client.sender import Sender
+from replog.common import records as rec
 from replog.common.security.files import TlsFiles
 from replog.v1 import common_pb2, log_pb2
 
@@ -98,8 +99,14 @@ class Producer:
 
     # --- API -------------------------------------------------------------------------------
 
-    def send(self, topic: str, value: bytes, key: bytes | None = None, partition: int | None = None,
-             timestamp_ms: int | None = None) -> Future:
+    def send(self, topic: str, value: bytes, key: bytes | None = None, headers: rec.Headers | None = None,
+             timestamp_ms: int | None = None, partition: int | None = None) -> Future:
+        """Add one record to its partition's open batch; the Future gives its RecordMetadata.
+
+        `headers`: (key, value) pairs or a mapping, keys non-empty str, values bytes or None
+        (TypeError / ValueError at once when not, or past the format's bounds);
+        `timestamp_ms`: the record's create time (default now; a topic with
+        message.timestamp.type=LogAppendTime replaces it with the leader's clock)."""
         if partition is None:
             count = self.metadata.partition_count(topic)
             if key is not None:
@@ -107,9 +114,14 @@ class Producer:
             else:
                 partition = self._round_robin % count
                 self._round_robin += 1
-        future: Future = Future()
-        record = (key, value, timestamp_ms if timestamp_ms is not None else int(time.time() * 1000))
+        stamp = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
         size = len(value) + (len(key) if key else 0) + 24
+        if headers:
+            size += len(rec.encode_headers(headers))  # checks them too, before anything is buffered
+            record = (key, value, stamp, headers)
+        else:
+            record = (key, value, stamp)
+        future: Future = Future()
         if self._accumulator.add(topic, partition, record, size, future):
             self._sender.wake()
         return future

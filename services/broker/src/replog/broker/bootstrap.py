@@ -197,7 +197,7 @@ class BrokerProcess:
             lookup=replicas.get, is_known=self.metadata.has_partition, topic_configs=self.topic_configs,
             delayed_produces=self.delayed_produces, metrics=metrics,
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
-            fsync_acks_all=config.fsync_acks_all, wait_slots=wait_slots, turn=turn,
+            fsync_acks_all=config.fsync_acks_all, wait_slots=wait_slots, turn=turn, clock=clock,
         )
         self.log_servicer = LogServicer(
             broker_id=config.broker_id, produce=ProduceEdge(produce, clock), lookup=replicas.get,

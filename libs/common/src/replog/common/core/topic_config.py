@@ -22,8 +22,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 
 from .errors import InvalidConfigError
+from .timestamp_type import TimestampType
 
 _LONG_MAX = 2**63 - 1
+# Whose clock record timestamps are from: the producer's (CreateTime) or the leader's at append
+# (LogAppendTime); the brokers read it (replog.common.records.batch says what the leader does).
+MESSAGE_TIMESTAMP_TYPE = "message.timestamp.type"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,7 @@ class TopicConfig:
     max_message_bytes: int = 1024 * 1024 + 12
     flush_messages: int | None = None
     flush_ms: int | None = None
+    message_timestamp_type: str = TimestampType.CREATE_TIME.value
 
     @classmethod
     def from_map(cls, configs: Mapping[str, str]) -> TopicConfig:
@@ -82,6 +87,17 @@ def _integer(minimum: int, maximum: int = _LONG_MAX) -> Callable[[str, str], int
     return parse
 
 
+def _one_of(*choices: str) -> Callable[[str, str], str]:
+    def parse(key: str, text: str) -> str:
+        if text not in choices:
+            raise InvalidConfigError(
+                f"Invalid value '{text}' for topic config '{key}': expected one of {', '.join(choices)}."
+            )
+        return text
+
+    return parse
+
+
 def _boolean(key: str, text: str) -> bool:
     lowered = text.strip().lower()
     if lowered not in ("true", "false"):
@@ -102,6 +118,7 @@ _SPECS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "max.message.bytes": ("max_message_bytes", _integer(0, 2**31 - 1)),
     "flush.messages": ("flush_messages", _integer(1)),
     "flush.ms": ("flush_ms", _integer(0)),
+    MESSAGE_TIMESTAMP_TYPE: ("message_timestamp_type", _one_of(*(t.value for t in TimestampType))),
 }
 
 assert {name for name, _ in _SPECS.values()} == {f.name for f in fields(TopicConfig)}

@@ -9,43 +9,58 @@
 Import from here; the modules are how the package is organised, not separate APIs.
 """
 
+from replog.common.core.timestamp_type import TimestampType  # the timestamp types the format's attributes say
+
 from .batch import (
+    ATTRIBUTE_LOG_APPEND_TIME,
+    ATTRIBUTE_RECORD_HEADERS,
     BATCH_LENGTH_MAX,
     CRC_START,
+    HEADER_KEY_BYTES_MAX,
     HEADER_SIZE,
     LENGTH_FIELDS_SIZE,
     MAGIC,
     MIN_BATCH_LENGTH,
+    RECORD_HEADERS_MAX,
     BatchHeader,
     CorruptRecordError,
     RecordBatchError,
     RecordTooLargeError,
     read_header,
+    with_log_append_time,
     with_offset_and_epoch,
 )
-from .builder import BatchBuilder, encode_batch
+from .builder import BatchBuilder, Headers, encode_batch, encode_headers
 from .reading import BatchScan, DecodedRecord, decode_records, iter_batches
 from .validation import check_batch, validate_batch
 
 __all__ = [
+    "ATTRIBUTE_LOG_APPEND_TIME",
+    "ATTRIBUTE_RECORD_HEADERS",
     "BATCH_LENGTH_MAX",
     "CRC_START",
+    "HEADER_KEY_BYTES_MAX",
     "HEADER_SIZE",
     "LENGTH_FIELDS_SIZE",
     "MAGIC",
     "MIN_BATCH_LENGTH",
+    "RECORD_HEADERS_MAX",
     "BatchBuilder",
     "BatchHeader",
     "BatchScan",
     "CorruptRecordError",
     "DecodedRecord",
+    "Headers",
     "RecordBatchError",
     "RecordTooLargeError",
+    "TimestampType",
     "check_batch",
     "decode_records",
     "encode_batch",
+    "encode_headers",
     "iter_batches",
     "read_header",
     "validate_batch",
+    "with_log_append_time",
     "with_offset_and_epoch",
 ]

@@ -14,7 +14,7 @@ Batch layout (offsets in bytes; the shape of Kafka's v2 batch)::
     12  partition_leader_epoch  int32   stamped by the leader     }
     16  magic                   int8    = 2                       }
     17  crc                     uint32  CRC-32C of bytes 21..end  }
-    21  attributes              int16   0 (reserved)
+    21  attributes              int16   flags, below
     23  last_offset_delta       int32   record_count - 1
     27  base_timestamp_ms       int64   timestamp of the first record
     35  max_timestamp_ms        int64
@@ -26,13 +26,30 @@ Batch layout (offsets in bytes; the shape of Kafka's v2 batch)::
 
     record: offset_delta int32 | timestamp_delta_ms int64 | key_len int32
             (-1 = null key) | key | value_len int32 | value
+            [| header_count int32 | header * header_count]   with ATTRIBUTE_RECORD_HEADERS
+    header: key_len int32 | key (UTF-8, non-empty) | value_len int32 (-1 = null value) | value
+
+Attributes (any other bit set is a corrupt batch):
+
+- `ATTRIBUTE_LOG_APPEND_TIME` (0x08, Kafka's timestamp-type bit): the leader stamped the
+  batch when it appended it, and that time (base = max timestamp) is every record's
+  timestamp; the records' own deltas are the producer's and are not read. Without it the
+  timestamps are the producer's (CreateTime): base + each record's delta.
+- `ATTRIBUTE_RECORD_HEADERS` (0x10): every record ends with a header section (a count,
+  maybe 0, then the headers). A batch whose records have no headers leaves the bit clear
+  and is laid out byte for byte as before headers existed, so batches already on disk
+  (attributes 0) read unchanged, and a batch without headers costs what it always did.
 
 The total size of a batch is 12 + batch_length. The CRC starts at
 `attributes` so that the leader can assign `base_offset` and stamp
 `partition_leader_epoch` without recomputing it: a batch's CRC is computed
-once by its producer and then checked, never rewritten, all the way to the
-consumer. Timestamp deltas are int64 so that no client-supplied timestamp
-spread can overflow them.
+once by its producer and then checked all the way to the consumer. The one
+exception is a topic with `message.timestamp.type=LogAppendTime`: there the
+leader rewrites the attributes and the base and max timestamps before it
+appends the batch (`with_log_append_time`), and so computes the CRC anew,
+once, after it has validated the producer's. A producer never sets that bit
+itself (the leader refuses a batch that does). Timestamp deltas are int64 so
+that no client-supplied timestamp spread can overflow them.
 
 Errors: `CorruptRecordError` (the bytes are not a well-formed batch) and
 `RecordTooLargeError` (well-formed but over a size limit) are different
@@ -43,6 +60,8 @@ from __future__ import annotations
 
 import struct
 from typing import NamedTuple
+
+from crc32c import crc32c
 
 MAGIC = 2
 
@@ -69,6 +88,15 @@ _LEADER_EPOCH_OFFSET = 12
 _MAGIC_OFFSET = 16
 
 assert HEADER_SIZE == 61 and CRC_START == 21 and RECORD_HEAD.size == 16
+
+ATTRIBUTE_LOG_APPEND_TIME = 0x08
+ATTRIBUTE_RECORD_HEADERS = 0x10
+ATTRIBUTES_KNOWN = ATTRIBUTE_LOG_APPEND_TIME | ATTRIBUTE_RECORD_HEADERS
+
+# Bounds on record headers, checked by the builder and by validation: headers are metadata,
+# and a record with thousands of them is a mistake better refused than stored.
+RECORD_HEADERS_MAX = 256  # headers per record
+HEADER_KEY_BYTES_MAX = 1024  # a header key's UTF-8 bytes; a value is bounded only by the batch size
 
 
 class RecordBatchError(Exception):
@@ -130,6 +158,29 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
             f"batch header at position {pos} needs {HEADER_SIZE} bytes, {len(buf) - pos} available"
         )
     return _new_tuple(BatchHeader, HEADER.unpack_from(buf, pos))
+
+
+def with_log_append_time(
+    batch: bytes | bytearray | memoryview, header: BatchHeader, timestamp_ms: int
+) -> tuple[bytes, BatchHeader]:
+    """A copy of the validated `batch` (whose header is `header`) stamped with the leader's time:
+    the log-append-time attribute set, base and max timestamp `timestamp_ms`, the CRC computed anew.
+    The one rewrite of a CRC after its producer (see the module docstring)."""
+    covered_head = CRC_COVERED.pack(
+        header.attributes | ATTRIBUTE_LOG_APPEND_TIME,
+        header.last_offset_delta,
+        timestamp_ms,
+        timestamp_ms,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        header.record_count,
+    )
+    body = memoryview(batch)[HEADER_SIZE : header.size_bytes]
+    crc = crc32c(body, crc32c(covered_head))
+    prefix = PREFIX.pack(header.base_offset, header.batch_length, header.partition_leader_epoch, header.magic, crc)
+    stamped = _new_tuple(BatchHeader, HEADER.unpack_from(prefix + covered_head))
+    return b"".join((prefix, covered_head, body)), stamped
 
 
 def with_offset_and_epoch(batch: bytes | bytearray | memoryview, base_offset: int, leader_epoch: int) -> bytes:

@@ -1,26 +1,67 @@
 """Encoding a record batch: `BatchBuilder` writes records as they arrive, `encode_batch` all at once.
 
 The layout is batch.py's. The CRC is computed here, once per batch, over the bytes from
-`attributes` to the end; nothing downstream rewrites it.
+`attributes` to the end; nothing downstream rewrites it (but a LogAppendTime leader, batch.py).
+
+Records with headers go through `add_many_with_headers`; a batch holds a header section
+per record only once one of its records has headers, so `add_many`'s records cost what
+they did before headers existed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from crc32c import crc32c
 
 from .batch import (
+    ATTRIBUTE_RECORD_HEADERS,
     BATCH_LENGTH_MAX,
     CRC_COVERED,
+    HEADER_KEY_BYTES_MAX,
     INT32,
     MAGIC,
     MIN_BATCH_LENGTH,
     PREFIX,
     RECORD_HEAD,
     RECORD_HEAD_NULL_KEY,
+    RECORD_HEADERS_MAX,
     RecordTooLargeError,
 )
+
+# Record headers as callers give them: (key, value) pairs, value None for a null value; or a
+# mapping of key to value.
+Headers = Sequence[tuple[str, "bytes | None"]] | Mapping[str, "bytes | None"]
+_NO_HEADERS = INT32.pack(0)
+
+
+def encode_headers(headers: Headers | None) -> bytes:
+    """A record's header section (count, then each header); ValueError / TypeError naming what
+    is wrong with a header, before anything is written."""
+    if not headers:
+        return _NO_HEADERS
+    pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
+    if len(pairs) > RECORD_HEADERS_MAX:
+        raise ValueError(f"a record has {len(pairs)} headers, at most {RECORD_HEADERS_MAX} are allowed")
+    parts = [INT32.pack(len(pairs))]
+    for pair in pairs:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise TypeError(f"a header is a (key, value) pair, not {pair!r}")
+        key, value = pair
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"a header key is a non-empty str, not {key!r}")
+        key_bytes = key.encode("utf-8")
+        if len(key_bytes) > HEADER_KEY_BYTES_MAX:
+            raise ValueError(f"header key {key[:40]!r}... is {len(key_bytes)} bytes, at most "
+                             f"{HEADER_KEY_BYTES_MAX} are allowed")
+        parts += (INT32.pack(len(key_bytes)), key_bytes)
+        if value is None:
+            parts.append(INT32.pack(-1))
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            parts += (INT32.pack(len(value)), bytes(value))
+        else:
+            raise TypeError(f"the value of header {key!r} is bytes or None, not {type(value).__name__}")
+    return b"".join(parts)
 
 
 class BatchBuilder:
@@ -32,16 +73,19 @@ class BatchBuilder:
     The first record's timestamp is the batch's base; a later one may be earlier (its delta is
     then negative), as in `encode_batch`."""
 
-    __slots__ = ("_parts", "count", "_base_timestamp_ms", "_max_timestamp_ms")
+    __slots__ = ("_parts", "count", "_base_timestamp_ms", "_max_timestamp_ms", "_with_headers")
 
     def __init__(self) -> None:
         self._parts: list[bytes] = []
         self.count = 0
         self._base_timestamp_ms = 0
         self._max_timestamp_ms = 0
+        self._with_headers = False
 
     def add_many(self, records: Iterable[tuple[bytes | None, bytes, int]]) -> BatchBuilder:
         """Append records, each (key, value, timestamp_ms); key may be None."""
+        if self._with_headers:
+            return self.add_many_with_headers([(key, value, stamp, None) for key, value, stamp in records])
         append = self._parts.append
         pack_head = RECORD_HEAD.pack
         pack_head_null_key = RECORD_HEAD_NULL_KEY.pack
@@ -67,6 +111,55 @@ class BatchBuilder:
         self._max_timestamp_ms = max_timestamp_ms
         return self
 
+    def add_many_with_headers(
+        self, records: Iterable[tuple[bytes | None, bytes, int, Headers | None]]
+    ) -> BatchBuilder:
+        """Append records, each (key, value, timestamp_ms, headers); key and headers may be None.
+        Every header is checked before any record is added (ValueError / TypeError)."""
+        records = list(records)
+        sections = [encode_headers(headers) for _, _, _, headers in records]
+        if not self._with_headers:
+            self._add_header_sections()
+        append = self._parts.append
+        pack_int32 = INT32.pack
+        offset_delta = self.count
+        base_timestamp_ms = self._base_timestamp_ms
+        max_timestamp_ms = self._max_timestamp_ms
+        for (key, value, timestamp_ms, _), section in zip(records, sections):
+            if offset_delta == 0:
+                base_timestamp_ms = max_timestamp_ms = timestamp_ms
+            elif timestamp_ms > max_timestamp_ms:
+                max_timestamp_ms = timestamp_ms
+            if key is None:
+                append(RECORD_HEAD_NULL_KEY.pack(offset_delta, timestamp_ms - base_timestamp_ms, -1, len(value)))
+            else:
+                append(RECORD_HEAD.pack(offset_delta, timestamp_ms - base_timestamp_ms, len(key)))
+                append(key)
+                append(pack_int32(len(value)))
+            append(value)
+            append(section)
+            offset_delta += 1
+        self.count = offset_delta
+        self._base_timestamp_ms = base_timestamp_ms
+        self._max_timestamp_ms = max_timestamp_ms
+        return self
+
+    def _add_header_sections(self) -> None:
+        """Switch to the layout with headers: each record added so far gets an empty section."""
+        self._with_headers = True
+        if not self.count:
+            return
+        body = b"".join(self._parts)
+        parts, start = [], 0
+        for _ in range(self.count):
+            _, _, key_len = RECORD_HEAD.unpack_from(body, start)
+            value_len_at = start + RECORD_HEAD.size + max(key_len, 0)
+            (value_len,) = INT32.unpack_from(body, value_len_at)
+            end = value_len_at + INT32.size + value_len
+            parts += (body[start:end], _NO_HEADERS)
+            start = end
+        self._parts[:] = [b"".join(parts)]
+
     def build(self, *, base_offset: int = 0, leader_epoch: int = -1, producer_id: int = -1,
               producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
         """The batch of every record added so far (the builder may go on, for a larger batch)."""
@@ -77,7 +170,7 @@ class BatchBuilder:
         if len(self._parts) > 1:
             self._parts[:] = [body]  # a later build joins once more, not every record again
         covered_head = CRC_COVERED.pack(
-            0,
+            ATTRIBUTE_RECORD_HEADERS if self._with_headers else 0,
             record_count - 1,
             self._base_timestamp_ms,
             self._max_timestamp_ms,
@@ -95,7 +188,7 @@ class BatchBuilder:
 
 
 def encode_batch(
-    records: Sequence[tuple[bytes | None, bytes, int]],
+    records: Sequence[tuple[bytes | None, bytes, int] | tuple[bytes | None, bytes, int, Headers | None]],
     *,
     base_offset: int = 0,
     leader_epoch: int = -1,
@@ -103,8 +196,14 @@ def encode_batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
 ) -> bytes:
-    """One batch holding `records`, each (key, value, timestamp_ms); key may be None (ValueError if
-    there are none, from `BatchBuilder.build`)."""
-    return BatchBuilder().add_many(records).build(
+    """One batch holding `records`, each (key, value, timestamp_ms) or (key, value, timestamp_ms,
+    headers); key and headers may be None (ValueError if there are no records, from
+    `BatchBuilder.build`). The batch has a header section only if some record has headers."""
+    builder = BatchBuilder()
+    if any(len(record) > 3 and record[3] for record in records):
+        builder.add_many_with_headers([(*record[:3], record[3] if len(record) > 3 else None) for record in records])
+    else:
+        builder.add_many([record[:3] for record in records])
+    return builder.build(
         base_offset=base_offset, leader_epoch=leader_epoch, producer_id=producer_id,
         producer_epoch=producer_epoch, base_sequence=base_sequence)

@@ -8,14 +8,20 @@ batch's CRC unless told not to.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
+
+from replog.common.core.timestamp_type import TimestampType
 
 from .batch import (
+    ATTRIBUTE_LOG_APPEND_TIME,
+    ATTRIBUTE_RECORD_HEADERS,
+    HEADER_KEY_BYTES_MAX,
     HEADER_SIZE,
     INT32,
     MAGIC,
     MIN_BATCH_LENGTH,
     RECORD_HEAD,
+    RECORD_HEADERS_MAX,
     BatchHeader,
     CorruptRecordError,
     read_header,
@@ -23,12 +29,22 @@ from .batch import (
 from .validation import validate_batch
 
 
-@dataclass(frozen=True, slots=True)
-class DecodedRecord:
+class DecodedRecord(NamedTuple):
+    """One record as a consumer sees it. `timestamp_ms` is the producer's create time, or with
+    `TimestampType.LOG_APPEND_TIME` the time the leader appended the batch; `headers` are
+    (key, value) pairs in the order sent, a value None when null. A named tuple, which a decode
+    builds straight from a tuple (`_new_tuple`): one is built per record read."""
+
     offset: int
     key: bytes | None
     value: bytes
     timestamp_ms: int
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME
+
+
+_new_tuple = tuple.__new__
+_CREATE_TIME = TimestampType.CREATE_TIME
 
 
 class BatchScan:
@@ -90,7 +106,10 @@ def decode_records(
             continue
         if verify_crc:
             validate_batch(data, pos, check_records=False)
-        _decode_batch_records(data, pos, header, start_offset, out)
+        if header.attributes:
+            _decode_batch_records_with_attributes(data, pos, header, start_offset, out)
+        else:
+            _decode_batch_records(data, pos, header, start_offset, out)
     return out
 
 
@@ -121,8 +140,75 @@ def _decode_batch_records(
             p += value_len
             offset = base_offset + offset_delta
             if offset >= start_offset:
-                append(DecodedRecord(offset, key, value, base_timestamp_ms + timestamp_delta_ms))
+                append(_new_tuple(DecodedRecord, (offset, key, value, base_timestamp_ms + timestamp_delta_ms, (),
+                                                  _CREATE_TIME)))
     except struct.error as exc:
         raise CorruptRecordError(f"batch at position {pos}: records run past the batch end") from exc
     if p != end:
         raise CorruptRecordError(f"batch at position {pos}: records do not fill the batch exactly")
+
+
+def _decode_batch_records_with_attributes(
+    data: bytes, pos: int, header: BatchHeader, start_offset: int, out: list[DecodedRecord]
+) -> None:
+    """`_decode_batch_records` for a batch with attributes set: header sections, a LogAppendTime."""
+    end = pos + header.size_bytes
+    p = pos + HEADER_SIZE
+    with_headers = header.attributes & ATTRIBUTE_RECORD_HEADERS
+    log_append_time = header.attributes & ATTRIBUTE_LOG_APPEND_TIME
+    base_timestamp_ms = header.base_timestamp_ms
+    stamp_type = TimestampType.LOG_APPEND_TIME if log_append_time else TimestampType.CREATE_TIME
+    try:
+        for _ in range(header.record_count):
+            offset_delta, timestamp_delta_ms, key_len = RECORD_HEAD.unpack_from(data, p)
+            p += RECORD_HEAD.size
+            key = None if key_len < 0 else data[p : p + key_len]
+            p += max(key_len, 0)
+            (value_len,) = INT32.unpack_from(data, p)
+            if value_len < 0:
+                raise CorruptRecordError(f"batch at position {pos}: value_len {value_len}")
+            p += INT32.size
+            value = data[p : p + value_len]
+            p += value_len
+            headers: tuple[tuple[str, bytes | None], ...] = ()
+            if with_headers:
+                headers, p = _decode_headers(data, p, pos)
+            offset = header.base_offset + offset_delta
+            if offset >= start_offset:
+                timestamp_ms = header.max_timestamp_ms if log_append_time else base_timestamp_ms + timestamp_delta_ms
+                out.append(DecodedRecord(offset, key, value, timestamp_ms, headers, stamp_type))
+    except struct.error as exc:
+        raise CorruptRecordError(f"batch at position {pos}: records run past the batch end") from exc
+    if p != end:
+        raise CorruptRecordError(f"batch at position {pos}: records do not fill the batch exactly")
+
+
+def _decode_headers(data: bytes, p: int, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    """The header section at `p` and the position after it. The leader validated it before appending
+    it; a reader that did not check the records (`verify_crc` checks the CRC only) is still kept
+    within the bounds, so that bad bytes raise rather than loop or slice backwards."""
+    (count,) = INT32.unpack_from(data, p)
+    p += INT32.size
+    if not 0 <= count <= RECORD_HEADERS_MAX:
+        raise CorruptRecordError(f"batch at position {pos}: header count {count}")
+    headers = []
+    for _ in range(count):
+        (key_len,) = INT32.unpack_from(data, p)
+        p += INT32.size
+        if not 0 < key_len <= HEADER_KEY_BYTES_MAX:
+            raise CorruptRecordError(f"batch at position {pos}: header key_len {key_len}")
+        try:
+            key = data[p : p + key_len].decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptRecordError(f"batch at position {pos}: a header key is not UTF-8") from None
+        p += key_len
+        (value_len,) = INT32.unpack_from(data, p)
+        p += INT32.size
+        if value_len < -1:
+            raise CorruptRecordError(f"batch at position {pos}: header value_len {value_len}")
+        value = None if value_len < 0 else data[p : p + value_len]
+        p += max(value_len, 0)
+        headers.append((key, value))
+    if p > len(data):
+        raise CorruptRecordError(f"batch at position {pos}: headers run past the batch end")
+    return tuple(headers), p

@@ -15,12 +15,17 @@ import struct
 from crc32c import crc32c
 
 from .batch import (
+    ATTRIBUTE_LOG_APPEND_TIME,
+    ATTRIBUTE_RECORD_HEADERS,
+    ATTRIBUTES_KNOWN,
     CRC_START,
+    HEADER_KEY_BYTES_MAX,
     HEADER_SIZE,
     INT32,
     MAGIC,
     MIN_BATCH_LENGTH,
     RECORD_HEAD,
+    RECORD_HEADERS_MAX,
     BatchHeader,
     CorruptRecordError,
     RecordTooLargeError,
@@ -38,8 +43,9 @@ def validate_batch(
     """Check the batch at `pos` and return its header.
 
     Checks magic, length bounds (against `buf` and `max_bytes`), the CRC, the
-    record count, and with `check_records` that the records exactly fill the
-    batch with offset deltas 0..n-1 and the stated max timestamp. Raises
+    attributes, the record count, and with `check_records` that the records exactly
+    fill the batch with offset deltas 0..n-1, the stated max timestamp (for a
+    LogAppendTime batch: base and max timestamp equal) and headers within bounds. Raises
     `RecordTooLargeError` or `CorruptRecordError` saying what is wrong.
     """
     return check_batch(buf, read_header(buf, pos), pos, max_bytes=max_bytes, check_records=check_records)
@@ -75,6 +81,11 @@ def check_batch(
             f"batch at position {pos} (base offset {header.base_offset}): CRC mismatch, "
             f"stored {header.crc:#010x}, computed {actual_crc:#010x}"
         )
+    if header.attributes & ~ATTRIBUTES_KNOWN:
+        raise CorruptRecordError(
+            f"batch at position {pos}: attributes {header.attributes:#06x} set bits this format does not know "
+            f"(known: {ATTRIBUTES_KNOWN:#06x})"
+        )
     if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
         raise CorruptRecordError(
             f"batch at position {pos}: record_count {header.record_count} and "
@@ -87,7 +98,8 @@ def check_batch(
 
 def _check_records(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> None:
     """The records must exactly fill the batch, in offset order, within its max timestamp."""
-    if _uniform_records_are_valid(buf, pos, header):
+    with_headers = header.attributes & ATTRIBUTE_RECORD_HEADERS
+    if not with_headers and _uniform_records_are_valid(buf, pos, header):
         return
     end = pos + header.size_bytes
     p = pos + HEADER_SIZE
@@ -115,14 +127,62 @@ def _check_records(buf: bytes | bytearray | memoryview, pos: int, header: BatchH
         p += INT32.size + value_len
         if p > end:
             raise CorruptRecordError(f"batch at position {pos}: record {expected_delta} runs past the batch end")
+        if with_headers:
+            p = _check_record_headers(buf, p, end, f"batch at position {pos}: record {expected_delta}")
     if p != end:
         raise CorruptRecordError(f"batch at position {pos}: {end - p} bytes follow the last record")
     assert max_timestamp_delta_ms is not None
+    _check_max_timestamp(pos, header, max_timestamp_delta_ms)
+
+
+def _check_max_timestamp(pos: int, header: BatchHeader, max_timestamp_delta_ms: int) -> None:
+    """CreateTime: the max timestamp is the largest record's; LogAppendTime: base and max are the
+    leader's one stamp (the records' deltas are the producer's, and not read)."""
+    if header.attributes & ATTRIBUTE_LOG_APPEND_TIME:
+        if header.base_timestamp_ms != header.max_timestamp_ms:
+            raise CorruptRecordError(
+                f"batch at position {pos}: a LogAppendTime batch has base timestamp {header.base_timestamp_ms} "
+                f"and max timestamp {header.max_timestamp_ms}; the leader stamps them equal"
+            )
+        return
     if header.base_timestamp_ms + max_timestamp_delta_ms != header.max_timestamp_ms:
         raise CorruptRecordError(
             f"batch at position {pos}: max_timestamp_ms {header.max_timestamp_ms} is not the "
             f"largest record timestamp {header.base_timestamp_ms + max_timestamp_delta_ms}"
         )
+
+
+def _check_record_headers(buf: bytes | bytearray | memoryview, p: int, end: int, where: str) -> int:
+    """Check the header section at `p` (count, bounds, UTF-8 keys, framing); the position after it."""
+    if p + INT32.size > end:
+        raise CorruptRecordError(f"{where}: its header count runs past the batch end")
+    (count,) = INT32.unpack_from(buf, p)
+    p += INT32.size
+    if not 0 <= count <= RECORD_HEADERS_MAX:
+        raise CorruptRecordError(f"{where} has {count} headers; between 0 and {RECORD_HEADERS_MAX} are allowed")
+    for index in range(count):
+        if p + INT32.size > end:
+            raise CorruptRecordError(f"{where}: header {index} runs past the batch end")
+        (key_len,) = INT32.unpack_from(buf, p)
+        if not 0 < key_len <= HEADER_KEY_BYTES_MAX:
+            raise CorruptRecordError(
+                f"{where}: header {index} has a key of {key_len} bytes; 1 to {HEADER_KEY_BYTES_MAX} are allowed"
+            )
+        p += INT32.size
+        if p + key_len + INT32.size > end:
+            raise CorruptRecordError(f"{where}: header {index} runs past the batch end")
+        try:
+            bytes(buf[p : p + key_len]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptRecordError(f"{where}: the key of header {index} is not UTF-8") from None
+        p += key_len
+        (value_len,) = INT32.unpack_from(buf, p)
+        if value_len < -1:
+            raise CorruptRecordError(f"{where}: header {index} has value_len {value_len}")
+        p += INT32.size + max(value_len, 0)
+        if p > end:
+            raise CorruptRecordError(f"{where}: header {index} runs past the batch end")
+    return p
 
 
 # Batches whose records all have the same key and value sizes (the common case: a
@@ -202,5 +262,7 @@ def _uniform_records_are_valid(buf: bytes | bytearray | memoryview, pos: int, he
     for at, column in columns:
         if area[at::stride] != column[:record_count]:
             return False
+    if header.attributes & ATTRIBUTE_LOG_APPEND_TIME:
+        return header.base_timestamp_ms == header.max_timestamp_ms
     return header.base_timestamp_ms + _max_timestamp_delta(area, stride, record_count) == header.max_timestamp_ms
 

@@ -41,12 +41,14 @@ from replog.common.acls.enforcement import Caller, Enforcer
 from replog.common.clock import Clock
 from replog.common.core.partitions import TopicPartition
 from replog.common.grpc_server import OpenStreams
-from replog.common.records import CorruptRecordError, decode_records
+from replog.common.records import CorruptRecordError, TimestampType, decode_records
 from replog.v1 import common_pb2, log_pb2, log_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 FETCH_WAIT_MS_MAX = 30_000
+_TIMESTAMP_TYPES = {TimestampType.CREATE_TIME: common_pb2.TIMESTAMP_TYPE_CREATE_TIME,
+                    TimestampType.LOG_APPEND_TIME: common_pb2.TIMESTAMP_TYPE_LOG_APPEND_TIME}
 _SPECS = {log_pb2.OFFSET_SPEC_EARLIEST: "earliest", log_pb2.OFFSET_SPEC_LATEST: "latest",
           log_pb2.OFFSET_SPEC_TIMESTAMP: "timestamp"}
 
@@ -178,7 +180,9 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
                 return
             data.decoded_records.extend(
                 common_pb2.Record(offset=r.offset, key=r.key or b"", key_is_null=r.key is None, value=r.value,
-                                  timestamp_ms=r.timestamp_ms)
+                                  timestamp_ms=r.timestamp_ms, timestamp_type=_TIMESTAMP_TYPES[r.timestamp_type],
+                                  headers=[common_pb2.RecordHeader(key=k, value=v or b"", value_is_null=v is None)
+                                           for k, v in r.headers])
                 for r in decoded if r.offset < answer.high_watermark
             )
 

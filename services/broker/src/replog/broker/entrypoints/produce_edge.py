@@ -44,11 +44,17 @@ def produce_request(request: log_pb2.ProduceRequest, clock: Clock) -> ProduceReq
         if len(data.records):
             if now_ms is None:
                 now_ms = clock.now_ms()
-            records = tuple((None if r.key_is_null else r.key, r.value, r.timestamp_ms or now_ms)
+            records = tuple((None if r.key_is_null else r.key, r.value, r.timestamp_ms or now_ms, _headers(r))
                             for r in data.records)
         # record_batch is read once: each read of a bytes field copies it
         partitions.append(PartitionProduce(TopicPartition(data.topic, data.partition), data.record_batch, records))
     return ProduceRequest(request.acks, request.timeout_ms, tuple(partitions))
+
+
+def _headers(record) -> tuple[tuple[str, bytes | None], ...] | None:
+    if not len(record.headers):
+        return None
+    return tuple((h.key, None if h.value_is_null else h.value) for h in record.headers)
 
 
 def produce_response(answers: list[PartitionAnswer]) -> log_pb2.ProduceResponse:

@@ -7,8 +7,11 @@ Theory of operation (docs/architecture.md, "Produce"; core/produce.py order):
    is INVALID_REQUEST.
 2. Per partition, outside any lock: the batch is `record_batch` as sent (bytes
    end to end) or built once from the records sent decoded; it is validated once
-   (`validate_batch`: size, CRC-32C, record framing) -> RECORD_TOO_LARGE /
-   CORRUPT_RECORD. Unknown partition -> UNKNOWN_TOPIC_OR_PARTITION (or
+   (`validate_batch`: size, CRC-32C, record framing, headers) -> RECORD_TOO_LARGE /
+   CORRUPT_RECORD (bad headers sent decoded: INVALID_REQUEST). For a topic with
+   message.timestamp.type=LogAppendTime the batch is then stamped with this
+   broker's clock (`with_log_append_time`); a producer's batch that claims that
+   stamp itself is CORRUPT_RECORD. Unknown partition -> UNKNOWN_TOPIC_OR_PARTITION (or
    NOT_LEADER when the cluster has it but this broker does not host it).
 3. Under the partition lock (leader_side.append_produced): leadership,
    min.insync.replicas for acks=-1 (NOT_ENOUGH_REPLICAS before any append),
@@ -42,8 +45,17 @@ from replog.broker.replicas.leader_side import append_produced
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
 from replog.broker.runtime.wait_slots import WaitSlots
+from replog.common.clock import Clock
 from replog.common.core.partitions import TopicPartition
-from replog.common.records import BatchHeader, CorruptRecordError, RecordTooLargeError, encode_batch, validate_batch
+from replog.common.records import (
+    ATTRIBUTE_LOG_APPEND_TIME,
+    BatchHeader,
+    CorruptRecordError,
+    RecordTooLargeError,
+    encode_batch,
+    validate_batch,
+    with_log_append_time,
+)
 
 PRODUCE_TIMEOUT_MS_MAX = 300_000
 
@@ -62,8 +74,10 @@ class ProduceHandler:
         fsync_acks_all: bool,
         wait_slots: WaitSlots,
         turn: Turn,
+        clock: Clock,
     ) -> None:
         self._turn = turn
+        self._clock = clock
         self._lookup = lookup
         self._is_known = is_known  # the partition exists in the cluster (the Metadata answers' cache)
         self._topic_configs = topic_configs
@@ -178,6 +192,8 @@ class ProduceHandler:
         if isinstance(checked[0], ErrorCode):
             return PartitionAnswer(tp, *checked), None
         batch, header = checked
+        if self._topic_configs.log_append_time(tp.topic):
+            batch, header = with_log_append_time(batch, header, self._clock.now_ms())
         min_insync_replicas = self._topic_configs.min_insync_replicas(tp.topic)
         appended = append_produced(
             hosted, acks=acks, min_insync_replicas=min_insync_replicas, batch=batch, header=header,
@@ -209,8 +225,13 @@ class ProduceHandler:
             return ErrorCode.RECORD_TOO_LARGE, str(exc)
         except CorruptRecordError as exc:
             return ErrorCode.CORRUPT_RECORD, str(exc)
+        except (TypeError, ValueError) as exc:  # headers of records sent decoded (encode_headers)
+            return ErrorCode.INVALID_REQUEST, f"bad record headers: {exc}"
         if header.size_bytes != len(batch):
             return ErrorCode.CORRUPT_RECORD, f"{len(batch) - header.size_bytes} bytes follow the batch; send one batch"
+        if header.attributes & ATTRIBUTE_LOG_APPEND_TIME:
+            return ErrorCode.CORRUPT_RECORD, ("the batch claims a LogAppendTime stamp; only the leader stamps one, "
+                                              "for a topic with message.timestamp.type=LogAppendTime")
         return batch, header
 
 

@@ -10,7 +10,8 @@ from typing import NamedTuple
 from replog.broker.core.errors import ErrorCode
 from replog.common.core.partitions import TopicPartition
 
-Record = tuple[bytes | None, bytes, int]  # key (None: a null key), value, timestamp_ms
+# key (None: a null key), value, timestamp_ms, headers ((key, value) pairs, a value None when null; None: none)
+Record = tuple[bytes | None, bytes, int, tuple[tuple[str, bytes | None], ...] | None]
 
 
 class PartitionProduce(NamedTuple):
