@@ -39,8 +39,8 @@ def zookeeper_command(config_path: Path, jvm_args: list[str] | tuple[str, ...] =
     ]
 
 
-def write_config(directory: Path, port: int, tick_ms: int = 500) -> Path:
-    """A standalone server config; sessions may last 2..20 ticks (1 s to 10 s)."""
+def write_config(directory: Path, port: int, tick_ms: int = 500, host: str = "127.0.0.1") -> Path:
+    """A standalone server config listening on `host`; sessions may last 2..20 ticks (1 s to 10 s)."""
     data = directory / "data"
     data.mkdir(parents=True, exist_ok=True)
     path = directory / "zoo.cfg"
@@ -48,7 +48,7 @@ def write_config(directory: Path, port: int, tick_ms: int = 500) -> Path:
         f"tickTime={tick_ms}\n"
         f"dataDir={data}\n"
         f"clientPort={port}\n"
-        "clientPortAddress=127.0.0.1\n"
+        f"clientPortAddress={host}\n"
         "maxClientCnxns=0\n"
         "admin.enableServer=false\n"
         "4lw.commands.whitelist=ruok,stat,mntr,srvr\n"
@@ -58,10 +58,10 @@ def write_config(directory: Path, port: int, tick_ms: int = 500) -> Path:
     return path
 
 
-def is_ok(port: int, timeout_s: float = 0.5) -> bool:
-    """True when the server on `port` answers 'imok' to 'ruok'."""
+def is_ok(port: int, timeout_s: float = 0.5, host: str = "127.0.0.1") -> bool:
+    """True when the server on `host`:`port` answers 'imok' to 'ruok'."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as sock:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
             sock.sendall(b"ruok")
             return sock.recv(16) == b"imok"
     except OSError:
