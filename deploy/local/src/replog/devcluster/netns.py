@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from replog.devcluster.hosts import CLIENT, INNER_LINK, HostLayout, tag_of
+from replog.devcluster.hosts import CLIENT, INNER_LINK, LINK_PREFIX, HostLayout, tag_of
 
 REGISTRY = Path("/run/replog/hosts")
 STATE_FILE = "hosts.json"
@@ -50,9 +50,9 @@ def require_tools() -> None:
                                    f"installs it)")
 
 
-def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """Run a command of iproute2 or nftables; a failure raises with its message."""
-    done = subprocess.run(args, capture_output=True, text=True, timeout=30)
+def run(*args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
+    """Run a command of iproute2 or nftables (`input` on its stdin); a failure raises with its message."""
+    done = subprocess.run(args, capture_output=True, text=True, timeout=30, input=input)
     if check and done.returncode != 0:
         raise HostsUnavailable(f"`{' '.join(args)}` failed: {done.stderr.strip() or done.stdout.strip()}")
     return done
@@ -60,6 +60,12 @@ def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 def in_namespace(namespace: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     return run("ip", "netns", "exec", namespace, *args, check=check)
+
+
+def nft_apply(namespace: str | None, script: str) -> None:
+    """Load an nftables script in `namespace` (None: the root namespace)."""
+    prefix = () if namespace is None else ("ip", "netns", "exec", namespace)
+    run(*prefix, "nft", "-f", "-", input=script)
 
 
 def _start_time(pid: int) -> int | None:
@@ -170,6 +176,9 @@ class HostNetwork:
         for link in _links():
             if layout.owns(link):
                 run("ip", "link", "delete", link, check=False)
+        for family, table in _root_tables():
+            if table.startswith(root_table_prefix(layout.tag)):
+                run("nft", "delete", "table", family, table, check=False)
         (REGISTRY / f"{layout.tag}.json").unlink(missing_ok=True)
         path = self.state_dir / STATE_FILE
         with contextlib.suppress(OSError, ValueError, KeyError):
@@ -224,6 +233,25 @@ def _is_zombie(pid: int) -> bool:
         return True
 
 
+def root_table_prefix(tag: str) -> str:
+    """How the names of a cluster's nftables tables in the root namespace start (netfaults.py)."""
+    return f"replog_{tag}_"
+
+
+def _tag_of_table(table: str) -> str | None:
+    tag, sep, _ = table.removeprefix("replog_").partition("_")
+    return tag_of(f"{LINK_PREFIX}{tag}-") if table.startswith("replog_") and sep else None
+
+
+def _root_tables() -> list[tuple[str, str]]:
+    """(family, name) of every nftables table in the root namespace."""
+    if shutil.which("nft") is None:
+        return []
+    done = run("nft", "list", "tables", check=False)
+    return [(words[1], words[2]) for words in (line.split() for line in done.stdout.splitlines())
+            if len(words) == 3 and words[0] == "table"]
+
+
 def _used_subnets() -> set[int]:
     """Subnet numbers of 10.211.x.0/24 this machine already has an address or a route in, or a record names."""
     used = set()
@@ -266,7 +294,9 @@ def sweep() -> list[str]:
                 removed.append(network.layout.tag)
             else:
                 recorded.add(network.layout.tag)
-        orphans = {tag_of(name) for name in [*_namespaces(), *_links()]} - recorded - {None}
+        tags = {tag_of(name) for name in [*_namespaces(), *_links()]}
+        tags |= {_tag_of_table(table) for _, table in _root_tables()}
+        orphans = tags - recorded - {None}
         for tag in sorted(orphans):
             HostNetwork(HostLayout(tag, 1), [], REGISTRY / "none").destroy()  # a name holds no subnet: any will do
             removed.append(tag)
