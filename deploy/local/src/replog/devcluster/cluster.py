@@ -110,6 +110,15 @@ class LocalCluster:
         """Choose ports and commands once; kept across restarts."""
         if self.processes:
             return
+        try:
+            self._plan_processes()
+        except BaseException:
+            if self.network is not None:  # made for processes that will never run
+                self.network.destroy()
+                self.network, self._layout, self.processes = None, None, {}
+            raise
+
+    def _plan_processes(self) -> None:
         spec = self.spec
         names = ["zookeeper", *(f"{role}-{i}" for role, count in (("controller", spec.controllers),
                  ("broker", spec.brokers), ("gateway", spec.gateways)) for i in range(1, count + 1))]
