@@ -19,8 +19,6 @@ What the proxy models, per chunk of bytes it reads (one read of at most CHUNK_BY
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import os
 import queue
 import random
 import socket
@@ -30,13 +28,11 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from replog.devcluster.hosts import INNER_LINK
-from replog.devcluster.netns import HostNetwork, in_namespace, nft_apply, run
+from replog.devcluster.netns import HostNetwork, in_namespace, make_in, nft_apply, run
 
 CHUNK_BYTES = 16 * 1024
 PROXY_MARK = 0x5E1  # SO_MARK of the proxy's own connections, which the redirect lets through
-_CLONE_NEWNET = 0x40000000
 _SO_MARK = getattr(socket, "SO_MARK", 36)
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def netem_available(network: HostNetwork, host: str) -> bool:
@@ -47,32 +43,6 @@ def netem_available(network: HostNetwork, host: str) -> bool:
     if tried.returncode == 0:
         in_namespace(namespace, "tc", "qdisc", "del", "dev", INNER_LINK, "root", check=False)
     return tried.returncode == 0
-
-
-def _in_namespace(namespace: str, make):
-    """Run `make()` in a thread that has entered `namespace`: the sockets it makes belong to that namespace
-    for good, whichever thread uses them later."""
-    found: dict = {}
-
-    def enter_and_make() -> None:
-        try:
-            fd = os.open(f"/run/netns/{namespace}", os.O_RDONLY)
-            try:
-                if _libc.setns(fd, _CLONE_NEWNET) != 0:
-                    error = ctypes.get_errno()
-                    raise OSError(error, f"setns into {namespace}: {os.strerror(error)}")
-            finally:
-                os.close(fd)
-            found["value"] = make()
-        except BaseException as exc:  # handed to the caller's thread
-            found["error"] = exc
-
-    thread = threading.Thread(target=enter_and_make, name=f"setns-{namespace}")
-    thread.start()
-    thread.join()
-    if "error" in found:
-        raise found["error"]
-    return found["value"]
 
 
 @dataclass(frozen=True)
@@ -98,7 +68,7 @@ class DelayProxy:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self.connections = 0  # how many connections it has relayed
-        self._listener = _in_namespace(namespace, lambda: socket.create_server((listen_host, 0)))
+        self._listener = make_in(namespace, lambda: socket.create_server((listen_host, 0)))
         self.port = self._listener.getsockname()[1]
         self._spawn(self._accept_loop, "accept")
 
@@ -115,7 +85,7 @@ class DelayProxy:
             except OSError:
                 return
             try:
-                outbound = _in_namespace(self.namespace, self._dial)
+                outbound = make_in(self.namespace, self._dial)
             except OSError:
                 inbound.close()
                 continue

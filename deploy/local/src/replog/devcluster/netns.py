@@ -19,6 +19,7 @@ Needs root, iproute2's `ip` and nftables' `nft`; without them `HostsUnavailable`
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import ipaddress
 import json
@@ -27,14 +28,18 @@ import random
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 from replog.devcluster.hosts import CLIENT, INNER_LINK, LINK_PREFIX, HostLayout, tag_of
 
 REGISTRY = Path("/run/replog/hosts")
 STATE_FILE = "hosts.json"
+_CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+T = TypeVar("T")
 
 
 class HostsUnavailable(RuntimeError):
@@ -66,6 +71,32 @@ def nft_apply(namespace: str | None, script: str) -> None:
     """Load an nftables script in `namespace` (None: the root namespace)."""
     prefix = () if namespace is None else ("ip", "netns", "exec", namespace)
     run(*prefix, "nft", "-f", "-", input=script)
+
+
+def make_in(namespace: str, make: Callable[[], T]) -> T:
+    """Run `make()` in a thread that has entered `namespace` (setns): the sockets it makes belong to that
+    namespace for good, whichever thread uses them later. The calling thread stays where it is."""
+    found: dict = {}
+
+    def enter_and_make() -> None:
+        try:
+            fd = os.open(f"/run/netns/{namespace}", os.O_RDONLY)
+            try:
+                if _libc.setns(fd, _CLONE_NEWNET) != 0:
+                    error = ctypes.get_errno()
+                    raise OSError(error, f"setns into {namespace}: {os.strerror(error)}")
+            finally:
+                os.close(fd)
+            found["value"] = make()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            found["error"] = exc
+
+    thread = threading.Thread(target=enter_and_make, name=f"setns-{namespace}")
+    thread.start()
+    thread.join()
+    if "error" in found:
+        raise found["error"]
+    return found["value"]
 
 
 def _start_time(pid: int) -> int | None:
