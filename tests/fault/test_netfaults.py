@@ -67,8 +67,8 @@ def links(network, receivers, pairs) -> dict[tuple[str, str], bool]:
     return {(a, b): reaches(network, receivers, a, b) for a, b in pairs}
 
 
-ALL = [(a, b) for a in ("broker-1", "broker-2", "broker-3", "root") for b in ("broker-1", "broker-2", "broker-3", "root")
-       if a != b]
+ENDS = ("broker-1", "broker-2", "broker-3", "root")
+ALL = [(a, b) for a in ENDS for b in ENDS if a != b]
 
 
 def test_every_host_reaches_every_other_and_the_root_namespace(network, receivers):

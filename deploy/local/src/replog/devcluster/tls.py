@@ -3,8 +3,9 @@
 One CA (or a CA given by the spec, so that many test clusters share one), one certificate per
 process naming it (`replog://broker/2`, valid for 127.0.0.1 and localhost, and in the multi-host layout
 for its host's address too), the operator's (`replog://user/admin`) for the CLI, tests and health
-checks, and `tls/env` exporting REPLOG_TLS_* for other tools. The layout is security/local.py's. A cluster started insecure gets the marker
-file instead, so that clients pointed at its state directory know to speak plaintext.
+checks, and `tls/env` exporting REPLOG_TLS_* for other tools. The layout is security/local.py's. A
+cluster started insecure gets the marker file instead, so that clients pointed at its state directory
+know to speak plaintext.
 """
 
 from __future__ import annotations
