@@ -114,19 +114,27 @@ class DelayProxy:
 
     def _read(self, source: socket.socket, pending: queue.Queue) -> None:
         due = 0.0
-        while True:
+        while not self._closing.is_set():
             try:
                 chunk = source.recv(CHUNK_BYTES)
             except OSError:
                 chunk = b""
             due = self._due(due)
-            pending.put((due, chunk))
+            while not self._closing.is_set():  # a full queue holds the reader back, as a full TCP window would
+                try:
+                    pending.put((due, chunk), timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
             if not chunk:
                 return
 
     def _deliver(self, sink: socket.socket, pending: queue.Queue) -> None:
-        while True:
-            due, chunk = pending.get()
+        while not self._closing.is_set():
+            try:
+                due, chunk = pending.get(timeout=0.1)
+            except queue.Empty:
+                continue
             while (wait_s := due - time.monotonic()) > 0 and not self._closing.is_set():
                 self._closing.wait(wait_s)  # the link's delay itself, cut short when the proxy closes
             if self._closing.is_set():

@@ -165,7 +165,10 @@ class HostNetwork:
         sweep()
         with _registry_lock():
             if layout is None:
-                layout = HostLayout(f"{random.getrandbits(20):05x}", _free_subnet())
+                tag = f"{random.getrandbits(20):05x}"
+                while (REGISTRY / f"{tag}.json").exists():
+                    tag = f"{random.getrandbits(20):05x}"
+                layout = HostLayout(tag, _free_subnet())
             elif layout.subnet in _used_subnets() or (REGISTRY / f"{layout.tag}.json").exists():
                 raise HostsUnavailable(f"subnet {layout.network} of this cluster is in use by another: remove "
                                        f"this cluster's state directory to plan it again")
