@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the local cluster and the tests need from Debian's packages:
-# a Java runtime and ZooKeeper, and nftables for the fault tests' network cuts.
+# a Java runtime and ZooKeeper, nftables for the fault tests' network cuts, and iproute2 for the
+# multi-host layout's network namespaces (replog-local up --hosts, tests/fault/test_netns_*.py).
 # Safe to run again: it does nothing when all are there.
 set -euo pipefail
 
@@ -9,6 +10,7 @@ need=()
 command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 [ -f "$zk_jar" ] || need+=(zookeeper)
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need+=(nftables)
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || need+=(iproute2)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "setup: installing ${need[*]} from Debian's packages"
@@ -21,7 +23,7 @@ else
   exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: need ${need[*]} but this machine has no apt-get; install Java 17, ZooKeeper 3.8 (jar at $zk_jar) and nftables by hand" >&2
+  echo "setup: need ${need[*]} but this machine has no apt-get; install Java 17, ZooKeeper 3.8 (jar at $zk_jar), nftables and iproute2 by hand" >&2
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive

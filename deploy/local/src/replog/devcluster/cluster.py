@@ -6,6 +6,11 @@ output; `data/<name>/` its files; `traces/` the span files. Ports are chosen
 once (free ports on 127.0.0.1) and kept, so a restarted process comes back
 where its peers expect it. Starting twice is harmless: a process that is
 already running is left alone.
+
+With `ClusterSpec.hosts`, each process runs on a host of its own instead: a network
+namespace with its own address and fixed ports (hosts.py, netns.py), made when the
+cluster is planned and removed by `down` (a later `up` makes it again, same names and
+addresses); `network` is then the HostNetwork.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from replog.common.security.credentials import open_channel
 from replog.common.zk.auth import ZkEndpoint
 from replog.devcluster import tls, zk_credentials, zookeeper
+from replog.devcluster.hosts import SERVICE_PORTS, HostLayout
+from replog.devcluster.netns import HostNetwork
 from replog.devcluster.ports import free_port
 from replog.devcluster.spec import ClusterError, ClusterSpec, ProcessInfo
 
 
 class LocalCluster:
-    def __init__(self, state_dir: Path | str, spec: ClusterSpec | None = None) -> None:
+    def __init__(self, state_dir: Path | str, spec: ClusterSpec | None = None, owner_pid: int | None = None) -> None:
         self.state_dir = Path(state_dir).resolve()
         self.spec = spec or ClusterSpec()
         servers = self.spec.zookeeper_servers
@@ -40,6 +47,11 @@ class LocalCluster:
         self.state_file = self.state_dir / "cluster.json"
         self.processes: dict[str, ProcessInfo] = {}
         self._children: dict[str, subprocess.Popen] = {}
+        # The multi-host layout: the process whose exit makes this cluster's network a leftover that the next
+        # cluster removes (default: this one; 0: none, the network lasts until `down`, as replog-local's).
+        self.owner_pid = os.getpid() if owner_pid is None else owner_pid
+        self._layout: HostLayout | None = None  # the names and subnet the processes were planned with
+        self.network: HostNetwork | None = None
         if self.state_file.exists():
             self._load()
 
@@ -92,73 +104,98 @@ class LocalCluster:
     def _load(self) -> None:
         raw = json.loads(self.state_file.read_text())
         self.processes = {name: ProcessInfo(**info) for name, info in raw["processes"].items()}
+        self._layout = HostLayout(**raw["network"]) if raw.get("network") else None
+        self.network = HostNetwork.load(self.state_dir) if self._layout else None
 
     def _save(self) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"processes": {n: asdict(p) for n, p in self.processes.items()}}, indent=2))
+        network = asdict(self._layout) if self._layout else None
+        tmp.write_text(json.dumps({"processes": {n: asdict(p) for n, p in self.processes.items()}, "network": network},
+                                  indent=2))
         tmp.replace(self.state_file)
 
     def _plan(self) -> None:
         """Choose ports and commands once; kept across restarts."""
         if self.processes:
             return
+        try:
+            self._plan_processes()
+        except BaseException:
+            if self.network is not None:  # made for processes that will never run
+                self.network.destroy()
+                self.network, self._layout, self.processes = None, None, {}
+            raise
+
+    def _plan_processes(self) -> None:
         spec = self.spec
+        zk_names = (["zookeeper"] if spec.zookeeper_servers == 1
+                    else [f"zookeeper-{i}" for i in range(1, spec.zookeeper_servers + 1)])
+        names = [*zk_names, *(f"{role}-{i}" for role, count in (("controller", spec.controllers),
+                 ("broker", spec.brokers), ("gateway", spec.gateways)) for i in range(1, count + 1))]
+        if spec.hosts:
+            self.network = HostNetwork.create(self.state_dir, names, self.owner_pid)
+            self._layout = self.network.layout
         zk_jvm_args, zk_auth = zk_credentials.plan(self.state_dir, spec)
-        self._plan_zookeeper(zk_jvm_args)
-        connect = self.zookeeper_connect
+        self._plan_zookeeper(zk_names, zk_jvm_args)
         bin_dir = Path(sys.executable).parent
         self._plan_tls()
         tls_args = lambda role, i: tls.service_args(self.state_dir, role, i, spec.insecure)  # noqa: E731
-        common = ["--zookeeper", connect, "--host", "127.0.0.1", "--trace-dir", str(self.trace_dir),
+        common = ["--zookeeper", self.zookeeper_connect, "--trace-dir", str(self.trace_dir),
                   "--zookeeper-session-timeout-ms", str(spec.zookeeper_session_timeout_ms)]
-        for i in range(1, spec.controllers + 1):
-            port, metrics = free_port(), free_port()
-            self.processes[f"controller-{i}"] = ProcessInfo(
-                f"controller-{i}", "controller", i, port, metrics,
-                [str(bin_dir / "replog-controller"), "--controller-id", str(i), "--port", str(port),
-                 "--metrics-port", str(metrics), *common, *tls_args("controller", i), *zk_auth(f"controller-{i}"),
-                 *spec.extra_args.get("controller", [])],
-            )
-        for i in range(1, spec.brokers + 1):
-            port, metrics = free_port(), free_port()
-            rack = spec.racks[(i - 1) % len(spec.racks)] if spec.racks else ""
-            self.processes[f"broker-{i}"] = ProcessInfo(
-                f"broker-{i}", "broker", i, port, metrics,
-                [str(bin_dir / "replog-broker"), "--broker-id", str(i), "--port", str(port),
-                 "--metrics-port", str(metrics), "--rack", rack, "--log-dir", str(self.data_dir(f"broker-{i}")),
-                 *common, *tls_args("broker", i), *zk_auth(f"broker-{i}"), *spec.extra_args.get("broker", [])],
-                rack=rack,
-            )
-        for i in range(1, spec.gateways + 1):
-            port, metrics = free_port(), free_port()
-            self.processes[f"gateway-{i}"] = ProcessInfo(
-                f"gateway-{i}", "gateway", i, port, metrics,
-                [str(bin_dir / "replog-gateway"), "--gateway-id", str(i), "--port", str(port),
-                 "--metrics-port", str(metrics), *common, *tls_args("gateway", i), *zk_auth(f"gateway-{i}"),
-                 *spec.extra_args.get("gateway", [])],
-            )
+        for role, count in (("controller", spec.controllers), ("broker", spec.brokers), ("gateway", spec.gateways)):
+            for i in range(1, count + 1):
+                name = f"{role}-{i}"
+                host, port, metrics, namespace = self._place(name, role)
+                rack = spec.racks[(i - 1) % len(spec.racks)] if role == "broker" and spec.racks else ""
+                own = {"controller": ["--controller-id", str(i)], "gateway": ["--gateway-id", str(i)],
+                       "broker": ["--broker-id", str(i), "--rack", rack, "--log-dir", str(self.data_dir(name))]}
+                self.processes[name] = ProcessInfo(
+                    name, role, i, port, metrics,
+                    [str(bin_dir / f"replog-{role}"), *own[role], "--port", str(port), "--metrics-port", str(metrics),
+                     "--host", host, *common, *tls_args(role, i), *zk_auth(name), *spec.extra_args.get(role, [])],
+                    rack=rack, host=host, namespace=namespace,
+                )
         self._save()
 
-    def _plan_zookeeper(self, jvm_args: list[str]) -> None:
-        """One standalone server `zookeeper`, or an ensemble `zookeeper-1..N`, each with its own ports."""
-        count = self.spec.zookeeper_servers
-        servers = [zookeeper.ServerAddress(i, "127.0.0.1", free_port(), free_port() if count > 1 else 0,
-                                           free_port() if count > 1 else 0) for i in range(1, count + 1)]
-        for server in servers:
-            name = "zookeeper" if count == 1 else f"zookeeper-{server.server_id}"
+    def _plan_zookeeper(self, names: list[str], jvm_args: list[str]) -> None:
+        """One standalone server `zookeeper`, or an ensemble `zookeeper-1..N`, each with its own ports (on
+        its own host in the multi-host layout, where every server uses the same well-known ports)."""
+        ensemble = len(names) > 1
+        servers, places = [], {}
+        for i, name in enumerate(names, start=1):
+            host, port, _, namespace = places[name] = self._place(name, "zookeeper")
+            quorum, election = ((0, 0) if not ensemble else (zookeeper.QUORUM_PORT, zookeeper.ELECTION_PORT)
+                                if namespace else (free_port(), free_port()))
+            servers.append(zookeeper.ServerAddress(i, host, port, quorum, election))
+        for server, name in zip(servers, names):
             config = zookeeper.write_server_config(self.state_dir / name, server.server_id, servers)
-            self.processes[name] = ProcessInfo(name, "zookeeper", 0 if count == 1 else server.server_id,
-                                               server.client_port, 0, zookeeper.zookeeper_command(config, jvm_args))
+            host, port, _, namespace = places[name]
+            self.processes[name] = ProcessInfo(name, "zookeeper", server.server_id if ensemble else 0, port, 0,
+                                               zookeeper.zookeeper_command(config, jvm_args),
+                                               host=host, namespace=namespace)
 
     def _plan_tls(self) -> None:
         spec = self.spec
         if spec.insecure:
             tls.mark_insecure(self.state_dir)
             return
-        tls.prepare(self.state_dir, [(role, str(i)) for role, count in
-                                     (("controller", spec.controllers), ("broker", spec.brokers),
-                                      ("gateway", spec.gateways)) for i in range(1, count + 1)], spec.ca_dir)
+        processes = [(role, str(i)) for role, count in (("controller", spec.controllers), ("broker", spec.brokers),
+                                                         ("gateway", spec.gateways)) for i in range(1, count + 1)]
+        addresses = {(role, i): self.network.address(f"{role}-{i}") for role, i in processes} if self.network else {}
+        tls.prepare(self.state_dir, processes, spec.ca_dir, addresses)
+
+    def _place(self, name: str, role: str) -> tuple[str, int, int, str]:
+        """Where process `name` listens: (host, port, metrics port, network namespace)."""
+        if self.network is None:
+            return "127.0.0.1", free_port(), (free_port() if role != "zookeeper" else 0), ""
+        port, metrics = SERVICE_PORTS[role]
+        return self.network.address(name), port, metrics, self.network.namespace(name)
+
+    def _ensure_network(self) -> None:
+        """Make the cluster's network again (same names and addresses) when `down` removed it."""
+        if self._layout is not None and (self.network is None or not self.network.exists()):
+            self.network = HostNetwork.create(self.state_dir, list(self.processes), self.owner_pid, self._layout)
 
     # --- lifecycle ------------------------------------------------------------------
 
@@ -202,13 +239,13 @@ class LocalCluster:
                 if not fresh or attempt == 2:
                     raise
                 self.down()
-                self.processes = {}
+                self.processes, self._layout = {}, None
                 if self.state_file.exists():
                     self.state_file.unlink()
 
     def write_prometheus_targets(self) -> Path:
         """Every process's /metrics endpoint, in Prometheus' file_sd_configs format."""
-        targets = [{"targets": [f"127.0.0.1:{p.metrics_port}"], "labels": {"role": p.role, "process": p.name}}
+        targets = [{"targets": [f"{p.host}:{p.metrics_port}"], "labels": {"role": p.role, "process": p.name}}
                    for p in self.processes.values() if p.metrics_port]
         path = self.state_dir / "prometheus-targets.json"
         path.write_text(json.dumps(targets, indent=2))
@@ -231,11 +268,15 @@ class LocalCluster:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.trace_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1"}
+        command = info.command
+        if info.namespace:  # `ip netns exec` enters the namespace and execs the command: the PID stays the same
+            self._ensure_network()
+            command = ["ip", "netns", "exec", info.namespace, *command]
         with open(self.log_path(name), "ab") as log:
-            log.write(f"--- starting {name} at {time.strftime('%H:%M:%S')}: {' '.join(info.command)}\n".encode())
+            log.write(f"--- starting {name} at {time.strftime('%H:%M:%S')}: {' '.join(command)}\n".encode())
             log.flush()
             child = subprocess.Popen(
-                info.command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env=env, cwd=self.state_dir, start_new_session=True,
             )
         self._children[name] = child
@@ -260,7 +301,7 @@ class LocalCluster:
     def healthy(self, name: str) -> bool:
         info = self.processes[name]
         if info.role == "zookeeper":  # serving clients: standalone, or an ensemble member with a quorum
-            return zookeeper.mode("127.0.0.1", info.port) is not None
+            return zookeeper.mode(info.host, info.port) is not None
         try:
             with self.channel(info.address) as channel:
                 reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1.0)
@@ -321,6 +362,9 @@ class LocalCluster:
             if not self._reap(name, timeout_s=10):
                 self.signal(name, signal.SIGKILL)
                 self._reap(name, timeout_s=5)
+        if self.network is not None:
+            self.network.destroy()
+            self.network = None
 
     def status(self) -> list[dict]:
         rows = []

@@ -8,8 +8,9 @@ import os
 import sys
 from pathlib import Path
 
-from replog.devcluster import zk_credentials
+from replog.devcluster import netns, zk_credentials
 from replog.devcluster.cluster import LocalCluster
+from replog.devcluster.netns import HostsUnavailable
 from replog.devcluster.spec import ClusterError, ClusterSpec
 from replog.devcluster.zookeeper import ZooKeeperMissing
 
@@ -17,10 +18,10 @@ from replog.devcluster.zookeeper import ZooKeeperMissing
 def _print_status(cluster: LocalCluster) -> None:
     rows = cluster.status()
     width = max(len(r["name"]) for r in rows)
-    print(f"{'process':<{width}}  {'state':<9}  {'pid':>7}  {'endpoint':<16}  {'metrics':>7}  rack")
+    print(f"{'process':<{width}}  {'state':<9}  {'pid':>7}  {'endpoint':<21}  {'metrics':>7}  rack")
     for r in rows:
         state = "healthy" if r["healthy"] else ("running" if r["running"] else "stopped")
-        print(f"{r['name']:<{width}}  {state:<9}  {r['pid'] or '-':>7}  {r['address']:<16}  "
+        print(f"{r['name']:<{width}}  {state:<9}  {r['pid'] or '-':>7}  {r['address']:<21}  "
               f"{r['metrics_port'] or '-':>7}  {r['rack'] or '-'}")
 
 
@@ -51,7 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--zookeeper-servers", type=int, default=1, metavar="N",
                     help="a new cluster's ZooKeeper: 1 standalone server (default), or an ensemble of N (3: any one "
                          "server may die; docs/zookeeper.md)")
-    sub.add_parser("down", help="stop every process")
+    up.add_argument("--hosts", action="store_true",
+                    help="a new cluster runs each process on a host of its own: a network namespace with its own "
+                         "address on a bridge (needs root, iproute2, nftables; docs/testing.md)")
+    sub.add_parser("down", help="stop every process and remove the multi-host layout's network (and any leftover "
+                                "of a killed run)")
     status = sub.add_parser("status", help="show the processes")
     status.add_argument("--output", choices=["table", "json"], default="table")
     extra = sub.add_parser("credentials", help="write the ZooKeeper credentials file of a process started by hand "
@@ -62,10 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("name")
     args = parser.parse_args(argv)
     insecure = getattr(args, "insecure", False)  # plaintext and anonymous ZooKeeper sessions, both or neither
-    spec = ClusterSpec(insecure=insecure, zookeeper_auth=not insecure,
+    spec = ClusterSpec(insecure=insecure, zookeeper_auth=not insecure, hosts=getattr(args, "hosts", False),
                        zookeeper_servers=getattr(args, "zookeeper_servers", 1))
     try:
-        cluster = LocalCluster(Path(args.state_dir), spec)
+        # owner_pid 0: the network of `up --hosts` outlives this command, until `down`.
+        cluster = LocalCluster(Path(args.state_dir), spec, owner_pid=0)
     except ClusterError as exc:
         print(f"replog-local: {exc}", file=sys.stderr)
         return 2
@@ -79,10 +85,18 @@ def main(argv: list[str] | None = None) -> int:
             print("plaintext, no authorization (--insecure)" if operator is None else
                   f"mutual TLS: replog finds the operator certificate {operator.cert_file} by itself; "
                   f"for other tools: . {Path(operator.ca_file).parent / 'env'} (docs/security.md)")
+            if cluster.network is not None:
+                layout = cluster.network.layout
+                print(f"hosts: one network namespace per process on bridge {layout.bridge} ({layout.network}; this "
+                      f"namespace is {layout.root_address}); the client host: "
+                      f"ip netns exec {layout.namespace('client')} replog --gateway {cluster.gateway_address} ...")
             credentials = zk_credentials.credentials_dir(cluster.state_dir) / zk_credentials.SUPER_USER
             print(f"ZooKeeper's super user: {credentials}" if credentials.exists() else
                   "ZooKeeper without authentication: sessions are anonymous, znodes open to anyone")
         elif args.command == "down":
+            swept = netns.sweep()
+            if swept:
+                print(f"removed the network of {len(swept)} cluster(s) no longer running: {', '.join(swept)}")
             if not cluster.processes:
                 print("no cluster state; nothing to stop")
                 return 0
@@ -108,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "start":
             cluster.start(args.name)
             cluster.wait_healthy([args.name])
-    except (ClusterError, ZooKeeperMissing) as exc:
+    except (ClusterError, ZooKeeperMissing, HostsUnavailable) as exc:
         print(f"replog-local: {exc}", file=sys.stderr)
         return 1
     return 0

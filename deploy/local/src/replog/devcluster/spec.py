@@ -27,6 +27,9 @@ class ClusterSpec:
     # A directory with ca.pem and ca.key to sign this cluster's certificates (else a new CA): the test
     # suite's clusters share one CA, so that one operator certificate calls them all.
     ca_dir: str = field(default_factory=lambda: os.environ.get(tls.CA_DIR_ENV, ""))
+    # Each process on a host of its own: a network namespace with its own address on a bridge (hosts.py;
+    # replog-local up --hosts). Needs root, iproute2 and nftables.
+    hosts: bool = False
 
 
 @dataclass
@@ -39,10 +42,12 @@ class ProcessInfo:
     command: list[str]
     pid: int = 0
     rack: str = ""
+    host: str = "127.0.0.1"  # the address it listens on and advertises
+    namespace: str = ""      # its network namespace in the multi-host layout, "" for the root namespace
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
 
 class ClusterError(RuntimeError):

@@ -1,10 +1,11 @@
 """A local cluster's certificates: made once under `<state-dir>/tls` when its processes are planned.
 
 One CA (or a CA given by the spec, so that many test clusters share one), one certificate per
-process naming it (`replog://broker/2`, valid for 127.0.0.1 and localhost), the operator's
-(`replog://user/admin`) for the CLI, tests and health checks, and `tls/env` exporting REPLOG_TLS_*
-for other tools. The layout is security/local.py's. A cluster started insecure gets the marker
-file instead, so that clients pointed at its state directory know to speak plaintext.
+process naming it (`replog://broker/2`, valid for 127.0.0.1 and localhost, and in the multi-host layout
+for its host's address too), the operator's (`replog://user/admin`) for the CLI, tests and health
+checks, and `tls/env` exporting REPLOG_TLS_* for other tools. The layout is security/local.py's. A
+cluster started insecure gets the marker file instead, so that clients pointed at its state directory
+know to speak plaintext.
 """
 
 from __future__ import annotations
@@ -13,16 +14,19 @@ import shutil
 from pathlib import Path
 
 from replog.common.security import local
-from replog.common.security.certificates import issue, load_authority, new_authority
+from replog.common.security.certificates import LOCAL_HOSTS, issue, load_authority, new_authority
 from replog.common.security.files import TlsFiles
 from replog.common.security.principal import Principal
 
 CA_DIR_ENV = "REPLOG_LOCAL_CA_DIR"  # ClusterSpec.ca_dir's default
 
 
-def prepare(state_dir: Path, processes: list[tuple[str, str]], ca_dir: str = "") -> None:
+def prepare(state_dir: Path, processes: list[tuple[str, str]], ca_dir: str = "",
+            addresses: dict[tuple[str, str], str] | None = None) -> None:
     """Make the CA (or copy the one in `ca_dir`) and a certificate for each (role, id) in `processes`
-    and for the operator; files already there are kept."""
+    and for the operator; files already there are kept. A process in `addresses` (the multi-host layout)
+    has its host's address among its certificate's SANs too."""
+    addresses = addresses or {}
     directory = local.tls_dir(state_dir)
     directory.mkdir(parents=True, exist_ok=True)
     (Path(state_dir) / local.INSECURE_MARKER).unlink(missing_ok=True)  # left by an earlier insecure cluster
@@ -37,7 +41,8 @@ def prepare(state_dir: Path, processes: list[tuple[str, str]], ca_dir: str = "")
     for principal in [Principal(role, instance) for role, instance in processes] + [local.OPERATOR]:
         files = local.files_of(state_dir, principal)
         if not Path(files.cert_file).exists():
-            issue(authority, principal, directory)
+            address = addresses.get((principal.kind, principal.name))
+            issue(authority, principal, directory, hosts=(*LOCAL_HOSTS, address) if address else LOCAL_HOSTS)
     (directory / local.ENV_FILE).write_text(local.env_exports(local.files_of(state_dir, local.OPERATOR)))
 
 

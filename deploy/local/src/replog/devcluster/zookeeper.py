@@ -42,6 +42,11 @@ def zookeeper_command(config_path: Path, jvm_args: list[str] | tuple[str, ...] =
     ]
 
 
+# An ensemble's servers talk to each other on these ports when each has a host (a namespace) of its own.
+QUORUM_PORT = 2888
+ELECTION_PORT = 3888
+
+
 @dataclass(frozen=True)
 class ServerAddress:
     """Where one server of an ensemble listens: clients on `client_port`, its peers on the other two."""
