@@ -152,7 +152,8 @@ class BrokerProcess:
         turn = Turn()  # the process's one turn (turn.py)
         self.refusals = RefusalLog(logging.getLogger("replog.broker.refusals"), lambda: clock.monotonic_ms() / 1000)
         self.metadata = MetadataCache()
-        self.topic_configs = TopicConfigs(self.zk, default_min_insync_replicas=config.min_insync_replicas)
+        self.topic_configs = TopicConfigs(self.zk, default_min_insync_replicas=config.min_insync_replicas,
+                                          fsync_each_append_always=config.fsync_acks_all)
         self.delayed_produces = DelayedProduces(replicas.produce_progress, clock)
         self.controller = ControllerLink(self.zk, self.channels)
         settings = FetchSettings(config.broker_id, config.replica_fetch_wait_max_ms, config.replica_fetch_max_bytes,
@@ -163,7 +164,7 @@ class BrokerProcess:
                 leader_id=leader_id, fetcher_id=fetcher_id, fetcher_count=config.num_replica_fetchers,
                 settings=settings, lookup=replicas.get, address_of=self.metadata.broker_address,
                 broker_epoch_of=lambda: self.broker_epoch, channels=self.channels, clock=clock, metrics=metrics,
-                turn=turn,
+                turn=turn, fsync_each_append=self.topic_configs.fsync_each_append,
             )
 
         self.fetchers = FetcherManager(make_fetcher, config.num_replica_fetchers)
@@ -197,7 +198,7 @@ class BrokerProcess:
             lookup=replicas.get, is_known=self.metadata.has_partition, topic_configs=self.topic_configs,
             delayed_produces=self.delayed_produces, metrics=metrics,
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
-            fsync_acks_all=config.fsync_acks_all, wait_slots=wait_slots, turn=turn,
+            wait_slots=wait_slots, turn=turn,
         )
         self.log_servicer = LogServicer(
             broker_id=config.broker_id, produce=ProduceEdge(produce, clock), lookup=replicas.get,
