@@ -37,6 +37,7 @@ from replog.broker.produce.produce_handler import ProduceHandler
 from replog.broker.produce.producer_ids import ProducerIdAllocator
 from replog.broker.replicas.assignments import assigned_here
 from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
+from replog.broker.replicas.recovery_losses import report_recovery
 from replog.broker.replicas.replica_manager import ReplicaManager
 from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
 from replog.broker.replication.fetcher_manager import FetcherManager
@@ -99,6 +100,7 @@ class BrokerProcess:
         telemetry.init_tracing("replog-broker", str(config.broker_id), config.trace_dir)
         self.metrics = BrokerMetrics()
         self.replicas = self._load_replicas()
+        report_recovery(self.replicas, self.metrics)
         self._build()
         self.server = start_server(
             bindings(self.control_servicer, self.replication_servicer, self.log_servicer),
