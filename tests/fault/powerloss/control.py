@@ -16,7 +16,9 @@ import json
 import os
 import socket
 import subprocess
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,7 +78,12 @@ def _unmount(mountpoint: Path) -> None:
 
 
 @contextlib.contextmanager
-def powerloss_mount(backing: Path, mountpoint: Path, socket_path: Path) -> Iterator[PowerLossDisk]:
+def powerloss_mount(backing: Path, mountpoint: Path, socket_path: Path | None = None) -> Iterator[PowerLossDisk]:
+    """`socket_path` None: one in a short temporary directory (a Unix socket's path is limited to 107 bytes)."""
+    socket_dir = None
+    if socket_path is None:
+        socket_dir = Path(tempfile.mkdtemp(prefix="powerloss-"))
+        socket_path = socket_dir / "control.sock"
     backing.mkdir(parents=True, exist_ok=True)
     mountpoint.mkdir(parents=True, exist_ok=True)
     log_path = mountpoint.with_name(mountpoint.name + ".fs.log")
@@ -105,3 +112,5 @@ def powerloss_mount(backing: Path, mountpoint: Path, socket_path: Path) -> Itera
             process.kill()
             process.wait(timeout=EXIT_DEADLINE_S)
         _unmount(mountpoint)
+        if socket_dir is not None:
+            shutil.rmtree(socket_dir, ignore_errors=True)

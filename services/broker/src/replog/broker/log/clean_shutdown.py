@@ -40,10 +40,11 @@ class LostRecords:
 
 
 def take_clean_shutdown_marker(log_dir: Path) -> bool:
-    """True if the last stop was clean; the marker is gone (durably) when this returns."""
+    """True if the last stop was clean (or the directory is empty: a new broker has nothing to lose);
+    the marker is gone (durably) when this returns."""
     marker = Path(log_dir) / CLEAN_SHUTDOWN_FILE
     if not marker.exists():
-        return False
+        return not any(Path(log_dir).iterdir())
     marker.unlink()
     fsync_directory(Path(log_dir))
     return True
