@@ -8,8 +8,10 @@ not fsynced, on one broker or on all three at once, and the brokers start again.
   broker reports a loss.
 - With the default policy (no fsync per append), a power loss of every broker loses acknowledged
   records, and each broker says so (a log line and `replog_broker_recovery_lost_records`) with the
-  count the test itself finds missing; a power loss of one broker loses nothing in the cluster
-  (the broker reports its local loss and fetches the records again from the leader).
+  count the test itself finds missing, and the controller reports that it elected a leader that
+  lost them; a power loss of one broker loses nothing in the cluster (the broker reports its local
+  loss, registers as having lost records of the partition, fetches them again from the leader and
+  then drops the mark from its registration).
 
 The test waits for each broker's HW checkpoint to cover the last acknowledged record before the
 power goes: a broker can only report loss below its last checkpointed HW (log/clean_shutdown.py).
@@ -24,6 +26,7 @@ import urllib.request
 import pytest
 
 from replog.broker.log import HW_CHECKPOINT_FILE, read_offsets_checkpoint
+from replog.common.zk import schema
 from replog.devcluster import ClusterSpec
 from replog.v1 import common_pb2, log_pb2
 from tests.fault.powerloss.control import powerloss_mount
@@ -106,13 +109,17 @@ def committed_values(cluster, zk, topic: str) -> list[bytes]:
     return [record.value for record in partition.decoded_records]
 
 
-def metric(cluster, broker_id: int, name: str) -> float:
-    port = cluster.processes[f"broker-{broker_id}"].metrics_port
+def metric(cluster, broker_id: int, name: str, process: str = "broker") -> float:
+    port = cluster.processes[f"{process}-{broker_id}"].metrics_port
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     for line in text.splitlines():
         if line.startswith(name + " "):
             return float(line.split()[1])
-    raise AssertionError(f"broker {broker_id} has no metric {name}")
+    raise AssertionError(f"{process} {broker_id} has no metric {name}")
+
+
+def registration(zk, broker_id: int) -> schema.BrokerRegistration:
+    return schema.BrokerRegistration.decode(broker_id, zk.get(schema.broker_path(broker_id))[0])
 
 
 def loss_lines(cluster, broker_id: int, topic: str) -> list[str]:
@@ -147,6 +154,7 @@ def test_durable_mode_loses_nothing_when_every_broker_loses_power(powerloss_clus
         assert metric(cluster, broker_id, "replog_broker_unclean_start") == 1
         assert metric(cluster, broker_id, "replog_broker_recovery_lost_records_total") == 0
         assert loss_lines(cluster, broker_id, "durable") == []
+    assert metric(cluster, 1, "replog_controller_lossy_leader_elections_total", "controller") == 0
 
 
 def test_default_policy_reports_the_loss_when_every_broker_loses_power(powerloss_cluster):
@@ -163,6 +171,9 @@ def test_default_policy_reports_the_loss_when_every_broker_loses_power(powerloss
         assert metric(cluster, broker_id, "replog_broker_recovery_lost_records_total") == missing
         (line,) = loss_lines(cluster, broker_id, "lazy")
         assert f"lost {missing} committed records" in line and "unclean shutdown" in line
+    # Every replica lost the records: the controller elected one all the same, and said what that cost.
+    assert metric(cluster, 1, "replog_controller_lossy_leader_elections_total", "controller") >= 1
+    assert "lost committed records of it in an unclean shutdown" in cluster.log_path("controller-1").read_text()
 
 
 def test_default_policy_loses_nothing_in_the_cluster_when_one_broker_loses_power(powerloss_cluster):
@@ -174,5 +185,8 @@ def test_default_policy_loses_nothing_in_the_cluster_when_one_broker_loses_power
 
         wait_caught_up(cluster, BROKERS, "one", len(acknowledged), 60)
         assert committed_values(cluster, zk, "one") == acknowledged
+        # Broker 3 registered as having lost records of one-0, until it fetched them again.
+        wait_for(lambda: registration(zk, 3).lost_partitions == (), 30, "broker 3's registration to drop its mark")
+    assert "one-0: back at its checkpointed high watermark" in cluster.log_path("broker-3").read_text()
     assert metric(cluster, 3, "replog_broker_recovery_lost_records_total") == len(acknowledged)  # said, then repaired
     assert metric(cluster, 1, "replog_broker_unclean_start") == 0

@@ -21,9 +21,11 @@ from replog.broker.control.controlled_shutdown import controlled_shutdown
 from replog.broker.control.controller_fence import ControllerFence, zookeeper_controller_epoch
 from replog.broker.control.controller_link import ControllerLink
 from replog.broker.control.isr_changes import IsrChangeSender
+from replog.broker.control.lost_marks import LostMarks, rewrite_registration
 from replog.broker.control.registration import register_broker
 from replog.broker.control.state_changes import ReplicaStateChanges
 from replog.broker.control.topic_configs import TopicConfigs
+from replog.broker.core.effects import NO_EFFECTS
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer
 from replog.broker.entrypoints.log_servicer import LogServicer
 from replog.broker.entrypoints.metadata_cache import MetadataCache
@@ -101,6 +103,8 @@ class BrokerProcess:
         self.metrics = BrokerMetrics()
         self.replicas = self._load_replicas()
         report_recovery(self.replicas, self.metrics)
+        self.lost_marks = LostMarks(self.replicas.lost_records, self._log_end_offset)
+        self._lost_marks_stale = False  # the registration still names a replica that caught up
         self._build()
         self.server = start_server(
             bindings(self.control_servicer, self.replication_servicer, self.log_servicer),
@@ -184,7 +188,8 @@ class BrokerProcess:
         self.checkpointer = Checkpointer(
             replicas, clock, checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
             flush_check_interval_ms=config.flush_interval_ms or DEFAULT_FLUSH_CHECK_MS,
-            interval_flush=config.flush_interval_ms > 0, chores=(self.metadata.refresh_digest,), bursts=bursts,
+            interval_flush=config.flush_interval_ms > 0,
+            chores=(self.metadata.refresh_digest, self._refresh_lost_marks), bursts=bursts,
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
@@ -219,9 +224,25 @@ class BrokerProcess:
             broker_id=config.broker_id, host=config.published_host, port=self.server.port,
             rack=config.rack or None,
             metrics_port=metrics_port, timestamp_ms=int(time.time() * 1000),
+            lost_partitions=self.lost_marks.partitions(),
         )
         self._registration = registration
         self.broker_epoch = register_broker(self.zk, registration, wait_s=config.zookeeper_session_timeout_ms / 1000 + 2)
+
+    def _log_end_offset(self, topic_partition) -> int | None:
+        hosted = self.replicas.get(topic_partition)
+        return None if hosted is None else hosted.run(lambda h: (h.log.log_end_offset, NO_EFFECTS))
+
+    def _refresh_lost_marks(self) -> None:
+        """A checkpointer chore: drop caught-up replicas from the registration's lost marks (lost_marks.py)."""
+        self._lost_marks_stale |= self.lost_marks.drop_caught_up()
+        if not self._lost_marks_stale or not self._joined or self._stopping:
+            return
+        try:
+            self._registration = rewrite_registration(self.zk, self._registration, self.lost_marks.partitions())
+            self._lost_marks_stale = False
+        except Exception as exc:  # noqa: BLE001 - logged; the next round tries again
+            log.warning("could not update the registration's lost partitions (trying again): %s", exc)
 
     def _on_session(self, state: str) -> None:
         """After a session expiry the registration is gone: register again (a new broker epoch)."""
@@ -232,7 +253,8 @@ class BrokerProcess:
             threading.Thread(target=self._reregister, name="reregister", daemon=True).start()
 
     def _reregister(self) -> None:
-        registration = dataclasses.replace(self._registration, timestamp_ms=int(time.time() * 1000))
+        registration = dataclasses.replace(self._registration, timestamp_ms=int(time.time() * 1000),
+                                           lost_partitions=self.lost_marks.partitions())
         try:
             self.broker_epoch = register_broker(self.zk, registration,
                                                 wait_s=self.config.zookeeper_session_timeout_ms / 1000 + 2)
