@@ -12,6 +12,8 @@ not fsynced, on one broker or on all three at once, and the brokers start again.
   lost them; a power loss of one broker loses nothing in the cluster (the broker reports its local
   loss, registers as having lost records of the partition, fetches them again from the leader and
   then drops the mark from its registration).
+- Every broker and the ZooKeeper server (its transaction log fsynced) losing power at once, with the
+  durable mode: nothing acknowledged and no metadata is lost.
 
 The test waits for each broker's HW checkpoint to cover the last acknowledged record before the
 power goes: a broker can only report loss below its last checkpointed HW (log/clean_shutdown.py).
@@ -47,23 +49,24 @@ from tests.integration.broker_helpers import (
 pytestmark = pytest.mark.fault
 
 BROKERS = (1, 2, 3)
+EVERY_BROKER = tuple(f"broker-{broker_id}" for broker_id in BROKERS)
 BATCHES = 20
 SPEC = ClusterSpec(
-    controllers=1, gateways=0, zookeeper_session_timeout_ms=4000,
+    controllers=1, gateways=0, zookeeper_session_timeout_ms=4000, zookeeper_force_sync=True,
     extra_args={"broker": ["--replica-high-watermark-checkpoint-interval-ms", "200"]},
 )
 
 
 @pytest.fixture
 def powerloss_cluster(cluster_factory, tmp_path):
-    """A cluster whose brokers' log directories are power-loss mounts; {broker id: disk}."""
+    """A cluster whose brokers' log directories and ZooKeeper's data directory are power-loss mounts;
+    {process name: disk}."""
     cluster = cluster_factory(SPEC, start=False)
+    directories = {f"broker-{broker_id}": cluster.data_dir(f"broker-{broker_id}") for broker_id in BROKERS}
+    directories["zookeeper"] = cluster.state_dir / "zookeeper" / "data"  # devcluster/zookeeper.py's dataDir
     with contextlib.ExitStack() as stack:
-        disks = {
-            broker_id: stack.enter_context(powerloss_mount(tmp_path / "backing" / f"broker-{broker_id}",
-                                                           cluster.data_dir(f"broker-{broker_id}")))
-            for broker_id in BROKERS
-        }
+        disks = {name: stack.enter_context(powerloss_mount(tmp_path / "backing" / name, directory))
+                 for name, directory in directories.items()}
         try:
             cluster.up()
             yield cluster, disks
@@ -87,14 +90,17 @@ def checkpointed_high_watermark(cluster, broker_id: int, topic: str) -> int:
     return read_offsets_checkpoint(path).get((topic, 0), 0)
 
 
-def lose_power(cluster, disks, broker_ids) -> None:
-    for broker_id in broker_ids:
-        cluster.kill(f"broker-{broker_id}")
-    for broker_id in broker_ids:
-        disks[broker_id].power_loss()
-    for broker_id in broker_ids:
-        cluster.start(f"broker-{broker_id}")
-    cluster.wait_healthy([f"broker-{broker_id}" for broker_id in broker_ids], 60)
+def lose_power(cluster, disks, names) -> None:
+    """Kill the processes named, drop what their disks had not synced, start them (ZooKeeper first)."""
+    for name in names:
+        cluster.kill(name)
+    for name in names:
+        disks[name].power_loss()
+    for name in sorted(names, key=lambda name: name != "zookeeper"):
+        cluster.start(name)
+        if name == "zookeeper":
+            cluster.wait_healthy([name], 60)
+    cluster.wait_healthy(list(names), 60)
 
 
 def committed_values(cluster, zk, topic: str) -> list[bytes]:
@@ -147,7 +153,7 @@ def test_durable_mode_loses_nothing_when_every_broker_loses_power(powerloss_clus
     with zk_session(cluster) as zk:
         acknowledged = start_topic(cluster, zk, "durable", {"flush.messages": "1"})
 
-        lose_power(cluster, disks, BROKERS)
+        lose_power(cluster, disks, EVERY_BROKER)
 
         assert committed_values(cluster, zk, "durable") == acknowledged
     for broker_id in BROKERS:
@@ -162,7 +168,7 @@ def test_default_policy_reports_the_loss_when_every_broker_loses_power(powerloss
     with zk_session(cluster) as zk:
         acknowledged = start_topic(cluster, zk, "lazy", {})
 
-        lose_power(cluster, disks, BROKERS)
+        lose_power(cluster, disks, EVERY_BROKER)
 
         survivors = committed_values(cluster, zk, "lazy")
     missing = len([value for value in acknowledged if value not in survivors])
@@ -181,7 +187,7 @@ def test_default_policy_loses_nothing_in_the_cluster_when_one_broker_loses_power
     with zk_session(cluster) as zk:
         acknowledged = start_topic(cluster, zk, "one", {})
 
-        lose_power(cluster, disks, (3,))
+        lose_power(cluster, disks, ("broker-3",))
 
         wait_caught_up(cluster, BROKERS, "one", len(acknowledged), 60)
         assert committed_values(cluster, zk, "one") == acknowledged
@@ -190,3 +196,17 @@ def test_default_policy_loses_nothing_in_the_cluster_when_one_broker_loses_power
     assert "one-0: back at its checkpointed high watermark" in cluster.log_path("broker-3").read_text()
     assert metric(cluster, 3, "replog_broker_recovery_lost_records_total") == len(acknowledged)  # said, then repaired
     assert metric(cluster, 1, "replog_broker_unclean_start") == 0
+
+
+def test_durable_mode_loses_nothing_when_every_broker_and_zookeeper_lose_power(powerloss_cluster):
+    cluster, disks = powerloss_cluster
+    with zk_session(cluster) as zk:
+        acknowledged = start_topic(cluster, zk, "everything", {"flush.messages": "1"})
+
+    lose_power(cluster, disks, ("zookeeper", *EVERY_BROKER))
+
+    with zk_session(cluster) as zk:
+        assert partition_state(zk, "everything") is not None  # ZooKeeper fsyncs its transaction log
+        assert committed_values(cluster, zk, "everything") == acknowledged
+    for broker_id in BROKERS:
+        assert metric(cluster, broker_id, "replog_broker_recovery_lost_records_total") == 0

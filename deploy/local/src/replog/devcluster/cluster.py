@@ -96,7 +96,8 @@ class LocalCluster:
             return
         spec = self.spec
         zk_port = free_port()
-        zk_config = zookeeper.write_config(self.state_dir / "zookeeper", zk_port)
+        zk_config = zookeeper.write_config(self.state_dir / "zookeeper", zk_port,
+                                           force_sync=spec.zookeeper_force_sync)
         zk_jvm_args, zk_auth = zk_credentials.plan(self.state_dir, spec)
         self.processes["zookeeper"] = ProcessInfo(
             "zookeeper", "zookeeper", 0, zk_port, 0, zookeeper.zookeeper_command(zk_config, zk_jvm_args)

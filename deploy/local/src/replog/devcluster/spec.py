@@ -15,6 +15,8 @@ class ClusterSpec:
     racks: tuple[str, ...] = ("a", "b", "c")
     gateways: int = 1
     zookeeper_session_timeout_ms: int = 6000
+    # fsync ZooKeeper's transaction log on every write; off for speed, on where power loss is tested.
+    zookeeper_force_sync: bool = False
     # Digest authentication and znode ACLs (docs/zookeeper-security.md); False: anonymous sessions, open ACLs.
     zookeeper_auth: bool = True
     # Extra flags per role, e.g. {"broker": ["--replica-lag-time-max-ms", "3000"]}.

@@ -39,8 +39,11 @@ def zookeeper_command(config_path: Path, jvm_args: list[str] | tuple[str, ...] =
     ]
 
 
-def write_config(directory: Path, port: int, tick_ms: int = 500) -> Path:
-    """A standalone server config; sessions may last 2..20 ticks (1 s to 10 s)."""
+def write_config(directory: Path, port: int, tick_ms: int = 500, force_sync: bool = False) -> Path:
+    """A standalone server config; sessions may last 2..20 ticks (1 s to 10 s).
+
+    `force_sync` False (a development cluster's default, for speed): the transaction log is not
+    fsynced, so a power loss of the machine may take committed metadata with it."""
     data = directory / "data"
     data.mkdir(parents=True, exist_ok=True)
     path = directory / "zoo.cfg"
@@ -53,7 +56,11 @@ def write_config(directory: Path, port: int, tick_ms: int = 500) -> Path:
         "admin.enableServer=false\n"
         "4lw.commands.whitelist=ruok,stat,mntr,srvr\n"
         "autopurge.purgeInterval=1\n"
-        "forceSync=no\n"
+        f"forceSync={'yes' if force_sync else 'no'}\n"
+        # With the log fsynced, a power loss can still take a snapshot that had not reached the disk (the
+        # first, empty one in particular); the server then refuses to start although its log holds every
+        # change since zxid 0, unless told to trust the log alone.
+        + ("snapshot.trust.empty=true\n" if force_sync else "")
     )
     return path
 
