@@ -96,6 +96,9 @@ class TopicConfigs:
     def log_append_time(self, topic: str) -> bool:
         return False
 
+    def fsync_each_append(self, topic: str) -> bool:
+        return False
+
 
 class IsrChanges:
     def submit(self, topic_partition) -> None:
@@ -136,7 +139,7 @@ class Broker:
             stopping=lambda: False, turn=turn)
         self.produce = ProduceEdge(ProduceHandler(
             lookup=self.replicas.get, is_known=metadata.has_partition, topic_configs=TopicConfigs(), delayed_produces=delayed,
-            metrics=metrics, batch_bytes_max=1 << 20, request_timeout_ms=30_000, fsync_acks_all=False,
+            metrics=metrics, batch_bytes_max=1 << 20, request_timeout_ms=30_000,
             wait_slots=WaitSlots(128), turn=turn, clock=clock), clock)
 
     def leader_and_isr(self, states) -> None:

@@ -67,6 +67,13 @@ lowest real-time priority), the setting for a host where latency comes first.
 That needs root or CAP_SYS_NICE; without either, the run falls back to batch and
 says so. docs/perf/cpu-scheduling.md has both policies' figures.
 
+`--durability durable` gives the topic `flush.messages=1`, the durable mode: the leader
+and every follower fsync each batch before it counts toward the HW (docs/durability.md);
+`default` (the default) leaves fsync to the brokers' flush policy. Either way the run
+measures floor_fdatasync on the leader's log directory before producing
+(floor_fdatasync.py): a loop of write + fdatasync of one batch's bytes (a millisecond's
+records in latency mode), the least a durable append costs on that disk.
+
 `--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
 broker, one follower and this process during the run (py-spy must be on PATH
 or in the venv; it is a profiling tool, not a dependency).
@@ -96,6 +103,7 @@ grpc_runtime.configure()  # before grpc loads: this process and its children run
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import floor_chain  # noqa: E402
+import floor_fdatasync  # noqa: E402
 import floor_grpc  # noqa: E402
 import harness  # noqa: E402
 import hops  # noqa: E402
@@ -238,6 +246,9 @@ def main() -> None:
     parser.add_argument("--profile", metavar="DIR", help="record py-spy profiles of leader, follower and producer")
     parser.add_argument("--broker-args", default="", help="extra broker flags, e.g. '--segment-bytes 1073741824'")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
+    parser.add_argument("--durability", choices=("default", "durable"), default="default",
+                        help="durable: the topic gets flush.messages=1, every replica fsyncs each batch before it "
+                             "counts toward the HW; default: the brokers' flush policy")
     parser.add_argument("--tracing", choices=("on", "off"), default="on",
                         help="off starts the services with OTEL_SDK_DISABLED=true (no spans at all)")
     parser.add_argument("--tls", choices=("on", "off"), default="on",
@@ -285,12 +296,16 @@ def main() -> None:
         assignment = harness.rotating_assignment(args.partitions, list(range(1, brokers + 1)),
                                                  args.replication_factor)
         harness.create_topic(zk, TOPIC, assignment,
-                             {"min.insync.replicas": str(min(2, args.replication_factor))})
+                             {"min.insync.replicas": str(min(2, args.replication_factor)),
+                              **({"flush.messages": "1"} if args.durability == "durable" else {})})
         endpoint = cluster.zookeeper_endpoint
         harness.wait_until(lambda: all(s is not None and s.leader >= 0 and len(s.isr) == args.replication_factor
                                        for s in harness.read_states(endpoint, TOPIC, args.partitions)),
                            30, "partition leaders")
         zk.stop()
+        sync_bytes = max(1, int(args.rate_mb_per_s * 1000)) if latency_mode else args.batch_records * args.record_size
+        fdatasync = floor_fdatasync.floor_fdatasync(cluster.data_dir(f"broker-{assignment[0][0]}"), sync_bytes)
+        harness.note(f"fdatasync floor: {fdatasync}")
         bootstrap = [p.address for p in cluster.of_role("broker")]
         producer = Producer(bootstrap, acks=acks, idempotent=acks == -1, linger_ms=args.linger_ms,
                             max_in_flight=args.max_in_flight,
@@ -321,6 +336,7 @@ def main() -> None:
     result = {
         "mode": "latency" if latency_mode else "throughput",
         "acks": args.acks,
+        "durability": args.durability,
         "record_size": args.record_size,
         "replication_factor": args.replication_factor,
         "partitions": args.partitions,
@@ -340,6 +356,7 @@ def main() -> None:
         "grpc_experiments": os.environ.get(grpc_runtime.ENV, ""),
         "cpu_scheduling": policy,
         "floor_grpc_stream_mb_per_s": round(floor, 1),
+        "floor_fdatasync": fdatasync,
         **({"floor_grpc_stream_round_trip_ms": round_trips["sync"],
             "floor_grpc_aio_stream_round_trip_ms": round_trips["aio"]} if latency_mode else {}),
         **({"floor_acks_all_chain_ms": {"p50": chain["p50"], "p99": chain["p99"]}} if chain else {}),

@@ -52,6 +52,18 @@ def test_broker_registration_round_trips_with_and_without_rack():
         assert schema.BrokerRegistration.decode(4, registration.encode()) == registration
 
 
+def test_broker_registration_carries_the_partitions_it_lost_committed_records_of():
+    registration = schema.BrokerRegistration(4, "10.0.0.4", 9092, None, 9999, 123, (("orders", 0), ("audit", 2)))
+    decoded = schema.BrokerRegistration.decode(4, registration.encode())
+    assert sorted(decoded.lost_partitions) == [("audit", 2), ("orders", 0)]
+    older = json.loads(registration.encode())
+    del older["lost_committed_records"]  # a broker from before the field
+    assert schema.BrokerRegistration.decode(4, json.dumps(older).encode()).lost_partitions == ()
+    older["lost_committed_records"] = [{"topic": "orders"}]
+    with pytest.raises(schema.ZkDataError, match="lost_committed_records"):
+        schema.BrokerRegistration.decode(4, json.dumps(older).encode())
+
+
 def test_reassignment_request_uses_kafkas_file_format():
     request = schema.ReassignmentRequest({("t", 0): (1, 2, 3), ("t", 1): (2, 3, 4)})
     decoded = json.loads(request.encode())

@@ -1,5 +1,7 @@
 """Stories: brokers register (again)."""
 
+from dataclasses import replace
+
 from controller_story import brokers, cluster, leader_and_isr, run, tp, writes
 
 from replog.common.core.partitions import NO_LEADER
@@ -53,3 +55,27 @@ def test_replicas_of_topics_being_deleted_are_not_listed_so_the_broker_deletes_t
                     deleting={"gone": frozenset({(0, 1)})})
     plan, _ = run(state, BrokersChanged(brokers(1, 2, 3)))
     assert {d.partition for d in leader_and_isr(plan)[3].partitions} == {tp("kept", 0)}
+
+
+def test_a_returning_isr_member_that_lost_committed_records_leads_only_when_no_other_member_can():
+    # Brokers 1 and 2 were the ISR; both come back from a power loss, and broker 1, the preferred
+    # replica, says its recovery could not find committed records of orders-0: broker 2 leads.
+    state = cluster(live=(3,), topics={"orders": [(1, 2, 3)]},
+                    states={("orders", 0): LeaderAndIsr(NO_LEADER, 4, (1, 2), 6, 9)})
+    live = brokers(1, 2, 3)
+    live[1] = replace(live[1], lost_partitions=frozenset({tp("orders", 0)}))
+    plan, _ = run(state, BrokersChanged(live))
+    assert writes(plan)[tp("orders", 0)].leader == 2
+    assert plan.metrics.lossy_leader_elections == ()
+
+
+def test_electing_the_only_isr_member_that_lost_committed_records_is_reported_as_loss():
+    state = cluster(live=(2, 3), topics={"orders": [(1, 2, 3)]},
+                    states={("orders", 0): LeaderAndIsr(NO_LEADER, 4, (1,), 6, 9)})
+    live = brokers(1, 2, 3)
+    live[1] = replace(live[1], lost_partitions=frozenset({tp("orders", 0)}))
+    plan, after = run(state, BrokersChanged(live))
+    assert writes(plan)[tp("orders", 0)] == LeaderAndIsr(1, 5, (1,), 7, 10)  # available, as before
+    assert plan.metrics.lossy_leader_elections == ((tp("orders", 0), 1),)
+    assert plan.metrics.unclean_leader_elections == 0
+    assert after.offline_partition_count == 0

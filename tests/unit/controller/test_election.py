@@ -54,3 +54,13 @@ def test_controlled_shutdown_election_avoids_every_shutting_down_broker():
     assert controlled_shutdown_leader((1, 2, 3), isr=(1, 2, 3), live={1, 2, 3}, shutting_down={1, 2}) == 3
     assert controlled_shutdown_leader((1, 2, 3), isr=(1, 2), live={1, 2, 3}, shutting_down={1}) == 2
     assert controlled_shutdown_leader((1, 2, 3), isr=(1, 2), live={1, 3}, shutting_down={1}) is None
+
+
+def test_offline_election_skips_isr_members_that_lost_committed_records_while_another_can_lead():
+    assert offline_partition_leader((1, 2, 3), isr=(1, 2), eligible={1, 2}, unclean_allowed=False, lost={1}) \
+        == OfflineElection(2, unclean=False, lossy=False)
+
+
+def test_offline_election_takes_a_lossy_isr_member_when_it_is_the_only_one_and_says_so():
+    assert offline_partition_leader((1, 2, 3), isr=(1,), eligible={1, 2, 3}, unclean_allowed=False, lost={1}) \
+        == OfflineElection(1, unclean=False, lossy=True)

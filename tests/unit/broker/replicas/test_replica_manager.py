@@ -3,12 +3,14 @@
 - Checkpoint files are rewritten when an HW or recovery point moved, not otherwise.
 - A deleted replica's directory is renamed aside at once and removed in the background; one left
   by a stop is removed at the next start, and never taken for a partition.
+- A clean stop leaves the clean-shutdown marker, which the next start takes; after a start without
+  it, a log that ends below its checkpointed HW is reported as lost committed records.
 """
 
 from __future__ import annotations
 
 from replog.broker.core.partition import LeaderAndIsrDecision
-from replog.broker.log import LogConfig
+from replog.broker.log import CLEAN_SHUTDOWN_FILE, LogConfig, LostRecords
 from replog.broker.log.checkpoints import HW_CHECKPOINT_FILE, read_offsets_checkpoint
 from replog.broker.replicas.leader_side import append_produced
 from replog.broker.replicas.replica_manager import ReplicaManager
@@ -65,3 +67,45 @@ def test_a_directory_set_aside_before_a_stop_is_removed_at_the_next_start(tmp_pa
     assert manager.topic_partitions() == []
     wait_for(lambda: not left.exists(), "the leftover to be removed")
     manager.close()
+
+
+def produce_committed(manager: ReplicaManager, tp: TopicPartition, count: int) -> None:
+    hosted = manager.get_or_create(tp)
+    hosted.apply_leader_and_isr(LeaderAndIsrDecision(tp, 1, 1, (1,), 1, (1,)), now_ms=0)
+    for _ in range(count):
+        batch = encode_batch([(None, b"v", 0)])
+        append_produced(hosted, acks=-1, min_insync_replicas=1, batch=batch, header=validate_batch(batch),
+                        fsync=False)
+    manager.write_checkpoints(flush_if_due=False)
+
+
+def test_a_clean_stop_leaves_the_marker_and_the_next_start_takes_it(tmp_path):
+    tp = TopicPartition("orders", 0)
+    manager = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    manager.load()
+    produce_committed(manager, tp, 3)
+    manager.close()
+    assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+
+    again = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    again.load()
+    assert again.clean_start and again.lost_records == []
+    assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()  # a crash from now on is seen as one
+    again.close()
+
+
+def test_after_an_unclean_stop_a_log_below_its_checkpointed_hw_is_reported_as_loss(tmp_path):
+    tp = TopicPartition("orders", 0)
+    manager = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    manager.load()
+    produce_committed(manager, tp, 3)
+    segment = manager.get(tp).log.directory / "00000000000000000000.log"
+    segment.write_bytes(b"")  # the power went: the unsynced records never reached the disk (no close either)
+
+    again = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    again.load()
+    assert not again.clean_start
+    assert again.lost_records == [LostRecords("orders", 0, checkpointed_high_watermark=3, recovered_log_end_offset=0)]
+    assert again.lost_records[0].count == 3
+    assert again.get(tp).replica.high_watermark == 0
+    again.close()

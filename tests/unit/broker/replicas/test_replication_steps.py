@@ -204,3 +204,22 @@ def test_a_fetch_that_moves_the_hw_wakes_the_consumers_not_the_follower_sessions
         assert not session.wait(0)
         assert session.take() == {id(leader)}
     assert fetch(2).high_watermark == 2
+
+
+def test_in_the_durable_mode_the_follower_fsyncs_before_its_next_fetch_reports_the_position(tmp_path):
+    clock = ManualClock()
+    leader = hosted(tmp_path, 1, clock)
+    lazy, durable = hosted(tmp_path / "lazy", 2, clock), hosted(tmp_path / "durable", 2, clock)
+    for replica in (leader, lazy, durable):
+        decide(replica, 1, 0)
+    produce(leader, [b"a", b"b"])
+    answer = read_for_follower(leader, replica_id=2, current_leader_epoch=0, fetch_offset=0, last_fetched_epoch=-1,
+                               bytes_max=1 << 20, now_ms=0)
+
+    append_from_leader(lazy, leader_epoch=0, fetch_offset=0, records=answer.records,
+                       leader_high_watermark=answer.high_watermark)
+    append_from_leader(durable, leader_epoch=0, fetch_offset=0, records=answer.records,
+                       leader_high_watermark=answer.high_watermark, fsync=True)
+
+    assert fetch_position(lazy, leader_epoch=0).fetch_offset == 2 and lazy.log.recovery_point == 0
+    assert fetch_position(durable, leader_epoch=0).fetch_offset == 2 and durable.log.recovery_point == 2

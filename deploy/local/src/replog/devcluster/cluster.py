@@ -169,7 +169,8 @@ class LocalCluster:
                                 if namespace else (free_port(), free_port()))
             servers.append(zookeeper.ServerAddress(i, host, port, quorum, election))
         for server, name in zip(servers, names):
-            config = zookeeper.write_server_config(self.state_dir / name, server.server_id, servers)
+            config = zookeeper.write_server_config(self.state_dir / name, server.server_id, servers,
+                                                    force_sync=self.spec.zookeeper_force_sync)
             host, port, _, namespace = places[name]
             self.processes[name] = ProcessInfo(name, "zookeeper", server.server_id if ensemble else 0, port, 0,
                                                zookeeper.zookeeper_command(config, jvm_args),

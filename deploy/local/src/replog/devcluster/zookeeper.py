@@ -62,16 +62,20 @@ class ServerAddress:
         return f"{self.host}:{self.client_port}"
 
 
-def write_config(directory: Path, port: int, tick_ms: int = 500, host: str = "127.0.0.1") -> Path:
+def write_config(directory: Path, port: int, tick_ms: int = 500, host: str = "127.0.0.1",
+                 force_sync: bool = False) -> Path:
     """A standalone server config; sessions may last 2..20 ticks (1 s to 10 s)."""
-    return write_server_config(directory, 1, [ServerAddress(1, host, port)], tick_ms)
+    return write_server_config(directory, 1, [ServerAddress(1, host, port)], tick_ms, force_sync)
 
 
-def write_server_config(directory: Path, my_id: int, servers: list[ServerAddress], tick_ms: int = 500) -> Path:
+def write_server_config(directory: Path, my_id: int, servers: list[ServerAddress], tick_ms: int = 500,
+                        force_sync: bool = False) -> Path:
     """The config (and myid file) of server `my_id` of `servers`; one server alone runs standalone.
 
     With more than one, each `server.N` line names the peer's quorum and election ports, and a
-    follower has 10 ticks to join the leader and 5 to answer it (initLimit, syncLimit)."""
+    follower has 10 ticks to join the leader and 5 to answer it (initLimit, syncLimit).
+    `force_sync` False (a development cluster's default, for speed): the transaction log is not
+    fsynced, so a power loss of the machine may take committed metadata with it."""
     me = next(s for s in servers if s.server_id == my_id)
     data = directory / "data"
     data.mkdir(parents=True, exist_ok=True)
@@ -85,8 +89,13 @@ def write_server_config(directory: Path, my_id: int, servers: list[ServerAddress
         "admin.enableServer=false",
         f"4lw.commands.whitelist={','.join(FOUR_LETTER_WORDS)}",
         "autopurge.purgeInterval=1",
-        "forceSync=no",
+        f"forceSync={'yes' if force_sync else 'no'}",
     ]
+    if force_sync:
+        # With the log fsynced, a power loss can still take a snapshot that had not reached the disk (the
+        # first, empty one in particular); the server then refuses to start although its log holds every
+        # change since zxid 0, unless told to trust the log alone.
+        lines.append("snapshot.trust.empty=true")
     if len(servers) > 1:
         (data / "myid").write_text(f"{my_id}\n")
         lines += ["initLimit=10", "syncLimit=5"]

@@ -21,9 +21,11 @@ from replog.broker.control.controlled_shutdown import controlled_shutdown
 from replog.broker.control.controller_fence import ControllerFence, zookeeper_controller_epoch
 from replog.broker.control.controller_link import ControllerLink
 from replog.broker.control.isr_changes import IsrChangeSender
+from replog.broker.control.lost_marks import LostMarks, rewrite_registration
 from replog.broker.control.registration import register_broker
 from replog.broker.control.state_changes import ReplicaStateChanges
 from replog.broker.control.topic_configs import TopicConfigs
+from replog.broker.core.effects import NO_EFFECTS
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer
 from replog.broker.entrypoints.log_servicer import LogServicer
 from replog.broker.entrypoints.metadata_cache import MetadataCache
@@ -37,6 +39,7 @@ from replog.broker.produce.produce_handler import ProduceHandler
 from replog.broker.produce.producer_ids import ProducerIdAllocator
 from replog.broker.replicas.assignments import assigned_here
 from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
+from replog.broker.replicas.recovery_losses import report_recovery
 from replog.broker.replicas.replica_manager import ReplicaManager
 from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
 from replog.broker.replication.fetcher_manager import FetcherManager
@@ -99,6 +102,9 @@ class BrokerProcess:
         telemetry.init_tracing("replog-broker", str(config.broker_id), config.trace_dir)
         self.metrics = BrokerMetrics()
         self.replicas = self._load_replicas()
+        report_recovery(self.replicas, self.metrics)
+        self.lost_marks = LostMarks(self.replicas.lost_records, self._log_end_offset)
+        self._lost_marks_stale = False  # the registration still names a replica that caught up
         self._build()
         self.server = start_server(
             bindings(self.control_servicer, self.replication_servicer, self.log_servicer),
@@ -152,7 +158,8 @@ class BrokerProcess:
         turn = Turn()  # the process's one turn (turn.py)
         self.refusals = RefusalLog(logging.getLogger("replog.broker.refusals"), lambda: clock.monotonic_ms() / 1000)
         self.metadata = MetadataCache()
-        self.topic_configs = TopicConfigs(self.zk, default_min_insync_replicas=config.min_insync_replicas)
+        self.topic_configs = TopicConfigs(self.zk, default_min_insync_replicas=config.min_insync_replicas,
+                                          fsync_each_append_always=config.fsync_acks_all)
         self.delayed_produces = DelayedProduces(replicas.produce_progress, clock)
         self.controller = ControllerLink(self.zk, self.channels)
         settings = FetchSettings(config.broker_id, config.replica_fetch_wait_max_ms, config.replica_fetch_max_bytes,
@@ -163,7 +170,7 @@ class BrokerProcess:
                 leader_id=leader_id, fetcher_id=fetcher_id, fetcher_count=config.num_replica_fetchers,
                 settings=settings, lookup=replicas.get, address_of=self.metadata.broker_address,
                 broker_epoch_of=lambda: self.broker_epoch, channels=self.channels, clock=clock, metrics=metrics,
-                turn=turn,
+                turn=turn, fsync_each_append=self.topic_configs.fsync_each_append,
             )
 
         self.fetchers = FetcherManager(make_fetcher, config.num_replica_fetchers)
@@ -181,7 +188,8 @@ class BrokerProcess:
         self.checkpointer = Checkpointer(
             replicas, clock, checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
             flush_check_interval_ms=config.flush_interval_ms or DEFAULT_FLUSH_CHECK_MS,
-            interval_flush=config.flush_interval_ms > 0, chores=(self.metadata.refresh_digest,), bursts=bursts,
+            interval_flush=config.flush_interval_ms > 0,
+            chores=(self.metadata.refresh_digest, self._refresh_lost_marks), bursts=bursts,
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
@@ -197,7 +205,7 @@ class BrokerProcess:
             lookup=replicas.get, is_known=self.metadata.has_partition, topic_configs=self.topic_configs,
             delayed_produces=self.delayed_produces, metrics=metrics,
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
-            fsync_acks_all=config.fsync_acks_all, wait_slots=wait_slots, turn=turn, clock=clock,
+            wait_slots=wait_slots, turn=turn, clock=clock,
         )
         self.log_servicer = LogServicer(
             broker_id=config.broker_id, produce=ProduceEdge(produce, clock), lookup=replicas.get,
@@ -216,9 +224,25 @@ class BrokerProcess:
             broker_id=config.broker_id, host=config.published_host, port=self.server.port,
             rack=config.rack or None,
             metrics_port=metrics_port, timestamp_ms=int(time.time() * 1000),
+            lost_partitions=self.lost_marks.partitions(),
         )
         self._registration = registration
         self.broker_epoch = register_broker(self.zk, registration, wait_s=config.zookeeper_session_timeout_ms / 1000 + 2)
+
+    def _log_end_offset(self, topic_partition) -> int | None:
+        hosted = self.replicas.get(topic_partition)
+        return None if hosted is None else hosted.run(lambda h: (h.log.log_end_offset, NO_EFFECTS))
+
+    def _refresh_lost_marks(self) -> None:
+        """A checkpointer chore: drop caught-up replicas from the registration's lost marks (lost_marks.py)."""
+        self._lost_marks_stale |= self.lost_marks.drop_caught_up()
+        if not self._lost_marks_stale or not self._joined or self._stopping:
+            return
+        try:
+            self._registration = rewrite_registration(self.zk, self._registration, self.lost_marks.partitions())
+            self._lost_marks_stale = False
+        except Exception as exc:  # noqa: BLE001 - logged; the next round tries again
+            log.warning("could not update the registration's lost partitions (trying again): %s", exc)
 
     def _on_session(self, state: str) -> None:
         """After a session expiry the registration is gone: register again (a new broker epoch)."""
@@ -229,7 +253,8 @@ class BrokerProcess:
             threading.Thread(target=self._reregister, name="reregister", daemon=True).start()
 
     def _reregister(self) -> None:
-        registration = dataclasses.replace(self._registration, timestamp_ms=int(time.time() * 1000))
+        registration = dataclasses.replace(self._registration, timestamp_ms=int(time.time() * 1000),
+                                           lost_partitions=self.lost_marks.partitions())
         try:
             self.broker_epoch = register_broker(self.zk, registration,
                                                 wait_s=self.config.zookeeper_session_timeout_ms / 1000 + 2)

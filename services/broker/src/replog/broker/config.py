@@ -47,7 +47,9 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
     message_max_bytes: int = setting(1024 * 1024, "largest record batch accepted", positive)
     flush_messages: int = setting(0, "fsync after this many records (0: not by count)", non_negative)
     flush_interval_ms: int = setting(0, "fsync at least this often (0: not by time)", non_negative)
-    fsync_acks_all: bool = setting(False, "fsync every acks=all batch before it counts as replicated")
+    fsync_acks_all: bool = setting(
+        False, "the durable mode for every topic, as flush.messages=1: leader and followers fsync each appended "
+        "batch before it counts toward the high watermark")
     request_timeout_ms: int = setting(30000, "default produce timeout for acks=all", positive)
     controlled_shutdown_enable: bool = setting(True, "on SIGTERM ask the controller to move leadership away first")
     replica_high_watermark_checkpoint_interval_ms: int = setting(

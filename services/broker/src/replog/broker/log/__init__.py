@@ -12,6 +12,7 @@ Pure file I/O: no gRPC, no ZooKeeper, no threads. One job per module:
 - flush_policy.py       when to fsync (pure)
 - retention.py          which old segments to delete (pure)
 - checkpoints.py        atomic versioned text files (HW, recovery points, epochs)
+- clean_shutdown.py     the clean-shutdown marker; committed records recovery could not find
 
 The batch format itself belongs to `replog.common.records`.
 """
@@ -26,12 +27,24 @@ from .checkpoints import (
     read_offsets_checkpoint,
     write_offsets_checkpoint,
 )
+from .clean_shutdown import (
+    CLEAN_SHUTDOWN_FILE,
+    LostRecords,
+    lost_committed_records,
+    take_clean_shutdown_marker,
+    write_clean_shutdown_marker,
+)
 from .config import LogConfig
 from .errors import LogError, LogOffsetMismatchError, OffsetOutOfRangeError
 from .partition_log import PartitionLog
 from .results import AppendInfo, CorruptionReport, RecoveryReport
 
 __all__ = [
+    "CLEAN_SHUTDOWN_FILE",
+    "LostRecords",
+    "lost_committed_records",
+    "take_clean_shutdown_marker",
+    "write_clean_shutdown_marker",
     "HW_CHECKPOINT_FILE",
     "LEADER_EPOCH_CHECKPOINT_FILE",
     "RECOVERY_POINT_CHECKPOINT_FILE",

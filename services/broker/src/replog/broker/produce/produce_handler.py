@@ -71,7 +71,6 @@ class ProduceHandler:
         metrics: BrokerMetrics,
         batch_bytes_max: int,
         request_timeout_ms: int,
-        fsync_acks_all: bool,
         wait_slots: WaitSlots,
         turn: Turn,
         clock: Clock,
@@ -85,7 +84,6 @@ class ProduceHandler:
         self._metrics = metrics
         self._batch_bytes_max = batch_bytes_max
         self._request_timeout_ms = request_timeout_ms
-        self._fsync_acks_all = fsync_acks_all
         self._wait_slots = wait_slots
 
     def produce(self, request: ProduceRequest) -> list[PartitionAnswer]:
@@ -197,7 +195,7 @@ class ProduceHandler:
         min_insync_replicas = self._topic_configs.min_insync_replicas(tp.topic)
         appended = append_produced(
             hosted, acks=acks, min_insync_replicas=min_insync_replicas, batch=batch, header=header,
-            fsync=self._fsync_acks_all and acks == ACKS_ALL, deferred=deferred,
+            fsync=self._topic_configs.fsync_each_append(tp.topic), deferred=deferred,
         )
         if appended.error_code is not ErrorCode.NONE:
             return PartitionAnswer(tp, appended.error_code, appended.message), None

@@ -62,21 +62,25 @@ def _fetch_position(hosted: HostedPartition, leader_epoch: int):
 
 
 def append_from_leader(
-    hosted: HostedPartition, *, leader_epoch: int, fetch_offset: int, records: bytes, leader_high_watermark: int
+    hosted: HostedPartition, *, leader_epoch: int, fetch_offset: int, records: bytes, leader_high_watermark: int,
+    fsync: bool = False,
 ) -> int | None:
     """Append the leader's batches and move the follower HW; returns bytes appended, None if stale.
 
-    Raises CorruptRecordError / LogOffsetMismatchError with nothing written.
+    `fsync`: the durable mode; the batches are on disk before this returns, so the fetch
+    position the next request reports (and the leader counts toward the HW) is durable.
+    Raises CorruptRecordError / LogOffsetMismatchError with nothing written, OSError when
+    the disk refused the write or the fsync.
     """
-    return hosted.run(_append_from_leader, leader_epoch, fetch_offset, records, leader_high_watermark)
+    return hosted.run(_append_from_leader, leader_epoch, fetch_offset, records, leader_high_watermark, fsync)
 
 
 def _append_from_leader(hosted: HostedPartition, leader_epoch: int, fetch_offset: int, records: bytes,
-                        leader_high_watermark: int):
+                        leader_high_watermark: int, fsync: bool):
     if not _follows(hosted, leader_epoch) or hosted.log.log_end_offset != fetch_offset:
         return None, NO_EFFECTS
     if records:
-        appended = hosted.log.append_as_follower(records)
+        appended = hosted.log.append_as_follower(records, fsync=fsync)
         if appended is not None:
             record_batches(hosted.producer_state, appended.headers)
     hosted.replica.on_fetch_response(leader_high_watermark=leader_high_watermark, log=hosted.log)

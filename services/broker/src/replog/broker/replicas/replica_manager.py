@@ -7,12 +7,16 @@ only membership (which partitions exist); each partition has its own lock for
 everything else. At start-up `load()` opens every partition directory under
 the log dir, running each log's recovery from its checkpointed recovery point
 (a torn or corrupt tail is cut and reported), loads the HW checkpoint and
-rebuilds each replica's producer table from its log. Partitions no longer
+rebuilds each replica's producer table from its log. It takes the clean-shutdown
+marker first (log/clean_shutdown.py): without it the last stop was a crash or a
+power loss, and a replica whose recovered log ends below its checkpointed HW has
+lost committed records; those are listed in `lost_records` for the broker to
+report (the HW is still clamped to the log end, now loudly). Partitions no longer
 assigned here are deleted (`delete_unassigned`, seed v3 §E) before the broker
 registers. `write_checkpoints()` atomically rewrites the HW file and the
 recovery-point file (checkpoints.py: temp, fsync, rename, fsync dir) for every
 hosted replica; the checkpointer calls it periodically and `close()` once
-more after flushing every log.
+more after flushing every log, then writes the clean-shutdown marker.
 """
 
 from __future__ import annotations
@@ -29,8 +33,12 @@ from replog.broker.log import (
     HW_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
     LogConfig,
+    LostRecords,
     PartitionLog,
+    lost_committed_records,
     read_offsets_checkpoint,
+    take_clean_shutdown_marker,
+    write_clean_shutdown_marker,
     write_offsets_checkpoint,
 )
 from replog.broker.replicas.consequences import Consequences
@@ -65,6 +73,8 @@ class ReplicaManager:
         self._checkpoint_lock = threading.Lock()
         self._remover = DirectoryRemover()  # deleted replicas' directories, renamed aside, go here
         self._checkpointed: dict[tuple[str, int], tuple[int, int]] | None = None  # as last written
+        self.clean_start = True  # the last stop left the clean-shutdown marker (set by `load`)
+        self.lost_records: list[LostRecords] = []  # committed records recovery could not find (set by `load`)
         # What the steps on every hosted replica set off (consequences.py); bootstrap.py connects it.
         self.consequences = Consequences()
 
@@ -73,6 +83,7 @@ class ReplicaManager:
     def load(self) -> None:
         """Open and recover every local partition log; HW from the checkpoint (a bad file stops start-up)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.clean_start = take_clean_shutdown_marker(self.log_dir)
         for leftover in set_aside_directories(self.log_dir):
             self._remover.remove_later(leftover)  # deleted before the last stop, not yet removed
         high_watermarks = read_offsets_checkpoint(self.log_dir / HW_CHECKPOINT_FILE)
@@ -88,13 +99,21 @@ class ReplicaManager:
                 dropped += report.bytes_dropped
                 log.warning("%s: start-up recovery dropped %d bytes from %s (%s)", topic_partition,
                             report.bytes_dropped, report.segment, report.reason)
+            high_watermark = high_watermarks.get(key, 0)
+            lost = lost_committed_records(*key, high_watermark, partition_log.log_end_offset)
+            if lost is not None:
+                self.lost_records.append(lost)
+                log.error("%s: lost %d committed records: the high watermark was checkpointed at %d, the log "
+                          "recovered after %s ends at %d", topic_partition, lost.count, high_watermark,
+                          "a clean stop" if self.clean_start else "an unclean shutdown", partition_log.log_end_offset)
             self._put(topic_partition, HostedPartition(
                 topic_partition, self.broker_id, partition_log,
-                high_watermark=high_watermarks.get(key, 0), producer_state=rebuild_from_log(partition_log),
+                high_watermark=high_watermark, producer_state=rebuild_from_log(partition_log),
                 remove_directory=self._remover.remove_later, consequences=self.consequences,
             ))
-        log.info("loaded %d local replicas from %s (recovery dropped %d bytes in all)",
-                 len(self._partitions), self.log_dir, dropped)
+        log.info("loaded %d local replicas from %s after %s (recovery dropped %d bytes in all)",
+                 len(self._partitions), self.log_dir, "a clean stop" if self.clean_start else "an unclean shutdown",
+                 dropped)
 
     def delete_unassigned(self, is_assigned_here: Callable[[TopicPartition], bool]) -> list[TopicPartition]:
         """Delete local replicas the cluster no longer assigns to this broker (seed v3 §E)."""
@@ -199,6 +218,7 @@ class ReplicaManager:
             if values is not None:
                 offsets[(hosted.topic_partition.topic, hosted.topic_partition.partition)] = values
         self._write(offsets)
+        write_clean_shutdown_marker(self.log_dir)
 
     def _write(self, offsets: dict[tuple[str, int], tuple[int, int]]) -> None:
         """Rewrite both checkpoint files, unless they would say what they already say."""

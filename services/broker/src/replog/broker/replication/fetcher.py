@@ -96,8 +96,10 @@ class ReplicaFetcher:
         clock: Clock,
         metrics: BrokerMetrics,
         turn: Turn,
+        fsync_each_append: Callable[[str], bool] = lambda topic: False,
     ) -> None:
         self._turn = turn
+        self._fsync_each_append = fsync_each_append  # the topic's durable mode (control/topic_configs.py)
         self.leader_id = leader_id
         self.fetcher_id = fetcher_id
         self._fetcher_count = fetcher_count
@@ -364,7 +366,8 @@ class ReplicaFetcher:
         hosted = self._lookup(topic_partition)
         if hosted is None:
             return True
-        handled = handle_answer(hosted, target.follow, position, answer, self._metrics)
+        handled = handle_answer(hosted, target.follow, position, answer, self._metrics,
+                                fsync=self._fsync_each_append(topic_partition.topic))
         if handled.back_off_ms:
             self._back_off(topic_partition, target, handled.back_off_ms)
         return handled.name_again

@@ -8,7 +8,9 @@ hands it here with the position its request named. The step on the replica
 answer is still wanted (the replica follows in that leader epoch, its log ends
 where the fetch started) and drops it otherwise. By the answer:
 
-- records, or only a newer HW: append them and move the follower HW;
+- records, or only a newer HW: append them and move the follower HW; in the durable
+  mode (`fsync`) the records are fsynced before the step returns, so the position
+  the next fetch reports to the leader, which counts toward the HW, is on disk;
 - a diverging epoch: truncate to the last common epoch, inside a
   `broker.truncate` span joined to the trace of the LeaderAndIsr that made this
   broker follow;
@@ -84,7 +86,7 @@ class Follow(NamedTuple):
 
 
 def handle_answer(hosted: HostedPartition, follow: Follow, position: FetchPosition, answer: LeaderAnswer,
-                  metrics: BrokerMetrics) -> Handled:
+                  metrics: BrokerMetrics, *, fsync: bool = False) -> Handled:
     code = answer.error_code
     tp, leader_epoch = follow.topic_partition, follow.leader_epoch
     if code == ErrorCode.NONE and answer.diverging is not None:
@@ -95,9 +97,13 @@ def handle_answer(hosted: HostedPartition, follow: Follow, position: FetchPositi
     if code == ErrorCode.NONE:
         try:
             appended = append_from_leader(hosted, leader_epoch=leader_epoch, fetch_offset=position.fetch_offset,
-                                          records=answer.records, leader_high_watermark=answer.high_watermark)
+                                          records=answer.records, leader_high_watermark=answer.high_watermark,
+                                          fsync=fsync)
         except (CorruptRecordError, LogOffsetMismatchError) as exc:
             log.error("%s: cannot append the leader's records: %s", tp, exc)
+            return Handled(True, ERROR_BACKOFF_MS)
+        except OSError as exc:  # a failed write or fsync: the position does not move, the leader is not told
+            log.error("%s: storage error appending the leader's records: %s", tp, exc)
             return Handled(True, ERROR_BACKOFF_MS)
         if appended == 0:
             return _POSITION_KNOWN

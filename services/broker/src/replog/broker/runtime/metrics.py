@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -91,6 +91,16 @@ class BrokerMetrics:
         self.replication_bytes_in = Counter("replog_broker_replication_bytes_in", "record bytes appended as follower",
                                             registry=registry)
         self.truncations = Counter("replog_broker_follower_truncations", "follower log truncations", registry=registry)
+        self.unclean_start = Gauge("replog_broker_unclean_start",
+                                   "1 if the broker started without its clean-shutdown marker (a crash or power loss)",
+                                   registry=registry)
+        self.recovery_lost_records = Counter(
+            "replog_broker_recovery_lost_records",
+            "committed records start-up recovery could not find (log end below the checkpointed high watermark)",
+            registry=registry)
+        self.recovery_lost_partitions = Gauge("replog_broker_recovery_lost_partitions",
+                                              "replicas whose recovered log ended below their checkpointed high "
+                                              "watermark at start", registry=registry)
         self.follower_fetch = self._fetch_kind("follower")
         self.consumer_fetch = self._fetch_kind("consumer")
         self._produce_by_acks = {acks: self._produce_acks(str(acks)) for acks in (0, 1, -1)}

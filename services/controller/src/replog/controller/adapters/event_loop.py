@@ -363,6 +363,11 @@ class ControllerLoop:
             metrics.LEADER_ELECTION_TIME.observe((time.monotonic() - started) * 1000)
         if facts.unclean_leader_elections:
             metrics.UNCLEAN_LEADER_ELECTIONS.inc(facts.unclean_leader_elections)
+        if facts.lossy_leader_elections:
+            metrics.LOSSY_LEADER_ELECTIONS.inc(len(facts.lossy_leader_elections))
+            for tp, leader in facts.lossy_leader_elections:
+                log.error("%s: elected broker %d, which lost committed records of it in an unclean shutdown, as no "
+                          "other ISR member could lead: those records are lost", tp, leader)
         metrics.ISR_SHRINKS.inc(facts.isr_shrinks)
         metrics.ISR_EXPANDS.inc(facts.isr_expands)
         metrics.FAILED_ISR_UPDATES.inc(facts.failed_isr_updates)

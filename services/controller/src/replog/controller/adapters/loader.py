@@ -16,6 +16,7 @@ from replog.common.core.topic_config import TopicConfig
 from replog.common.zk import bulk, schema
 from replog.common.zk.auth import ZkEndpoint
 from replog.controller.adapters import registrations
+from replog.controller.adapters.registrations import lost_partitions
 from replog.controller.core.model import BrokerInfo, ClusterSnapshot, LeaderAndIsr, ReplicaAssignment
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ def read_live_brokers(connect: ZkEndpoint) -> dict[int, BrokerInfo]:
             continue  # refused (and logged), or gone between the listing and the read
         registration = schema.BrokerRegistration.decode(broker_id, item[0])
         brokers[broker_id] = BrokerInfo(broker_id, registration.host, registration.port, registration.rack,
-                                        item[1].czxid)
+                                        item[1].czxid, lost_partitions(registration))
     return brokers
 
 

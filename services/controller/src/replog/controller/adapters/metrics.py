@@ -17,6 +17,9 @@ LEADER_ELECTION_TIME = Histogram("replog_controller_leader_election_time_ms", "t
                                  buckets=(1, 5, 10, 50, 100, 500, 1000, 5000, 10000))
 UNCLEAN_LEADER_ELECTIONS = Counter("replog_controller_unclean_leader_elections_total",
                                    "unclean leader elections (possible data loss)")
+LOSSY_LEADER_ELECTIONS = Counter("replog_controller_lossy_leader_elections_total",
+                                 "leaders elected from an ISR whose every live member lost committed records in an "
+                                 "unclean shutdown (those records are gone)")
 ISR_SHRINKS = Counter("replog_controller_isr_shrinks_total", "ISR shrinks committed")
 ISR_EXPANDS = Counter("replog_controller_isr_expands_total", "ISR expansions committed")
 FAILED_ISR_UPDATES = Counter("replog_controller_failed_isr_updates_total", "AlterPartition proposals refused")

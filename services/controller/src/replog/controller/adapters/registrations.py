@@ -7,6 +7,8 @@ ACL (getACL) before counting a broker live, and ignores, with a warning, a regis
 ACL names another writer (schema.znode_acls.registration_acl_problem). With the digest id of
 `broker-<id>` in its credentials file the check is exact; without it, the name is checked.
 With authentication off there are no ACLs to check and every registration counts.
+
+`lost_partitions` reads which partitions a registration says the broker lost committed records of.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import logging
 
 from kazoo.exceptions import NoAuthError
 
+from replog.common.core.partitions import TopicPartition
 from replog.common.zk import schema
 from replog.common.zk.auth import ZkCredentials
 from replog.common.zk.schema import znode_acls as acls
@@ -44,3 +47,8 @@ def read_acl(kazoo, path: str) -> list[tuple[str, str, int]]:
     except NoAuthError:
         return []
     return [(entry.id.scheme, entry.id.id, entry.perms) for entry in acl_list]
+
+
+def lost_partitions(registration: schema.BrokerRegistration) -> frozenset[TopicPartition]:
+    """The partitions whose committed records the broker lost in an unclean shutdown (docs/durability.md)."""
+    return frozenset(TopicPartition(topic, partition) for topic, partition in registration.lost_partitions)

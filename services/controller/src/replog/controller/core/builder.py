@@ -110,6 +110,7 @@ class PlanBuilder:
         # metrics
         self.leader_elections = 0
         self.unclean_leader_elections = 0
+        self.lossy_leader_elections: list[tuple[TopicPartition, int]] = []
         self.isr_shrinks = 0
         self.isr_expands = 0
         self.failed_isr_updates = 0
@@ -351,6 +352,7 @@ class PlanBuilder:
             metrics=PlanMetrics(
                 leader_elections=self.leader_elections,
                 unclean_leader_elections=self.unclean_leader_elections,
+                lossy_leader_elections=tuple(self.lossy_leader_elections),
                 isr_shrinks=self.isr_shrinks,
                 isr_expands=self.isr_expands,
                 failed_isr_updates=self.failed_isr_updates,

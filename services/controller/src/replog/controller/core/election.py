@@ -9,9 +9,13 @@ keeps or records ``NO_LEADER``.  ``eligible`` is the set of brokers that may
 lead: alive and not in controlled shutdown (a stopping broker must not be handed
 new leaderships).  Nothing here knows about epochs or ZooKeeper.
 
-* offline:   first eligible replica that is in the ISR (clean); else, only when
-             the topic allows it, the first eligible replica at all -- flagged
-             unclean, because it may lack committed records.
+* offline:   first eligible replica that is in the ISR and has not reported lost
+             committed records (clean); else the first eligible ISR member that has
+             (``lost``: its registration says an unclean shutdown took records it had
+             not fetched again, KIP-966's idea) -- flagged ``lossy``, since the
+             partition comes back without them; else, only when the topic allows it,
+             the first eligible replica at all -- flagged unclean, because it may
+             lack committed records.
 * reassign:  first replica of the *target* list that is eligible and in the ISR.
 * preferred: the preferred (first) replica, if eligible and in the ISR.
 * controlled shutdown: first replica that is in the ISR, alive, and not shutting down.
@@ -28,15 +32,21 @@ class OfflineElection(NamedTuple):
 
     leader: int | None
     unclean: bool
+    lossy: bool = False  # the leader is an ISR member that lost committed records: they are gone
 
 
 def offline_partition_leader(
-    assignment: Sequence[int], isr: Collection[int], eligible: Collection[int], unclean_allowed: bool
+    assignment: Sequence[int], isr: Collection[int], eligible: Collection[int], unclean_allowed: bool,
+    lost: Collection[int] = (),
 ) -> OfflineElection:
-    """Leader for a partition whose leader died (or that never had one)."""
+    """Leader for a partition whose leader died (or that never had one); `lost`: brokers that lost
+    committed records of it in an unclean shutdown and have not caught up since."""
+    for broker in assignment:
+        if broker in eligible and broker in isr and broker not in lost:
+            return OfflineElection(broker, False)
     for broker in assignment:
         if broker in eligible and broker in isr:
-            return OfflineElection(broker, False)
+            return OfflineElection(broker, False, lossy=True)
     if unclean_allowed:
         for broker in assignment:
             if broker in eligible:

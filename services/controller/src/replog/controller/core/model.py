@@ -54,6 +54,9 @@ class BrokerInfo:
     port: int
     rack: str | None = None
     broker_epoch: int = 0
+    # Partitions whose committed records the broker lost in an unclean shutdown and has not fetched
+    # again yet: it leads them only when no other ISR member can (election.py).
+    lost_partitions: frozenset[TopicPartition] = frozenset()
 
 
 class LeaderAndIsr(NamedTuple):

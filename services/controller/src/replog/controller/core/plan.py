@@ -281,6 +281,8 @@ Reply = AlterPartitionReply | ControlledShutdownReply | PartitionResultsReply
 class PlanMetrics:
     leader_elections: int = 0
     unclean_leader_elections: int = 0
+    # (partition, leader) elected from ISR members that all lost committed records of it (docs/durability.md)
+    lossy_leader_elections: tuple[tuple[TopicPartition, int], ...] = ()
     isr_shrinks: int = 0
     isr_expands: int = 0
     failed_isr_updates: int = 0

@@ -70,8 +70,9 @@ LAYOUT: tuple[Znode, ...] = (
           "the controller epoch as decimal text; its zkVersion fences every controller write",
           encode_controller_epoch(7)),
     Znode(broker_path("<id>"), "ephemeral", "that broker only",
-          "a live broker's registration; its czxid is the broker epoch",
-          BrokerRegistration(2, "10.0.0.6", 9290, "b", 9390, 1767225600000).encode()),
+          "a live broker's registration; its czxid is the broker epoch; lost_committed_records names the partitions "
+          "whose committed records it lost in an unclean shutdown, until it has caught up",
+          BrokerRegistration(2, "10.0.0.6", 9290, "b", 9390, 1767225600000, (("orders", 3),)).encode()),
     Znode(topic_path("<topic>"), "persistent", "the gateway (create, add partitions); the controller (reassignment)",
           "the topic's replica assignment, and the replicas being added or removed",
           TopicAssignment({0: (1, 2, 3), 1: (2, 3, 4)}, {1: (4,)}, {1: (1,)}).encode()),

@@ -66,6 +66,10 @@ class BrokerRegistration:
     rack: str | None = None
     metrics_port: int = 0
     timestamp_ms: int = 0
+    # (topic, partition) whose committed records this broker's recovery could not find after an unclean
+    # shutdown, until it has caught up again: the controller elects it cleanly only when no other ISR
+    # member can lead (docs/durability.md).
+    lost_partitions: tuple[tuple[str, int], ...] = ()
 
     def encode(self) -> bytes:
         return dump_json({
@@ -76,6 +80,8 @@ class BrokerRegistration:
             "endpoints": [f"GRPC://{self.host}:{self.port}"],
             "metrics_port": self.metrics_port,
             "timestamp": str(self.timestamp_ms),
+            "lost_committed_records": [{"topic": topic, "partition": partition}
+                                       for topic, partition in sorted(self.lost_partitions)],
         })
 
     @staticmethod
@@ -88,6 +94,11 @@ class BrokerRegistration:
         rack = value.get("rack")
         if rack is not None and not isinstance(rack, str):
             raise ZkDataError(f"{path}: 'rack' must be a string or null")
+        lost = value.get("lost_committed_records", [])  # absent in registrations of older brokers
+        if not isinstance(lost, list) or not all(
+                isinstance(item, dict) and isinstance(item.get("topic"), str)
+                and isinstance(item.get("partition"), int) for item in lost):
+            raise ZkDataError(f"{path}: 'lost_committed_records' must be a list of {{topic, partition}}")
         return BrokerRegistration(
             broker_id=broker_id,
             host=host,
@@ -95,6 +106,7 @@ class BrokerRegistration:
             rack=rack or None,
             metrics_port=int(value.get("metrics_port", 0) or 0),
             timestamp_ms=int(value.get("timestamp", 0) or 0),
+            lost_partitions=tuple((item["topic"], item["partition"]) for item in lost),
         )
 
 

@@ -6,7 +6,10 @@ Seed A step 3 / seed B ``init_leaders`` / docs/architecture.md, "Control flow", 
 
 * A partition whose leader is alive keeps it; dead brokers leave its ISR.
 * A partition whose leader is dead (or ``NO_LEADER``) gets the offline election
-  (``election.offline_partition_leader``): clean first; unclean only where the
+  (``election.offline_partition_leader``): clean first, skipping ISR members whose
+  registration says they lost committed records of it (docs/durability.md) while
+  another member can lead; such a member elected all the same is recorded as a
+  lossy election (metrics and the controller's log); unclean only where the
   topic allows it (or an operator forces it), recorded in the metrics and with
   the ISR reset to the new leader alone.
 * With nobody to elect, the leader is ``NO_LEADER`` (offline) and the ISR keeps
@@ -63,10 +66,14 @@ def restore_leadership(b: PlanBuilder, tp: TopicPartition, *, force_unclean: boo
         return b.write(tp, leader, live_isr)
     assignment = b.assignment_of(tp)
     unclean_allowed = force_unclean or b.config_of(tp.topic).unclean_leader_election
-    new_leader, unclean = offline_partition_leader(assignment.replicas, isr, b.eligible, unclean_allowed)
+    lost = [broker for broker in isr if broker in live and tp in live[broker].lost_partitions]
+    new_leader, unclean, lossy = offline_partition_leader(assignment.replicas, isr, b.eligible, unclean_allowed,
+                                                          lost)
     if new_leader is None:
         return b.write(tp, NO_LEADER, live_isr or keep_one(state))
     b.leader_elections += 1
+    if lossy:
+        b.lossy_leader_elections.append((tp, new_leader))
     if unclean:
         b.unclean_leader_elections += 1
         return b.write(tp, new_leader, (new_leader,))
