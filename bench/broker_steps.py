@@ -50,10 +50,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
-from replog.broker.entrypoints.metadata_cache import MetadataCache  # noqa: E402
 from replog.broker.control.controller_fence import ControllerFence  # noqa: E402
 from replog.broker.control.state_changes import ReplicaStateChanges  # noqa: E402
 from replog.broker.entrypoints.control_servicer import BrokerControlServicer  # noqa: E402
+from replog.broker.entrypoints.metadata_cache import MetadataCache  # noqa: E402
 from replog.broker.entrypoints.produce_edge import ProduceEdge  # noqa: E402
 from replog.broker.entrypoints.replication_servicer import ReplicationServicer  # noqa: E402
 from replog.broker.log import LogConfig  # noqa: E402

@@ -14,9 +14,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
-import shutil
 import sys
 import tempfile
 import time

@@ -41,6 +41,7 @@ from typing import NamedTuple
 from replog.common.core.partitions import NO_LEADER, TopicPartition
 from replog.common.core.topic_config import TopicConfig
 
+
 @dataclass(frozen=True, slots=True)
 class BrokerInfo:
     """A registered broker: the content of its ephemeral ``/brokers/ids/<id>`` znode.

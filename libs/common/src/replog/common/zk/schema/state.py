@@ -13,7 +13,6 @@ from typing import Mapping
 from .codec import ZkDataError, dump_json, int_field, int_list, load_json, partition_map
 from .paths import CONTROLLER, CONTROLLER_EPOCH, PRODUCER_ID_BLOCK, broker_path, topic_config_path, topic_path
 
-
 # --- /controller and /controller_epoch -----------------------------------------
 
 @dataclass(frozen=True)
