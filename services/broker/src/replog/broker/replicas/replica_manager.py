@@ -49,7 +49,7 @@ from replog.common.core.partitions import TopicPartition
 
 log = logging.getLogger(__name__)
 
-_NOT_HOSTED = ProduceProgress(is_leader=False, leader_epoch=-1, high_watermark=-1, isr_size=0)
+_NOT_HOSTED = ProduceProgress(is_leader=False, leader_epoch=-1, high_watermark=-1, isr_size=0, leading_since_epoch=-1)
 
 
 class ReplicaManager:
