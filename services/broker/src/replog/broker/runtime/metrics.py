@@ -91,6 +91,9 @@ class BrokerMetrics:
         self.replication_bytes_in = Counter("replog_broker_replication_bytes_in", "record bytes appended as follower",
                                             registry=registry)
         self.truncations = Counter("replog_broker_follower_truncations", "follower log truncations", registry=registry)
+        self.producer_ids_expired = Counter(
+            "replog_broker_producer_ids_expired",
+            "idempotent producers forgotten after producer_id_expiration_ms without a write", registry=registry)
         self.follower_fetch = self._fetch_kind("follower")
         self.consumer_fetch = self._fetch_kind("consumer")
         self._produce_by_acks = {acks: self._produce_acks(str(acks)) for acks in (0, 1, -1)}
