@@ -96,7 +96,9 @@ class PartitionReplica:
         leader_before = self._leader
         replicas_before = None if leader_before is None else leader_before.replicas
         high_watermark_before = self.high_watermark
-        outcome = apply_leader_and_isr(self._state, decision)
+        held = self._state.leader_epoch
+        outcome = apply_leader_and_isr(self._state, decision,
+                                       log_leader_epoch=log.latest_epoch() if held == NO_LEADER_EPOCH else held)
         if not isinstance(outcome, Applied):
             return LeaderAndIsrStep(outcome, None, NO_EFFECTS)
         self._apply(outcome, log=log, now_ms=now_ms)
