@@ -18,10 +18,9 @@ import pytest
 
 from replog.client import Consumer, Producer
 from replog.devcluster import ClusterSpec
-
-from tests.integration.broker_helpers import (  # noqa: F401 - start_cluster is a fixture
+from tests.integration.broker_helpers import (
     create_topic,
-    start_cluster,
+    stop_brokers_first,
     wait_for,
     wait_for_isr,
     wait_for_leader,
@@ -112,8 +111,8 @@ class Writer:
 
 
 @pytest.mark.parametrize("fault", ["kill", "pause"])
-def test_consumer_follows_a_lost_leader_to_the_new_one_within_the_session_timeout(start_cluster, fault):
-    cluster = start_cluster(ClusterSpec(controllers=1, gateways=0, zookeeper_session_timeout_ms=SESSION_MS))
+def test_consumer_follows_a_lost_leader_to_the_new_one_within_the_session_timeout(cluster_factory, fault):
+    cluster = cluster_factory(ClusterSpec(controllers=1, gateways=0, zookeeper_session_timeout_ms=SESSION_MS))
     bound_s = SESSION_MS / 1000 + 2
     bootstrap = [p.address for p in cluster.of_role("broker")]
     with zk_session(cluster) as zk:
@@ -144,6 +143,7 @@ def test_consumer_follows_a_lost_leader_to_the_new_one_within_the_session_timeou
             cluster.signal("broker-1", signal.SIGCONT)
             producer.close(timeout_s=30)
             consumer.close()
+            stop_brokers_first(cluster)
     assert not writer.errors and not reader.errors, (writer.errors[:3], reader.errors[:3])
     slowest_s = {}
     for p in PARTITIONS:
