@@ -1,6 +1,7 @@
-"""Idempotent producer state on a real broker: a full partition refuses a new producer and forgets
+"""Idempotent producer state on a real broker: a full partition refuses a new producer and evicts
 no one, so a known producer's retried first batch is answered with its first offset, also after a
-restart (the state is rebuilt from the log); idle producers are forgotten by their batches' time.
+restart (the state is rebuilt from the log); a full partition forgets producers idle for a day, by
+their batches' time, to make room.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def test_a_full_partition_refuses_new_producers_and_answers_retries_of_known_one
             assert retry.error_code == E.ERROR_CODE_NONE and retry.base_offset == 0, "rebuilt from the log"
             assert produce_raw(cluster, 1, "full", first_batch(13, b"c")).error_code == E.ERROR_CODE_PRODUCER_STATE_FULL
 
-            # Two producers whose last batches are more than a day old are forgotten by the next check.
+            # Two producers whose last batches are more than a day old fill the partition: the refusal of a
+            # third has them forgotten at once, and its retry is taken.
             wait_for_leader(cluster, zk, "idle", 1, 30)
             long_ago_ms = int(time.time() * 1000) - DAY_MS - 60_000
             for producer_id, value in ((21, b"x"), (22, b"y")):

@@ -102,22 +102,24 @@ def test_a_full_table_refuses_a_new_producer_and_forgets_no_one():
     assert isinstance(write(table, producer_id=2, base_sequence=1, base_offset=3), Append), "known ones keep writing"
 
 
-def test_producers_expire_by_the_time_of_their_last_batch_not_by_count():
-    limits = ProducerStateLimits(producer_ids_max=10, producer_id_expiration_ms=60_000)
+def test_a_full_table_forgets_producers_by_the_time_of_their_last_batch():
+    limits = ProducerStateLimits(producer_ids_max=2, producer_id_expiration_ms=60_000)
     table = ProducerStateTable(limits)
     write(table, producer_id=1, base_sequence=0, base_offset=0, timestamp_ms=T0)
-    write(table, producer_id=2, base_sequence=0, base_offset=1, timestamp_ms=T0)
-    write(table, producer_id=2, base_sequence=1, base_offset=2, timestamp_ms=T0 + 30_000)
+    assert table.expire(T0 + 10 * 60_000) == [], "below the bound nobody is forgotten, however idle"
+    assert write(table, producer_id=1, base_sequence=1, base_offset=1, timestamp_ms=T0) == Append()
+    write(table, producer_id=2, base_sequence=0, base_offset=2, timestamp_ms=T0 + 30_000)
     assert table.expire(T0 + 59_999) == [] and len(table) == 2
     assert table.expire(T0 + 60_000) == [1]
     assert table.producer_epoch(1) is None and table.producer_epoch(2) == 0
     # A batch timestamped earlier than the last one does not make the producer look idle for longer.
-    write(table, producer_id=2, base_sequence=2, base_offset=3, timestamp_ms=T0)
+    write(table, producer_id=3, base_sequence=0, base_offset=3, timestamp_ms=T0 + 80_000)
+    write(table, producer_id=2, base_sequence=1, base_offset=4, timestamp_ms=T0)
     assert table.expire(T0 + 89_999) == [] and table.expire(T0 + 90_000) == [2]
 
 
 def test_a_table_rebuilt_from_the_log_expires_like_the_live_one():
-    limits = ProducerStateLimits(producer_ids_max=10, producer_id_expiration_ms=60_000)
+    limits = ProducerStateLimits(producer_ids_max=2, producer_id_expiration_ms=60_000)
     live = ProducerStateTable(limits)
     headers = []
     for producer_id, timestamp_ms in ((1, T0), (2, T0 + 10_000)):

@@ -1,5 +1,5 @@
-"""The producer-expiry chore over real partition logs: idle producers are forgotten on its interval,
-survive a rebuild from the log as they were, and a full table's refusals are logged and counted."""
+"""The producer-expiry chore over real partition logs: a full table forgets its idle producers as soon as
+it refused a new one, the state survives a rebuild from the log as it was, and refusals are logged."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from replog.common.records import encode_batch, validate_batch
 
 TP = TopicPartition("orders", 0)
 LIMITS = ProducerStateLimits(producer_ids_max=2, producer_id_expiration_ms=60_000)
-CHECK_INTERVAL_MS = 1_000
+CHECK_INTERVAL_MS = 600_000  # never due here: only a refusal makes the chore look
 
 
 def leader(tmp_path: Path, clock: ManualClock) -> HostedPartition:
@@ -43,7 +43,7 @@ def sample(metrics_registry: CollectorRegistry) -> float:
     return metrics_registry.get_sample_value("replog_broker_producer_ids_expired_total") or 0.0
 
 
-def test_idle_producers_are_forgotten_on_the_interval_and_a_full_table_is_reported(tmp_path, caplog):
+def test_a_full_table_forgets_its_idle_producers_when_it_refused_a_new_one(tmp_path, caplog):
     clock = ManualClock()
     hosted = leader(tmp_path, clock)
     registry = CollectorRegistry()
@@ -56,10 +56,11 @@ def test_idle_producers_are_forgotten_on_the_interval_and_a_full_table_is_report
         chore()
     assert [r.getMessage() for r in caplog.records if "PRODUCER_STATE_FULL" in r.getMessage()] == [
         f"{TP}: refused the first batch of 1 new idempotent producer(s): the partition already tracks "
-        "producer_ids_max=2 producers that wrote in the last 60000 ms (PRODUCER_STATE_FULL)"]
+        "producer_ids_max=2 producers, none idle for 60000 ms (PRODUCER_STATE_FULL)"]
 
-    clock.advance(30_000)  # producer 1 idle for 60 s: due, and the interval has passed
-    chore()
+    clock.advance(30_000)  # producer 1 idle for 60 s
+    assert first_batch(hosted, 3, clock).error_code is ErrorCode.PRODUCER_STATE_FULL
+    chore()  # the refusal has the table forget producer 1 at once
     assert sample(registry) == 1 and hosted.producer_state.producer_epoch(1) is None
     assert hosted.producer_state.producer_epoch(2) == 0
     # Restarted from the log, the table knows both again, with their batches' times: the chore forgets

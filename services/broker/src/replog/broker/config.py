@@ -71,17 +71,18 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
                 "plus 1 MiB; a larger one is refused with RESOURCE_EXHAUSTED", positive)
 
     producer_id_expiration_ms: int = setting(
-        PRODUCER_ID_EXPIRATION_MS_DEFAULT, "an idempotent producer that has not written to a partition for this "
-        "long (by its batches' timestamps) is forgotten there; its next batch is then UNKNOWN_PRODUCER_ID, or "
-        "starts afresh at sequence 0. Keep it far above any producer's delivery timeout (Kafka's "
-        "producer.id.expiration.ms)", positive)
+        PRODUCER_ID_EXPIRATION_MS_DEFAULT, "a partition that tracks producer_ids_max idempotent producers forgets "
+        "those that have not written to it for this long (by their batches' timestamps) to make room for new ones "
+        "(Kafka's producer.id.expiration.ms); below that bound it forgets no one. Keep it far above any "
+        "producer's delivery timeout", positive)
     producer_id_expiration_check_interval_ms: int = setting(
-        600000, "how often each partition forgets its producers idle for producer_id_expiration_ms", positive)
+        600000, "how often a partition holding producer_ids_max producers forgets those idle for "
+                "producer_id_expiration_ms (also done as soon as it refused a new producer)", positive)
     producer_ids_max: int = setting(
         PRODUCER_IDS_MAX_DEFAULT, "idempotent producers one partition tracks at most (a memory bound). A full "
-        "partition forgets no one: it refuses a new producer's first batch with PRODUCER_STATE_FULL (logged, "
-        "counted) until one expires, so no retried batch is ever written twice", positive)
-
+        "partition evicts no one: it forgets producers idle for producer_id_expiration_ms, and while none is, it "
+        "refuses a new producer's first batch with PRODUCER_STATE_FULL (logged, counted), so no retried batch is "
+        "ever written twice", positive)
 
 def producer_state_limits(config: BrokerConfig) -> ProducerStateLimits:
     return ProducerStateLimits(config.producer_ids_max, config.producer_id_expiration_ms)

@@ -26,18 +26,19 @@ committed is answered as a duplicate, not appended twice. After a truncation
 the adapter rebuilds (from a snapshot at or below the truncation point, plus
 replay), since truncated batches must be forgotten.
 
-Forgotten by time, as Kafka forgets (`producer.id.expiration.ms`): a producer
-whose last batch in this partition is older than `producer_id_expiration_ms`
-(by the batches' own max timestamps, so a replay of the log and the live table
-agree) is dropped by `expire(now_ms)`, which the adapter calls on a timer. Its
-later batches are then UNKNOWN_PRODUCER_ID (or start afresh at sequence 0, as
-in Kafka: the expiration is far longer than any producer retries a batch).
-
-Bounded by count too, as a memory limit: at most `producer_ids_max` producers.
-A full table never forgets a producer to make room (a forgotten producer's
-retried first batch would look new and be appended twice); it refuses the
-*new* producer's first batch with PRODUCER_STATE_FULL instead, and every
-producer it knows keeps writing. The adapter counts and logs these refusals.
+Bounded: at most `producer_ids_max` producers, and a producer is forgotten only
+when the partition needs its room and only by time, never by count: a full
+table forgets the producers whose last batch in this partition is older than
+`producer_id_expiration_ms` (by the batches' own max timestamps, so a replay of
+the log and the live table agree; Kafka's `producer.id.expiration.ms`), via
+`expire(now_ms)`, which the adapter calls on a timer and as soon as a new
+producer was refused. A table below the bound forgets no one: this client does
+not reset a producer the broker forgot (Kafka's KIP-360), so a producer idle for
+a day would otherwise see UNKNOWN_PRODUCER_ID on every later batch. A full table
+with no idle producer to forget refuses the *new* producer's first batch with
+PRODUCER_STATE_FULL instead of evicting anyone (a forgotten producer's retried
+first batch would look new and be appended twice); every producer it knows keeps
+writing. The adapter counts and logs these refusals.
 Followers and replay record whatever the log holds (the log is the truth), so
 only the leader's admission applies the bound.
 `snapshot()` / `ProducerStateTable.restore()` convert to and from a plain dict
@@ -148,10 +149,10 @@ class ProducerStateTable:
             if len(self._producers) >= self.limits.producer_ids_max:
                 self.full_refusals += 1
                 return Refusal(ErrorCode.PRODUCER_STATE_FULL, (
-                    f"this partition already tracks {len(self._producers)} idempotent producers that wrote in the "
-                    f"last {self.limits.producer_id_expiration_ms} ms (producer_ids_max "
-                    f"{self.limits.producer_ids_max}); a new producer is refused until one expires. Reuse "
-                    f"producers rather than creating one per message"))
+                    f"this partition already tracks {len(self._producers)} idempotent producers (producer_ids_max "
+                    f"{self.limits.producer_ids_max}); a new producer is refused until one has been idle for "
+                    f"{self.limits.producer_id_expiration_ms} ms. Reuse producers rather than creating one per "
+                    f"message"))
             return Append()
         if producer_epoch < entry.producer_epoch:
             return Refusal(
@@ -179,8 +180,10 @@ class ProducerStateTable:
         entry.last_timestamp_ms = max(entry.last_timestamp_ms, header.max_timestamp_ms)
 
     def expire(self, now_ms: int) -> list[int]:
-        """Forget every producer whose last batch is `producer_id_expiration_ms` old or older at `now_ms`
-        (wall-clock ms, the batches' timestamps' clock); the producer ids forgotten."""
+        """When the table is full: forget every producer whose last batch is `producer_id_expiration_ms` old
+        or older at `now_ms` (wall-clock ms, the batches' timestamps' clock). The producer ids forgotten."""
+        if len(self._producers) < self.limits.producer_ids_max:
+            return []
         oldest_kept_ms = now_ms - self.limits.producer_id_expiration_ms
         expired = [pid for pid, entry in self._producers.items() if entry.last_timestamp_ms <= oldest_kept_ms]
         for producer_id in expired:

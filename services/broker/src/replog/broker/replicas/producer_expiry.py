@@ -1,16 +1,16 @@
-"""Forgetting idle producers, and reporting the new ones a full producer table refused.
+"""Forgetting idle producers where room is needed, and reporting the new producers a full table refused.
 
 Theory of operation (core/producer_state.py; Kafka's `producer.id.expiration.ms` and its
 periodic `removeExpiredProducers`):
 
-A checkpointer chore. Every `producer_id_expiration_check_interval_ms` it asks each hosted
-partition's producer table, under the partition's lock, to forget the producers whose last
-batch is older than `producer_id_expiration_ms` (wall clock, the batches' timestamps'
-clock), counts them in `replog_broker_producer_ids_expired` and logs one line per round
-that forgot any. Every tick it also reports the new producers a full table refused
-(PRODUCER_STATE_FULL) since the last tick: one warning line per partition, so an operator
-sees which partition hit `producer_ids_max`; the answers themselves are counted by
-`replog_broker_produce_partition_errors{error="PRODUCER_STATE_FULL"}`.
+A checkpointer chore. Every `producer_id_expiration_check_interval_ms`, and at the first tick
+after a partition refused a new producer (PRODUCER_STATE_FULL), it asks the partition's
+producer table, under the partition's lock, to forget the producers idle for
+`producer_id_expiration_ms` (wall clock, the batches' timestamps' clock); the table does so
+only when it is full. It counts them in `replog_broker_producer_ids_expired` and logs one line
+per round that forgot any. The refusals are reported once per tick: one warning line per
+partition, so an operator sees which partition hit `producer_ids_max`; the answers themselves
+are counted by `replog_broker_produce_partition_errors{error="PRODUCER_STATE_FULL"}`.
 """
 
 from __future__ import annotations
@@ -43,12 +43,13 @@ class ProducerExpiry:
         now_ms = self._clock.now_ms()
         expired = 0
         for hosted in self._hosted():
+            refused = 0
             if hosted.producer_state.full_refusals:
                 refused, limits = hosted.run(_take_full_refusals)
                 log.warning("%s: refused the first batch of %d new idempotent producer(s): the partition already "
-                            "tracks producer_ids_max=%d producers that wrote in the last %d ms (PRODUCER_STATE_FULL)",
+                            "tracks producer_ids_max=%d producers, none idle for %d ms (PRODUCER_STATE_FULL)",
                             hosted.topic_partition, refused, limits.producer_ids_max, limits.producer_id_expiration_ms)
-            if expire:
+            if expire or refused:
                 expired += hosted.run(_expire, now_ms)
         if expired:
             self._metrics.producer_ids_expired.inc(expired)
