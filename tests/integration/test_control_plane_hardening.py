@@ -197,3 +197,17 @@ def test_a_message_over_the_receive_limit_is_resource_exhausted_and_the_broker_k
     assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert held_replica(cluster) == before
     assert produce_raw(cluster, 1, "held", batch_of([b"after the big one"])).error_code == E.ERROR_CODE_NONE
+
+
+def test_a_new_replica_takes_no_leader_epoch_near_the_int32_limit(cluster):
+    # A replica holding no epoch has nothing to measure a jump from: without the ceiling it took 2147483647
+    # into its epoch cache, and its partition could never get a higher leader epoch.
+    reply = control_stub(cluster, 1).LeaderAndIsr(broker_control_pb2.LeaderAndIsrRequest(
+        controller_id=9, **real_epochs(cluster, 1), partitions=[
+            broker_control_pb2.PartitionState(topic="wedged", partition=0, leader=1, leader_epoch=INT32_MAX, isr=[1],
+                                              partition_epoch=0, replicas=[1], is_new=True)]), timeout=10)
+    assert reply.error_code == E.ERROR_CODE_NONE
+    assert [(p.topic, p.error_code) for p in reply.partitions] == [("wedged", E.ERROR_CODE_INVALID_REQUEST)]
+    assert "not a real leader epoch" in reply.partitions[0].error_message
+    replica = describe(cluster, 1, "wedged")
+    assert replica is None or (not replica.leader and replica.leader_epoch == -1)

@@ -21,6 +21,7 @@ class FakeRecord:
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = -1
     sequence: int = -1
+    timestamp_ms: int = 0
 
     def header(self) -> BatchHeader:
         return BatchHeader(
@@ -30,6 +31,7 @@ class FakeRecord:
             last_sequence=self.sequence,
             base_offset=self.offset,
             last_offset=self.offset,
+            max_timestamp_ms=self.timestamp_ms,
         )
 
 

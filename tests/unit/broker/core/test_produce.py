@@ -41,8 +41,9 @@ def test_admitted_produces(acks, waits):
 WAIT = ProduceWait(TP, leader_epoch=3, base_offset=10, last_offset=12, min_insync_replicas=2)
 
 
-def progress(hw, isr_size=3, leader_epoch=3, is_leader=True):
-    return ProduceProgress(is_leader=is_leader, leader_epoch=leader_epoch, high_watermark=hw, isr_size=isr_size)
+def progress(hw, isr_size=3, leader_epoch=3, is_leader=True, leading_since_epoch=3):
+    return ProduceProgress(is_leader=is_leader, leader_epoch=leader_epoch, high_watermark=hw, isr_size=isr_size,
+                           leading_since_epoch=leading_since_epoch if is_leader else -1)
 
 
 def test_waits_until_the_hw_passes_the_last_offset():
@@ -55,9 +56,16 @@ def test_committed_on_too_few_replicas_is_reported_after_append():
     assert produce_completion(WAIT, progress(hw=13, isr_size=1)).error_code is ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
 
-@pytest.mark.parametrize("lost", [progress(hw=20, is_leader=False), progress(hw=20, leader_epoch=4)])
+@pytest.mark.parametrize("lost", [progress(hw=20, is_leader=False),
+                                  progress(hw=20, leader_epoch=5, leading_since_epoch=5)])
 def test_lost_leadership_is_not_leader_even_if_the_hw_moved(lost):
     assert produce_completion(WAIT, lost).error_code is ErrorCode.NOT_LEADER
+
+
+def test_a_leader_epoch_bump_under_the_same_leader_keeps_waiting_then_completes():
+    assert produce_completion(WAIT, progress(hw=12, leader_epoch=4, leading_since_epoch=3)) is None
+    result = produce_completion(WAIT, progress(hw=13, leader_epoch=4, leading_since_epoch=3))
+    assert result.error_code is ErrorCode.NONE and result.leader_epoch == 3
 
 
 def test_delayed_produce_in_purgatory_completes_on_hw_and_expires_otherwise():

@@ -10,21 +10,23 @@ from replog.broker.core.producer_state import (
     Append,
     BatchHeader,
     Duplicate,
+    ProducerStateLimits,
     ProducerStateTable,
     rebuild_producer_state,
     sequence_after,
 )
 
 PID = 7
+T0 = 1_700_000_000_000  # wall-clock ms of the batches' timestamps
 
 
-def write(table, *, base_sequence, count=1, producer_epoch=0, base_offset, producer_id=PID):
+def write(table, *, base_sequence, count=1, producer_epoch=0, base_offset, producer_id=PID, timestamp_ms=T0):
     """Leader path: check, then (if Append) record at base_offset."""
     verdict = table.check(producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence, record_count=count)
     if isinstance(verdict, Append):
         table.record(
             BatchHeader(producer_id, producer_epoch, base_sequence, sequence_after(base_sequence, count - 1),
-                        base_offset, base_offset + count - 1)
+                        base_offset, base_offset + count - 1, timestamp_ms)
         )
     return verdict
 
@@ -68,7 +70,7 @@ def test_epoch_bump_restarts_at_zero_and_fences_the_old_epoch():
 def test_sequence_wraps_after_the_maximum():
     assert sequence_after(SEQUENCE_MAX, 1) == 0 and sequence_after(SEQUENCE_MAX - 1, 3) == 1
     table = ProducerStateTable()
-    table.record(BatchHeader(PID, 0, SEQUENCE_MAX - 4, SEQUENCE_MAX - 2, 0, 2))
+    table.record(BatchHeader(PID, 0, SEQUENCE_MAX - 4, SEQUENCE_MAX - 2, 0, 2, T0))
     verdict = write(table, base_sequence=SEQUENCE_MAX - 1, count=3, base_offset=3)
     assert isinstance(verdict, Append)
     assert table.batches(PID)[-1].last_sequence == 0
@@ -78,7 +80,7 @@ def test_sequence_wraps_after_the_maximum():
 def test_non_idempotent_batches_are_not_tracked():
     table = ProducerStateTable()
     assert isinstance(table.check(producer_id=-1, producer_epoch=-1, base_sequence=-1, record_count=1), Append)
-    table.record(BatchHeader(-1, -1, -1, -1, 0, 0))
+    table.record(BatchHeader(-1, -1, -1, -1, 0, 0, T0))
     assert len(table) == 0
 
 
@@ -87,11 +89,45 @@ def test_malformed_batches_are_refused():
     assert refused(table.check(producer_id=PID, producer_epoch=0, base_sequence=0, record_count=0), ErrorCode.INVALID_REQUEST)
 
 
-def test_least_recently_writing_producer_is_forgotten_first():
-    table = ProducerStateTable(producer_ids_max=2)
-    for offset, pid in enumerate([1, 2, 1, 3]):
-        table.record(BatchHeader(pid, 0, len(table.batches(pid)), len(table.batches(pid)), offset, offset))
-    assert table.producer_epoch(2) is None and table.producer_epoch(1) == 0 and table.producer_epoch(3) == 0
+def test_a_full_table_refuses_a_new_producer_and_forgets_no_one():
+    # The issue's case: with LRU eviction producer 1 was forgotten once 2 and 3 wrote, and the retry
+    # of its first batch (sequence 0, the answer lost) looked new and was appended a second time.
+    table = ProducerStateTable(ProducerStateLimits(producer_ids_max=2))
+    assert isinstance(write(table, producer_id=1, base_sequence=0, base_offset=0), Append)
+    assert isinstance(write(table, producer_id=2, base_sequence=0, base_offset=1), Append)
+    third = write(table, producer_id=3, base_sequence=0, base_offset=2)
+    assert refused(third, ErrorCode.PRODUCER_STATE_FULL) and "producer_ids_max 2" in third.reason
+    assert table.full_refusals == 1
+    assert write(table, producer_id=1, base_sequence=0, base_offset=99) == Duplicate(0, 0)
+    assert isinstance(write(table, producer_id=2, base_sequence=1, base_offset=3), Append), "known ones keep writing"
+
+
+def test_a_full_table_forgets_producers_by_the_time_of_their_last_batch():
+    limits = ProducerStateLimits(producer_ids_max=2, producer_id_expiration_ms=60_000)
+    table = ProducerStateTable(limits)
+    write(table, producer_id=1, base_sequence=0, base_offset=0, timestamp_ms=T0)
+    assert table.expire(T0 + 10 * 60_000) == [], "below the bound nobody is forgotten, however idle"
+    assert write(table, producer_id=1, base_sequence=1, base_offset=1, timestamp_ms=T0) == Append()
+    write(table, producer_id=2, base_sequence=0, base_offset=2, timestamp_ms=T0 + 30_000)
+    assert table.expire(T0 + 59_999) == [] and len(table) == 2
+    assert table.expire(T0 + 60_000) == [1]
+    assert table.producer_epoch(1) is None and table.producer_epoch(2) == 0
+    # A batch timestamped earlier than the last one does not make the producer look idle for longer.
+    write(table, producer_id=3, base_sequence=0, base_offset=3, timestamp_ms=T0 + 80_000)
+    write(table, producer_id=2, base_sequence=1, base_offset=4, timestamp_ms=T0)
+    assert table.expire(T0 + 89_999) == [] and table.expire(T0 + 90_000) == [2]
+
+
+def test_a_table_rebuilt_from_the_log_expires_like_the_live_one():
+    limits = ProducerStateLimits(producer_ids_max=2, producer_id_expiration_ms=60_000)
+    live = ProducerStateTable(limits)
+    headers = []
+    for producer_id, timestamp_ms in ((1, T0), (2, T0 + 10_000)):
+        write(live, producer_id=producer_id, base_sequence=0, base_offset=producer_id, timestamp_ms=timestamp_ms)
+        headers.append(BatchHeader(producer_id, 0, 0, 0, producer_id, producer_id, timestamp_ms))
+    rebuilt = rebuild_producer_state(headers, limits)
+    assert rebuilt.snapshot() == live.snapshot()
+    assert rebuilt.expire(T0 + 65_000) == live.expire(T0 + 65_000) == [1]
 
 
 def test_new_leader_rebuilt_from_its_log_answers_a_retry_as_a_duplicate():
@@ -100,7 +136,7 @@ def test_new_leader_rebuilt_from_its_log_answers_a_retry_as_a_duplicate():
     headers = []
     for i, offset in enumerate([10, 11, 12]):
         write(old_leader, base_sequence=i, base_offset=offset)
-        headers.append(BatchHeader(PID, 0, i, i, offset, offset))
+        headers.append(BatchHeader(PID, 0, i, i, offset, offset, T0))
     new_leader = rebuild_producer_state(headers)
     # The producer never saw the ack for sequence 2 and retries it after failover.
     assert write(new_leader, base_sequence=2, base_offset=99) == Duplicate(12, 12)
@@ -113,7 +149,7 @@ def test_snapshot_round_trips_and_replay_continues_from_it():
     write(table, producer_id=8, base_sequence=0, base_offset=2)
     restored = ProducerStateTable.restore(table.snapshot())
     assert restored.snapshot() == table.snapshot()
-    rebuild_producer_state([BatchHeader(PID, 0, 2, 2, 3, 3)], base=restored)
+    rebuild_producer_state([BatchHeader(PID, 0, 2, 2, 3, 3, T0)], base=restored)
     assert write(restored, base_sequence=2, base_offset=50) == Duplicate(3, 3)
 
 
@@ -137,7 +173,7 @@ def test_rebuilt_state_equals_the_live_state(batches):
         sequence = max(0, next_sequence[producer_id] - count) if retry else next_sequence[producer_id]
         verdict = live.check(producer_id=producer_id, producer_epoch=0, base_sequence=sequence, record_count=count)
         if isinstance(verdict, Append):
-            header = BatchHeader(producer_id, 0, sequence, sequence + count - 1, offset, offset + count - 1)
+            header = BatchHeader(producer_id, 0, sequence, sequence + count - 1, offset, offset + count - 1, T0)
             live.record(header)
             log.append(header)
             offset += count

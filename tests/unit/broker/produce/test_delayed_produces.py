@@ -20,7 +20,8 @@ class Progress:
         self.high_watermark = 0
 
     def __call__(self, tp: TopicPartition) -> ProduceProgress:
-        return ProduceProgress(is_leader=True, leader_epoch=3, high_watermark=self.high_watermark, isr_size=2)
+        return ProduceProgress(is_leader=True, leader_epoch=3, high_watermark=self.high_watermark, isr_size=2,
+                               leading_since_epoch=3)
 
 
 def wait_in_thread(delayed: DelayedProduces, timeout_ms: int):

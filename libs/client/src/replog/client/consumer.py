@@ -8,6 +8,11 @@ Metadata is refreshed after a failed fetch or a partition error, every
 `retry_backoff_ms` while a partition read has no known leader (it is skipped
 meanwhile, and read again as soon as metadata names one: a broker back from a
 crash), and every `metadata_max_age_ms` in any case.
+
+A Fetch gets `FETCH_SLACK_S` past its long-poll wait to be answered. A leader that stopped
+answering without closing its connections (paused, cut off) thus costs a poll that much
+before the consumer refreshes metadata and moves on, rather than the partitions of every
+leader waiting behind it for many seconds.
 """
 
 from __future__ import annotations
@@ -17,9 +22,9 @@ from dataclasses import dataclass
 
 import grpc
 
-from replog.common import records as rec
 from replog.client.metadata import MetadataCache
 from replog.client.results import ProduceError
+from replog.common import records as rec
 from replog.common.security.files import TlsFiles
 from replog.v1 import common_pb2, log_pb2
 
@@ -28,6 +33,9 @@ LATEST = "latest"
 TIMESTAMP = "timestamp"  # ListOffsets by timestamp: how start_timestamp_ms finds its offsets
 _OFFSET_SPECS = {EARLIEST: log_pb2.OFFSET_SPEC_EARLIEST, LATEST: log_pb2.OFFSET_SPEC_LATEST,
                  TIMESTAMP: log_pb2.OFFSET_SPEC_TIMESTAMP}
+# A broker answers a long poll when its wait ends: this much later, the leader is taken as gone
+# (a slow answer only costs one poll and a metadata refresh; nothing is skipped or read twice).
+FETCH_SLACK_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -119,7 +127,7 @@ class Consumer:
                                                    current_leader_epoch=-1) for p in partitions],
             )
             try:
-                reply = self.metadata.stub(address).Fetch(request, timeout=wait_ms / 1000 + 10)
+                reply = self.metadata.stub(address).Fetch(request, timeout=wait_ms / 1000 + FETCH_SLACK_S)
             except grpc.RpcError:
                 self.metadata.mark_unreachable(address)
                 self._refresh_quietly()

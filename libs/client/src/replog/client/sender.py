@@ -62,6 +62,8 @@ RETRIABLE = {
     common_pb2.ERROR_CODE_UNKNOWN_LEADER_EPOCH,
     common_pb2.ERROR_CODE_BROKER_SHUTTING_DOWN,
     common_pb2.ERROR_CODE_STORAGE_ERROR,
+    # A partition full of producers forgets the idle ones as soon as it refused a new one: room may come.
+    common_pb2.ERROR_CODE_PRODUCER_STATE_FULL,
 }
 
 

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from replog.broker.config import BrokerConfig, request_bytes_max
+from replog.broker.config import BrokerConfig, producer_state_limits, request_bytes_max
 from replog.broker.control.controlled_shutdown import controlled_shutdown
 from replog.broker.control.controller_fence import ControllerFence, zookeeper_controller_epoch
 from replog.broker.control.controller_link import ControllerLink
@@ -39,6 +39,7 @@ from replog.broker.produce.produce_handler import ProduceHandler
 from replog.broker.produce.producer_ids import ProducerIdAllocator
 from replog.broker.replicas.assignments import assigned_here
 from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
+from replog.broker.replicas.producer_expiry import ProducerExpiry
 from replog.broker.replicas.recovery_losses import report_recovery
 from replog.broker.replicas.replica_manager import ReplicaManager
 from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
@@ -146,7 +147,7 @@ class BrokerProcess:
             fsync_on_roll=False,  # the checkpointer fsyncs rolled segments off the append path
         )
         replicas = ReplicaManager(broker_id=config.broker_id, log_dir=Path(config.log_dir), log_config=log_config,
-                                  clock=self.clock)
+                                  clock=self.clock, producer_state_limits=producer_state_limits(config))
         try:
             replicas.load()
         except CheckpointError as exc:
@@ -188,8 +189,9 @@ class BrokerProcess:
         self.checkpointer = Checkpointer(
             replicas, clock, checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
             flush_check_interval_ms=config.flush_interval_ms or DEFAULT_FLUSH_CHECK_MS,
-            interval_flush=config.flush_interval_ms > 0,
-            chores=(self.metadata.refresh_digest, self._refresh_lost_marks), bursts=bursts,
+            interval_flush=config.flush_interval_ms > 0, bursts=bursts,
+            chores=(self.metadata.refresh_digest, self._refresh_lost_marks, ProducerExpiry(
+                replicas.hosted, clock, metrics, check_interval_ms=config.producer_id_expiration_check_interval_ms)),
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(

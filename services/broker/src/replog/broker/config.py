@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from replog.broker.core.producer_state import (
+    PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+    PRODUCER_IDS_MAX_DEFAULT,
+    ProducerStateLimits,
+)
 from replog.common.acls.settings import AclSettings
 from replog.common.config import between, non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
 from replog.common.listen import AdvertiseSettings
@@ -66,6 +71,23 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
                 "split its requests: keep this above the cluster's partition count. It also sets the "
                 "largest message received: this many times 320 bytes, or message_max_bytes if larger, "
                 "plus 1 MiB; a larger one is refused with RESOURCE_EXHAUSTED", positive)
+
+    producer_id_expiration_ms: int = setting(
+        PRODUCER_ID_EXPIRATION_MS_DEFAULT, "a partition that tracks producer_ids_max idempotent producers forgets "
+        "those that have not written to it for this long (by their batches' timestamps) to make room for new ones "
+        "(Kafka's producer.id.expiration.ms); below that bound it forgets no one. Keep it far above any "
+        "producer's delivery timeout", positive)
+    producer_id_expiration_check_interval_ms: int = setting(
+        600000, "how often a partition holding producer_ids_max producers forgets those idle for "
+                "producer_id_expiration_ms (also done as soon as it refused a new producer)", positive)
+    producer_ids_max: int = setting(
+        PRODUCER_IDS_MAX_DEFAULT, "idempotent producers one partition tracks at most (a memory bound). A full "
+        "partition evicts no one: it forgets producers idle for producer_id_expiration_ms, and while none is, it "
+        "refuses a new producer's first batch with PRODUCER_STATE_FULL (logged, counted), so no retried batch is "
+        "ever written twice", positive)
+
+def producer_state_limits(config: BrokerConfig) -> ProducerStateLimits:
+    return ProducerStateLimits(config.producer_ids_max, config.producer_id_expiration_ms)
 
 
 def request_bytes_max(config: BrokerConfig) -> int:

@@ -10,8 +10,8 @@ leader epoch, the ISR and the partition epoch (version of the state znode).
 an outcome value; it changes nothing itself:
 
 - lower leader epoch than held        -> Refusal(FENCED_LEADER_EPOCH)
-- a leader epoch more than LEADER_EPOCH_JUMP_MAX past the held one -> Refusal(INVALID_REQUEST)
-  (fencing.py says why)
+- a leader epoch more than LEADER_EPOCH_JUMP_MAX past the held one (or, holding none, past
+  the log's latest), or above LEADER_EPOCH_MAX -> Refusal(INVALID_REQUEST) (fencing.py says why)
 - same leader epoch, older partition epoch -> Refusal(INVALID_UPDATE_VERSION)
 - same leader epoch and partition epoch   -> Unchanged (a redelivery)
 - same leader epoch, newer partition epoch -> Applied(ISR_UPDATE): ISR or
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Mapping, NamedTuple
 
 from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.fencing import LEADER_EPOCH_JUMP_MAX, check_leader_epoch_jump
+from replog.broker.core.fencing import LEADER_EPOCH_JUMP_MAX, LEADER_EPOCH_MAX, check_leader_epoch_jump
 from replog.broker.core.log_view import NO_LEADER_EPOCH
 from replog.common.core.partitions import NO_LEADER, TopicPartition
 
@@ -202,12 +202,18 @@ class Unchanged(NamedTuple):
 PartitionOutcome = Applied | Unchanged | Refusal
 
 
-def apply_leader_and_isr(current: PartitionState, decision: LeaderAndIsrDecision) -> PartitionOutcome:
-    """Decide what a LeaderAndIsr decision means for the held state (changes nothing)."""
+def apply_leader_and_isr(current: PartitionState, decision: LeaderAndIsrDecision, *,
+                         log_leader_epoch: int = NO_LEADER_EPOCH) -> PartitionOutcome:
+    """Decide what a LeaderAndIsr decision means for the held state (changes nothing).
+    `log_leader_epoch`: the latest epoch in the replica's log, the jump's reference while it holds none."""
     assert decision.topic_partition == current.topic_partition, (decision, current)
     refusal = _refuse_malformed(decision, current.broker_id)
     if refusal is not None:
         return refusal
+    if decision.leader_epoch > LEADER_EPOCH_MAX or current.leader_epoch == NO_LEADER_EPOCH:
+        refusal = check_leader_epoch_jump(decision.leader_epoch, max(current.leader_epoch, log_leader_epoch))
+        if refusal is not None:
+            return refusal
     if decision.leader_epoch < current.leader_epoch:
         return Refusal(
             ErrorCode.FENCED_LEADER_EPOCH,

@@ -15,8 +15,15 @@ Order per partition, as the adapter runs it:
    a `DelayedProduce` in the purgatory keyed by those partitions.
 
 A wait is resolved when (`produce_completion`):
-- the replica no longer leads in the epoch of the append -> NOT_LEADER (the
-  batch may be truncated by the next leader; the client retries),
+- the replica does not lead, or has not led without a break since the append
+  -> NOT_LEADER (as a follower in between it may have truncated the batch; the
+  client retries). A leader epoch raised while the same broker keeps leading
+  (a reassignment does this) is no break: a leader never truncates its own
+  log, so the batch is still at its offsets and completes when the HW covers
+  it. Answering NOT_LEADER there would make a producer without idempotence
+  write the batch twice. The HW of the new epoch passes the batch only once
+  the ISR holds the whole log up to the epoch's start (high_watermark.py), so
+  the acknowledgement keeps its meaning,
 - HW >= last_offset + 1 -> NONE if the committed ISR still has
   min.insync.replicas members, else NOT_ENOUGH_REPLICAS_AFTER_APPEND (the batch
   is committed, but on fewer replicas than asked),
@@ -69,6 +76,7 @@ class ProduceProgress(NamedTuple):
     leader_epoch: int
     high_watermark: int
     isr_size: int
+    leading_since_epoch: int  # the first leader epoch of this broker's unbroken leadership (-1: not leading)
 
 
 class ProduceWait(NamedTuple):
@@ -94,7 +102,7 @@ class ProduceResult(NamedTuple):
 
 def produce_completion(wait: ProduceWait, progress: ProduceProgress) -> ProduceResult | None:
     """The result of `wait` now, or None while it must keep waiting."""
-    if not progress.is_leader or progress.leader_epoch != wait.leader_epoch:
+    if not progress.is_leader or not progress.leading_since_epoch <= wait.leader_epoch <= progress.leader_epoch:
         return _result(wait, ErrorCode.NOT_LEADER)
     if progress.high_watermark < wait.required_offset:
         return None

@@ -26,24 +26,45 @@ committed is answered as a duplicate, not appended twice. After a truncation
 the adapter rebuilds (from a snapshot at or below the truncation point, plus
 replay), since truncated batches must be forgotten.
 
-Bounded: at most `producer_ids_max` producers; the one that wrote least
-recently is forgotten first (its later retries see UNKNOWN_PRODUCER_ID).
+Bounded: at most `producer_ids_max` producers, and a producer is forgotten only
+when the partition needs its room and only by time, never by count: a full
+table forgets the producers whose last batch in this partition is older than
+`producer_id_expiration_ms` (by the batches' own max timestamps, so a replay of
+the log and the live table agree; Kafka's `producer.id.expiration.ms`), via
+`expire(now_ms)`, which the adapter calls on a timer and as soon as a new
+producer was refused. A table below the bound forgets no one: this client does
+not reset a producer the broker forgot (Kafka's KIP-360), so a producer idle for
+a day would otherwise see UNKNOWN_PRODUCER_ID on every later batch. A full table
+with no idle producer to forget refuses the *new* producer's first batch with
+PRODUCER_STATE_FULL instead of evicting anyone (a forgotten producer's retried
+first batch would look new and be appended twice); every producer it knows keeps
+writing. The adapter counts and logs these refusals.
+Followers and replay record whatever the log holds (the log is the truth), so
+only the leader's admission applies the bound.
 `snapshot()` / `ProducerStateTable.restore()` convert to and from a plain dict
 for checkpoint files.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from replog.broker.core.errors import ErrorCode, Refusal
 
 SEQUENCE_MAX = 2**31 - 1
 BATCHES_KEPT = 5
 NO_PRODUCER_ID = -1
-SNAPSHOT_VERSION = 1
+SNAPSHOT_VERSION = 2
+PRODUCER_IDS_MAX_DEFAULT = 10_000
+PRODUCER_ID_EXPIRATION_MS_DEFAULT = 24 * 60 * 60 * 1000  # Kafka's producer.id.expiration.ms
+
+
+class ProducerStateLimits(NamedTuple):
+    """How many producers one partition tracks, and how long an idle one is remembered."""
+
+    producer_ids_max: int = PRODUCER_IDS_MAX_DEFAULT
+    producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT
 
 
 def sequence_after(sequence: int, increment: int) -> int:
@@ -70,6 +91,7 @@ class BatchHeader:
     last_sequence: int
     base_offset: int
     last_offset: int
+    max_timestamp_ms: int  # the batch's largest record timestamp: when the producer last wrote
 
 
 @dataclass(frozen=True)
@@ -91,14 +113,16 @@ SequenceCheck = Append | Duplicate | Refusal
 @dataclass
 class _ProducerEntry:
     producer_epoch: int
+    last_timestamp_ms: int
     batches: list[BatchMetadata] = field(default_factory=list)
 
 
 class ProducerStateTable:
-    def __init__(self, *, producer_ids_max: int = 10_000) -> None:
-        assert producer_ids_max > 0
-        self._producer_ids_max = producer_ids_max
-        self._producers: OrderedDict[int, _ProducerEntry] = OrderedDict()
+    def __init__(self, limits: ProducerStateLimits = ProducerStateLimits()) -> None:
+        assert limits.producer_ids_max > 0 and limits.producer_id_expiration_ms > 0, limits
+        self.limits = limits
+        self._producers: dict[int, _ProducerEntry] = {}
+        self.full_refusals = 0  # new producers refused since the adapter last reported them (it resets this)
 
     def __len__(self) -> int:
         return len(self._producers)
@@ -119,9 +143,17 @@ class ProducerStateTable:
             return Refusal(ErrorCode.INVALID_REQUEST, "malformed producer id, epoch, sequence or count")
         entry = self._producers.get(producer_id)
         if entry is None:
-            if base_sequence == 0:
-                return Append()
-            return Refusal(ErrorCode.UNKNOWN_PRODUCER_ID, f"producer {producer_id} unknown, sequence {base_sequence}")
+            if base_sequence != 0:
+                return Refusal(ErrorCode.UNKNOWN_PRODUCER_ID,
+                               f"producer {producer_id} unknown, sequence {base_sequence}")
+            if len(self._producers) >= self.limits.producer_ids_max:
+                self.full_refusals += 1
+                return Refusal(ErrorCode.PRODUCER_STATE_FULL, (
+                    f"this partition already tracks {len(self._producers)} idempotent producers (producer_ids_max "
+                    f"{self.limits.producer_ids_max}); a new producer is refused until one has been idle for "
+                    f"{self.limits.producer_id_expiration_ms} ms. Reuse producers rather than creating one per "
+                    f"message"))
+            return Append()
         if producer_epoch < entry.producer_epoch:
             return Refusal(
                 ErrorCode.INVALID_PRODUCER_EPOCH,
@@ -137,7 +169,7 @@ class ProducerStateTable:
             return
         entry = self._producers.get(header.producer_id)
         if entry is None or header.producer_epoch > entry.producer_epoch:
-            entry = _ProducerEntry(header.producer_epoch)
+            entry = _ProducerEntry(header.producer_epoch, header.max_timestamp_ms)
             self._producers[header.producer_id] = entry
         assert header.producer_epoch == entry.producer_epoch, "a producer's epoch never goes back in a log"
         assert header.base_offset <= header.last_offset, header
@@ -145,22 +177,32 @@ class ProducerStateTable:
             BatchMetadata(header.base_sequence, header.last_sequence, header.base_offset, header.last_offset)
         )
         del entry.batches[:-BATCHES_KEPT]
-        self._producers.move_to_end(header.producer_id)
-        while len(self._producers) > self._producer_ids_max:
-            self._producers.popitem(last=False)
+        entry.last_timestamp_ms = max(entry.last_timestamp_ms, header.max_timestamp_ms)
+
+    def expire(self, now_ms: int) -> list[int]:
+        """When the table is full: forget every producer whose last batch is `producer_id_expiration_ms` old
+        or older at `now_ms` (wall-clock ms, the batches' timestamps' clock). The producer ids forgotten."""
+        if len(self._producers) < self.limits.producer_ids_max:
+            return []
+        oldest_kept_ms = now_ms - self.limits.producer_id_expiration_ms
+        expired = [pid for pid, entry in self._producers.items() if entry.last_timestamp_ms <= oldest_kept_ms]
+        for producer_id in expired:
+            del self._producers[producer_id]
+        return expired
 
     def replay(self, headers: Iterable[BatchHeader]) -> None:
         for header in headers:
             self.record(header)
 
     def snapshot(self) -> dict[str, Any]:
-        """A plain, JSON-ready dict; producers in least-recently-written order."""
+        """A plain, JSON-ready dict; producers in the order they first wrote."""
         return {
             "version": SNAPSHOT_VERSION,
             "producers": [
                 {
                     "producer_id": producer_id,
                     "producer_epoch": entry.producer_epoch,
+                    "last_timestamp_ms": entry.last_timestamp_ms,
                     "batches": [
                         [b.first_sequence, b.last_sequence, b.first_offset, b.last_offset] for b in entry.batches
                     ],
@@ -170,24 +212,26 @@ class ProducerStateTable:
         }
 
     @classmethod
-    def restore(cls, snapshot: dict[str, Any], *, producer_ids_max: int = 10_000) -> ProducerStateTable:
+    def restore(cls, snapshot: dict[str, Any], limits: ProducerStateLimits = ProducerStateLimits()
+                ) -> ProducerStateTable:
+        """The table `snapshot()` described; nothing is forgotten here (call `expire`)."""
         if snapshot.get("version") != SNAPSHOT_VERSION:
             raise ValueError(f"unknown producer state snapshot version {snapshot.get('version')!r}")
-        table = cls(producer_ids_max=producer_ids_max)
+        table = cls(limits)
         for producer in snapshot["producers"]:
-            entry = _ProducerEntry(int(producer["producer_epoch"]))
+            entry = _ProducerEntry(int(producer["producer_epoch"]), int(producer["last_timestamp_ms"]))
             entry.batches = [BatchMetadata(*(int(v) for v in batch)) for batch in producer["batches"]]
             table._producers[int(producer["producer_id"])] = entry
-        while len(table._producers) > producer_ids_max:
-            table._producers.popitem(last=False)
         return table
 
 
 def rebuild_producer_state(
-    headers: Iterable[BatchHeader], *, producer_ids_max: int = 10_000, base: ProducerStateTable | None = None
+    headers: Iterable[BatchHeader], limits: ProducerStateLimits = ProducerStateLimits(), *,
+    base: ProducerStateTable | None = None,
 ) -> ProducerStateTable:
-    """Producer state from the log's batch headers in offset order (optionally on top of a snapshot)."""
-    table = base if base is not None else ProducerStateTable(producer_ids_max=producer_ids_max)
+    """Producer state from the log's batch headers in offset order (optionally on top of a snapshot).
+    Nothing is forgotten while replaying: the caller expires the result against its clock."""
+    table = base if base is not None else ProducerStateTable(limits)
     table.replay(headers)
     return table
 

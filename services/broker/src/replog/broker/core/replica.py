@@ -34,7 +34,7 @@ from replog.broker.core.high_watermark import HighWatermarkUpdate
 from replog.broker.core.isr_answer import AlterPartitionOutcome, AnswerIgnored, IsrCommitted, IsrRefreshed
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
 from replog.broker.core.leader import LeaderReplica
-from replog.broker.core.log_view import EpochEndOffset, LogView
+from replog.broker.core.log_view import NO_LEADER_EPOCH, EpochEndOffset, LogView
 from replog.broker.core.partition import (
     Applied,
     ChangeKind,
@@ -69,6 +69,9 @@ class PartitionReplica:
         self._state = PartitionState.new(topic_partition, broker_id)
         self._leader: LeaderReplica | None = None
         self._high_watermark = high_watermark
+        # The first leader epoch of this broker's current unbroken leadership (-1 while not leading): a
+        # same-leader epoch bump keeps it, so acks=all writes appended before the bump keep waiting.
+        self._leading_since_epoch = NO_LEADER_EPOCH
 
     @property
     def state(self) -> PartitionState:
@@ -93,7 +96,9 @@ class PartitionReplica:
         leader_before = self._leader
         replicas_before = None if leader_before is None else leader_before.replicas
         high_watermark_before = self.high_watermark
-        outcome = apply_leader_and_isr(self._state, decision)
+        held = self._state.leader_epoch
+        outcome = apply_leader_and_isr(self._state, decision,
+                                       log_leader_epoch=log.latest_epoch() if held == NO_LEADER_EPOCH else held)
         if not isinstance(outcome, Applied):
             return LeaderAndIsrStep(outcome, None, NO_EFFECTS)
         self._apply(outcome, log=log, now_ms=now_ms)
@@ -176,6 +181,7 @@ class PartitionReplica:
             leader_epoch=self._state.leader_epoch,
             high_watermark=self.high_watermark,
             isr_size=len(self._state.isr),
+            leading_since_epoch=self._leading_since_epoch,
         )
 
     def plan_consumer_fetch(
@@ -217,8 +223,10 @@ class PartitionReplica:
                     replicas=state.replicas, isr=state.isr, partition_epoch=state.partition_epoch, log=log, now_ms=now_ms
                 )
         else:
+            leading_since_epoch = self._leading_since_epoch if self._leader is not None else state.leader_epoch
             self._leave_leadership()
             if outcome.change is ChangeKind.BECOME_LEADER:
+                self._leading_since_epoch = leading_since_epoch
                 self._leader = LeaderReplica.start(
                     topic_partition=state.topic_partition,
                     broker_id=state.broker_id,
@@ -237,6 +245,7 @@ class PartitionReplica:
         if self._leader is not None:
             self._high_watermark = self._leader.high_watermark
             self._leader = None
+            self._leading_since_epoch = NO_LEADER_EPOCH
 
     def _not_leader(self, current_leader_epoch: int) -> Refusal:
         fenced = check_leader_epoch(current_leader_epoch, self._state.leader_epoch, unset_allowed=True)

@@ -121,7 +121,7 @@ def _reset_out_of_range(hosted: HostedPartition, leader_epoch: int, fetch_offset
     if fetch_offset < leader_log_start_offset:
         hosted.log.truncate_fully_and_start_at(leader_log_start_offset)
         hosted.replica.on_truncated(log=hosted.log)
-        hosted.producer_state = rebuild_from_log(hosted.log)
+        hosted.producer_state = rebuild_from_log(hosted.log, hosted.producer_state.limits)
         return Truncated(before, hosted.log.log_end_offset, hosted.replica.high_watermark), NO_EFFECTS
     if fetch_offset > leader_log_end_offset >= 0:
         return _truncate_locked(hosted, leader_log_end_offset), NO_EFFECTS
@@ -132,6 +132,6 @@ def _truncate_locked(hosted: HostedPartition, offset: int) -> Truncated:
     before = hosted.log.log_end_offset
     if offset < before:
         hosted.log.truncate_to(offset)
-        hosted.producer_state = rebuild_from_log(hosted.log)
+        hosted.producer_state = rebuild_from_log(hosted.log, hosted.producer_state.limits)
     high_watermark = hosted.replica.on_truncated(log=hosted.log)
     return Truncated(before, hosted.log.log_end_offset, high_watermark)

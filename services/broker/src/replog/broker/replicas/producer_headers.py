@@ -12,6 +12,7 @@ from typing import Iterable, Iterator
 from replog.broker.core.producer_state import (
     NO_PRODUCER_ID,
     BatchHeader,
+    ProducerStateLimits,
     ProducerStateTable,
     rebuild_producer_state,
     sequence_after,
@@ -30,6 +31,7 @@ def producer_header(header: records.BatchHeader) -> BatchHeader | None:
         last_sequence=sequence_after(header.base_sequence, header.record_count - 1),
         base_offset=header.base_offset,
         last_offset=header.last_offset,
+        max_timestamp_ms=header.max_timestamp_ms,
     )
 
 
@@ -46,6 +48,7 @@ def record_batches(table: ProducerStateTable, headers: Iterable[records.BatchHea
     table.replay(_producer_headers(headers))
 
 
-def rebuild_from_log(log) -> ProducerStateTable:
-    """The table a replica derives from its whole log (`PartitionLog.iter_batch_headers`)."""
-    return rebuild_producer_state(_producer_headers(log.iter_batch_headers()))
+def rebuild_from_log(log, limits: ProducerStateLimits = ProducerStateLimits()) -> ProducerStateTable:
+    """The table a replica derives from its whole log (`PartitionLog.iter_batch_headers`); the batches'
+    timestamps come along, so a producer expires after a restart when it would have without one."""
+    return rebuild_producer_state(_producer_headers(log.iter_batch_headers()), limits)

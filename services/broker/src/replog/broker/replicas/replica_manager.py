@@ -29,6 +29,7 @@ from typing import Callable
 from replog.broker.core.effects import NO_EFFECTS
 from replog.broker.core.partition import ReplicaRole
 from replog.broker.core.produce import ProduceProgress
+from replog.broker.core.producer_state import ProducerStateLimits
 from replog.broker.log import (
     HW_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
@@ -57,14 +58,16 @@ from replog.common.core.partitions import TopicPartition
 
 log = logging.getLogger(__name__)
 
-_NOT_HOSTED = ProduceProgress(is_leader=False, leader_epoch=-1, high_watermark=-1, isr_size=0)
+_NOT_HOSTED = ProduceProgress(is_leader=False, leader_epoch=-1, high_watermark=-1, isr_size=0, leading_since_epoch=-1)
 
 
 class ReplicaManager:
-    def __init__(self, *, broker_id: int, log_dir: Path, log_config: LogConfig, clock: Clock) -> None:
+    def __init__(self, *, broker_id: int, log_dir: Path, log_config: LogConfig, clock: Clock,
+                 producer_state_limits: ProducerStateLimits = ProducerStateLimits()) -> None:
         self.broker_id = broker_id
         self.log_dir = Path(log_dir)
         self._log_config = log_config
+        self._producer_state_limits = producer_state_limits
         self._clock = clock
         self._lock = threading.Lock()
         self._partitions: dict[TopicPartition, HostedPartition] = {}
@@ -108,7 +111,8 @@ class ReplicaManager:
                           "a clean stop" if self.clean_start else "an unclean shutdown", partition_log.log_end_offset)
             self._put(topic_partition, HostedPartition(
                 topic_partition, self.broker_id, partition_log,
-                high_watermark=high_watermark, producer_state=rebuild_from_log(partition_log),
+                high_watermark=high_watermark,
+                producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
                 remove_directory=self._remover.remove_later, consequences=self.consequences,
             ))
         log.info("loaded %d local replicas from %s after %s (recovery dropped %d bytes in all)",
@@ -138,7 +142,7 @@ class ReplicaManager:
                 partition_log = PartitionLog.open(directory, self._log_config, self._clock)
                 hosted = HostedPartition(
                     topic_partition, self.broker_id, partition_log,
-                    high_watermark=0, producer_state=rebuild_from_log(partition_log),
+                    high_watermark=0, producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
                     remove_directory=self._remover.remove_later, consequences=self.consequences,
                 )
                 self._put(topic_partition, hosted)

@@ -101,6 +101,9 @@ class BrokerMetrics:
         self.recovery_lost_partitions = Gauge("replog_broker_recovery_lost_partitions",
                                               "replicas whose recovered log ended below their checkpointed high "
                                               "watermark at start", registry=registry)
+        self.producer_ids_expired = Counter(
+            "replog_broker_producer_ids_expired",
+            "idempotent producers forgotten after producer_id_expiration_ms without a write", registry=registry)
         self.follower_fetch = self._fetch_kind("follower")
         self.consumer_fetch = self._fetch_kind("consumer")
         self._produce_by_acks = {acks: self._produce_acks(str(acks)) for acks in (0, 1, -1)}
