@@ -38,6 +38,7 @@ from replog.broker.produce.producer_ids import ProducerIdAllocator
 from replog.broker.replicas.assignments import assigned_here
 from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
 from replog.broker.replicas.replica_manager import ReplicaManager
+from replog.broker.replicas.retention_rounds import RetentionRounds
 from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
 from replog.broker.replication.fetcher_manager import FetcherManager
 from replog.broker.replication.replication_throttle import ReplicationThrottle
@@ -137,6 +138,9 @@ class BrokerProcess:
             max_batch_bytes=config.message_max_bytes,
             flush_messages=config.flush_messages or None,
             flush_interval_ms=config.flush_interval_ms or None,
+            retention_ms=None if config.log_retention_ms < 0 else config.log_retention_ms,
+            retention_bytes=None if config.log_retention_bytes < 0 else config.log_retention_bytes,
+            segment_ms=config.log_roll_ms,
             fsync_on_roll=False,  # the checkpointer fsyncs rolled segments off the append path
         )
         replicas = ReplicaManager(broker_id=config.broker_id, log_dir=Path(config.log_dir), log_config=log_config,
@@ -152,7 +156,10 @@ class BrokerProcess:
         turn = Turn()  # the process's one turn (turn.py)
         self.refusals = RefusalLog(logging.getLogger("replog.broker.refusals"), lambda: clock.monotonic_ms() / 1000)
         self.metadata = MetadataCache()
-        self.topic_configs = TopicConfigs(self.zk, default_min_insync_replicas=config.min_insync_replicas)
+        self.topic_configs = TopicConfigs(self.zk, default_min_insync_replicas=config.min_insync_replicas,
+                                          default_log_config=replicas.log_config_of(""),
+                                          on_log_config=replicas.apply_log_config)
+        replicas.log_config_of = self.topic_configs.log_config  # new replicas open with their topic's settings
         self.delayed_produces = DelayedProduces(replicas.produce_progress, clock)
         self.controller = ControllerLink(self.zk, self.channels)
         settings = FetchSettings(config.broker_id, config.replica_fetch_wait_max_ms, config.replica_fetch_max_bytes,
@@ -181,7 +188,10 @@ class BrokerProcess:
         self.checkpointer = Checkpointer(
             replicas, clock, checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
             flush_check_interval_ms=config.flush_interval_ms or DEFAULT_FLUSH_CHECK_MS,
-            interval_flush=config.flush_interval_ms > 0, chores=(self.metadata.refresh_digest,), bursts=bursts,
+            interval_flush=config.flush_interval_ms > 0, bursts=bursts,
+            chores=(self.metadata.refresh_digest, RetentionRounds(
+                replicas.hosted, clock, check_interval_ms=config.log_retention_check_interval_ms,
+                partitions_per_round_max=config.log_retention_partitions_per_round_max)),
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(

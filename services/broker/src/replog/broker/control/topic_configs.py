@@ -1,18 +1,26 @@
 """Per-topic settings the broker enforces, watched in /config/topics/<topic>.
 
-Today that is `min.insync.replicas` (acks=-1 needs that many ISR members).
-A kazoo DataWatch per hosted topic keeps the value current; a topic without
-its own value uses the broker default. Watches start when the broker first
-hosts a replica of the topic and stop when it hosts none.
+Every key a topic may set takes effect here: `min.insync.replicas` (acks=-1
+needs that many ISR members, read by produce), and the log's keys
+(`retention.*`, `segment.*`, `max.message.bytes`, `flush.*`), laid over the
+broker's defaults into one `LogConfig` per topic (log/config.py). A kazoo
+DataWatch per hosted topic keeps them current; when a topic's `LogConfig`
+changes, `on_log_config` hands it to every running replica of the topic at
+once (no restart). A topic without its own value uses the broker default.
+Watches start when the broker first hosts a replica of the topic and stop when
+it hosts none.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from typing import Callable
 
 from kazoo.recipe.watchers import DataWatch
 
+from replog.broker.log import LogConfig
+from replog.common.core.errors import InvalidConfigError
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
 
@@ -22,15 +30,27 @@ MIN_INSYNC_REPLICAS = "min.insync.replicas"
 
 
 class TopicConfigs:
-    def __init__(self, zk: ZkClient, *, default_min_insync_replicas: int) -> None:
+    def __init__(self, zk: ZkClient, *, default_min_insync_replicas: int, default_log_config: LogConfig | None = None,
+                 on_log_config: Callable[[str, LogConfig], None] = lambda topic, config: None) -> None:
         self._zk = zk
         self._default = default_min_insync_replicas
+        self._default_log_config = LogConfig() if default_log_config is None else default_log_config
+        self._on_log_config = on_log_config
         self._lock = threading.Lock()
         self._min_insync: dict[str, int] = {}
+        self._log_configs: dict[str, LogConfig] = {}
         self._watched: set[str] = set()
 
     def min_insync_replicas(self, topic: str) -> int:
         return self._min_insync.get(topic, self._default)
+
+    def log_config(self, topic: str) -> LogConfig:
+        """The topic's log settings: the broker's defaults with the topic's overrides."""
+        return self._log_configs.get(topic, self._default_log_config)
+
+    @property
+    def default_log_config(self) -> LogConfig:
+        return self._default_log_config
 
     def watch(self, topic: str) -> None:
         """Start watching `topic` (idempotent); the first value is read before returning."""
@@ -43,8 +63,11 @@ class TopicConfigs:
             with self._lock:
                 if topic not in self._watched:
                     self._min_insync.pop(topic, None)
+                    self._log_configs.pop(topic, None)
                     return False  # stops the watch
-            self._min_insync[topic] = self._parse(topic, data)
+            overrides = self._overrides(topic, data)
+            self._min_insync[topic] = self._parse_min_insync(topic, overrides)
+            self._set_log_config(topic, self._parse_log_config(topic, overrides))
             return True
 
         DataWatch(self._zk.kazoo, schema.topic_config_path(topic), on_change)
@@ -53,13 +76,35 @@ class TopicConfigs:
         with self._lock:
             self._watched.discard(topic)
             self._min_insync.pop(topic, None)
+            self._log_configs.pop(topic, None)
 
-    def _parse(self, topic: str, data: bytes | None) -> int:
+    def _set_log_config(self, topic: str, config: LogConfig) -> None:
+        if config == self.log_config(topic):
+            return  # the usual case at start-up: no overrides, nothing to hand out
+        self._log_configs[topic] = config
+        log.info("topic %s: log settings now %s", topic, config)
+        self._on_log_config(topic, config)
+
+    def _overrides(self, topic: str, data: bytes | None) -> dict[str, str]:
         if not data:
-            return self._default
+            return {}
         try:
-            value = schema.TopicConfigRecord.decode(topic, data).config.get(MIN_INSYNC_REPLICAS)
+            return dict(schema.TopicConfigRecord.decode(topic, data).config)
+        except schema.ZkDataError as exc:
+            log.warning("topic %s: ignoring an unreadable config: %s", topic, exc)
+            return {}
+
+    def _parse_min_insync(self, topic: str, overrides: dict[str, str]) -> int:
+        value = overrides.get(MIN_INSYNC_REPLICAS)
+        try:
             return self._default if value is None else max(1, int(value))
-        except (schema.ZkDataError, ValueError) as exc:
+        except ValueError as exc:
             log.warning("topic %s: ignoring unreadable %s: %s", topic, MIN_INSYNC_REPLICAS, exc)
             return self._default
+
+    def _parse_log_config(self, topic: str, overrides: dict[str, str]) -> LogConfig:
+        try:
+            return self._default_log_config.with_topic_overrides(overrides)
+        except (InvalidConfigError, ValueError) as exc:  # the gateway validates; an older writer may not have
+            log.warning("topic %s: ignoring its log settings, keeping the broker's defaults: %s", topic, exc)
+            return self._default_log_config

@@ -14,6 +14,13 @@ leaves a prefix of the log; retention deletes oldest first, leaving a suffix.
 Every cut or deletion changes the layout version, which voids a report of
 rolled segments fsynced under an older layout.
 
+The log start offset is the first offset a reader may ask for. Retention moves
+it to the base of the first segment it keeps; DeleteRecords (`advance_start`)
+may put it inside a segment, whose lower records then stay on disk, unreadable,
+until the whole segment lies below the start and goes. A time roll
+(`LogConfig.segment_ms`) counts a segment's age from when this process began
+appending to it, on the monotonic clock: producers' timestamps may be anything.
+
 This class knows files and offsets only: the leader-epoch cache, the flush
 policy and the recovery point belong to `PartitionLog`, which owns it and
 serialises every call.
@@ -49,6 +56,8 @@ class Segments:
         self._segments = segments
         self._unsynced_rolled: list[LogSegment] = []  # rolled, fsync pending (fsync_on_roll False)
         self._layout_version = 0  # bumped whenever segments are cut or deleted
+        self._log_start_offset = segments[0].base_offset  # at or above the first base, at or below the LEO
+        self._active_since_ms: int | None = None  # monotonic time of the active segment's first write here
 
     @property
     def in_order(self) -> list[LogSegment]:
@@ -67,7 +76,11 @@ class Segments:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return self._log_start_offset
+
+    def update_config(self, config: LogConfig) -> None:
+        """The topic's settings changed: the next write rolls by the new size and age."""
+        self._config = config
 
     @property
     def log_end_offset(self) -> int:
@@ -105,14 +118,22 @@ class Segments:
             )
         return headers
 
-    def write(self, batch: bytes | memoryview, header: BatchHeader, before_roll: Callable[[], None]) -> None:
-        """Append one whole batch at the LEO, rolling first when the active segment is full;
-        `before_roll` runs once the old segment is flushed and before it is sealed."""
+    def write(self, batch: bytes | memoryview, header: BatchHeader, before_roll: Callable[[], None],
+              now_ms: int = 0) -> None:
+        """Append one whole batch at the LEO, rolling first when the active segment is full or, with
+        `segment_ms`, older than that at `now_ms` (monotonic); `before_roll` runs once the old segment
+        is flushed and before it is sealed."""
         active = self._segments[-1]
         segment_full = active.size_bytes + len(batch) > self._config.segment_bytes
         offsets_full = header.last_offset - active.base_offset > RELATIVE_OFFSET_MAX
+        segment_ms = self._config.segment_ms
+        if segment_ms is not None:
+            if self._active_since_ms is None:
+                self._active_since_ms = now_ms
+            segment_full = segment_full or now_ms - self._active_since_ms >= segment_ms
         if active.size_bytes > 0 and (segment_full or offsets_full):
             active = self._roll(before_roll)
+            self._active_since_ms = now_ms
         active.append(batch, header)
 
     def _roll(self, before_roll: Callable[[], None]) -> LogSegment:
@@ -189,6 +210,7 @@ class Segments:
             fsync_directory(self._directory)
         self._segments[i].truncate_to(position, header.base_offset)
         self._forget_unsynced_beyond_active()
+        self._log_start_offset = min(self._log_start_offset, header.base_offset)  # a start inside the cut batch
         return header.base_offset
 
     def restart_at(self, offset: int) -> None:
@@ -196,6 +218,8 @@ class Segments:
         for segment in reversed(self._segments):
             segment.delete()
         self._segments[:] = [LogSegment.create(self._directory, offset, self._config.index_interval_bytes)]
+        self._log_start_offset = offset
+        self._active_since_ms = None
         self._forget_unsynced_beyond_active()
         fsync_directory(self._directory)
 
@@ -204,10 +228,22 @@ class Segments:
         assert count < len(self._segments), (count, len(self._segments))
         doomed = self._segments[:count]
         del self._segments[:count]
+        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
         self._forget_unsynced_beyond_active()
         for segment in doomed:  # oldest first: a crash leaves a suffix of the log
             segment.delete()
         fsync_directory(self._directory)
+        return doomed
+
+    def advance_start(self, offset: int) -> list[LogSegment]:
+        """Move the log start up to `offset` (at most the LEO) and delete the segments wholly below it
+        (never the active one); returns them."""
+        assert self._log_start_offset < offset <= self.log_end_offset, (self._log_start_offset, offset)
+        count = 0
+        while count < len(self._segments) - 1 and self._segments[count].next_offset <= offset:
+            count += 1
+        doomed = self.delete_oldest(count) if count else []
+        self._log_start_offset = offset
         return doomed
 
     # -- durability ------------------------------------------------------------------

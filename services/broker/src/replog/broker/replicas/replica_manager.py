@@ -10,8 +10,8 @@ the log dir, running each log's recovery from its checkpointed recovery point
 rebuilds each replica's producer table from its log. Partitions no longer
 assigned here are deleted (`delete_unassigned`, seed v3 §E) before the broker
 registers. `write_checkpoints()` atomically rewrites the HW file and the
-recovery-point file (checkpoints.py: temp, fsync, rename, fsync dir) for every
-hosted replica; the checkpointer calls it periodically and `close()` once
+recovery-point and log-start files (checkpoints.py: temp, fsync, rename, fsync
+dir) for every hosted replica; the checkpointer calls it periodically and `close()` once
 more after flushing every log.
 """
 
@@ -27,6 +27,7 @@ from replog.broker.core.partition import ReplicaRole
 from replog.broker.core.produce import ProduceProgress
 from replog.broker.log import (
     HW_CHECKPOINT_FILE,
+    LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
     LogConfig,
     PartitionLog,
@@ -37,6 +38,7 @@ from replog.broker.replicas.consequences import Consequences
 from replog.broker.replicas.directory_remover import DirectoryRemover
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import produce_progress
+from replog.broker.replicas.log_maintenance import update_log_config
 from replog.broker.replicas.partition_dirs import (
     local_partition_directories,
     partition_directory,
@@ -53,10 +55,13 @@ _NOT_HOSTED = ProduceProgress(is_leader=False, leader_epoch=-1, high_watermark=-
 
 
 class ReplicaManager:
-    def __init__(self, *, broker_id: int, log_dir: Path, log_config: LogConfig, clock: Clock) -> None:
+    def __init__(self, *, broker_id: int, log_dir: Path, log_config: LogConfig, clock: Clock,
+                 log_config_of: Callable[[str], LogConfig] | None = None) -> None:
         self.broker_id = broker_id
         self.log_dir = Path(log_dir)
         self._log_config = log_config
+        # a topic's settings: the defaults with its overrides (topic_configs.py), once it is watched
+        self.log_config_of: Callable[[str], LogConfig] = log_config_of or (lambda topic: log_config)
         self._clock = clock
         self._lock = threading.Lock()
         self._partitions: dict[TopicPartition, HostedPartition] = {}
@@ -64,7 +69,7 @@ class ReplicaManager:
         self._per_topic: dict[str, int] = {}  # entries in _partitions per topic, so hosts_topic is O(1)
         self._checkpoint_lock = threading.Lock()
         self._remover = DirectoryRemover()  # deleted replicas' directories, renamed aside, go here
-        self._checkpointed: dict[tuple[str, int], tuple[int, int]] | None = None  # as last written
+        self._checkpointed: dict[tuple[str, int], tuple[int, int, int]] | None = None  # as last written
         # What the steps on every hosted replica set off (consequences.py); bootstrap.py connects it.
         self.consequences = Consequences()
 
@@ -77,12 +82,14 @@ class ReplicaManager:
             self._remover.remove_later(leftover)  # deleted before the last stop, not yet removed
         high_watermarks = read_offsets_checkpoint(self.log_dir / HW_CHECKPOINT_FILE)
         recovery_points = read_offsets_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT_FILE)
+        log_starts = read_offsets_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT_FILE)
         dropped = 0
         for topic_partition, path in local_partition_directories(self.log_dir).items():
             key = (topic_partition.topic, topic_partition.partition)
             # No recovery point recorded: scan every segment (rolled ones may never have been fsynced).
-            partition_log = PartitionLog.open(path, self._log_config, self._clock,
-                                              recovery_point=recovery_points.get(key, 0))
+            partition_log = PartitionLog.open(path, self.log_config_of(topic_partition.topic), self._clock,
+                                              recovery_point=recovery_points.get(key, 0),
+                                              log_start_offset=log_starts.get(key, 0))
             report = partition_log.recovery_report
             if not report.clean:
                 dropped += report.bytes_dropped
@@ -116,7 +123,7 @@ class ReplicaManager:
             hosted = self._partitions.get(topic_partition)
             if hosted is None or not hosted.usable:
                 directory = partition_directory(self.log_dir, topic_partition)
-                partition_log = PartitionLog.open(directory, self._log_config, self._clock)
+                partition_log = PartitionLog.open(directory, self.log_config_of(topic_partition.topic), self._clock)
                 hosted = HostedPartition(
                     topic_partition, self.broker_id, partition_log,
                     high_watermark=0, producer_state=rebuild_from_log(partition_log),
@@ -150,6 +157,14 @@ class ReplicaManager:
         hosted = self.get(topic_partition)
         progress = None if hosted is None else produce_progress(hosted)
         return _NOT_HOSTED if progress is None else progress
+
+    def apply_log_config(self, topic: str, config: LogConfig) -> None:
+        """A topic's log settings changed: every running replica of it takes them now."""
+        if not self.hosts_topic(topic):
+            return
+        for hosted in self.hosted():
+            if hosted.topic_partition.topic == topic:
+                update_log_config(hosted, config)
 
     # --- removal -----------------------------------------------------------------------
 
@@ -200,14 +215,16 @@ class ReplicaManager:
                 offsets[(hosted.topic_partition.topic, hosted.topic_partition.partition)] = values
         self._write(offsets)
 
-    def _write(self, offsets: dict[tuple[str, int], tuple[int, int]]) -> None:
-        """Rewrite both checkpoint files, unless they would say what they already say."""
+    def _write(self, offsets: dict[tuple[str, int], tuple[int, int, int]]) -> None:
+        """Rewrite the checkpoint files, unless they would say what they already say."""
         with self._checkpoint_lock:
             if offsets == self._checkpointed:
                 return
             write_offsets_checkpoint(self.log_dir / HW_CHECKPOINT_FILE, {k: v[0] for k, v in offsets.items()})
             write_offsets_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT_FILE,
                                      {k: v[1] for k, v in offsets.items()})
+            write_offsets_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT_FILE,
+                                     {k: v[2] for k, v in offsets.items()})
             self._checkpointed = offsets
 
     # --- metrics ---------------------------------------------------------------------------

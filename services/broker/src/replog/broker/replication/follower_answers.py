@@ -95,15 +95,17 @@ def handle_answer(hosted: HostedPartition, follow: Follow, position: FetchPositi
     if code == ErrorCode.NONE:
         try:
             appended = append_from_leader(hosted, leader_epoch=leader_epoch, fetch_offset=position.fetch_offset,
-                                          records=answer.records, leader_high_watermark=answer.high_watermark)
+                                          records=answer.records, leader_high_watermark=answer.high_watermark,
+                                          leader_log_start_offset=answer.log_start_offset)
         except (CorruptRecordError, LogOffsetMismatchError) as exc:
             log.error("%s: cannot append the leader's records: %s", tp, exc)
             return Handled(True, ERROR_BACKOFF_MS)
-        if appended == 0:
-            return _POSITION_KNOWN
-        if appended:
-            metrics.replication_bytes_in.inc(appended)
-        return _NAME_AGAIN
+        if appended is None:
+            return _NAME_AGAIN
+        if appended.byte_count:
+            metrics.replication_bytes_in.inc(appended.byte_count)
+        # a new log start is named in the next fetch, so the leader's session knows it was taken
+        return _NAME_AGAIN if appended.byte_count or appended.log_start_moved else _POSITION_KNOWN
     if code == ErrorCode.OFFSET_OUT_OF_RANGE:
         return _truncate(follow, "offset out of range", metrics, lambda: reset_out_of_range(
             hosted, leader_epoch=leader_epoch, fetch_offset=position.fetch_offset,
