@@ -43,6 +43,7 @@ def write_export(out_dir: Path | str, brokers: Mapping[str, Sequence], partition
         "log_end_offset": lambda: [-1] * count,
         "high_watermark": lambda: [-1] * count,
         "size_bytes": lambda: [-1] * count,
+        "log_start_offset": lambda: [-1] * count,
     }
     partition_columns = {name: partitions[name] if name in partitions else defaults[name]()
                          for name in schema.TABLES["partitions"]}

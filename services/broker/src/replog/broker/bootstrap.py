@@ -216,6 +216,9 @@ class BrokerProcess:
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
             # with --insecure calls carry no identity: the ACLs are watched but not checked
             enforcer=Enforcer(self.authorizer, enabled=self.tls is not None),
+            topic_config_defaults={**self.topic_configs.default_log_config.as_topic_configs(),
+                                   "min.insync.replicas": str(config.min_insync_replicas)},
+            checkpoint=lambda: replicas.write_checkpoints(flush_if_due=False),
         )
 
     # --- registration --------------------------------------------------------------------
