@@ -115,7 +115,7 @@ def test_parquet_export_reads_back_with_the_documented_schema(topology, capsys, 
     for name, table in tables.items():
         expected = export_schema.arrow_schema(name)
         assert table.schema.equals(expected, check_metadata=False), (name, table.schema)
-        assert table.schema.metadata[b"replog.schema_version"] == b"1"
+        assert table.schema.metadata[b"replog.schema_version"] == str(export_schema.SCHEMA_VERSION).encode()
     assert tables["cluster"].to_pylist()[0]["schema_version"] == export_schema.SCHEMA_VERSION
     brokers = {b["broker_id"]: b for b in tables["brokers"].to_pylist()}
     assert brokers[3] == {"broker_id": 3, "host": None, "port": None, "rack": None, "alive": False,
