@@ -29,6 +29,9 @@ def add_parsers(sub) -> None:
     start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
     start.add_argument("--offset", type=int, help="start at this offset (with one --partition)")
+    consume.add_argument("--reset-out-of-range", action="store_true",
+                         help="an offset below the log start (deleted by retention or delete-records) resumes at "
+                              "the start instead of failing")
     consume.add_argument("--follow", "-f", action="store_true", help="keep waiting for new records")
     consume.add_argument("--max-records", type=int, help="stop after this many records")
     consume.add_argument("--timeout-ms", type=int, default=2000,
@@ -100,7 +103,7 @@ def run_consume(args, channel) -> int:
     start = args.offset if args.offset is not None else (EARLIEST if args.from_beginning else LATEST)
     try:
         consumer = Consumer(brokers(channel), args.topic, partitions=args.partition, start=start, tls=args.tls,
-                            insecure=args.tls is None)
+                            insecure=args.tls is None, reset_out_of_range=args.reset_out_of_range)
     except KeyError as exc:
         raise CliError(str(exc).strip("'\"")) from None
     count = 0
