@@ -11,7 +11,6 @@ from replog.client import Consumer
 from replog.client.results import ProduceError
 from replog.v1 import common_pb2
 
-from .broker_helpers import start_cluster  # noqa: F401 (fixture)
 from .gateway_helpers import cli_runner
 from .retention_helpers import DEADLINE_S, create, earliest, produce, replicas, spec, wait_for
 

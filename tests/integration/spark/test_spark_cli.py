@@ -53,7 +53,8 @@ def test_bad_inputs_fail_in_one_line_before_spark_starts(tmp_path):
     assert "no such export directory" in one_line_error(replog_spark("report", "--export", str(tmp_path / "none")))
 
     wrong = export(tmp_path / "newer", schema_version=SCHEMA_VERSION + 1)
-    assert f"schema version {SCHEMA_VERSION + 1} is not supported" in one_line_error(replog_spark("report", "--export", str(wrong)))
+    refusal = one_line_error(replog_spark("report", "--export", str(wrong)))
+    assert f"schema version {SCHEMA_VERSION + 1} is not supported" in refusal
 
     empty = synthetic.write_export(tmp_path / "empty", {"broker_id": [1]}, {"topic": [], "partition": [],
                                                                           "replicas": []})

@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 from replog.common.export_schema import arrow_schema
 from replog.spark import schema
 
+
 def write_export(out_dir: Path | str, brokers: Mapping[str, Sequence], partitions: Mapping[str, Sequence], *,
                  fmt: str = "parquet", controller_id: int = 1, controller_epoch: int = 1,
                  exported_at_ms: int = 1_700_000_000_000, schema_version: int = schema.SCHEMA_VERSION) -> Path:

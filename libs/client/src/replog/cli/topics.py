@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 import grpc
 
 from replog.cli.args import config_pair, replica_assignment

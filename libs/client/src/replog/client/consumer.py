@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import grpc
 
-from replog.common import records as rec
 from replog.client.metadata import MetadataCache
 from replog.client.results import ProduceError
+from replog.common import records as rec
 from replog.common.security.files import TlsFiles
 from replog.v1 import common_pb2, log_pb2
 

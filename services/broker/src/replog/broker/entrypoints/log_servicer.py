@@ -29,8 +29,8 @@ from typing import Callable
 import grpc
 from kazoo.exceptions import KazooException
 
-from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.broker.core.errors import ErrorCode, Refusal
+from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.produce_stream import serve_produce_stream
 from replog.broker.produce.producer_ids import PRODUCER_EPOCH_MAX, ProducerIdAllocator, ProducerIdsUnavailable

@@ -41,18 +41,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from replog.common.clock import Clock
-from replog.common.records import CorruptRecordError, BatchHeader, validate_batch, with_offset_and_epoch
+from replog.common.records import BatchHeader, CorruptRecordError, validate_batch, with_offset_and_epoch
 
 from .checkpoints import LEADER_EPOCH_CHECKPOINT_FILE, write_leader_epoch_checkpoint
 from .config import LogConfig
 from .errors import OffsetOutOfRangeError
 from .flush_policy import FlushPolicy
 from .leader_epoch_cache import LeaderEpochCache
+from .log_start import LogStart
 from .recovery import open_log_files
 from .results import AppendInfo, CorruptionReport, RecoveryReport
 from .segment import LogSegment
 from .segments import Segments
-from .log_start import LogStart
 
 logger = logging.getLogger(__name__)
 
