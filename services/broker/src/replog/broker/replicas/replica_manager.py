@@ -67,7 +67,7 @@ class ReplicaManager:
         self._partitions: dict[TopicPartition, HostedPartition] = {}
         self._created_since_settle = 0
         self._per_topic: dict[str, int] = {}  # entries in _partitions per topic, so hosts_topic is O(1)
-        self._checkpoint_lock = threading.Lock()
+        self._checkpoint_lock = threading.RLock()  # held while offsets are read and written
         self._remover = DirectoryRemover()  # deleted replicas' directories, renamed aside, go here
         self._checkpointed: dict[tuple[str, int], tuple[int, int, int]] | None = None  # as last written
         # What the steps on every hosted replica set off (consequences.py); bootstrap.py connects it.
@@ -199,12 +199,15 @@ class ReplicaManager:
     # --- checkpoints and shutdown ---------------------------------------------------------
 
     def write_checkpoints(self, *, flush_if_due: bool = True) -> None:
-        offsets = {}
-        for hosted in self.hosted():
-            values = hosted.checkpoint_offsets(flush_if_due=flush_if_due)
-            if values is not None:
-                offsets[(hosted.topic_partition.topic, hosted.topic_partition.partition)] = values
-        self._write(offsets)
+        """Read every replica's offsets and write them, as one step against other writers (the
+        checkpointer, AdvanceLogStartOffset): a write never replaces newer values with older ones."""
+        with self._checkpoint_lock:
+            offsets = {}
+            for hosted in self.hosted():
+                values = hosted.checkpoint_offsets(flush_if_due=flush_if_due)
+                if values is not None:
+                    offsets[(hosted.topic_partition.topic, hosted.topic_partition.partition)] = values
+            self._write(offsets)
 
     def close(self) -> None:
         """Flush and close every log, then checkpoint HWs and recovery points one last time."""
