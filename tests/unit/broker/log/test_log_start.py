@@ -96,3 +96,16 @@ def test_topic_overrides_are_laid_over_the_broker_defaults():
         defaults.with_topic_overrides({"segment.bytes": "1"})
     assert defaults.as_topic_configs()["retention.bytes"] == "-1"
     assert defaults.as_topic_configs()["segment.ms"] == "9000"
+
+
+def test_segment_ms_set_on_a_running_log_counts_from_the_next_write(logs):
+    log = logs.open(segment_bytes=300)
+    fill(log, logs, 6)  # rolled by size, with no age limit
+    segments = log.segment_count
+    logs.clock.advance(10_000)
+    log.update_config(LogConfig(segment_bytes=100_000, segment_ms=1000))
+    log.append_as_leader(logs.batch(1), 0)
+    assert log.segment_count == segments  # the age counts from this write, not from the last roll
+    logs.clock.advance(1000)
+    log.append_as_leader(logs.batch(1), 0)
+    assert log.segment_count == segments + 1

@@ -133,7 +133,7 @@ class Segments:
             segment_full = segment_full or now_ms - self._active_since_ms >= segment_ms
         if active.size_bytes > 0 and (segment_full or offsets_full):
             active = self._roll(before_roll)
-            self._active_since_ms = now_ms
+            self._active_since_ms = None if segment_ms is None else now_ms
         active.append(batch, header)
 
     def _roll(self, before_roll: Callable[[], None]) -> LogSegment:
