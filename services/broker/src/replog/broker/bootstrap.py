@@ -191,7 +191,7 @@ class BrokerProcess:
             interval_flush=config.flush_interval_ms > 0, bursts=bursts,
             chores=(self.metadata.refresh_digest, RetentionRounds(
                 replicas.hosted, clock, check_interval_ms=config.log_retention_check_interval_ms,
-                partitions_per_round_max=config.log_retention_partitions_per_round_max)),
+                partitions_per_round_max=config.log_retention_partitions_per_round_max, metrics=metrics)),
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(

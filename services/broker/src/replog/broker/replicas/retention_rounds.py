@@ -20,6 +20,7 @@ from typing import Callable
 
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.log_maintenance import apply_retention
+from replog.broker.runtime.metrics import BrokerMetrics
 from replog.common.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 
 class RetentionRounds:
     def __init__(self, hosted: Callable[[], list[HostedPartition]], clock: Clock, *, check_interval_ms: int,
-                 partitions_per_round_max: int) -> None:
+                 partitions_per_round_max: int, metrics: BrokerMetrics | None = None) -> None:
         assert check_interval_ms > 0 and partitions_per_round_max > 0
         self._hosted = hosted
         self._clock = clock
@@ -36,6 +37,7 @@ class RetentionRounds:
         self._next_pass_ms = clock.monotonic_ms() + check_interval_ms
         self._pass: list[HostedPartition] = []
         self._cursor = 0
+        self._metrics = metrics
         self.segments_deleted = 0  # since start, for tests and logs
 
     def __call__(self) -> None:
@@ -47,12 +49,17 @@ class RetentionRounds:
             self._next_pass_ms = now_ms + self._check_interval_ms
             self._pass, self._cursor = self._hosted(), 0
         end = min(self._cursor + self._partitions_per_round_max, len(self._pass))
-        wall_ms = self._clock.now_ms()
+        wall_ms, started_ms = self._clock.now_ms(), self._clock.monotonic_ms()
+        deleted = 0
         for hosted in self._pass[self._cursor:end]:
             try:
-                self.segments_deleted += apply_retention(hosted, wall_ms)
+                deleted += apply_retention(hosted, wall_ms)
             except OSError as exc:  # the files stay; the next pass tries again
                 log.error("%s: retention could not delete segments: %s", hosted.topic_partition, exc)
+        self.segments_deleted += deleted
+        if self._metrics is not None:
+            self._metrics.retention_segments_deleted.inc(deleted)
+            self._metrics.retention_round_ms.observe(self._clock.monotonic_ms() - started_ms)
         self._cursor = end
         if end >= len(self._pass):
             self._pass, self._cursor = [], 0

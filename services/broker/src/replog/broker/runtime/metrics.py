@@ -91,6 +91,12 @@ class BrokerMetrics:
         self.replication_bytes_in = Counter("replog_broker_replication_bytes_in", "record bytes appended as follower",
                                             registry=registry)
         self.truncations = Counter("replog_broker_follower_truncations", "follower log truncations", registry=registry)
+        self.retention_segments_deleted = Counter(
+            "replog_broker_retention_segments_deleted",
+            "log segments retention deleted (retention.ms, retention.bytes)", registry=registry)
+        self.retention_round_ms = Histogram(
+            "replog_broker_retention_round_ms", "time one retention round took on the checkpointer thread",
+            buckets=LATENCY_BUCKETS_MS, registry=registry)
         self.follower_fetch = self._fetch_kind("follower")
         self.consumer_fetch = self._fetch_kind("consumer")
         self._produce_by_acks = {acks: self._produce_acks(str(acks)) for acks in (0, 1, -1)}
