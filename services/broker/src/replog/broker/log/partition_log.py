@@ -72,7 +72,7 @@ class PartitionLog(LogStart):
         self.recovery_report = recovery_report
         self._clock = clock
         self._segments = Segments(directory, config, segments)
-        self._segment_list = self._segments.in_order  # its two ends are the log's offsets
+        self._segment_list = self._segments.in_order  # its last segment ends at the LEO
         self._leader_epoch_cache = leader_epoch_cache
         self._flush_policy = FlushPolicy(config.flush_messages, config.flush_interval_ms, clock.monotonic_ms())
         self._recovery_point = self.log_end_offset
