@@ -68,11 +68,13 @@ That needs root or CAP_SYS_NICE; without either, the run falls back to batch and
 says so. docs/perf/cpu-scheduling.md has both policies' figures.
 
 `--retention-bytes N` runs with retention active on every partition: the topic
-gets retention.bytes=N and segment.bytes=`--retention-segment-bytes` (small, so
-segments roll and retention really deletes, also spread over 10,000
-partitions), and the brokers check every `--retention-check-interval-ms`. The
-JSON then says, under "retention", how many partitions' leaders had moved their
-log start by the end. Compare p99 with the same run without the flag.
+gets retention.bytes=N, and the brokers check every `--retention-check-interval-ms`.
+For retention to really delete within a run spread over 10,000 partitions the
+segments must be small: `--segment-bytes` sets the topic's segment.bytes. Small
+segments cost rolls of their own (a new file and a directory fsync each), so
+compare with the same `--segment-bytes` without `--retention-bytes`: the
+difference is retention's. The JSON reports both settings under "retention",
+with how many partitions' leaders had moved their log start by the end.
 
 `--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
 broker, one follower and this process during the run (py-spy must be on PATH
@@ -257,8 +259,9 @@ def main() -> None:
     parser.add_argument("--profile", metavar="DIR", help="record py-spy profiles of leader, follower and producer")
     parser.add_argument("--retention-bytes", type=int, default=0,
                         help="retention.bytes of every partition (0: retention off, the default)")
-    parser.add_argument("--retention-segment-bytes", type=int, default=4096,
-                        help="segment.bytes of every partition with --retention-bytes")
+    parser.add_argument("--segment-bytes", type=int, default=0,
+                        help="segment.bytes of every partition (0: the brokers' default); small, with "
+                             "--retention-bytes, so retention deletes within the run")
     parser.add_argument("--retention-check-interval-ms", type=int, default=1000,
                         help="the brokers' log_retention_check_interval_ms with --retention-bytes")
     parser.add_argument("--broker-args", default="", help="extra broker flags, e.g. '--segment-bytes 1073741824'")
@@ -304,10 +307,11 @@ def main() -> None:
         env[hopmarks.ENV] = os.environ[hopmarks.ENV] = str(hops_dir)
     broker_args = args.broker_args.split()
     topic_configs = {"min.insync.replicas": str(min(2, args.replication_factor))}
+    if args.segment_bytes > 0:
+        topic_configs["segment.bytes"] = str(args.segment_bytes)
     if args.retention_bytes > 0:
         broker_args += ["--log-retention-check-interval-ms", str(args.retention_check_interval_ms)]
-        topic_configs |= {"retention.bytes": str(args.retention_bytes),
-                          "segment.bytes": str(args.retention_segment_bytes)}
+        topic_configs["retention.bytes"] = str(args.retention_bytes)
     spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": broker_args},
                        env=env, insecure=args.tls == "off")
     with harness.local_cluster(spec, keep=args.keep) as cluster:
@@ -340,7 +344,7 @@ def main() -> None:
         results, seconds = (drive_fixed_rate if latency_mode else drive_throughput)(producer, args, payload)
         cpu_after = harness.cpu_by_process(cluster, "bench-producer")
         producer.close(timeout_s=30)
-        trimmed = trimmed_partitions(cluster) if args.retention_bytes > 0 else None
+        trimmed = trimmed_partitions(cluster) if args.retention_bytes > 0 or args.segment_bytes > 0 else None
         for proc in profilers:
             proc.wait(timeout=60)
     hop_table = None
@@ -377,8 +381,8 @@ def main() -> None:
         "cpu_s": harness.cpu_used(cpu_before, cpu_after),
         **({"tail": tail(results, GOAL_P99_MS_AT_10_MB_PER_S)} if latency_mode else {}),
         **({"hops": hop_table} if hop_table is not None else {}),
-        **({"retention": {"retention_bytes": args.retention_bytes, "segment_bytes": args.retention_segment_bytes,
-                          "check_interval_ms": args.retention_check_interval_ms,
+        **({"retention": {"retention_bytes": args.retention_bytes, "segment_bytes": args.segment_bytes,
+                          "check_interval_ms": args.retention_check_interval_ms if args.retention_bytes > 0 else None,
                           "partitions_with_log_start_moved": trimmed}} if trimmed is not None else {}),
         "goal": ({"p99_ms_at_10_mb_per_s": GOAL_P99_MS_AT_10_MB_PER_S} if latency_mode
                  else {"records_per_s": GOAL_RECORDS_PER_S}),
