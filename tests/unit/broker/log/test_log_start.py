@@ -109,3 +109,23 @@ def test_segment_ms_set_on_a_running_log_counts_from_the_next_write(logs):
     logs.clock.advance(1000)
     log.append_as_leader(logs.batch(1), 0)
     assert log.segment_count == segments + 1
+
+
+def test_deleted_segments_can_be_set_aside_for_removal_without_the_log(logs):
+    from replog.broker.log.segments import SET_ASIDE_SUFFIX, remove_set_aside
+
+    log = logs.open(segment_bytes=400, remove_deleted_at_once=False)
+    fill(log, logs, 10)
+    log.advance_log_start_offset(9)
+    aside = sorted(logs.directory.glob("*" + SET_ASIDE_SUFFIX))
+    assert aside and log.has_set_aside_files  # renamed under the log's owner's lock, not yet removed
+    taken = log.take_set_aside_files()
+    assert sorted(taken) == aside and not log.has_set_aside_files
+    remove_set_aside(logs.directory, taken)
+    assert not list(logs.directory.glob("*" + SET_ASIDE_SUFFIX))
+
+    log.advance_log_start_offset(15)  # a crash before removal leaves them: the next open removes them
+    log.close()
+    assert list(logs.directory.glob("*" + SET_ASIDE_SUFFIX))
+    reopened = PartitionLog.open(logs.directory, LogConfig(segment_bytes=400), logs.clock, log_start_offset=15)
+    assert not list(logs.directory.glob("*" + SET_ASIDE_SUFFIX)) and reopened.log_start_offset == 15

@@ -142,6 +142,7 @@ class BrokerProcess:
             retention_bytes=None if config.log_retention_bytes < 0 else config.log_retention_bytes,
             segment_ms=config.log_roll_ms,
             fsync_on_roll=False,  # the checkpointer fsyncs rolled segments off the append path
+            remove_deleted_at_once=False,  # deleted segments' files are removed off the partition's lock
         )
         replicas = ReplicaManager(broker_id=config.broker_id, log_dir=Path(config.log_dir), log_config=log_config,
                                   clock=self.clock)

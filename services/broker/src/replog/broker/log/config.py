@@ -36,6 +36,11 @@ class LogConfig:
     # not stall the partition's produce and fetch, docs/perf/rolled-segment-fsync.md); open
     # such a log with a recovery point.
     fsync_on_roll: bool = True
+    # Remove the files of segments retention or a new log start deleted at once. False: they are
+    # renamed aside (`<name>.deleted.tmp`, a leftover recovery removes) and the owner removes them
+    # later, without holding the log (`take_set_aside_files`, `remove_set_aside_files`): an unlink and
+    # a directory fsync may take long on a busy disk, and the partition's produce would wait on them.
+    remove_deleted_at_once: bool = True
 
     def __post_init__(self) -> None:
         if not 0 < self.segment_bytes <= SEGMENT_BYTES_MAX:

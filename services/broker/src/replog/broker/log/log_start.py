@@ -19,6 +19,7 @@ and durability: it uses the log's segments, epoch cache and recovery point.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from .retention import count_deletable_segments
 
@@ -37,6 +38,16 @@ class LogStart:
         self._after_start_moved()
         logger.info("%s: log start moved to %d (%d segments deleted)", self.directory, offset, len(doomed))
         return True
+
+    @property
+    def has_set_aside_files(self) -> bool:
+        """Deleted segments' files wait for `take_set_aside_files` (LogConfig.remove_deleted_at_once False)."""
+        return self._segments.has_set_aside
+
+    def take_set_aside_files(self) -> list[Path]:
+        """The files of deleted segments, renamed aside, for the owner to remove without holding the log."""
+        self._assert_open()
+        return self._segments.take_set_aside()
 
     def _after_start_moved(self) -> None:
         if self._leader_epoch_cache.truncate_from_start(self.log_start_offset):

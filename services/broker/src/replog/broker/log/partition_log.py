@@ -52,7 +52,7 @@ from .log_start import LogStart
 from .recovery import open_log_files
 from .results import AppendInfo, CorruptionReport, RecoveryReport
 from .segment import LogSegment
-from .segments import Segments
+from .segments import Segments, remove_set_aside
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +99,7 @@ class PartitionLog(LogStart):
         if checkpoint_cache:
             log._checkpoint_leader_epoch_cache()
         log.advance_log_start_offset(min(log_start_offset, log.log_end_offset))
+        remove_set_aside(directory, log.take_set_aside_files())  # nobody else holds the log yet
         log.release_descriptors()  # reopened on first use: idle replicas hold no file open
         return log
 

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable
 
 from replog.common.records import BatchHeader, CorruptRecordError, check_batch, iter_batches
 
-from .checkpoints import fsync_directory
+from .checkpoints import TEMP_SUFFIX, fsync_directory
 from .config import LogConfig
 from .errors import LogOffsetMismatchError
 from .results import CorruptionReport
@@ -46,6 +47,7 @@ from .segment import LogSegment
 logger = logging.getLogger(__name__)
 
 RELATIVE_OFFSET_MAX = 2**31 - 1
+SET_ASIDE_SUFFIX = ".deleted" + TEMP_SUFFIX  # a leftover recovery removes, should a crash come first
 
 
 class Segments:
@@ -56,6 +58,7 @@ class Segments:
         self._segments = segments
         self._unsynced_rolled: list[LogSegment] = []  # rolled, fsync pending (fsync_on_roll False)
         self._layout_version = 0  # bumped whenever segments are cut or deleted
+        self._set_aside: list[Path] = []  # files of deleted segments, renamed aside (remove_deleted_at_once False)
         self._log_start_offset = segments[0].base_offset  # at or above the first base, at or below the LEO
         self._active_since_ms: int | None = None  # monotonic time of the active segment's first write here
 
@@ -224,16 +227,35 @@ class Segments:
         fsync_directory(self._directory)
 
     def delete_oldest(self, count: int) -> list[LogSegment]:
-        """Delete the `count` oldest segments (never the active one); returns them."""
+        """Delete the `count` oldest segments (never the active one); returns them. With
+        `remove_deleted_at_once` False their files are only renamed aside, for `take_set_aside`."""
         assert count < len(self._segments), (count, len(self._segments))
         doomed = self._segments[:count]
         del self._segments[:count]
         self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
         self._forget_unsynced_beyond_active()
         for segment in doomed:  # oldest first: a crash leaves a suffix of the log
-            segment.delete()
-        fsync_directory(self._directory)
+            if self._config.remove_deleted_at_once:
+                segment.delete()
+            else:
+                segment.close()
+                for path in (segment.log_path, segment.index_path):
+                    aside = path.with_name(path.name + SET_ASIDE_SUFFIX)
+                    if path.exists():
+                        os.rename(path, aside)
+                        self._set_aside.append(aside)
+        if self._config.remove_deleted_at_once:
+            fsync_directory(self._directory)
         return doomed
+
+    @property
+    def has_set_aside(self) -> bool:
+        return bool(self._set_aside)
+
+    def take_set_aside(self) -> list[Path]:
+        """The renamed-aside files of deleted segments, for the owner to remove (`remove_set_aside`)."""
+        taken, self._set_aside = self._set_aside, []
+        return taken
 
     def advance_start(self, offset: int) -> list[LogSegment]:
         """Move the log start up to `offset` (at most the LEO) and delete the segments wholly below it
@@ -303,6 +325,14 @@ class Segments:
     def close(self) -> None:
         for segment in self._segments:
             segment.close()
+
+
+def remove_set_aside(directory: Path, paths: list[Path]) -> None:
+    """Remove files `Segments.take_set_aside` gave, and make that durable (no lock on the log needed)."""
+    for path in paths:
+        path.unlink(missing_ok=True)
+    if paths:
+        fsync_directory(directory)
 
 
 def _base_offset(segment: LogSegment) -> int:

@@ -9,6 +9,13 @@ the followers take the new start from their fetch answers (follower_side.py).
 A step that moved the log start wakes the partition's long polls, so the
 followers' fetch sessions read it and pass the start on even when no record
 arrives. A topic's new settings reach a running log here (`update_log_config`).
+
+The broker's logs only rename a deleted segment's files aside under the lock
+(LogConfig.remove_deleted_at_once False): the unlinks and the directory fsync,
+which a busy disk can make slow, run after the lock is released, by the thread
+that deleted (retention rounds, a DeleteRecords handler). A follower that took
+its leader's start leaves its files to the next retention round, off the
+fetcher thread.
 """
 
 from __future__ import annotations
@@ -18,26 +25,36 @@ from replog.broker.core.effects import LOG_START_MOVED, NO_EFFECTS
 from replog.broker.core.errors import Refusal
 from replog.broker.core.partition import ReplicaRole
 from replog.broker.log import LogConfig
+from replog.broker.log.segments import remove_set_aside
 from replog.broker.replicas.hosted_partition import HostedPartition
 
 
 def apply_retention(hosted: HostedPartition, now_ms: int) -> int:
-    """Delete the segments retention lets go (`now_ms`: wall-clock); returns how many."""
-    if hosted.log.config.retention_ms is None and hosted.log.config.retention_bytes is None:
-        return 0  # read without the lock: a config change in between waits one round
-    return hosted.run(_apply_retention, now_ms)
+    """Delete the segments retention lets go (`now_ms`: wall-clock), and the files of any segment
+    deleted since; returns how many segments retention deleted."""
+    config = hosted.log.config
+    if config.retention_ms is None and config.retention_bytes is None and not hosted.log.has_set_aside_files:
+        return 0  # read without the lock: a change in between waits one round
+    count, set_aside = hosted.run(_apply_retention, now_ms)
+    remove_set_aside(hosted.log.directory, set_aside)
+    return count
 
 
 def _apply_retention(hosted: HostedPartition, now_ms: int):
     if not hosted.usable:
-        return 0, NO_EFFECTS
+        return (0, []), NO_EFFECTS
     deleted = hosted.log.delete_old_segments(now_ms, upper_offset=hosted.replica.high_watermark)
-    return len(deleted), (LOG_START_MOVED if deleted else NO_EFFECTS)
+    return (len(deleted), hosted.log.take_set_aside_files()), (LOG_START_MOVED if deleted else NO_EFFECTS)
 
 
 def delete_records(hosted: HostedPartition, requested_offset: int) -> int | Refusal:
     """Move the leader's log start to `requested_offset` (-1: the HW); returns the log start after."""
-    return hosted.run(_delete_records, requested_offset)
+    answer = hosted.run(_delete_records, requested_offset)
+    if isinstance(answer, Refusal):
+        return answer
+    start, set_aside = answer
+    remove_set_aside(hosted.log.directory, set_aside)
+    return start
 
 
 def _delete_records(hosted: HostedPartition, requested_offset: int):
@@ -48,7 +65,8 @@ def _delete_records(hosted: HostedPartition, requested_offset: int):
     if isinstance(offset, Refusal):
         return offset, NO_EFFECTS
     moved = hosted.log.advance_log_start_offset(offset)
-    return hosted.log.log_start_offset, (LOG_START_MOVED if moved else NO_EFFECTS)
+    answer = (hosted.log.log_start_offset, hosted.log.take_set_aside_files())
+    return answer, (LOG_START_MOVED if moved else NO_EFFECTS)
 
 
 def update_log_config(hosted: HostedPartition, config: LogConfig) -> None:
