@@ -74,6 +74,15 @@ measures floor_fdatasync on the leader's log directory before producing
 (floor_fdatasync.py): a loop of write + fdatasync of one batch's bytes (a millisecond's
 records in latency mode), the least a durable append costs on that disk.
 
+`--retention-bytes N` runs with retention active on every partition: the topic
+gets retention.bytes=N, and the brokers check every `--retention-check-interval-ms`.
+For retention to really delete within a run spread over 10,000 partitions the
+segments must be small: `--segment-bytes` sets the topic's segment.bytes. Small
+segments cost rolls of their own (a new file and a directory fsync each), so
+compare with the same `--segment-bytes` without `--retention-bytes`: the
+difference is retention's. The JSON reports both settings under "retention",
+with how many partitions' leaders had moved their log start by the end.
+
 `--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
 broker, one follower and this process during the run (py-spy must be on PATH
 or in the venv; it is a profiling tool, not a dependency).
@@ -112,6 +121,7 @@ from replog.client import Producer  # noqa: E402
 from replog.common import hopmarks  # noqa: E402
 from replog.common.zk.client import ZkClient  # noqa: E402
 from replog.devcluster import ClusterSpec  # noqa: E402
+from replog.v1 import log_pb2, log_pb2_grpc  # noqa: E402
 
 TOPIC = "produce-bench"
 GOAL_RECORDS_PER_S = 421_823
@@ -225,6 +235,17 @@ def tail(acks: Acks, goal_ms: float, window_s: float = TAIL_WINDOW_S) -> dict:
 
 # --- main ------------------------------------------------------------------------------------------
 
+def trimmed_partitions(cluster) -> int:
+    """Partitions whose leader's log start has moved (retention deleted segments), asked of every broker."""
+    count = 0
+    for process in cluster.of_role("broker"):
+        with cluster.channel(process.address) as channel:
+            reply = log_pb2_grpc.LogServiceStub(channel).DescribeReplicas(log_pb2.DescribeReplicasRequest(),
+                                                                           timeout=60)
+        count += sum(1 for r in reply.replicas if r.leader and r.log_start_offset > 0)
+    return count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--acks", choices=("0", "1", "all"), default="all")
@@ -244,6 +265,13 @@ def main() -> None:
     parser.add_argument("--hops", action="store_true",
                         help="latency mode: time each hop of every produce cycle across the processes (bench/hops.py)")
     parser.add_argument("--profile", metavar="DIR", help="record py-spy profiles of leader, follower and producer")
+    parser.add_argument("--retention-bytes", type=int, default=0,
+                        help="retention.bytes of every partition (0: retention off, the default)")
+    parser.add_argument("--segment-bytes", type=int, default=0,
+                        help="segment.bytes of every partition (0: the brokers' default); small, with "
+                             "--retention-bytes, so retention deletes within the run")
+    parser.add_argument("--retention-check-interval-ms", type=int, default=1000,
+                        help="the brokers' log_retention_check_interval_ms with --retention-bytes")
     parser.add_argument("--broker-args", default="", help="extra broker flags, e.g. '--segment-bytes 1073741824'")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
     parser.add_argument("--durability", choices=("default", "durable"), default="default",
@@ -288,16 +316,22 @@ def main() -> None:
     hops_dir = Path(tempfile.mkdtemp(prefix="replog-bench-hops-")) if args.hops else None
     if hops_dir is not None:  # the services and this process (the producer) mark each hop
         env[hopmarks.ENV] = os.environ[hopmarks.ENV] = str(hops_dir)
-    spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": args.broker_args.split()},
+    broker_args = args.broker_args.split()
+    topic_configs = {"min.insync.replicas": str(min(2, args.replication_factor)),
+                     **({"flush.messages": "1"} if args.durability == "durable" else {})}
+    if args.segment_bytes > 0:
+        topic_configs["segment.bytes"] = str(args.segment_bytes)
+    if args.retention_bytes > 0:
+        broker_args += ["--log-retention-check-interval-ms", str(args.retention_check_interval_ms)]
+        topic_configs["retention.bytes"] = str(args.retention_bytes)
+    spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": broker_args},
                        env=env, insecure=args.tls == "off")
     with harness.local_cluster(spec, keep=args.keep) as cluster:
         zk = ZkClient(cluster.zookeeper_endpoint)
         zk.start()
         assignment = harness.rotating_assignment(args.partitions, list(range(1, brokers + 1)),
                                                  args.replication_factor)
-        harness.create_topic(zk, TOPIC, assignment,
-                             {"min.insync.replicas": str(min(2, args.replication_factor)),
-                              **({"flush.messages": "1"} if args.durability == "durable" else {})})
+        harness.create_topic(zk, TOPIC, assignment, topic_configs)
         endpoint = cluster.zookeeper_endpoint
         harness.wait_until(lambda: all(s is not None and s.leader >= 0 and len(s.isr) == args.replication_factor
                                        for s in harness.read_states(endpoint, TOPIC, args.partitions)),
@@ -325,6 +359,7 @@ def main() -> None:
         results, seconds = (drive_fixed_rate if latency_mode else drive_throughput)(producer, args, payload)
         cpu_after = harness.cpu_by_process(cluster, "bench-producer")
         producer.close(timeout_s=30)
+        trimmed = trimmed_partitions(cluster) if args.retention_bytes > 0 or args.segment_bytes > 0 else None
         for proc in profilers:
             proc.wait(timeout=60)
     hop_table = None
@@ -363,6 +398,9 @@ def main() -> None:
         "cpu_s": harness.cpu_used(cpu_before, cpu_after),
         **({"tail": tail(results, GOAL_P99_MS_AT_10_MB_PER_S)} if latency_mode else {}),
         **({"hops": hop_table} if hop_table is not None else {}),
+        **({"retention": {"retention_bytes": args.retention_bytes, "segment_bytes": args.segment_bytes,
+                          "check_interval_ms": args.retention_check_interval_ms if args.retention_bytes > 0 else None,
+                          "partitions_with_log_start_moved": trimmed}} if trimmed is not None else {}),
         "goal": ({"p99_ms_at_10_mb_per_s": GOAL_P99_MS_AT_10_MB_PER_S} if latency_mode
                  else {"records_per_s": GOAL_RECORDS_PER_S}),
     }

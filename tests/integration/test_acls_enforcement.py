@@ -14,7 +14,7 @@ import pytest
 from replog.common.security.credentials import open_channel
 from replog.common.security.principal import Principal
 from replog.devcluster import ClusterSpec
-from replog.v1 import admin_pb2, admin_pb2_grpc, log_pb2, log_pb2_grpc
+from replog.v1 import admin_pb2, admin_pb2_grpc, common_pb2, log_pb2, log_pb2_grpc
 
 from .broker_helpers import batch_of, log_stub, wait_for_leader, zk_session
 from .gateway_helpers import cli_runner
@@ -206,3 +206,23 @@ def test_the_gateway_checks_admin_requests(cluster, alice_channel, replog):
                "describe after the grant")
     assert list(admin.ListTopics(admin_pb2.ListTopicsRequest(), timeout=10).topics) == ["payments"]
     refused(lambda: admin.DeleteTopic(admin_pb2.DeleteTopicRequest(name="payments"), timeout=10))
+
+
+def test_delete_records_needs_delete_on_the_topic_at_the_gateway_and_the_broker(cluster, alice_channel, replog):
+    produce(log_stub(cluster, 1), "orders-eu", b"kept-or-not")
+    admin = alice_admin(cluster, alice_channel)
+    request = admin_pb2.DeleteRecordsRequest(partitions=[
+        admin_pb2.RecordsDeletion(topic="orders-eu", partition=0, offset=-1)])
+    error = refused(lambda: admin.DeleteRecords(request, timeout=10))
+    assert "User:alice" in error.details() and "delete" in error.details() and "'orders-eu'" in error.details()
+    direct = log_pb2.AdvanceLogStartOffsetRequest(partitions=[
+        log_pb2.LogStartOffsetTarget(topic="orders-eu", partition=0, offset=-1)])
+    refused(lambda: as_alice(cluster, alice_channel).AdvanceLogStartOffset(direct, timeout=10))
+    earliest = log_pb2.ListOffsetsRequest(partitions=[
+        log_pb2.ListOffsetsPartition(topic="orders-eu", partition=0, spec=log_pb2.OFFSET_SPEC_EARLIEST)])
+    assert log_stub(cluster, 1).ListOffsets(earliest, timeout=10).partitions[0].offset == 0  # nothing deleted
+
+    replog("acls", "add", "--allow-principal", "User:alice", "--operation", "delete", "--topic", "orders-eu")
+    reply = eventually(lambda: admin.DeleteRecords(request, timeout=10), "DeleteRecords after the grant")
+    assert reply.partitions[0].error_code == common_pb2.ERROR_CODE_NONE
+    assert reply.partitions[0].low_watermark == end_offset(cluster, "orders-eu")

@@ -73,7 +73,7 @@ def test_stream_order_rows_and_batches(topology):
     kinds = [r.WhichOneof("row") for r in rows]
     assert kinds == ["cluster"] + ["broker"] * 3 + ["partition"] * 5
     cluster_row = rows[0].cluster
-    assert (cluster_row.schema_version, cluster_row.controller_id) == (1, -1)
+    assert (cluster_row.schema_version, cluster_row.controller_id) == (export_schema.SCHEMA_VERSION, -1)
     assert abs(cluster_row.exported_at_ms - time.time() * 1000) < 60_000
     brokers = [r.broker for r in rows[1:4]]
     assert [(b.broker_id, b.alive, b.rack) for b in brokers] == [(1, True, "a"), (2, True, "b"), (3, False, "")]
@@ -108,15 +108,15 @@ def run_export(cluster, capsys, *argv) -> dict:
 
 def test_parquet_export_reads_back_with_the_documented_schema(topology, capsys, tmp_path):
     report = run_export(topology, capsys, "--format", "parquet", "--out", str(tmp_path), "--batch-size", "2")
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == export_schema.SCHEMA_VERSION
     assert {t: v["rows"] for t, v in report["tables"].items()} == {"cluster": 1, "brokers": 3, "partitions": 5}
     assert json.loads((tmp_path / "_manifest.json").read_text())["tables"]["partitions"]["file"] == "partitions.parquet"
     tables = {name: pq.read_table(tmp_path / f"{name}.parquet") for name in export_schema.TABLES}
     for name, table in tables.items():
         expected = export_schema.arrow_schema(name)
         assert table.schema.equals(expected, check_metadata=False), (name, table.schema)
-        assert table.schema.metadata[b"replog.schema_version"] == b"1"
-    assert tables["cluster"].to_pylist()[0]["schema_version"] == 1
+        assert table.schema.metadata[b"replog.schema_version"] == str(export_schema.SCHEMA_VERSION).encode()
+    assert tables["cluster"].to_pylist()[0]["schema_version"] == export_schema.SCHEMA_VERSION
     brokers = {b["broker_id"]: b for b in tables["brokers"].to_pylist()}
     assert brokers[3] == {"broker_id": 3, "host": None, "port": None, "rack": None, "alive": False,
                           "controller": False}
@@ -128,6 +128,7 @@ def test_parquet_export_reads_back_with_the_documented_schema(topology, capsys, 
         "topic": "alpha", "partition": 1, "leader": 2, "leader_epoch": 5, "replicas": [2, 3, 1], "isr": [2, 3, 1],
         "preferred_leader": 2, "under_replicated": False, "unavailable": False, "under_min_isr": False,
         "min_insync_replicas": 2, "log_end_offset": -1, "high_watermark": -1, "size_bytes": -1,
+        "log_start_offset": -1,
     }
 
 

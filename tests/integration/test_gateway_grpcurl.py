@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from replog.common.export_schema import SCHEMA_VERSION
 from replog.devcluster import ClusterSpec
 
 from .gateway_helpers import running_cluster
@@ -65,7 +66,7 @@ def test_grpcurl_creates_describes_and_exports(cluster):
     assert exported.returncode == 0, exported.stderr
     rows = json_stream(exported.stdout)
     assert [next(iter(r)) for r in rows] == ["cluster"] + ["broker"] * 3 + ["partition"] * 3
-    assert rows[0]["cluster"]["schema_version"] == 1
+    assert rows[0]["cluster"]["schema_version"] == SCHEMA_VERSION
     assert [r["broker"]["broker_id"] for r in rows[1:4]] == [1, 2, 3]
     assert {r["partition"]["topic"] for r in rows[4:]} == {"polyglot"}
     assert rows[4]["partition"]["min_insync_replicas"] == 2

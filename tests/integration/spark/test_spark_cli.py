@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from replog.common.export_schema import SCHEMA_VERSION
 from replog.spark import synthetic
 
 pytestmark = pytest.mark.integration
@@ -51,8 +52,9 @@ def one_line_error(result) -> str:
 def test_bad_inputs_fail_in_one_line_before_spark_starts(tmp_path):
     assert "no such export directory" in one_line_error(replog_spark("report", "--export", str(tmp_path / "none")))
 
-    wrong = export(tmp_path / "v2", schema_version=2)
-    assert "schema version 2 is not supported" in one_line_error(replog_spark("report", "--export", str(wrong)))
+    wrong = export(tmp_path / "newer", schema_version=SCHEMA_VERSION + 1)
+    refusal = one_line_error(replog_spark("report", "--export", str(wrong)))
+    assert f"schema version {SCHEMA_VERSION + 1} is not supported" in refusal
 
     empty = synthetic.write_export(tmp_path / "empty", {"broker_id": [1]}, {"topic": [], "partition": [],
                                                                           "replicas": []})

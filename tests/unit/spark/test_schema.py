@@ -11,7 +11,7 @@ from replog.spark.schema import ExportError
 
 
 def good_manifest(**changes):
-    manifest = {"schema_version": 1, "format": "parquet", "exported_at_ms": 1,
+    manifest = {"schema_version": schema.SCHEMA_VERSION, "format": "parquet", "exported_at_ms": 1,
                 "tables": {t: {"file": f"{t}.parquet", "rows": 1} for t in schema.TABLE_NAMES}}
     manifest.update(changes)
     return manifest
@@ -34,8 +34,8 @@ def test_the_spark_schema_is_the_writers_schema():
 def test_manifest_checks():
     assert schema.check_manifest(good_manifest(), "m")["partitions"] == "partitions.parquet"
     with pytest.raises(ExportError) as exc:
-        schema.check_manifest(good_manifest(schema_version=2), "m")
-    assert "schema version 2 is not supported" in one_line(exc)
+        schema.check_manifest(good_manifest(schema_version=schema.SCHEMA_VERSION + 1), "m")
+    assert f"schema version {schema.SCHEMA_VERSION + 1} is not supported" in one_line(exc)
     with pytest.raises(ExportError) as exc:
         schema.check_manifest(good_manifest(format="csv"), "m")
     assert "unknown format 'csv'" in one_line(exc)
@@ -81,13 +81,14 @@ def test_missing_directory_and_manifest(tmp_path):
 
 
 def test_wrong_schema_version_in_parquet_metadata(tmp_path):
-    path = write(tmp_path, schema_version=2)
+    newer = schema.SCHEMA_VERSION + 1
+    path = write(tmp_path, schema_version=newer)
     manifest = json.loads((path / "_manifest.json").read_text())
-    manifest["schema_version"] = 1          # a manifest that lies: the file's metadata still says 2
+    manifest["schema_version"] = schema.SCHEMA_VERSION  # a manifest that lies: the file's metadata says newer
     (path / "_manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ExportError) as exc:
         inputs.export_files(str(path))
-    assert "schema version 2 is not supported" in one_line(exc)
+    assert f"schema version {newer} is not supported" in one_line(exc)
 
 
 def test_missing_column_in_parquet(tmp_path):

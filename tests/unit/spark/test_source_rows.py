@@ -9,7 +9,7 @@ from replog.spark.source import arrow_batches
 from replog.v1 import admin_pb2 as A
 
 
-def stream(version: int = 1):
+def stream(version: int = schema.SCHEMA_VERSION):
     yield A.ExportTopologyResponse(cluster=A.ClusterRow(controller_id=1, controller_epoch=3, exported_at_ms=5,
                                                          schema_version=version))
     yield A.ExportTopologyResponse(broker=A.BrokerRow(broker_id=1, host="h", port=9, rack="a", alive=True))
@@ -31,14 +31,15 @@ def test_each_table_has_the_schema_of_an_export_file():
     assert brokers[1] == {"broker_id": 2, "host": None, "port": None, "rack": None, "alive": False,
                           "controller": False}
     (cluster,) = [row for b in arrow_batches(stream(), "cluster", "gw") for row in b.to_pylist()]
-    assert cluster == {"controller_id": 1, "controller_epoch": 3, "exported_at_ms": 5, "schema_version": 1}
+    assert cluster == {"controller_id": 1, "controller_epoch": 3, "exported_at_ms": 5,
+                       "schema_version": schema.SCHEMA_VERSION}
 
 
 def test_an_unknown_schema_version_is_refused_in_one_line():
     with pytest.raises(schema.ExportError) as exc:
-        list(arrow_batches(stream(version=2), "partitions", "127.0.0.1:9090"))
-    assert str(exc.value) == ("127.0.0.1:9090: schema version 2 is not supported "
-                              "(this replog-spark reads version 1)")
+        list(arrow_batches(stream(version=schema.SCHEMA_VERSION + 1), "partitions", "127.0.0.1:9090"))
+    assert str(exc.value) == (f"127.0.0.1:9090: schema version {schema.SCHEMA_VERSION + 1} is not supported "
+                              f"(this replog-spark reads version {schema.SCHEMA_VERSION})")
 
 
 def test_an_empty_stream_is_refused():

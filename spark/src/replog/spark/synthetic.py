@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 from replog.common.export_schema import arrow_schema
 from replog.spark import schema
 
+
 def write_export(out_dir: Path | str, brokers: Mapping[str, Sequence], partitions: Mapping[str, Sequence], *,
                  fmt: str = "parquet", controller_id: int = 1, controller_epoch: int = 1,
                  exported_at_ms: int = 1_700_000_000_000, schema_version: int = schema.SCHEMA_VERSION) -> Path:
@@ -43,6 +44,7 @@ def write_export(out_dir: Path | str, brokers: Mapping[str, Sequence], partition
         "log_end_offset": lambda: [-1] * count,
         "high_watermark": lambda: [-1] * count,
         "size_bytes": lambda: [-1] * count,
+        "log_start_offset": lambda: [-1] * count,
     }
     partition_columns = {name: partitions[name] if name in partitions else defaults[name]()
                          for name in schema.TABLES["partitions"]}

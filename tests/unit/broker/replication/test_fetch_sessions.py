@@ -262,3 +262,29 @@ def test_a_fetch_reads_in_the_brokers_turn_and_long_polls_outside_it():
         PARTITIONS[first].append(2)
     poller.join(timeout=5)
     assert answers and answers[0][first].records == b"xx"
+
+
+def test_a_newer_log_start_is_news_until_the_follower_names_it():
+    # DeleteRecords or retention on the leader of an idle partition: no record and no HW to send, but
+    # the follower must learn the new start, and once it names it the partition is quiet again.
+    fresh_partitions()
+    session = FetchSessions(PARTITIONS.get, turn=Turn()).open(replica_id=2)
+    starts = {tp: 0 for tp in PARTITIONS}
+
+    def read_with_start(tp, position, hosted, bytes_left):
+        return read_one(tp, position, hosted, bytes_left)._replace(log_start_offset=starts[tp])
+
+    def poll_starts(listed):
+        with session.lock:
+            return session.news(session.poll(session.listed(listed), read_with_start, bytes_max=1 << 20, min_bytes=1,
+                                             max_wait_ms=50, clock=SystemClock(), stopping=lambda: False))
+
+    assert poll_starts([position(tp) for tp in PARTITIONS]) == []
+    trimmed = PARTITIONS[TopicPartition("t", 4)]
+    starts[trimmed.tp] = 6
+    trimmed.append(0)  # the step that moved the start wakes the partition's waiters
+    assert [tp for tp, answer in poll_starts([]) if answer.log_start_offset == 6] == [trimmed.tp]
+    named = position(trimmed.tp)
+    named.log_start_offset = 6  # the follower took it, and names the partition with its new start
+    trimmed.append(0)
+    assert poll_starts([named]) == []

@@ -39,6 +39,9 @@ def add_parsers(sub) -> None:
     start.add_argument("--from-timestamp", metavar="T",
                        help="start at the first record stamped at or after T (milliseconds since the Unix epoch, "
                             "or ISO 8601 such as 2026-11-26T08:30:00Z)")
+    consume.add_argument("--reset-out-of-range", action="store_true",
+                         help="an offset below the log start (deleted by retention or delete-records) resumes at "
+                              "the start instead of failing")
     consume.add_argument("--follow", "-f", action="store_true", help="keep waiting for new records")
     consume.add_argument("--max-records", type=int, help="stop after this many records")
     consume.add_argument("--timeout-ms", type=int, default=2000,
@@ -123,7 +126,8 @@ def run_consume(args, channel) -> int:
         raise CliError(str(exc)) from None
     try:
         consumer = Consumer(brokers(channel), args.topic, partitions=args.partition, start=start,
-                            start_timestamp_ms=start_timestamp_ms, tls=args.tls, insecure=args.tls is None)
+                            start_timestamp_ms=start_timestamp_ms, tls=args.tls, insecure=args.tls is None,
+                            reset_out_of_range=args.reset_out_of_range)
     except KeyError as exc:
         raise CliError(str(exc).strip("'\"")) from None
     count = 0

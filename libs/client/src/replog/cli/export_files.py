@@ -93,6 +93,7 @@ class TopologyTables:
         c["log_end_offset"].append(row.log_end_offset)
         c["high_watermark"].append(row.high_watermark)
         c["size_bytes"].append(row.size_bytes)
+        c["log_start_offset"].append(row.log_start_offset)
 
 
 def collect(responses: Iterable) -> TopologyTables:

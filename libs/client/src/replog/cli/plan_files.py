@@ -4,6 +4,8 @@ Reassignment: {"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[
 (a "log_dirs" list per partition is accepted and ignored: replog has one log dir per broker).
 Topics to move: {"version":1,"topics":[{"topic":"t"}]}.
 Election: {"partitions":[{"topic":"t","partition":0}]}.
+Record deletion (kafka-delete-records): {"partitions":[{"topic":"t","partition":0,"offset":42}],"version":1}
+(offset -1: the high watermark).
 A file that does not parse, or has the wrong shape, is one CliError naming the file and the problem.
 """
 
@@ -74,6 +76,21 @@ def read_partitions(path: str) -> list[tuple[str, int]]:
         if not isinstance(item, dict) or not isinstance(item.get("topic"), str) or not _is_int(item.get("partition")):
             raise CliError(f"{path}: partitions[{index}] needs a string 'topic' and an integer 'partition'")
         out.append((item["topic"], item["partition"]))
+    return out
+
+
+def read_offsets(path: str) -> list[tuple[str, int, int]]:
+    """(topic, partition, offset) of a kafka-delete-records offset file."""
+    value = _load(path)
+    if isinstance(value, dict) and value.get("version", 1) != 1:
+        raise CliError(f"{path}: unsupported version {value.get('version')!r}; expected 1")
+    out = []
+    for index, item in enumerate(_items(value, "partitions", path)):
+        if (not isinstance(item, dict) or not isinstance(item.get("topic"), str)
+                or not _is_int(item.get("partition")) or not _is_int(item.get("offset"))):
+            raise CliError(f"{path}: partitions[{index}] needs a string 'topic', an integer 'partition' and an "
+                           "integer 'offset' (-1 for the high watermark)")
+        out.append((item["topic"], item["partition"], item["offset"]))
     return out
 
 

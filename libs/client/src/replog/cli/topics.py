@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 import grpc
 
 from replog.cli.args import config_pair, replica_assignment
@@ -44,7 +42,8 @@ def add_parser(sub) -> None:
     listing.add_argument("--include-deleting", action="store_true", help="also topics marked for deletion")
     listing.set_defaults(run=run_list)
 
-    describe = verbs.add_parser("describe", help="partitions: leader, replicas, ISR, health; and configs")
+    describe = verbs.add_parser("describe", help="partitions: leader, replicas, ISR, health, log start, HW, size; "
+                                                 "and configs")
     describe.add_argument("topics", nargs="*", metavar="TOPIC", help="topics to describe (default: all)")
     health = describe.add_mutually_exclusive_group()
     health.add_argument("--under-replicated-partitions", action="store_true",
@@ -55,6 +54,9 @@ def add_parser(sub) -> None:
                         help="only partitions whose ISR is smaller than min.insync.replicas")
     health.add_argument("--at-min-isr-partitions", action="store_true",
                         help="only partitions whose ISR size equals min.insync.replicas")
+    health.add_argument("--configs", action="store_true",
+                        help="each config's value and source (topic override or broker default), as kafka-configs "
+                             "--describe --all shows them, instead of the partitions")
     describe.set_defaults(run=run_describe)
 
     alter = verbs.add_parser("alter", help="set or remove topic configs")
@@ -133,17 +135,30 @@ def partition_dict(p) -> dict:
         "removing_replicas": list(p.removing_replicas), "offline_replicas": list(p.offline_replicas),
         "unavailable": p.unavailable, "under_replicated": p.under_replicated,
         "under_min_isr": p.under_min_isr, "at_min_isr": p.at_min_isr,
+        "log_start_offset": p.log_start_offset, "high_watermark": p.high_watermark, "size_bytes": p.size_bytes,
     }
 
 
+CONFIG_SOURCES = {admin_pb2.CONFIG_SOURCE_TOPIC_OVERRIDE: "topic override",
+                  admin_pb2.CONFIG_SOURCE_BROKER_DEFAULT: "broker default",
+                  admin_pb2.CONFIG_SOURCE_DEFAULT: "default"}
+
+
+def config_entry_dicts(t) -> list[dict]:
+    return [{"name": e.name, "value": e.value, "source": CONFIG_SOURCES.get(e.source, "unknown")}
+            for e in t.config_entries]
+
+
 def run_describe(args, channel) -> int:
+    if args.configs:
+        return _describe_configs(args, channel)
     chosen = [flag for flag in FILTERS if getattr(args, flag)]
     request = admin_pb2.DescribeTopicsRequest(
         names=args.topics, filter=FILTERS[chosen[0]] if chosen else admin_pb2.PARTITION_FILTER_UNSPECIFIED
     )
     reply = _stub(channel).DescribeTopics(request, timeout=ADMIN_RPC_TIMEOUT_S)
     data = {"topics": [
-        {"name": t.name, "configs": dict(t.configs), "deleting": t.deleting,
+        {"name": t.name, "configs": dict(t.configs), "config_entries": config_entry_dicts(t), "deleting": t.deleting,
          "partitions": [partition_dict(p) for p in t.partitions]}
         for t in reply.topics
     ]}
@@ -157,9 +172,21 @@ def run_describe(args, channel) -> int:
         for p in t.partitions:
             rows.append([p.topic, p.partition, p.leader if p.leader >= 0 else "none", p.leader_epoch,
                          id_list(p.replicas), id_list(p.isr), id_list(p.offline_replicas),
-                         id_list(p.adding_replicas), id_list(p.removing_replicas), partition_status(p)])
-    columns = ["TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "ADDING", "REMOVING", "STATUS"]
+                         id_list(p.adding_replicas), id_list(p.removing_replicas), partition_status(p),
+                         *(value if value >= 0 else "?" for value in (p.log_start_offset, p.high_watermark,
+                                                                      p.size_bytes))])
+    columns = ["TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "ADDING", "REMOVING", "STATUS",
+               "LOG-START", "HW", "SIZE"]
     emit(args.output, data, ("", columns, rows) if rows else None, lines=lines)
+    return 0
+
+
+def _describe_configs(args, channel) -> int:
+    reply = _stub(channel).DescribeTopics(admin_pb2.DescribeTopicsRequest(names=args.topics),
+                                          timeout=ADMIN_RPC_TIMEOUT_S)
+    data = {"topics": [{"name": t.name, "config_entries": config_entry_dicts(t)} for t in reply.topics]}
+    rows = [[t["name"], e["name"], e["value"], e["source"]] for t in data["topics"] for e in t["config_entries"]]
+    emit(args.output, data, ("", ["TOPIC", "CONFIG", "VALUE", "SOURCE"], rows) if rows else None)
     return 0
 
 

@@ -2,7 +2,9 @@
 
 `poll()` sends one long-polling Fetch per leader broker and returns decoded
 records in offset order per partition. Leadership changes are followed through
-Metadata; an offset out of range is reported (or reset, when asked).
+Metadata; an offset out of range is reported (or reset, when asked: below the
+log start, which retention and DeleteRecords move up, to the start the answer
+carries; above the log end, to the earliest offset).
 
 Metadata is refreshed after a failed fetch or a partition error, every
 `retry_backoff_ms` while a partition read has no known leader (it is skipped
@@ -142,7 +144,8 @@ class Consumer:
             if not self.reset_out_of_range:
                 raise ProduceError(data.error_code, f"offset {self.positions[p]} of {self.topic}-{p}: "
                                                     f"{data.error_message}")
-            self.positions[p] = self._list_offset(p, EARLIEST)
+            below_start = 0 <= self.positions[p] < data.log_start_offset
+            self.positions[p] = data.log_start_offset if below_start else self._list_offset(p, EARLIEST)
             return []
         if data.error_code != common_pb2.ERROR_CODE_NONE:
             self._refresh_quietly()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: partitions.log_start_offset
 FORMATS = ("parquet", "ndjson")
 MANIFEST = "_manifest.json"
 
@@ -63,6 +63,8 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("log_end_offset", "int64", "the leader's log end offset; -1 when unknown or not asked (`--log-stats`)"),
         Column("high_watermark", "int64", "the leader's high watermark; -1 when unknown or not asked"),
         Column("size_bytes", "int64", "the leader's log size on disk; -1 when unknown or not asked"),
+        Column("log_start_offset", "int64", "the leader's log start offset (retention and DeleteRecords move it "
+               "up); -1 when unknown or not asked"),
     ),
 }
 TABLE_NAMES = tuple(TABLES)

@@ -1,8 +1,8 @@
 """Which ACL each AdminService method needs, checked before its handler runs.
 
 Kafka's rules in replog's words: creating a topic needs create on the topic or on the cluster;
-deleting one needs delete, and growing or configuring one alter, on the topic; describing
-topics needs describe on each topic named, and a listing of every topic shows only those the
+deleting one, or its records (DeleteRecords), needs delete, and growing or configuring one alter,
+on the topic; describing topics needs describe on each topic named, and a listing of every topic shows only those the
 caller may describe. Reading the cluster's state (DescribeCluster, reassignment plans and
 progress, the topology export, DescribeAcls) needs describe on the cluster; changing it
 (reassignments, leader elections, CreateAcls, DeleteAcls) needs cluster_admin on the cluster.
@@ -92,4 +92,6 @@ RULES: dict[str, Rule] = {
     "CreateAcls": on_cluster(CLUSTER_ADMIN),
     "DescribeAcls": on_cluster(DESCRIBE),
     "DeleteAcls": on_cluster(CLUSTER_ADMIN),
+    "DeleteRecords": Rule(lambda enforcer, caller, request: enforcer.refusal(
+        caller, DELETE, TOPIC, sorted({p.topic for p in request.partitions}))),
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from replog.common.acls.core.model import AclBinding, AclFilter
+from replog.gateway.core.config_entries import BROKER_DEFAULT, DEFAULT, TOPIC_OVERRIDE
 from replog.gateway.core.health import Filter
 from replog.gateway.core.topics import AssignmentEntry, PartitionDescription, TopicDescription
 from replog.v1 import admin_pb2, common_pb2
@@ -50,6 +51,15 @@ def topic_description(d: TopicDescription) -> admin_pb2.TopicDescription:
         name=d.name, configs=d.configs, deleting=d.deleting,
         partitions=[partition_description(p) for p in d.partitions],
     )
+
+
+_CONFIG_SOURCES = {TOPIC_OVERRIDE: admin_pb2.CONFIG_SOURCE_TOPIC_OVERRIDE,
+                   BROKER_DEFAULT: admin_pb2.CONFIG_SOURCE_BROKER_DEFAULT, DEFAULT: admin_pb2.CONFIG_SOURCE_DEFAULT}
+
+
+def config_entries(entries: Iterable[tuple[str, str, str]]) -> list[admin_pb2.ConfigEntry]:
+    return [admin_pb2.ConfigEntry(name=name, value=value, source=_CONFIG_SOURCES[source])
+            for name, value, source in entries]
 
 
 # --- ACLs: enum values <-> the ACL model's words ("ACL_OPERATION_CLUSTER_ADMIN" <-> "cluster_admin") ---

@@ -79,5 +79,6 @@ def _partition_rows(view, stats: log_stats.ReplicasByBroker) -> Iterator[admin_p
                 log_end_offset=leader_stats.log_end_offset if leader_stats else unknown,
                 high_watermark=leader_stats.high_watermark if leader_stats else unknown,
                 size_bytes=leader_stats.size_bytes if leader_stats else unknown,
+                log_start_offset=leader_stats.log_start_offset if leader_stats else unknown,
                 min_insync_replicas=d.min_insync_replicas,
             )

@@ -31,9 +31,11 @@ def describe_replicas(
     deps: GatewayDeps,
     brokers: Mapping[int, BrokerRegistration],
     partitions: Mapping[int, Collection[TopicPartition]] | None = None,
+    defaults_out: dict[int, dict[str, str]] | None = None,
 ) -> ReplicasByBroker:
     """Broker id -> its replica descriptions. `partitions` None asks each broker for all its replicas;
-    otherwise only the brokers named, for the partitions listed."""
+    otherwise only the brokers named, for the partitions listed. `defaults_out`, when given, receives
+    each answering broker's topic config defaults."""
     asked = {b: () for b in brokers} if partitions is None else {b: p for b, p in partitions.items() if b in brokers}
     if not asked:
         return {}
@@ -49,6 +51,8 @@ def describe_replicas(
         except grpc.RpcError as exc:
             log.debug("DescribeReplicas on broker %d: %s", broker_id, exc.code() if hasattr(exc, "code") else exc)
             return broker_id, {}
+        if defaults_out is not None:
+            defaults_out[broker_id] = dict(reply.topic_config_defaults)
         return broker_id, {(r.topic, r.partition): r for r in reply.replicas}
 
     with ThreadPoolExecutor(max_workers=min(PARALLEL_CALLS_MAX, len(asked)), thread_name_prefix="describe") as pool:

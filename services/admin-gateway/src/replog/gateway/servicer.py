@@ -16,7 +16,7 @@ from replog.common.errors import AdminError
 from replog.common.zk.bulk import BulkReadError
 from replog.common.zk.client import ZkUnavailableError
 from replog.common.zk.schema import ZkDataError
-from replog.gateway import acls, cluster, elections, export, reassignments, topics
+from replog.gateway import acls, cluster, elections, export, reassignments, records, topics
 from replog.gateway.authorization import RULES
 from replog.gateway.core.refusal import Refusal
 from replog.gateway.deps import GatewayDeps
@@ -88,6 +88,7 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     CreateAcls = _unary("CreateAcls", acls.create_acls)
     DescribeAcls = _unary("DescribeAcls", acls.describe_acls)
     DeleteAcls = _unary("DeleteAcls", acls.delete_acls)
+    DeleteRecords = _unary("DeleteRecords", records.delete_records)
 
     def ExportTopology(self, request, context):
         self._authorize("ExportTopology", request, context)

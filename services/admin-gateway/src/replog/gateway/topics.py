@@ -13,8 +13,10 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from replog.common.zk import schema
 from replog.gateway import convert
 from replog.gateway.core import topics as core
+from replog.gateway.core.config_entries import config_entries
 from replog.gateway.core.refusal import already_exists, not_found, precondition
 from replog.gateway.deps import GatewayDeps
+from replog.gateway.log_stats import describe_replicas, leader_replica
 from replog.gateway.zk_view import load_view
 from replog.gateway.zk_writes import Conflict, commit, create_or_set, retrying
 from replog.v1 import admin_pb2
@@ -82,10 +84,31 @@ def list_topics(deps: GatewayDeps, request: admin_pb2.ListTopicsRequest) -> admi
 
 
 def describe_topics(deps: GatewayDeps, request: admin_pb2.DescribeTopicsRequest) -> admin_pb2.DescribeTopicsResponse:
+    """The topics from ZooKeeper, with each partition's log start, HW and size and the brokers' config
+    defaults asked of the leaders (best effort: -1 and built-in defaults when one does not answer)."""
     names = list(request.names)
     view = load_view(deps.connect, topics=names or None, states=True)
     described = core.describe_topics(view, names, convert.FILTERS[request.filter])
-    return admin_pb2.DescribeTopicsResponse(topics=[convert.topic_description(d) for d in described])
+    asked: dict[int, list[tuple[str, int]]] = {}
+    for topic in described:
+        for p in topic.partitions:
+            if p.health.leader in view.brokers:
+                asked.setdefault(p.health.leader, []).append((p.topic, p.partition))
+    defaults: dict[int, dict[str, str]] = {}
+    stats = describe_replicas(deps, view.brokers, asked, defaults) if asked else {}
+    replies = []
+    for topic in described:
+        reply = convert.topic_description(topic)
+        for message, p in zip(reply.partitions, topic.partitions):
+            found = leader_replica(stats, p.health.leader, (p.topic, p.partition))
+            message.log_start_offset, message.high_watermark, message.size_bytes = (
+                (found.log_start_offset, found.high_watermark, found.size_bytes) if found else (-1, -1, -1))
+        first_leader = next((p.health.leader for p in topic.partitions if p.health.leader in defaults), None)
+        overrides = view.topics[topic.name].config_overrides
+        reply.config_entries.extend(convert.config_entries(
+            config_entries(overrides, defaults.get(first_leader) if first_leader is not None else None)))
+        replies.append(reply)
+    return admin_pb2.DescribeTopicsResponse(topics=replies)
 
 
 def create_partitions(

@@ -42,6 +42,7 @@ from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
 from replog.broker.replicas.producer_expiry import ProducerExpiry
 from replog.broker.replicas.recovery_losses import report_recovery
 from replog.broker.replicas.replica_manager import ReplicaManager
+from replog.broker.replicas.retention_rounds import RetentionRounds
 from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
 from replog.broker.replication.fetcher_manager import FetcherManager
 from replog.broker.replication.replication_throttle import ReplicationThrottle
@@ -144,7 +145,11 @@ class BrokerProcess:
             max_batch_bytes=config.message_max_bytes,
             flush_messages=config.flush_messages or None,
             flush_interval_ms=config.flush_interval_ms or None,
+            retention_ms=None if config.log_retention_ms < 0 else config.log_retention_ms,
+            retention_bytes=None if config.log_retention_bytes < 0 else config.log_retention_bytes,
+            segment_ms=config.log_roll_ms,
             fsync_on_roll=False,  # the checkpointer fsyncs rolled segments off the append path
+            remove_deleted_at_once=False,  # deleted segments' files are removed off the partition's lock
         )
         replicas = ReplicaManager(broker_id=config.broker_id, log_dir=Path(config.log_dir), log_config=log_config,
                                   clock=self.clock, producer_state_limits=producer_state_limits(config))
@@ -160,7 +165,10 @@ class BrokerProcess:
         self.refusals = RefusalLog(logging.getLogger("replog.broker.refusals"), lambda: clock.monotonic_ms() / 1000)
         self.metadata = MetadataCache()
         self.topic_configs = TopicConfigs(self.zk, default_min_insync_replicas=config.min_insync_replicas,
+                                          default_log_config=replicas.log_config_of(""),
+                                          on_log_config=replicas.apply_log_config,
                                           fsync_each_append_always=config.fsync_acks_all)
+        replicas.log_config_of = self.topic_configs.log_config  # new replicas open with their topic's settings
         self.delayed_produces = DelayedProduces(replicas.produce_progress, clock)
         self.controller = ControllerLink(self.zk, self.channels)
         settings = FetchSettings(config.broker_id, config.replica_fetch_wait_max_ms, config.replica_fetch_max_bytes,
@@ -191,7 +199,10 @@ class BrokerProcess:
             flush_check_interval_ms=config.flush_interval_ms or DEFAULT_FLUSH_CHECK_MS,
             interval_flush=config.flush_interval_ms > 0, bursts=bursts,
             chores=(self.metadata.refresh_digest, self._refresh_lost_marks, ProducerExpiry(
-                replicas.hosted, clock, metrics, check_interval_ms=config.producer_id_expiration_check_interval_ms)),
+                replicas.hosted, clock, metrics, check_interval_ms=config.producer_id_expiration_check_interval_ms),
+                RetentionRounds(replicas.hosted, clock, check_interval_ms=config.log_retention_check_interval_ms,
+                                partitions_per_round_max=config.log_retention_partitions_per_round_max,
+                                metrics=metrics)),
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
@@ -216,6 +227,9 @@ class BrokerProcess:
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
             # with --insecure calls carry no identity: the ACLs are watched but not checked
             enforcer=Enforcer(self.authorizer, enabled=self.tls is not None),
+            topic_config_defaults={**self.topic_configs.default_log_config.as_topic_configs(),
+                                   "min.insync.replicas": str(config.min_insync_replicas)},
+            checkpoint=lambda: replicas.write_checkpoints(flush_if_due=False),
         )
 
     # --- registration --------------------------------------------------------------------

@@ -21,6 +21,8 @@ REPLICA_FETCHERS_MAX = 16
 # The largest a partition's entry in a controller request can be: a topic name of the longest
 # allowed (249 characters) with the state's numbers and a few replica lists.
 PARTITION_STATE_BYTES_MAX = 320
+# The largest value of a 64-bit signed integer, as Kafka bounds its retention settings.
+LONG_MAX = 2**63 - 1
 # Room for everything in a request besides its record batch or partition entries (fields, framing).
 REQUEST_HEADROOM_BYTES = 1024 * 1024
 
@@ -49,7 +51,22 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
         between(1, REPLICA_FETCHERS_MAX))
     min_insync_replicas: int = setting(1, "default min.insync.replicas for topics without their own", positive)
     segment_bytes: int = setting(64 * 1024 * 1024, "log segment size before rolling", positive)
-    message_max_bytes: int = setting(1024 * 1024, "largest record batch accepted", positive)
+    message_max_bytes: int = setting(1024 * 1024, "largest record batch accepted (max.message.bytes of topics "
+                                                   "without their own)", positive)
+    log_retention_ms: int = setting(
+        7 * 24 * 3600 * 1000, "retention.ms of topics without their own: a rolled segment whose newest record is "
+                              "older is deleted (-1: kept however old)", between(-1, LONG_MAX))
+    log_retention_bytes: int = setting(
+        -1, "retention.bytes of topics without their own: the oldest segments are deleted while a partition "
+            "stays above this size (-1: no limit)", between(-1, LONG_MAX))
+    log_roll_ms: int = setting(7 * 24 * 3600 * 1000, "segment.ms of topics without their own: the active segment "
+                                                       "rolls once it is this old", positive)
+    log_retention_check_interval_ms: int = setting(
+        300000, "how often every hosted partition is checked for segments retention deletes", positive)
+    log_retention_partitions_per_round_max: int = setting(
+        1000, "partitions the checkpointer thread checks for retention in one round (one a second, or per "
+              "flush interval); a check of more is spread over the next rounds, so produce never waits on "
+              "one long pass", positive)
     flush_messages: int = setting(0, "fsync after this many records (0: not by count)", non_negative)
     flush_interval_ms: int = setting(0, "fsync at least this often (0: not by time)", non_negative)
     fsync_acks_all: bool = setting(

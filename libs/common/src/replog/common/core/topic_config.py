@@ -69,6 +69,14 @@ class TopicConfig:
         return result
 
 
+def parse_value(key: str, text: str) -> object:
+    """One config value as its typed value (InvalidConfigError as `TopicConfig.from_map` raises it)."""
+    spec = _SPECS.get(key)
+    if spec is None:
+        return TopicConfig.from_map({key: text})  # raises, naming the known configs
+    return spec[1](key, text)
+
+
 def _integer(minimum: int, maximum: int = _LONG_MAX) -> Callable[[str, str], int]:
     def parse(key: str, text: str) -> int:
         try:
@@ -115,7 +123,7 @@ _SPECS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "retention.bytes": ("retention_bytes", _integer(-1)),
     "segment.bytes": ("segment_bytes", _integer(14, 2**31 - 1)),
     "segment.ms": ("segment_ms", _integer(1)),
-    "max.message.bytes": ("max_message_bytes", _integer(0, 2**31 - 1)),
+    "max.message.bytes": ("max_message_bytes", _integer(1, 2**31 - 1)),
     "flush.messages": ("flush_messages", _integer(1)),
     "flush.ms": ("flush_ms", _integer(0)),
     MESSAGE_TIMESTAMP_TYPE: ("message_timestamp_type", _one_of(*(t.value for t in TimestampType))),

@@ -5,5 +5,6 @@
 - controller_link.py      the active controller's address from /controller, and its RPCs
 - controlled_shutdown.py  ControlledShutdown before stopping
 - registration.py         the ephemeral /brokers/ids/<id> (broker epoch = czxid)
-- topic_configs.py        min.insync.replicas from /config/topics (DataWatch)
+- topic_configs.py        every topic config from /config/topics (DataWatch): min.insync.replicas, and the
+                          log settings handed to running logs
 """

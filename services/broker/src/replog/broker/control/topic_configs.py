@@ -1,23 +1,31 @@
 """Per-topic settings the broker enforces, watched in /config/topics/<topic>.
 
-Today that is `min.insync.replicas` (acks=-1 needs that many ISR members),
-`message.timestamp.type` (with LogAppendTime the leader stamps each batch with its
-own clock; replog.common.records.batch says how) and `flush.messages=1`, the durable
-mode: every replica, leader and followers, fsyncs each appended batch before its
-position counts toward the HW (docs/durability.md). Other `flush.messages` values are
-carried but not acted on here. A kazoo DataWatch per hosted topic keeps the values
-current; a topic without its own min.insync.replicas uses the broker default, and
-without its own timestamp type is CreateTime. Watches start when the broker first
-hosts a replica of the topic and stop when it hosts none.
+Every key a topic may set takes effect here: `min.insync.replicas` (acks=-1
+needs that many ISR members, read by produce), `message.timestamp.type` (with
+LogAppendTime the leader stamps each batch with its own clock;
+replog.common.records.batch says how), and the log's keys (`retention.*`,
+`segment.*`, `max.message.bytes`, `flush.*`), laid over the broker's defaults
+into one `LogConfig` per topic (log/config.py). `flush.messages=1` is the
+durable mode: every replica, leader and followers, fsyncs each appended batch
+before its position counts toward the HW (docs/durability.md).
+
+A kazoo DataWatch per hosted topic keeps them current; when a topic's
+`LogConfig` changes, `on_log_config` hands it to every running replica of the
+topic at once (no restart). A topic without its own value uses the broker
+default, and without its own timestamp type is CreateTime. Watches start when
+the broker first hosts a replica of the topic and stop when it hosts none.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from typing import Callable
 
 from kazoo.recipe.watchers import DataWatch
 
+from replog.broker.log import LogConfig
+from replog.common.core.errors import InvalidConfigError
 from replog.common.core.topic_config import MESSAGE_TIMESTAMP_TYPE
 from replog.common.records import TimestampType
 from replog.common.zk import schema
@@ -26,19 +34,21 @@ from replog.common.zk.client import ZkClient
 log = logging.getLogger(__name__)
 
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
-FLUSH_MESSAGES = "flush.messages"
 
 
 class TopicConfigs:
-    def __init__(self, zk: ZkClient, *, default_min_insync_replicas: int,
+    def __init__(self, zk: ZkClient, *, default_min_insync_replicas: int, default_log_config: LogConfig | None = None,
+                 on_log_config: Callable[[str, LogConfig], None] = lambda topic, config: None,
                  fsync_each_append_always: bool = False) -> None:
         self._zk = zk
         self._default = default_min_insync_replicas
+        self._default_log_config = LogConfig() if default_log_config is None else default_log_config
+        self._on_log_config = on_log_config
         self._fsync_always = fsync_each_append_always  # the broker's `fsync_acks_all`: every topic is durable
         self._lock = threading.Lock()
         self._min_insync: dict[str, int] = {}
+        self._log_configs: dict[str, LogConfig] = {}
         self._log_append_time: set[str] = set()
-        self._fsync_each_append: frozenset[str] = frozenset()  # replaced, never changed: read without the lock
         self._watched: set[str] = set()
 
     def min_insync_replicas(self, topic: str) -> int:
@@ -49,8 +59,16 @@ class TopicConfigs:
         return topic in self._log_append_time
 
     def fsync_each_append(self, topic: str) -> bool:
-        """The topic asks for the durable mode (`flush.messages=1`)."""
-        return self._fsync_always or topic in self._fsync_each_append
+        """The topic is in the durable mode (`flush.messages=1`, or the broker's `fsync_acks_all`)."""
+        return self._fsync_always or self.log_config(topic).flush_messages == 1
+
+    def log_config(self, topic: str) -> LogConfig:
+        """The topic's log settings: the broker's defaults with the topic's overrides."""
+        return self._log_configs.get(topic, self._default_log_config)
+
+    @property
+    def default_log_config(self) -> LogConfig:
+        return self._default_log_config
 
     def watch(self, topic: str) -> None:
         """Start watching `topic` (idempotent); the first value is read before returning."""
@@ -64,13 +82,13 @@ class TopicConfigs:
                 if topic not in self._watched:
                     self._forget(topic)
                     return False  # stops the watch
-                config = self._config(topic, data)
-                self._min_insync[topic] = self._parse(topic, config)
-                self._set_durable(topic, self._durable(topic, config))
-                if self._parse_log_append_time(topic, config):
-                    self._log_append_time.add(topic)
-                else:
-                    self._log_append_time.discard(topic)
+            overrides = self._overrides(topic, data)
+            self._min_insync[topic] = self._parse_min_insync(topic, overrides)
+            if self._parse_log_append_time(topic, overrides):
+                self._log_append_time.add(topic)
+            else:
+                self._log_append_time.discard(topic)
+            self._set_log_config(topic, self._parse_log_config(topic, overrides))
             return True
 
         DataWatch(self._zk.kazoo, schema.topic_config_path(topic), on_change)
@@ -82,16 +100,17 @@ class TopicConfigs:
 
     def _forget(self, topic: str) -> None:
         self._min_insync.pop(topic, None)
+        self._log_configs.pop(topic, None)
         self._log_append_time.discard(topic)
-        self._set_durable(topic, False)
 
-    def _set_durable(self, topic: str, durable: bool) -> None:
-        if durable != (topic in self._fsync_each_append):
-            self._fsync_each_append = (self._fsync_each_append | {topic}) if durable else (
-                self._fsync_each_append - {topic})
+    def _set_log_config(self, topic: str, config: LogConfig) -> None:
+        if config == self.log_config(topic):
+            return  # the usual case at start-up: no overrides, nothing to hand out
+        self._log_configs[topic] = config
+        log.info("topic %s: log settings now %s", topic, config)
+        self._on_log_config(topic, config)
 
-    @staticmethod
-    def _config(topic: str, data: bytes | None) -> dict[str, str]:
+    def _overrides(self, topic: str, data: bytes | None) -> dict[str, str]:
         if not data:
             return {}
         try:
@@ -100,8 +119,8 @@ class TopicConfigs:
             log.warning("topic %s: ignoring an unreadable config: %s", topic, exc)
             return {}
 
-    def _parse(self, topic: str, config: dict[str, str]) -> int:
-        value = config.get(MIN_INSYNC_REPLICAS)
+    def _parse_min_insync(self, topic: str, overrides: dict[str, str]) -> int:
+        value = overrides.get(MIN_INSYNC_REPLICAS)
         try:
             return self._default if value is None else max(1, int(value))
         except ValueError as exc:
@@ -109,17 +128,15 @@ class TopicConfigs:
             return self._default
 
     @staticmethod
-    def _parse_log_append_time(topic: str, config: dict[str, str]) -> bool:
-        value = config.get(MESSAGE_TIMESTAMP_TYPE, TimestampType.CREATE_TIME.value)
+    def _parse_log_append_time(topic: str, overrides: dict[str, str]) -> bool:
+        value = overrides.get(MESSAGE_TIMESTAMP_TYPE, TimestampType.CREATE_TIME.value)
         if value not in (TimestampType.CREATE_TIME.value, TimestampType.LOG_APPEND_TIME.value):
             log.warning("topic %s: ignoring unreadable %s %r", topic, MESSAGE_TIMESTAMP_TYPE, value)
         return value == TimestampType.LOG_APPEND_TIME.value
 
-    @staticmethod
-    def _durable(topic: str, config: dict[str, str]) -> bool:
-        value = config.get(FLUSH_MESSAGES)
+    def _parse_log_config(self, topic: str, overrides: dict[str, str]) -> LogConfig:
         try:
-            return value is not None and int(value) == 1
-        except ValueError as exc:
-            log.warning("topic %s: ignoring unreadable %s: %s", topic, FLUSH_MESSAGES, exc)
-            return False
+            return self._default_log_config.with_topic_overrides(overrides)
+        except (InvalidConfigError, ValueError) as exc:  # the gateway validates; an older writer may not have
+            log.warning("topic %s: ignoring its log settings, keeping the broker's defaults: %s", topic, exc)
+            return self._default_log_config

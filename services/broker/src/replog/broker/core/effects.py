@@ -17,6 +17,8 @@ decided here:
   only noted: they wait for records, which a HW move does not bring); only the
   sessions of followers outside the ISR after an ISR-only change that moved
   neither the HW nor the assignment (one of them may now be proposed back in);
+  everyone too after the log start moved (retention, DeleteRecords), so the
+  followers' sessions read the partition and pass the new start on;
 - a new ISR expansion is handed to the ISR sender.
 
 Invariant: a step that changed nothing returns `NO_EFFECTS` itself (the adapter
@@ -45,7 +47,7 @@ class Effects:
     Immutable by convention (slots, no setters used): `with_state_changed` makes a new one."""
 
     __slots__ = ("records_appended", "hw_advanced", "state_changed", "isr_changed", "proposal_settled",
-                 "isr_proposed", "isr", "wake", "completes_delayed_produces")
+                 "isr_proposed", "isr", "log_start_moved", "wake", "completes_delayed_produces")
 
     def __init__(
         self,
@@ -57,6 +59,7 @@ class Effects:
         proposal_settled: bool = False,  # the pending ISR proposal got its answer: a follower may be proposed again
         isr_proposed: bool = False,  # a new ISR expansion waits to be sent to the controller
         isr: tuple[int, ...] = (),  # the committed ISR after `isr_changed`
+        log_start_moved: bool = False,  # retention or DeleteRecords raised the log start offset
     ) -> None:
         self.records_appended = records_appended
         self.hw_advanced = hw_advanced
@@ -65,8 +68,9 @@ class Effects:
         self.proposal_settled = proposal_settled
         self.isr_proposed = isr_proposed
         self.isr = isr
+        self.log_start_moved = log_start_moved
         self.completes_delayed_produces = hw_advanced or state_changed
-        if records_appended or state_changed or proposal_settled or (isr_changed and hw_advanced):
+        if records_appended or state_changed or proposal_settled or log_start_moved or (isr_changed and hw_advanced):
             self.wake = Wake.EVERYONE
         elif hw_advanced:
             self.wake = Wake.CONSUMERS
@@ -77,12 +81,12 @@ class Effects:
 
     def _facts(self) -> tuple:
         return (self.records_appended, self.hw_advanced, self.state_changed, self.isr_changed,
-                self.proposal_settled, self.isr_proposed, self.isr)
+                self.proposal_settled, self.isr_proposed, self.isr, self.log_start_moved)
 
     def with_state_changed(self) -> Effects:
         return Effects(records_appended=self.records_appended, hw_advanced=self.hw_advanced, state_changed=True,
                        isr_changed=self.isr_changed, proposal_settled=self.proposal_settled,
-                       isr_proposed=self.isr_proposed, isr=self.isr)
+                       isr_proposed=self.isr_proposed, isr=self.isr, log_start_moved=self.log_start_moved)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Effects) and self._facts() == other._facts()
@@ -92,13 +96,14 @@ class Effects:
 
     def __repr__(self) -> str:
         names = ("records_appended", "hw_advanced", "state_changed", "isr_changed", "proposal_settled",
-                 "isr_proposed")
+                 "isr_proposed", "log_start_moved")
         facts = [name for name in names if getattr(self, name)]
         return f"Effects({', '.join(facts)}{f', isr={self.isr}' if self.isr else ''})"
 
 
 NO_EFFECTS = Effects()
 STATE_CHANGED = Effects(state_changed=True)
+LOG_START_MOVED = Effects(log_start_moved=True)
 _APPENDED = {False: Effects(records_appended=True), True: Effects(records_appended=True, hw_advanced=True)}
 _FOLLOWER_FETCH = {
     (False, False): NO_EFFECTS,

@@ -1,4 +1,5 @@
-"""gRPC LogService: the clients' API (Produce, Fetch, ListOffsets, Metadata, InitProducerId, DescribeReplicas).
+"""gRPC LogService: the clients' API (Produce, Fetch, ListOffsets, Metadata, InitProducerId, DescribeReplicas,
+AdvanceLogStartOffset).
 
 Thin: input checks and protobuf conversion here (produce_edge.py for Produce),
 decisions in the core (via replicas/leader_side.py and produce/produce_handler.py).
@@ -9,11 +10,14 @@ answered from the controller's UpdateMetadata.
 
 ACLs (replog.common.acls) are checked first, on every topic a request names:
 produce for Produce and ProduceStream, consume for Fetch, describe for ListOffsets
-and Metadata; InitProducerId needs produce on some topic. A refusal answers
+and Metadata, delete for AdvanceLogStartOffset (DeleteRecords, as in Kafka); InitProducerId
+needs produce on some topic. A refusal answers
 PERMISSION_DENIED before anything is appended or read; a ProduceStream ends with it
 at its first refused request, after answering those before it. A Metadata request
 for every topic lists only those the caller may describe. DescribeReplicas is the
-gateway's, which is a service and not subject to topic ACLs.
+gateway's, which is a service and not subject to topic ACLs. AdvanceLogStartOffset
+checkpoints the log starts before it answers, so deleted records stay deleted
+after a crash.
 """
 
 from __future__ import annotations
@@ -25,18 +29,19 @@ from typing import Callable
 import grpc
 from kazoo.exceptions import KazooException
 
+from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.entrypoints.metadata_cache import MetadataCache
-from replog.broker.core.errors import ErrorCode
 from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.produce_stream import serve_produce_stream
 from replog.broker.produce.producer_ids import PRODUCER_EPOCH_MAX, ProducerIdAllocator, ProducerIdsUnavailable
 from replog.broker.replicas.describe import ReplicaDescription, describe
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import ConsumerFetchAnswer, list_offset, read_for_consumer
+from replog.broker.replicas.log_maintenance import delete_records
 from replog.broker.replicas.long_poll import long_poll
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.wait_slots import WaitSlots
-from replog.common.acls.core.model import CONSUME, DESCRIBE, PRODUCE, TOPIC
+from replog.common.acls.core.model import CONSUME, DELETE, DESCRIBE, PRODUCE, TOPIC
 from replog.common.acls.enforcement import Caller, Enforcer
 from replog.common.clock import Clock
 from replog.common.core.partitions import TopicPartition
@@ -69,7 +74,11 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         stopping: Callable[[], bool],
         wait_slots: WaitSlots,
         enforcer: Enforcer,
+        topic_config_defaults: dict[str, str] | None = None,
+        checkpoint: Callable[[], None] = lambda: None,
     ) -> None:
+        self._topic_config_defaults = dict(topic_config_defaults or {})
+        self._checkpoint = checkpoint
         self._wait_slots = wait_slots
         self._enforcer = enforcer
         self._broker_id = broker_id
@@ -259,7 +268,37 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
             if found is not None:
                 described.append(_description(found))
         described.sort(key=lambda d: (d.topic, d.partition))
-        return log_pb2.DescribeReplicasResponse(broker_id=self._broker_id, replicas=described)
+        return log_pb2.DescribeReplicasResponse(broker_id=self._broker_id, replicas=described,
+                                                topic_config_defaults=self._topic_config_defaults)
+
+    # --- AdvanceLogStartOffset (DeleteRecords) ---------------------------------------------------
+
+    def AdvanceLogStartOffset(self, request, context):
+        self._enforcer.check(context, DELETE, TOPIC, (p.topic for p in request.partitions))
+        results, moved = [], False
+        for item in request.partitions:
+            tp = TopicPartition(item.topic, item.partition)
+            hosted = self._lookup(tp)
+            if hosted is None:
+                results.append(log_pb2.LogStartOffsetResult(
+                    topic=tp.topic, partition=tp.partition, error_code=self._not_here(tp),
+                    error_message=f"{tp} is not hosted by this broker", log_start_offset=-1))
+                continue
+            outcome = delete_records(hosted, item.offset)
+            if isinstance(outcome, Refusal):
+                results.append(log_pb2.LogStartOffsetResult(
+                    topic=tp.topic, partition=tp.partition, error_code=outcome.code, error_message=outcome.reason,
+                    log_start_offset=-1))
+                continue
+            moved = True
+            results.append(log_pb2.LogStartOffsetResult(topic=tp.topic, partition=tp.partition,
+                                                         log_start_offset=outcome))
+        if moved:
+            try:
+                self._checkpoint()
+            except OSError as exc:
+                context.abort(grpc.StatusCode.INTERNAL, f"log starts moved but could not be checkpointed: {exc}")
+        return log_pb2.AdvanceLogStartOffsetResponse(partitions=results)
 
 
 def _description(found: ReplicaDescription) -> log_pb2.ReplicaDescription:

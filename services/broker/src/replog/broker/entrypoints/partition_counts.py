@@ -30,4 +30,5 @@ PARTITION_COUNTS: Mapping[str, Counter] = {
     _LOG + "Fetch": lambda r: len(r.partitions),
     _LOG + "ListOffsets": lambda r: len(r.partitions),
     _LOG + "DescribeReplicas": lambda r: len(r.partitions),
+    _LOG + "AdvanceLogStartOffset": lambda r: len(r.partitions),
 }

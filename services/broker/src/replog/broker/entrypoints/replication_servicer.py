@@ -186,7 +186,8 @@ def _positions(partitions) -> list[FollowerPosition]:
     tuple it is, without the keyword handling of the named tuple's constructor."""
     new = tuple.__new__
     return [new(FollowerPosition, (p.topic, p.partition, p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch,
-                                   p.partition_max_bytes, p.known_high_watermark)) for p in partitions]
+                                   p.partition_max_bytes, p.known_high_watermark, p.log_start_offset))
+            for p in partitions]
 
 
 def _refuse(response: replication_pb2.ReplicaFetchResponse, code: ErrorCode, message: str) -> None:

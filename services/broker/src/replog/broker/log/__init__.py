@@ -3,6 +3,7 @@
 Pure file I/O: no gRPC, no ZooKeeper, no threads. One job per module:
 
 - partition_log.py      `PartitionLog`: appends, reads, truncation, the epoch cache, flushing
+- log_start.py          its log start offset: retention, DeleteRecords, a follower taking its leader's
 - segments.py           the segment files in offset order: roll, read across, cut, rolled ones awaiting fsync
 - segment.py            one `<base>.log` file of whole batches and its index
 - segment_scan.py       a segment read batch by batch: where valid data ends, and what is wrong
@@ -11,8 +12,9 @@ Pure file I/O: no gRPC, no ZooKeeper, no threads. One job per module:
 - leader_epoch_cache.py leader_epoch -> start offset, KIP-101 end offsets (pure)
 - flush_policy.py       when to fsync (pure)
 - retention.py          which old segments to delete (pure)
-- checkpoints.py        atomic versioned text files (HW, recovery points, epochs)
+- checkpoints.py        atomic versioned text files (HW, recovery points, log starts, epochs)
 - clean_shutdown.py     the clean-shutdown marker; committed records recovery could not find
+- config.py             a log's settings, and a topic's overrides laid over the broker's defaults
 
 The batch format itself belongs to `replog.common.records`.
 """
@@ -22,6 +24,7 @@ from replog.common.records import CorruptRecordError, RecordTooLargeError
 from .checkpoints import (
     HW_CHECKPOINT_FILE,
     LEADER_EPOCH_CHECKPOINT_FILE,
+    LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
     CheckpointError,
     read_offsets_checkpoint,
@@ -47,6 +50,7 @@ __all__ = [
     "write_clean_shutdown_marker",
     "HW_CHECKPOINT_FILE",
     "LEADER_EPOCH_CHECKPOINT_FILE",
+    "LOG_START_OFFSET_CHECKPOINT_FILE",
     "RECOVERY_POINT_CHECKPOINT_FILE",
     "AppendInfo",
     "CheckpointError",

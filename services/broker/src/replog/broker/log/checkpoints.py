@@ -14,7 +14,9 @@ Format (text, one entry per line, fields separated by one space)::
     orders 1 998
 
 Offsets checkpoints (the broker-wide `replication-offset-checkpoint` of high
-watermarks and `recovery-point-offset-checkpoint`) have entries
+watermarks, `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`,
+Kafka's file of the same name: where each log starts, which may be inside its
+first segment after DeleteRecords) have entries
 `topic partition offset`. The leader-epoch checkpoint of one partition
 (`leader-epoch-checkpoint`) has entries `leader_epoch start_offset`.
 
@@ -34,6 +36,7 @@ TEMP_SUFFIX = ".tmp"
 
 HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 
 

@@ -16,6 +16,11 @@ class FlushPolicy:
         self._unflushed_records = 0
         self._last_flush_ms = now_ms
 
+    def reconfigure(self, flush_messages: int | None, flush_interval_ms: int | None) -> None:
+        """New limits (a topic's config changed); what is unflushed so far counts against them."""
+        self._flush_messages = flush_messages
+        self._flush_interval_ms = flush_interval_ms
+
     @property
     def unflushed_records(self) -> int:
         return self._unflushed_records

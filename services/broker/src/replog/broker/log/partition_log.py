@@ -4,8 +4,12 @@ Theory of operation
 -------------------
 A directory holds the segments `<base_offset>.log` (+ `.index`) and the
 `leader-epoch-checkpoint`. Offsets are contiguous from `log_start_offset`
-(base of the first segment) to `log_end_offset` (LEO, the next offset to
-assign, the end of the last segment, the only one appended to).
+(at or above the base of the first segment: retention and DeleteRecords move
+it up, segments.py) to `log_end_offset` (LEO, the next offset to assign, the
+end of the last segment, the only one appended to). The broker checkpoints
+the log start and passes it back to `open`. `update_config` gives a running
+log its topic's new settings (segment size and age, batch limit, retention,
+flush policy).
 
 - The leader appends one producer batch at a time: it is validated (CRC,
   records, size), given offsets from the LEO and stamped with the leader
@@ -37,23 +41,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from replog.common.clock import Clock
-from replog.common.records import CorruptRecordError, BatchHeader, validate_batch, with_offset_and_epoch
+from replog.common.records import BatchHeader, CorruptRecordError, validate_batch, with_offset_and_epoch
 
 from .checkpoints import LEADER_EPOCH_CHECKPOINT_FILE, write_leader_epoch_checkpoint
 from .config import LogConfig
 from .errors import OffsetOutOfRangeError
 from .flush_policy import FlushPolicy
 from .leader_epoch_cache import LeaderEpochCache
+from .log_start import LogStart
 from .recovery import open_log_files
 from .results import AppendInfo, CorruptionReport, RecoveryReport
-from .retention import count_deletable_segments
 from .segment import LogSegment
-from .segments import Segments
+from .segments import Segments, remove_set_aside
 
 logger = logging.getLogger(__name__)
 
 
-class PartitionLog:
+class PartitionLog(LogStart):
     def __init__(
         self,
         directory: Path,
@@ -68,7 +72,7 @@ class PartitionLog:
         self.recovery_report = recovery_report
         self._clock = clock
         self._segments = Segments(directory, config, segments)
-        self._segment_list = self._segments.in_order  # its two ends are the log's offsets
+        self._segment_list = self._segments.in_order  # its last segment ends at the LEO
         self._leader_epoch_cache = leader_epoch_cache
         self._flush_policy = FlushPolicy(config.flush_messages, config.flush_interval_ms, clock.monotonic_ms())
         self._recovery_point = self.log_end_offset
@@ -79,12 +83,14 @@ class PartitionLog:
 
     @classmethod
     def open(
-        cls, directory: Path, config: LogConfig, clock: Clock, *, recovery_point: int | None = None
+        cls, directory: Path, config: LogConfig, clock: Clock, *, recovery_point: int | None = None,
+        log_start_offset: int = 0,
     ) -> PartitionLog:
         """Open the log in `directory`, creating it or recovering what is there.
 
         `recovery_point` (from the broker's recovery-point checkpoint) says
         from where to validate; None validates only the active segment.
+        `log_start_offset` (checkpointed) raises the start, capped at the LEO.
         """
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -92,6 +98,8 @@ class PartitionLog:
         log = cls(directory, config, clock, segments, leader_epoch_cache, report)
         if checkpoint_cache:
             log._checkpoint_leader_epoch_cache()
+        log.advance_log_start_offset(min(log_start_offset, log.log_end_offset))
+        remove_set_aside(directory, log.take_set_aside_files())  # nobody else holds the log yet
         log.release_descriptors()  # reopened on first use: idle replicas hold no file open
         return log
 
@@ -103,7 +111,7 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segment_list[0].base_offset
+        return self._segments.log_start_offset
 
     @property
     def log_end_offset(self) -> int:
@@ -138,16 +146,16 @@ class PartitionLog:
         assert leader_epoch >= 0 and leader_epoch >= self._leader_epoch_cache.latest_epoch(), (
             f"appending with leader epoch {leader_epoch}, the log has {self._leader_epoch_cache.latest_epoch()}"
         )
-        if validated is None:
+        if validated is None or validated.size_bytes > self.config.max_batch_bytes:  # the limit may have changed
             header = validate_batch(batch, max_bytes=self.config.max_batch_bytes)
         else:
-            assert validated.size_bytes <= self.config.max_batch_bytes, (validated.size_bytes, self.config)
             header = validated
         if header.size_bytes != len(batch):
             raise CorruptRecordError(f"{len(batch) - header.size_bytes} bytes follow the batch; send one batch")
         base_offset = self.log_end_offset
         stamped_header = header.stamped(base_offset, leader_epoch)
-        self._segments.write(with_offset_and_epoch(batch, base_offset, leader_epoch), stamped_header, self._before_roll)
+        self._segments.write(with_offset_and_epoch(batch, base_offset, leader_epoch), stamped_header, self._before_roll,
+                             self._roll_clock_ms())
         if self._leader_epoch_cache.assign(leader_epoch, base_offset):
             self._epoch_checkpoint_dirty = True  # written by the next flush (see _checkpoint_leader_epoch_cache)
         self._after_append(header.record_count, fsync)
@@ -173,7 +181,8 @@ class PartitionLog:
         view = memoryview(batches)
         cache_changed = False
         for position, header in headers:
-            self._segments.write(view[position : position + header.size_bytes], header, self._before_roll)
+            self._segments.write(view[position : position + header.size_bytes], header, self._before_roll,
+                                 self._roll_clock_ms())
             cache_changed |= self._leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         if cache_changed:
             self._epoch_checkpoint_dirty = True  # written by the next flush (see _checkpoint_leader_epoch_cache)
@@ -187,6 +196,9 @@ class PartitionLog:
             byte_size=len(batches),
             headers=tuple(header for _, header in headers),
         )
+
+    def _roll_clock_ms(self) -> int:
+        return 0 if self.config.segment_ms is None else self._clock.monotonic_ms()
 
     def _before_roll(self) -> None:
         if self._epoch_checkpoint_dirty:  # entries for the sealed segment are durable with it
@@ -326,30 +338,12 @@ class PartitionLog:
             return True
         return False
 
-    def delete_old_segments(self, now_ms: int, *, upper_offset: int | None = None) -> list[str]:
-        """Apply retention (never the active segment, nothing at or above `upper_offset`).
-
-        Returns the names of the deleted segment files.
-        """
+    def update_config(self, config: LogConfig) -> None:
+        """The topic's settings changed: they apply from the next append, flush or retention run."""
         self._assert_open()
-        if self.config.retention_ms is None and self.config.retention_bytes is None:
-            return []
-        count = count_deletable_segments(
-            self._segments.summaries(with_timestamps=self.config.retention_ms is not None),
-            now_ms=now_ms,
-            retention_ms=self.config.retention_ms,
-            retention_bytes=self.config.retention_bytes,
-            upper_offset=upper_offset,
-        )
-        if count == 0:
-            return []
-        doomed = self._segments.delete_oldest(count)
-        if self._leader_epoch_cache.truncate_from_start(self.log_start_offset):
-            self._checkpoint_leader_epoch_cache()
-        self._recovery_point = max(self._recovery_point, self.log_start_offset)
-        names = [segment.name for segment in doomed]
-        logger.info("%s: retention deleted %d segments, log starts at %d", self.directory, count, self.log_start_offset)
-        return names
+        self.config = config
+        self._segments.update_config(config)
+        self._flush_policy.reconfigure(config.flush_messages, config.flush_interval_ms)
 
     def verify(self) -> list[CorruptionReport]:
         """Deep-check every batch of every segment (CRC, records, contiguous offsets); change nothing."""

@@ -14,6 +14,13 @@ leaves a prefix of the log; retention deletes oldest first, leaving a suffix.
 Every cut or deletion changes the layout version, which voids a report of
 rolled segments fsynced under an older layout.
 
+The log start offset is the first offset a reader may ask for. Retention moves
+it to the base of the first segment it keeps; DeleteRecords (`advance_start`)
+may put it inside a segment, whose lower records then stay on disk, unreadable,
+until the whole segment lies below the start and goes. A time roll
+(`LogConfig.segment_ms`) counts a segment's age from when this process began
+appending to it, on the monotonic clock: producers' timestamps may be anything.
+
 This class knows files and offsets only: the leader-epoch cache, the flush
 policy and the recovery point belong to `PartitionLog`, which owns it and
 serialises every call.
@@ -23,13 +30,14 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable
 
 from replog.common.records import BatchHeader, CorruptRecordError, check_batch, iter_batches
 
-from .checkpoints import fsync_directory
+from .checkpoints import TEMP_SUFFIX, fsync_directory
 from .config import LogConfig
 from .errors import LogOffsetMismatchError
 from .results import CorruptionReport
@@ -39,6 +47,7 @@ from .segment import LogSegment
 logger = logging.getLogger(__name__)
 
 RELATIVE_OFFSET_MAX = 2**31 - 1
+SET_ASIDE_SUFFIX = ".deleted" + TEMP_SUFFIX  # a leftover recovery removes, should a crash come first
 
 
 class Segments:
@@ -49,6 +58,9 @@ class Segments:
         self._segments = segments
         self._unsynced_rolled: list[LogSegment] = []  # rolled, fsync pending (fsync_on_roll False)
         self._layout_version = 0  # bumped whenever segments are cut or deleted
+        self._set_aside: list[Path] = []  # files of deleted segments, renamed aside (remove_deleted_at_once False)
+        self._log_start_offset = segments[0].base_offset  # at or above the first base, at or below the LEO
+        self._active_since_ms: int | None = None  # monotonic time of the active segment's first write here
 
     @property
     def in_order(self) -> list[LogSegment]:
@@ -67,7 +79,11 @@ class Segments:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return self._log_start_offset
+
+    def update_config(self, config: LogConfig) -> None:
+        """The topic's settings changed: the next write rolls by the new size and age."""
+        self._config = config
 
     @property
     def log_end_offset(self) -> int:
@@ -105,14 +121,22 @@ class Segments:
             )
         return headers
 
-    def write(self, batch: bytes | memoryview, header: BatchHeader, before_roll: Callable[[], None]) -> None:
-        """Append one whole batch at the LEO, rolling first when the active segment is full;
-        `before_roll` runs once the old segment is flushed and before it is sealed."""
+    def write(self, batch: bytes | memoryview, header: BatchHeader, before_roll: Callable[[], None],
+              now_ms: int = 0) -> None:
+        """Append one whole batch at the LEO, rolling first when the active segment is full or, with
+        `segment_ms`, older than that at `now_ms` (monotonic); `before_roll` runs once the old segment
+        is flushed and before it is sealed."""
         active = self._segments[-1]
         segment_full = active.size_bytes + len(batch) > self._config.segment_bytes
         offsets_full = header.last_offset - active.base_offset > RELATIVE_OFFSET_MAX
+        segment_ms = self._config.segment_ms
+        if segment_ms is not None:
+            if self._active_since_ms is None:
+                self._active_since_ms = now_ms
+            segment_full = segment_full or now_ms - self._active_since_ms >= segment_ms
         if active.size_bytes > 0 and (segment_full or offsets_full):
             active = self._roll(before_roll)
+            self._active_since_ms = None if segment_ms is None else now_ms
         active.append(batch, header)
 
     def _roll(self, before_roll: Callable[[], None]) -> LogSegment:
@@ -189,6 +213,7 @@ class Segments:
             fsync_directory(self._directory)
         self._segments[i].truncate_to(position, header.base_offset)
         self._forget_unsynced_beyond_active()
+        self._log_start_offset = min(self._log_start_offset, header.base_offset)  # a start inside the cut batch
         return header.base_offset
 
     def restart_at(self, offset: int) -> None:
@@ -196,18 +221,51 @@ class Segments:
         for segment in reversed(self._segments):
             segment.delete()
         self._segments[:] = [LogSegment.create(self._directory, offset, self._config.index_interval_bytes)]
+        self._log_start_offset = offset
+        self._active_since_ms = None
         self._forget_unsynced_beyond_active()
         fsync_directory(self._directory)
 
     def delete_oldest(self, count: int) -> list[LogSegment]:
-        """Delete the `count` oldest segments (never the active one); returns them."""
+        """Delete the `count` oldest segments (never the active one); returns them. With
+        `remove_deleted_at_once` False their files are only renamed aside, for `take_set_aside`."""
         assert count < len(self._segments), (count, len(self._segments))
         doomed = self._segments[:count]
         del self._segments[:count]
+        self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
         self._forget_unsynced_beyond_active()
         for segment in doomed:  # oldest first: a crash leaves a suffix of the log
-            segment.delete()
-        fsync_directory(self._directory)
+            if self._config.remove_deleted_at_once:
+                segment.delete()
+            else:
+                segment.close()
+                for path in (segment.log_path, segment.index_path):
+                    aside = path.with_name(path.name + SET_ASIDE_SUFFIX)
+                    if path.exists():
+                        os.rename(path, aside)
+                        self._set_aside.append(aside)
+        if self._config.remove_deleted_at_once:
+            fsync_directory(self._directory)
+        return doomed
+
+    @property
+    def has_set_aside(self) -> bool:
+        return bool(self._set_aside)
+
+    def take_set_aside(self) -> list[Path]:
+        """The renamed-aside files of deleted segments, for the owner to remove (`remove_set_aside`)."""
+        taken, self._set_aside = self._set_aside, []
+        return taken
+
+    def advance_start(self, offset: int) -> list[LogSegment]:
+        """Move the log start up to `offset` (at most the LEO) and delete the segments wholly below it
+        (never the active one); returns them."""
+        assert self._log_start_offset < offset <= self.log_end_offset, (self._log_start_offset, offset)
+        count = 0
+        while count < len(self._segments) - 1 and self._segments[count].next_offset <= offset:
+            count += 1
+        doomed = self.delete_oldest(count) if count else []
+        self._log_start_offset = offset
         return doomed
 
     # -- durability ------------------------------------------------------------------
@@ -267,6 +325,14 @@ class Segments:
     def close(self) -> None:
         for segment in self._segments:
             segment.close()
+
+
+def remove_set_aside(directory: Path, paths: list[Path]) -> None:
+    """Remove files `Segments.take_set_aside` gave, and make that durable (no lock on the log needed)."""
+    for path in paths:
+        path.unlink(missing_ok=True)
+    if paths:
+        fsync_directory(directory)
 
 
 def _base_offset(segment: LogSegment) -> int:

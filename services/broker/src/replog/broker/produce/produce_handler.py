@@ -186,7 +186,7 @@ class ProduceHandler:
             known = self._is_known(tp.topic, tp.partition)
             code = ErrorCode.NOT_LEADER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return PartitionAnswer(tp, code, f"{tp} is not hosted by this broker"), None
-        checked = self._checked_batch(data)
+        checked = self._checked_batch(data, self._topic_configs.log_config(tp.topic).max_batch_bytes)
         if isinstance(checked[0], ErrorCode):
             return PartitionAnswer(tp, *checked), None
         batch, header = checked
@@ -207,7 +207,10 @@ class ProduceHandler:
         return PartitionAnswer(tp, ErrorCode.NONE, "", appended.base_offset, appended.log_start_offset,
                                appended.leader_epoch), None
 
-    def _checked_batch(self, data: PartitionProduce) -> tuple[bytes, BatchHeader] | tuple[ErrorCode, str]:
+    def _checked_batch(self, data: PartitionProduce,
+                       topic_bytes_max: int) -> tuple[bytes, BatchHeader] | tuple[ErrorCode, str]:
+        """The batch and its header, checked against the topic's max.message.bytes (`topic_bytes_max`) and
+        the broker's limit, or the error code and message to answer."""
         batch = data.record_batch
         if batch and data.records:
             return ErrorCode.INVALID_REQUEST, "send either record_batch or records, not both"
@@ -217,8 +220,12 @@ class ProduceHandler:
             elif not batch:
                 return ErrorCode.INVALID_REQUEST, "no records"
             if len(batch) > self._batch_bytes_max:
-                return ErrorCode.RECORD_TOO_LARGE, f"batch of {len(batch)} bytes, the limit is {self._batch_bytes_max}"
-            header = validate_batch(batch, max_bytes=self._batch_bytes_max)
+                return ErrorCode.RECORD_TOO_LARGE, (f"batch of {len(batch)} bytes, the broker's limit "
+                                                    f"(message_max_bytes) is {self._batch_bytes_max}")
+            if len(batch) > topic_bytes_max:
+                return ErrorCode.RECORD_TOO_LARGE, (f"batch of {len(batch)} bytes, the topic's limit "
+                                                    f"(max.message.bytes) is {topic_bytes_max}")
+            header = validate_batch(batch, max_bytes=topic_bytes_max)
         except RecordTooLargeError as exc:
             return ErrorCode.RECORD_TOO_LARGE, str(exc)
         except CorruptRecordError as exc:

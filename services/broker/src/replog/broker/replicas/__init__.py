@@ -5,12 +5,16 @@
 - consequences.py       acts on a step's effects: wakes long polls, completes delayed produces, submits ISR proposals
 - leader_side.py        leader steps: append a produce, serve a follower or a consumer, list offsets, ISR answers
 - follower_side.py      follower steps: fetch position, append the leader's batches, truncate
+- log_maintenance.py    steps beside the data path: retention, DeleteRecords, a topic's new log settings
+- retention_rounds.py   retention over every hosted replica, a bounded slice per checkpointer round
 - describe.py           what DescribeReplicas reports of a replica, read in one step
 - long_poll.py          the Waiter parked on partitions, and the consumers' event-driven long poll
 - producer_headers.py   idempotent producer state from batch headers (record, rebuild from the log)
-- replica_manager.py    the hosted replicas: start-up load and recovery, lookups, HW / recovery-point checkpoints
+- replica_manager.py    the hosted replicas: start-up load and recovery, lookups, HW / recovery-point /
+                        log-start checkpoints
 - partition_dirs.py     <log_dir>/<topic>-<partition> naming, and set-aside names of deleted replicas
 - directory_remover.py  removes deleted replicas' directories on a thread of its own
 - assignments.py        start-up deletion of replicas no longer assigned here
-- checkpointer.py       the periodic fsync of rolled segments, interval flushes and checkpoint files
+- checkpointer.py       the periodic fsync of rolled segments, interval flushes, checkpoint files, and its chores
+                        (retention rounds among them)
 """

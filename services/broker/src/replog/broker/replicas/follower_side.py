@@ -10,7 +10,11 @@ still wanted: the replica still follows in the leader epoch the fetch was made
 for, and its log still ends where the fetch started. An answer that raced with
 a LeaderAndIsr or another step is dropped; the next fetch asks again. After any
 truncation the producer table is rebuilt from the log (truncated batches must be
-forgotten) and the HW is clamped to the new log end by the core. No request
+forgotten) and the HW is clamped to the new log end by the core. The follower's
+log start follows the leader's (retention, DeleteRecords there): every answer
+carries it, and the follower moves its own up to it, or to its LEO if that is
+lower (a fetch below the leader's start is answered OFFSET_OUT_OF_RANGE and
+`reset_out_of_range` starts the log over at the leader's start). No request
 waits on a follower's partition, so these steps report no effects.
 """
 
@@ -61,22 +65,28 @@ def _fetch_position(hosted: HostedPartition, leader_epoch: int):
                          hosted.replica.high_watermark), NO_EFFECTS
 
 
+class Appended(NamedTuple):
+    byte_count: int
+    log_start_moved: bool  # the follower took its leader's newer log start
+
+
 def append_from_leader(
     hosted: HostedPartition, *, leader_epoch: int, fetch_offset: int, records: bytes, leader_high_watermark: int,
-    fsync: bool = False,
-) -> int | None:
-    """Append the leader's batches and move the follower HW; returns bytes appended, None if stale.
+    leader_log_start_offset: int = -1, fsync: bool = False,
+) -> Appended | None:
+    """Append the leader's batches, move the follower HW and log start; None if stale.
 
     `fsync`: the durable mode; the batches are on disk before this returns, so the fetch
     position the next request reports (and the leader counts toward the HW) is durable.
     Raises CorruptRecordError / LogOffsetMismatchError with nothing written, OSError when
     the disk refused the write or the fsync.
     """
-    return hosted.run(_append_from_leader, leader_epoch, fetch_offset, records, leader_high_watermark, fsync)
+    return hosted.run(_append_from_leader, leader_epoch, fetch_offset, records, leader_high_watermark,
+                      leader_log_start_offset, fsync)
 
 
 def _append_from_leader(hosted: HostedPartition, leader_epoch: int, fetch_offset: int, records: bytes,
-                        leader_high_watermark: int, fsync: bool):
+                        leader_high_watermark: int, leader_log_start_offset: int, fsync: bool):
     if not _follows(hosted, leader_epoch) or hosted.log.log_end_offset != fetch_offset:
         return None, NO_EFFECTS
     if records:
@@ -84,7 +94,9 @@ def _append_from_leader(hosted: HostedPartition, leader_epoch: int, fetch_offset
         if appended is not None:
             record_batches(hosted.producer_state, appended.headers)
     hosted.replica.on_fetch_response(leader_high_watermark=leader_high_watermark, log=hosted.log)
-    return len(records), NO_EFFECTS
+    moved = (leader_log_start_offset > hosted.log.log_start_offset
+             and hosted.log.advance_log_start_offset(min(leader_log_start_offset, hosted.log.log_end_offset)))
+    return Appended(len(records), moved), NO_EFFECTS
 
 
 def truncate_diverging(

@@ -137,8 +137,8 @@ class HostedPartition:
 
     # --- durability -----------------------------------------------------------------
 
-    def checkpoint_offsets(self, *, flush_if_due: bool) -> tuple[int, int] | None:
-        """(high watermark, recovery point) for the checkpoint files; None once deleted."""
+    def checkpoint_offsets(self, *, flush_if_due: bool) -> tuple[int, int, int] | None:
+        """(high watermark, recovery point, log start) for the checkpoint files; None once deleted."""
         return self.run(_checkpoint_offsets, flush_if_due)
 
     def sync_rolled_segments(self) -> None:
@@ -163,8 +163,8 @@ class HostedPartition:
                 os.close(fd)
         self.run(_rolled_segments_synced, token, pending[-1][1])
 
-    def close(self) -> tuple[int, int] | None:
-        """Flush and close the log (shutdown); (HW, recovery point) as of closing."""
+    def close(self) -> tuple[int, int, int] | None:
+        """Flush and close the log (shutdown); (HW, recovery point, log start) as of closing."""
         return self.run(_close)
 
 
@@ -212,7 +212,7 @@ def _checkpoint_offsets(hosted: HostedPartition, flush_if_due: bool):
         return None, NO_EFFECTS
     if flush_if_due:
         hosted.log.maybe_flush()
-    return (hosted.replica.high_watermark, hosted.log.recovery_point), NO_EFFECTS
+    return (hosted.replica.high_watermark, hosted.log.recovery_point, hosted.log.log_start_offset), NO_EFFECTS
 
 
 def _rolled_segments_to_sync(hosted: HostedPartition):
@@ -228,6 +228,7 @@ def _rolled_segments_synced(hosted: HostedPartition, token: int, next_offset: in
 def _close(hosted: HostedPartition):
     if not hosted.usable:
         return None, NO_EFFECTS
+    start = hosted.log.log_start_offset
     hosted.log.close()
     hosted.usable = False
-    return (hosted.replica.high_watermark, hosted.log.recovery_point), STATE_CHANGED
+    return (hosted.replica.high_watermark, hosted.log.recovery_point, start), STATE_CHANGED

@@ -26,7 +26,7 @@ from replog.broker.core.produce import ProduceProgress
 from replog.broker.core.producer_state import Duplicate
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.producer_headers import producer_header
-from replog.common.records import BatchHeader
+from replog.common.records import BatchHeader, RecordTooLargeError
 
 _GONE = (ErrorCode.NOT_LEADER, "the replica is no longer hosted here")
 
@@ -83,6 +83,8 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
         info = log.append_as_leader(batch, leader_epoch, fsync=fsync, validated=header)
     except OSError as exc:
         return LeaderAppend(ErrorCode.STORAGE_ERROR, f"append failed: {exc}"), NO_EFFECTS
+    except RecordTooLargeError as exc:  # the topic's max.message.bytes went down since the batch was checked
+        return LeaderAppend(ErrorCode.RECORD_TOO_LARGE, str(exc)), NO_EFFECTS
     if header.producer_id >= 0:
         stored = producer_header(header.stamped(info.base_offset, header.partition_leader_epoch))
         if stored is not None:

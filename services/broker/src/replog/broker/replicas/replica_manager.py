@@ -14,8 +14,8 @@ lost committed records; those are listed in `lost_records` for the broker to
 report (the HW is still clamped to the log end, now loudly). Partitions no longer
 assigned here are deleted (`delete_unassigned`, seed v3 §E) before the broker
 registers. `write_checkpoints()` atomically rewrites the HW file and the
-recovery-point file (checkpoints.py: temp, fsync, rename, fsync dir) for every
-hosted replica; the checkpointer calls it periodically and `close()` once
+recovery-point and log-start files (checkpoints.py: temp, fsync, rename, fsync
+dir) for every hosted replica; the checkpointer calls it periodically and `close()` once
 more after flushing every log, then writes the clean-shutdown marker.
 """
 
@@ -32,6 +32,7 @@ from replog.broker.core.produce import ProduceProgress
 from replog.broker.core.producer_state import ProducerStateLimits
 from replog.broker.log import (
     HW_CHECKPOINT_FILE,
+    LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
     LogConfig,
     LostRecords,
@@ -46,6 +47,7 @@ from replog.broker.replicas.consequences import Consequences
 from replog.broker.replicas.directory_remover import DirectoryRemover
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import produce_progress
+from replog.broker.replicas.log_maintenance import update_log_config
 from replog.broker.replicas.partition_dirs import (
     local_partition_directories,
     partition_directory,
@@ -63,19 +65,22 @@ _NOT_HOSTED = ProduceProgress(is_leader=False, leader_epoch=-1, high_watermark=-
 
 class ReplicaManager:
     def __init__(self, *, broker_id: int, log_dir: Path, log_config: LogConfig, clock: Clock,
-                 producer_state_limits: ProducerStateLimits = ProducerStateLimits()) -> None:
+                 producer_state_limits: ProducerStateLimits = ProducerStateLimits(),
+                 log_config_of: Callable[[str], LogConfig] | None = None) -> None:
         self.broker_id = broker_id
         self.log_dir = Path(log_dir)
         self._log_config = log_config
         self._producer_state_limits = producer_state_limits
+        # a topic's settings: the defaults with its overrides (topic_configs.py), once it is watched
+        self.log_config_of: Callable[[str], LogConfig] = log_config_of or (lambda topic: log_config)
         self._clock = clock
         self._lock = threading.Lock()
         self._partitions: dict[TopicPartition, HostedPartition] = {}
         self._created_since_settle = 0
         self._per_topic: dict[str, int] = {}  # entries in _partitions per topic, so hosts_topic is O(1)
-        self._checkpoint_lock = threading.Lock()
+        self._checkpoint_lock = threading.RLock()  # held while offsets are read and written
         self._remover = DirectoryRemover()  # deleted replicas' directories, renamed aside, go here
-        self._checkpointed: dict[tuple[str, int], tuple[int, int]] | None = None  # as last written
+        self._checkpointed: dict[tuple[str, int], tuple[int, int, int]] | None = None  # as last written
         self.clean_start = True  # the last stop left the clean-shutdown marker (set by `load`)
         self.lost_records: list[LostRecords] = []  # committed records recovery could not find (set by `load`)
         # What the steps on every hosted replica set off (consequences.py); bootstrap.py connects it.
@@ -91,12 +96,14 @@ class ReplicaManager:
             self._remover.remove_later(leftover)  # deleted before the last stop, not yet removed
         high_watermarks = read_offsets_checkpoint(self.log_dir / HW_CHECKPOINT_FILE)
         recovery_points = read_offsets_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT_FILE)
+        log_starts = read_offsets_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT_FILE)
         dropped = 0
         for topic_partition, path in local_partition_directories(self.log_dir).items():
             key = (topic_partition.topic, topic_partition.partition)
             # No recovery point recorded: scan every segment (rolled ones may never have been fsynced).
-            partition_log = PartitionLog.open(path, self._log_config, self._clock,
-                                              recovery_point=recovery_points.get(key, 0))
+            partition_log = PartitionLog.open(path, self.log_config_of(topic_partition.topic), self._clock,
+                                              recovery_point=recovery_points.get(key, 0),
+                                              log_start_offset=log_starts.get(key, 0))
             report = partition_log.recovery_report
             if not report.clean:
                 dropped += report.bytes_dropped
@@ -139,7 +146,7 @@ class ReplicaManager:
             hosted = self._partitions.get(topic_partition)
             if hosted is None or not hosted.usable:
                 directory = partition_directory(self.log_dir, topic_partition)
-                partition_log = PartitionLog.open(directory, self._log_config, self._clock)
+                partition_log = PartitionLog.open(directory, self.log_config_of(topic_partition.topic), self._clock)
                 hosted = HostedPartition(
                     topic_partition, self.broker_id, partition_log,
                     high_watermark=0, producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
@@ -174,6 +181,14 @@ class ReplicaManager:
         progress = None if hosted is None else produce_progress(hosted)
         return _NOT_HOSTED if progress is None else progress
 
+    def apply_log_config(self, topic: str, config: LogConfig) -> None:
+        """A topic's log settings changed: every running replica of it takes them now."""
+        if not self.hosts_topic(topic):
+            return
+        for hosted in self.hosted():
+            if hosted.topic_partition.topic == topic:
+                update_log_config(hosted, config)
+
     # --- removal -----------------------------------------------------------------------
 
     def delete(self, topic_partition: TopicPartition) -> None:
@@ -207,12 +222,15 @@ class ReplicaManager:
     # --- checkpoints and shutdown ---------------------------------------------------------
 
     def write_checkpoints(self, *, flush_if_due: bool = True) -> None:
-        offsets = {}
-        for hosted in self.hosted():
-            values = hosted.checkpoint_offsets(flush_if_due=flush_if_due)
-            if values is not None:
-                offsets[(hosted.topic_partition.topic, hosted.topic_partition.partition)] = values
-        self._write(offsets)
+        """Read every replica's offsets and write them, as one step against other writers (the
+        checkpointer, AdvanceLogStartOffset): a write never replaces newer values with older ones."""
+        with self._checkpoint_lock:
+            offsets = {}
+            for hosted in self.hosted():
+                values = hosted.checkpoint_offsets(flush_if_due=flush_if_due)
+                if values is not None:
+                    offsets[(hosted.topic_partition.topic, hosted.topic_partition.partition)] = values
+            self._write(offsets)
 
     def close(self) -> None:
         """Flush and close every log, then checkpoint HWs and recovery points one last time."""
@@ -224,14 +242,16 @@ class ReplicaManager:
         self._write(offsets)
         write_clean_shutdown_marker(self.log_dir)
 
-    def _write(self, offsets: dict[tuple[str, int], tuple[int, int]]) -> None:
-        """Rewrite both checkpoint files, unless they would say what they already say."""
+    def _write(self, offsets: dict[tuple[str, int], tuple[int, int, int]]) -> None:
+        """Rewrite the checkpoint files, unless they would say what they already say."""
         with self._checkpoint_lock:
             if offsets == self._checkpointed:
                 return
             write_offsets_checkpoint(self.log_dir / HW_CHECKPOINT_FILE, {k: v[0] for k, v in offsets.items()})
             write_offsets_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT_FILE,
                                      {k: v[1] for k, v in offsets.items()})
+            write_offsets_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT_FILE,
+                                     {k: v[2] for k, v in offsets.items()})
             self._checkpointed = offsets
 
     # --- metrics ---------------------------------------------------------------------------

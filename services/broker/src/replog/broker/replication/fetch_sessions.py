@@ -78,6 +78,7 @@ class FollowerPosition(NamedTuple):
     last_fetched_epoch: int
     partition_max_bytes: int
     known_high_watermark: int  # the HW the follower says it knows
+    log_start_offset: int = 0  # the follower's log start
 
 
 ReadOne = Callable[[TopicPartition, FollowerPosition, HostedPartition | None, int], FollowerFetchAnswer]
@@ -230,7 +231,7 @@ class FetchSession:
         known_high_watermarks = self._known_high_watermarks
         for tp, answer in answers.items():
             known = known_high_watermarks[tp]
-            if _is_news(answer, known):
+            if _is_news(answer, known, self._positions[tp].log_start_offset):
                 sent.append((tp, answer))
                 if answer.error_code is ErrorCode.NONE and answer.high_watermark > known:
                     self._known_before_last_answer[tp] = known
@@ -257,10 +258,11 @@ class FetchSession:
         return hosted
 
 
-def _is_news(answer: FollowerFetchAnswer, known_high_watermark: int) -> bool:
-    """Whether the follower learns anything from this partition's answer (else it is left out)."""
+def _is_news(answer: FollowerFetchAnswer, known_high_watermark: int, follower_log_start_offset: int) -> bool:
+    """Whether the follower learns anything from this partition's answer (else it is left out): records,
+    an error, a divergence, a newer HW, or a newer log start (which the follower then names)."""
     return (bool(answer.records) or answer.error_code is not ErrorCode.NONE or answer.diverging is not None
-            or answer.high_watermark > known_high_watermark)
+            or answer.high_watermark > known_high_watermark or answer.log_start_offset > follower_log_start_offset)
 
 
 class FetchSessions:

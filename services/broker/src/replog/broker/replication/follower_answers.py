@@ -98,18 +98,19 @@ def handle_answer(hosted: HostedPartition, follow: Follow, position: FetchPositi
         try:
             appended = append_from_leader(hosted, leader_epoch=leader_epoch, fetch_offset=position.fetch_offset,
                                           records=answer.records, leader_high_watermark=answer.high_watermark,
-                                          fsync=fsync)
+                                          leader_log_start_offset=answer.log_start_offset, fsync=fsync)
         except (CorruptRecordError, LogOffsetMismatchError) as exc:
             log.error("%s: cannot append the leader's records: %s", tp, exc)
             return Handled(True, ERROR_BACKOFF_MS)
         except OSError as exc:  # a failed write or fsync: the position does not move, the leader is not told
             log.error("%s: storage error appending the leader's records: %s", tp, exc)
             return Handled(True, ERROR_BACKOFF_MS)
-        if appended == 0:
-            return _POSITION_KNOWN
-        if appended:
-            metrics.replication_bytes_in.inc(appended)
-        return _NAME_AGAIN
+        if appended is None:
+            return _NAME_AGAIN
+        if appended.byte_count:
+            metrics.replication_bytes_in.inc(appended.byte_count)
+        # a new log start is named in the next fetch, so the leader's session knows it was taken
+        return _NAME_AGAIN if appended.byte_count or appended.log_start_moved else _POSITION_KNOWN
     if code == ErrorCode.OFFSET_OUT_OF_RANGE:
         return _truncate(follow, "offset out of range", metrics, lambda: reset_out_of_range(
             hosted, leader_epoch=leader_epoch, fetch_offset=position.fetch_offset,

@@ -104,6 +104,12 @@ class BrokerMetrics:
         self.producer_ids_expired = Counter(
             "replog_broker_producer_ids_expired",
             "idempotent producers forgotten after producer_id_expiration_ms without a write", registry=registry)
+        self.retention_segments_deleted = Counter(
+            "replog_broker_retention_segments_deleted",
+            "log segments retention deleted (retention.ms, retention.bytes)", registry=registry)
+        self.retention_round_ms = Histogram(
+            "replog_broker_retention_round_ms", "time one retention round took on the checkpointer thread",
+            buckets=LATENCY_BUCKETS_MS, registry=registry)
         self.follower_fetch = self._fetch_kind("follower")
         self.consumer_fetch = self._fetch_kind("consumer")
         self._produce_by_acks = {acks: self._produce_acks(str(acks)) for acks in (0, 1, -1)}
