@@ -43,7 +43,8 @@ class CellResult:
     goals: dict[str, float] = field(default_factory=dict)
 
     def row(self) -> tuple[str, ...]:
-        return checker.summary_row(self.fault, self.target_kind + (f" ({', '.join(self.targets)})"), self.report)
+        named = ", ".join(self.targets) if len(self.targets) <= 2 else f"{len(self.targets)} processes"
+        return checker.summary_row(self.fault, f"{self.target_kind} ({named})", self.report)
 
 
 def topics_of(cell_index: int) -> dict[str, int]:
