@@ -154,6 +154,7 @@ def test_unclean_election_only_where_the_topic_allows_it_and_it_is_counted():
     assert writes(plan)[tp("logs", 0)] == LeaderAndIsr(2, 1, (2,), 7, 1)
     assert writes(plan)[tp("orders", 0)].leader == NO_LEADER
     assert plan.metrics.unclean_leader_elections == 1
+    assert plan.metrics.unclean_partitions == (tp("logs", 0),)  # named in the controller's log and span
 
 
 def test_a_broker_that_restarted_between_two_watches_is_treated_as_dead_then_back():

@@ -36,6 +36,7 @@ def test_unclean_election_on_request_ignores_the_topic_setting():
     assert codes(plan) == {tp("orders", 0): ErrorCode.NONE, tp("orders", 1): ErrorCode.ELECTION_NOT_NEEDED}
     assert writes(plan)[tp("orders", 0)] == LeaderAndIsr(2, 3, (2,), 7, 4)
     assert plan.metrics.unclean_leader_elections == 1
+    assert plan.metrics.unclean_partitions == (tp("orders", 0),)
 
 
 def test_unclean_election_with_no_live_replica_is_answered():

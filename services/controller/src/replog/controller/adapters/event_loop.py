@@ -363,6 +363,8 @@ class ControllerLoop:
             metrics.LEADER_ELECTION_TIME.observe((time.monotonic() - started) * 1000)
         if facts.unclean_leader_elections:
             metrics.UNCLEAN_LEADER_ELECTIONS.inc(facts.unclean_leader_elections)
+            log.warning("unclean leader election of %s: each has a leader from outside its ISR, and records "
+                        "acknowledged before may be lost", _names(facts.unclean_partitions))
         metrics.ISR_SHRINKS.inc(facts.isr_shrinks)
         metrics.ISR_EXPANDS.inc(facts.isr_expands)
         metrics.FAILED_ISR_UPDATES.inc(facts.failed_isr_updates)
@@ -381,9 +383,15 @@ def _describe(span, state: ControllerState, event, plan) -> None:
     changed = {d.partition for r in plan.leader_and_isr for d in r.partitions}
     span.set_attribute("partitions.affected", len(changed))
     span.set_attribute("leader_elections", plan.metrics.leader_elections)
+    if plan.metrics.unclean_partitions:
+        span.set_attribute("unclean_leader_elections", _names(plan.metrics.unclean_partitions))
     if isinstance(event, ev.BrokersChanged):
         before, after = set(state.live_brokers), set(event.live)
         span.set_attribute("brokers.dead", sorted(before - after))
         span.set_attribute("brokers.new", sorted(after - before))
     if isinstance(event, ev.ControlledShutdownRequested):
         span.set_attribute("broker.id", event.broker_id)
+
+
+def _names(partitions) -> list[str]:
+    return [f"{tp.topic}-{tp.partition}" for tp in partitions]

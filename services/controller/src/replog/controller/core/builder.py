@@ -110,6 +110,7 @@ class PlanBuilder:
         # metrics
         self.leader_elections = 0
         self.unclean_leader_elections = 0
+        self.unclean_partitions: list[TopicPartition] = []
         self.isr_shrinks = 0
         self.isr_expands = 0
         self.failed_isr_updates = 0
@@ -351,6 +352,7 @@ class PlanBuilder:
             metrics=PlanMetrics(
                 leader_elections=self.leader_elections,
                 unclean_leader_elections=self.unclean_leader_elections,
+                unclean_partitions=tuple(self.unclean_partitions),
                 isr_shrinks=self.isr_shrinks,
                 isr_expands=self.isr_expands,
                 failed_isr_updates=self.failed_isr_updates,

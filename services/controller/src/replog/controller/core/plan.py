@@ -281,6 +281,9 @@ Reply = AlterPartitionReply | ControlledShutdownReply | PartitionResultsReply
 class PlanMetrics:
     leader_elections: int = 0
     unclean_leader_elections: int = 0
+    # The partitions given a leader outside their ISR: records they acknowledged may be lost. The
+    # controller names them in its log and its span, so an operator knows where to look.
+    unclean_partitions: tuple[TopicPartition, ...] = ()
     isr_shrinks: int = 0
     isr_expands: int = 0
     failed_isr_updates: int = 0
