@@ -6,15 +6,19 @@ the leader alone in the ISR, which acknowledges writes no other replica has; the
 and the stale follower started again, the controller elects the follower from outside the ISR.
 The history checker then finds lost records, and every one of them was acknowledged while the
 old leader was alone in the ISR, before the unclean election. The controller reports the election
-in its metric (replog_controller_unclean_leader_elections_total) and names the partition in its
-log and its span; writes acknowledged after the election are kept.
+in its metric (replog_controller_unclean_leader_elections_total), names the partition in its
+log and its span, and `replog topics describe` flags it (unclean-leader); writes acknowledged
+after the election are kept.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -51,7 +55,7 @@ def unclean_elections(cluster) -> float:
 
 
 def test_only_records_acknowledged_by_a_lone_leader_are_lost_after_an_unclean_election(cluster_factory):
-    cluster = cluster_factory(ClusterSpec(controllers=1, brokers=2, gateways=0, zookeeper_session_timeout_ms=3000,
+    cluster = cluster_factory(ClusterSpec(controllers=1, brokers=2, gateways=1, zookeeper_session_timeout_ms=3000,
                                           extra_args={"broker": ["--replica-lag-time-max-ms", "2000"]}))
     history = History()
     try:
@@ -81,6 +85,7 @@ def run_and_check(cluster, history: History) -> None:
             before.stop(5)  # the partition is offline: what is unanswered stays indeterminate
         cluster.start("broker-2")
         wait_for_leader(cluster, zk, TOPIC, 2, 60)
+        assert "unclean-leader" in describe_topic(cluster), "replog topics describe does not flag the partition"
         # New producers: the old ones' sequence numbers went with the lost records, and the new leader
         # refuses their next batches as out of order (an idempotent producer's epoch is not bumped).
         after = Workload(history, bootstrap, {TOPIC: 1}, first_producer=len(before.producers))
@@ -104,6 +109,15 @@ def run_and_check(cluster, history: History) -> None:
     log = cluster.log_path("controller-1").read_text()
     assert "unclean leader election of ['unclean-0']" in log
     wait_for(lambda: unclean_spans(cluster), 30, "the controller's span naming the unclean election")
+
+
+def describe_topic(cluster) -> str:
+    """`replog topics describe` as an operator runs it."""
+    command = [str(Path(sys.executable).parent / "replog"), "--gateway", cluster.gateway_address, "topics",
+               "describe", TOPIC]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def unclean_spans(cluster) -> list[dict]:

@@ -70,7 +70,7 @@ def restore_leadership(b: PlanBuilder, tp: TopicPartition, *, force_unclean: boo
     if unclean:
         b.unclean_leader_elections += 1
         b.unclean_partitions.append(tp)
-        return b.write(tp, new_leader, (new_leader,))
+        return b.write(tp, new_leader, (new_leader,), unclean=True)
     return b.write(tp, new_leader, live_isr)
 
 
