@@ -17,6 +17,7 @@ import pytest
 from replog.devcluster import ClusterSpec, LocalCluster
 from tests.fault.history import checker, matrix
 from tests.fault.history.cells import CellResult, run_cell
+from tests.fault.history.history import History
 from tests.fault.history.replica_logs import read_replica
 from tests.integration.broker_helpers import stop_brokers_first, zk_session
 
@@ -44,16 +45,22 @@ def matrix_cluster(tmp_path_factory):
 @pytest.mark.parametrize("index, fault, kind", CELLS, ids=[matrix.cell_name(fault, kind) for _, fault, kind in CELLS])
 def test_cell(matrix_cluster, index, fault, kind):
     cluster, zk = matrix_cluster
-    result = run_cell(cluster, zk, fault, kind, index, load_s=matrix.load_s(), session_s=SESSION_MS / 1000)
+    history = History()
+    dump_to = cluster.log_dir / f"history-{matrix.cell_name(fault, kind)}.jsonl"
+    try:
+        result = run_cell(cluster, zk, history, fault, kind, index, load_s=matrix.load_s(),
+                          session_s=SESSION_MS / 1000)
+    except BaseException:
+        print(f"history: {history.dump(dump_to)}")
+        raise
     RESULTS.append(result)
     report = result.report
     missed = {goal: (round(getattr(report, goal), 2), bound, report.slowest(goal)[0])
               for goal, bound in result.goals.items() if getattr(report, goal) > bound}
     if report.violations or missed:
-        dumped = result.history.dump(cluster.log_dir / f"history-{fault}-{kind}.jsonl")
         pytest.fail(f"{fault} on {kind} {result.targets}: {len(report.violations)} violations, goals missed "
                     f"(value, bound, slowest partition): {missed}\n{checker.evidence(report)}\n"
-                    f"history: {dumped}; logs: {cluster.log_dir}")
+                    f"history: {history.dump(dump_to)}; logs: {cluster.log_dir}")
 
 
 def test_isr_members_hold_identical_logs_below_the_high_watermark(matrix_cluster, request):

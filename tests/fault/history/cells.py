@@ -70,13 +70,14 @@ def goals(fault: str, session_s: float) -> dict[str, float]:
     return {"unavailable_after_fault_s": session_s + 2.0, **after_heal}
 
 
-def run_cell(cluster, zk, fault_name: str, kind: str, cell_index: int, *, load_s: float,
+def run_cell(cluster, zk, history: History, fault_name: str, kind: str, cell_index: int, *, load_s: float,
              session_s: float) -> CellResult:
+    """Run the cell, recording into `history` (the caller's, so that it can dump it whatever happens)."""
     fault, partitions = FAULTS[fault_name], topics_of(cell_index)
     create_cell_topics(zk, cell_index)
     settle(cluster, zk, partitions)
     ctx = FaultContext(cluster, zk, session_s, next(iter(partitions)))
-    history, pace = History(), threading.Event()
+    pace = threading.Event()
     bootstrap = [p.address for p in cluster.of_role("broker")]
     workload = Workload(history, bootstrap, partitions)
     workload.start()
