@@ -32,12 +32,13 @@ BOUNCE_RESUME_S = 5.0  # after a process comes back, its partitions take writes 
 
 @dataclass
 class CellResult:
+    """What the matrix keeps of a cell: small even after minutes of load (the history stays with the
+    test, the final logs are kept as digests for the comparison with the replicas' files)."""
     fault: str
     target_kind: str
     targets: tuple[str, ...]
-    history: History
     report: checker.Report
-    final_logs: dict[tuple[str, int], checker.Log]
+    final_digests: dict[tuple[str, int], str]
     replicas: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)  # the ISR after settling
     high_watermarks: dict[tuple[str, int], int] = field(default_factory=dict)
     goals: dict[str, float] = field(default_factory=dict)
@@ -102,7 +103,8 @@ def run_cell(cluster, zk, history: History, fault_name: str, kind: str, cell_ind
     replicas, high_watermarks = settle(cluster, zk, partitions)
     final_logs = read_final_logs(bootstrap, high_watermarks)
     report = checker.check(history.events(), final_logs)
-    return CellResult(fault_name, kind, targets, history, report, final_logs, replicas, high_watermarks,
+    digests = {tp: checker.log_digest(log, high_watermarks[tp]) for tp, log in final_logs.items()}
+    return CellResult(fault_name, kind, targets, report, digests, replicas, high_watermarks,
                       goals(fault_name, session_s))
 
 

@@ -94,9 +94,16 @@ def test_an_isr_member_differing_below_the_high_watermark_is_reported_but_not_ab
     final = log_of((0, 0), (0, 1))
     same_below = {**final, 2: b"uncommitted"}
     differs = {0: final[0], 1: b"other"}
-    violations = checker.check_replicas(TP, 2, final, {1: final, 2: same_below, 3: differs})
+    violations = checker.check_replicas(TP, 2, checker.log_digest(final, 2), {1: final, 2: same_below, 3: differs})
     assert [v.rule for v in violations] == ["replicas_differ"]
-    assert "broker 3 differs at 1 offsets" in violations[0].evidence
+    assert "broker 3 differs from what the consumer read below the HW 2 at 1 offsets, against broker 1 " \
+           "(1: b'other' vs b'p0-s1')" in violations[0].evidence
+
+
+def test_replicas_that_all_differ_from_what_was_read_are_each_reported():
+    final = log_of((0, 0), (0, 1))
+    violations = checker.check_replicas(TP, 2, checker.log_digest(final, 2), {1: {0: final[0]}, 2: {}})
+    assert [v.evidence.split()[1] for v in violations] == ["1", "2"]
 
 
 def test_unavailability_is_the_longest_stretch_without_an_acknowledgement():
