@@ -4,10 +4,11 @@ Each cell runs three idempotent acks=all producers and two consumers over fresh 
 its fault into its target (the leader or a follower of the RF 3 topic's partition 0, the active
 controller, or every broker and controller), heals it, lets the cluster settle and checks the
 history against the final logs: nothing acknowledged lost, nothing duplicated, each producer's
-records in order, nothing a consumer read changed, and writes again within the goals (the
-ZooKeeper session timeout plus 2 s after the fault, 5 s after the heal). The last test stops the
-cluster and compares every ISR member's files with the final logs, and prints the summary table.
-tests/fault/history/matrix.py says which cells a run covers and how long; docs/testing.md tells the whole story.
+records in order, nothing a consumer read changed, and writes again within the goals (5 s after
+the heal; for a leader, the ZooKeeper session timeout plus 2 s after the fault). The last test
+stops the cluster, compares every ISR member's files with the final logs and prints the summary
+table. tests/fault/history/matrix.py says which cells a run covers and how long; docs/testing.md
+tells the whole story.
 """
 
 from __future__ import annotations
