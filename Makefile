@@ -11,7 +11,7 @@ PROTO_STAMP := $(PROTO_OUT)/replog/v1/.generated
 DISTS := libs/common libs/client services/broker services/controller services/admin-gateway deploy/local spark
 PYPROJECTS := $(addsuffix /pyproject.toml,$(DISTS))
 
-.PHONY: setup system-deps demo test up down status proto lint docs clean
+.PHONY: setup system-deps demo test test-faults up down status proto lint docs clean
 
 setup: system-deps $(STAMP)
 
@@ -59,6 +59,13 @@ demo: setup
 
 test: setup lint
 	bash tests/run.sh
+
+# The process-fault matrix in its long form: every cell, REPLOG_FAULT_LOAD_S seconds of load each
+# (default 300; docs/testing.md). The default suite runs the same cells in a short form.
+REPLOG_FAULT_LOAD_S ?= 300
+test-faults: setup
+	REPLOG_FAULT_LOAD_S=$(REPLOG_FAULT_LOAD_S) $(BIN)/python -m pytest tests/fault/test_fault_matrix.py -q \
+		-p no:cacheprovider --durations=0
 
 clean: down
 	rm -rf .state $(VENV) $(PROTO_OUT)/replog/v1

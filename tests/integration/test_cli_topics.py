@@ -91,7 +91,7 @@ def test_create_list_describe_alter_grow_delete(replog, kazoo):
     assert described["partitions"][0] == {
         "topic": "orders", "partition": 0, "leader": 1, "leader_epoch": 1, "replicas": [1, 2], "isr": [1, 2],
         "adding_replicas": [], "removing_replicas": [], "offline_replicas": [], "unavailable": False,
-        "under_replicated": False, "under_min_isr": False, "at_min_isr": True,
+        "under_replicated": False, "under_min_isr": False, "at_min_isr": True, "unclean_leader": False,
         "log_start_offset": -1, "high_watermark": -1, "size_bytes": -1,  # no broker runs in this test
     }
 

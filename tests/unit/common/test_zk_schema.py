@@ -36,6 +36,17 @@ def test_partition_state_has_kafkas_shape():
     assert schema.PartitionStateRecord.decode(record.encode()) == record
 
 
+def test_partition_state_after_an_unclean_election_records_its_leader_epoch():
+    record = schema.PartitionStateRecord(leader=3, leader_epoch=6, isr=(3,), controller_epoch=4, unclean_leader_epoch=6)
+    assert json.loads(record.encode())["unclean_leader_epoch"] == 6
+    assert record.encode() == b'{"controller_epoch":4,"isr":[3],"leader":3,"leader_epoch":6,"unclean_leader_epoch":6,' \
+                              b'"version":1}'
+    assert schema.PartitionStateRecord.decode(record.encode()) == record
+    # A state written before the field existed has had no unclean election.
+    assert schema.PartitionStateRecord.decode(b'{"version":1,"leader":1,"leader_epoch":1,"isr":[1],'
+                                              b'"controller_epoch":1}').unclean_leader_epoch == -1
+
+
 replica_lists = st.lists(st.integers(0, 1000), min_size=1, max_size=5, unique=True).map(tuple)
 
 
@@ -82,6 +93,8 @@ def test_reassignment_request_uses_kafkas_file_format():
         (b'{"leader":1}', "missing integer 'version'"),
         (b'{"version":1,"leader":"x","leader_epoch":1,"isr":[1],"controller_epoch":1}', "'leader' must be an integer"),
         (b'{"version":1,"leader":1,"leader_epoch":1,"isr":"1","controller_epoch":1}', "'isr' must be a list"),
+        (b'{"version":1,"leader":1,"leader_epoch":1,"isr":[1],"controller_epoch":1,"unclean_leader_epoch":"2"}',
+         "'unclean_leader_epoch' must be an integer"),
     ],
 )
 def test_malformed_partition_state_is_refused_with_the_reason(data, message):

@@ -151,9 +151,20 @@ def test_unclean_election_only_where_the_topic_allows_it_and_it_is_counted():
         configs={"logs": TopicConfig(unclean_leader_election=True)},
     )
     plan, _ = kill(state, 1)
-    assert writes(plan)[tp("logs", 0)] == LeaderAndIsr(2, 1, (2,), 7, 1)
+    assert writes(plan)[tp("logs", 0)] == LeaderAndIsr(2, 1, (2,), 7, 1, unclean_leader_epoch=1)
     assert writes(plan)[tp("orders", 0)].leader == NO_LEADER
     assert plan.metrics.unclean_leader_elections == 1
+    assert plan.metrics.unclean_partitions == (tp("logs", 0),)  # named in the controller's log and span
+
+
+def test_the_unclean_leader_epoch_is_kept_by_later_writes_and_outlived_by_a_clean_election():
+    unclean = LeaderAndIsr(2, 2, (2, 3), 7, 2, unclean_leader_epoch=2)
+    state = cluster(topics={"orders": [(1, 2, 3)]}, states={("orders", 0): unclean})
+    plan, _ = kill(state, 3)
+    assert writes(plan)[tp("orders", 0)] == LeaderAndIsr(2, 2, (2,), 7, 3, unclean_leader_epoch=2)
+    plan, _ = kill(state, 2)
+    # The record stays, but the leader in office (epoch 3) is no longer the unclean one.
+    assert writes(plan)[tp("orders", 0)] == LeaderAndIsr(3, 3, (3,), 7, 3, unclean_leader_epoch=2)
 
 
 def test_a_broker_that_restarted_between_two_watches_is_treated_as_dead_then_back():

@@ -38,7 +38,7 @@ def test_an_offline_partition_of_an_unclean_topic_takes_any_returning_replica():
                     states={("logs", 0): LeaderAndIsr(NO_LEADER, 1, (1,), 6, 1)},
                     configs={"logs": TopicConfig(unclean_leader_election=True)})
     plan, _ = run(state, BrokersChanged(brokers(2, 4)))
-    assert writes(plan)[tp("logs", 0)] == LeaderAndIsr(2, 2, (2,), 7, 2)
+    assert writes(plan)[tp("logs", 0)] == LeaderAndIsr(2, 2, (2,), 7, 2, unclean_leader_epoch=2)
     assert plan.metrics.unclean_leader_elections == 1
 
 

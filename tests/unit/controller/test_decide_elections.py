@@ -34,8 +34,9 @@ def test_unclean_election_on_request_ignores_the_topic_setting():
                     states={("orders", 0): LeaderAndIsr(NO_LEADER, 2, (1,), 6, 3)}, live=(2, 3))
     plan, after = run(state, UncleanElectionRequested((tp("orders", 0), tp("orders", 1))))
     assert codes(plan) == {tp("orders", 0): ErrorCode.NONE, tp("orders", 1): ErrorCode.ELECTION_NOT_NEEDED}
-    assert writes(plan)[tp("orders", 0)] == LeaderAndIsr(2, 3, (2,), 7, 4)
+    assert writes(plan)[tp("orders", 0)] == LeaderAndIsr(2, 3, (2,), 7, 4, unclean_leader_epoch=3)
     assert plan.metrics.unclean_leader_elections == 1
+    assert plan.metrics.unclean_partitions == (tp("orders", 0),)
 
 
 def test_unclean_election_with_no_live_replica_is_answered():

@@ -57,7 +57,7 @@ def test_turning_on_unclean_election_elects_leaders_for_offline_partitions_at_on
     state = cluster(live=(1, 2), topics={"logs": [(3, 1, 2)]},
                     states={("logs", 0): LeaderAndIsr(NO_LEADER, 3, (3,), 6, 4)})
     plan, after = run(state, TopicConfigChanged("logs", TopicConfig(unclean_leader_election=True)))
-    assert writes(plan)[tp("logs", 0)] == LeaderAndIsr(1, 4, (1,), 7, 5)
+    assert writes(plan)[tp("logs", 0)] == LeaderAndIsr(1, 4, (1,), 7, 5, unclean_leader_epoch=4)
     assert plan.metrics.unclean_leader_elections == 1
     assert after.config_of("logs").unclean_leader_election
 

@@ -66,6 +66,14 @@ def test_offline_leader_counts_as_under_min_isr_like_kafka():
     assert h.unavailable and h.under_min_isr and not h.under_replicated
 
 
+def test_a_leader_from_an_unclean_election_is_flagged_until_the_next_leader_change():
+    elected = PartitionStateRecord(3, 6, (3,), 2, unclean_leader_epoch=6)
+    assert partition_health((1, 2, 3), (), elected, LIVE, min_insync_replicas=1).unclean_leader
+    moved_on = PartitionStateRecord(1, 7, (1,), 2, unclean_leader_epoch=6)
+    assert not partition_health((1, 2, 3), (), moved_on, LIVE, min_insync_replicas=1).unclean_leader
+    assert not partition_health((1, 2, 3), (), state(1, [1, 2, 3]), LIVE, min_insync_replicas=2).unclean_leader
+
+
 def test_replicas_being_added_do_not_make_a_partition_under_replicated():
     # Reassigning [1,2,3] -> [4,5,6]: assigned is target + original while it runs.
     h = partition_health((4, 5, 6, 1, 2, 3), (4, 5, 6), state(1, [1, 2, 3]), LIVE | {4, 5, 6}, 1)

@@ -124,7 +124,8 @@ def run_list(args, channel) -> int:
 
 def partition_status(p) -> str:
     flags = [name for name, on in (("unavailable", p.unavailable), ("under-replicated", p.under_replicated),
-                                   ("under-min-isr", p.under_min_isr), ("at-min-isr", p.at_min_isr)) if on]
+                                   ("under-min-isr", p.under_min_isr), ("at-min-isr", p.at_min_isr),
+                                   ("unclean-leader", p.unclean_leader)) if on]
     return ",".join(flags) or "ok"
 
 
@@ -134,7 +135,7 @@ def partition_dict(p) -> dict:
         "replicas": list(p.replicas), "isr": list(p.isr), "adding_replicas": list(p.adding_replicas),
         "removing_replicas": list(p.removing_replicas), "offline_replicas": list(p.offline_replicas),
         "unavailable": p.unavailable, "under_replicated": p.under_replicated,
-        "under_min_isr": p.under_min_isr, "at_min_isr": p.at_min_isr,
+        "under_min_isr": p.under_min_isr, "at_min_isr": p.at_min_isr, "unclean_leader": p.unclean_leader,
         "log_start_offset": p.log_start_offset, "high_watermark": p.high_watermark, "size_bytes": p.size_bytes,
     }
 

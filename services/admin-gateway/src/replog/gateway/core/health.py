@@ -8,6 +8,9 @@ Kafka's ``TopicCommand.PartitionDescription``:
 * unavailable: no leader (-1) or a leader that is not alive.
 * under-min-ISR: no leader, or the ISR is smaller than min.insync.replicas.
 * at-min-ISR: the ISR size equals min.insync.replicas.
+* unclean leader (replog's own): the leader in office was elected from outside
+  the ISR, so records acknowledged before it may be lost; it clears at the
+  next leader change (the state znode keeps the unclean election's leader epoch).
 
 A partition whose state znode does not exist yet (the controller has not
 created it) has leader -1 and an empty ISR: unavailable, under-replicated and
@@ -43,6 +46,7 @@ class PartitionHealth:
     under_replicated: bool
     under_min_isr: bool
     at_min_isr: bool
+    unclean_leader: bool = False
 
     def matches(self, wanted: Filter) -> bool:
         if wanted is Filter.NONE:
@@ -69,4 +73,5 @@ def partition_health(
         under_replicated=len(isr) < replication_factor,
         under_min_isr=not has_leader or len(isr) < min_insync_replicas,
         at_min_isr=len(isr) == min_insync_replicas,
+        unclean_leader=state is not None and 0 <= state.unclean_leader_epoch == state.leader_epoch,
     )

@@ -33,6 +33,7 @@ from replog.common.security.files import TlsFiles
 from replog.common.zk.client import ZkClient
 from replog.controller.adapters import metrics
 from replog.controller.adapters.broker_requests import BrokerRequestSender
+from replog.controller.adapters.event_report import describe, record_metrics
 from replog.controller.adapters.loader import load_snapshot
 from replog.controller.adapters.plan_executor import execute
 from replog.controller.adapters.seat import Seat
@@ -295,7 +296,7 @@ class ControllerLoop:
                 plan = decide(self._state, event, self._rng)
             if len(plan.zk_writes) >= FREEZE_AFTER_WRITES:
                 pause.freeze_on_exit()
-            _describe(span, self._state, event, plan)
+            describe(span, self._state, event, plan)
             if generation != self._generation:
                 raise NotController()
             outcomes = execute(plan, self._writer, self._sender, self._state, reply=reply,
@@ -332,7 +333,7 @@ class ControllerLoop:
         self._state = apply(self._state, plan)
         if isinstance(event, ev.Startup):
             gc_policy.settle()  # the loaded state lives as long as the seat
-        self._record_metrics(plan, started)
+        record_metrics(plan, self._state, started)
         return self._state
 
     def _resync_later(self, broker_id: int, broker_epoch: int, generation: int) -> None:
@@ -356,39 +357,8 @@ class ControllerLoop:
         timer.daemon = True
         timer.start()
 
-    def _record_metrics(self, plan, started: float) -> None:
-        facts = plan.metrics
-        if facts.leader_elections:
-            metrics.LEADER_ELECTIONS.inc(facts.leader_elections)
-            metrics.LEADER_ELECTION_TIME.observe((time.monotonic() - started) * 1000)
-        if facts.unclean_leader_elections:
-            metrics.UNCLEAN_LEADER_ELECTIONS.inc(facts.unclean_leader_elections)
-        if facts.lossy_leader_elections:
-            metrics.LOSSY_LEADER_ELECTIONS.inc(len(facts.lossy_leader_elections))
-            for tp, leader in facts.lossy_leader_elections:
-                log.error("%s: elected broker %d, which lost committed records of it in an unclean shutdown, as no "
-                          "other ISR member could lead: those records are lost", tp, leader)
-        metrics.ISR_SHRINKS.inc(facts.isr_shrinks)
-        metrics.ISR_EXPANDS.inc(facts.isr_expands)
-        metrics.FAILED_ISR_UPDATES.inc(facts.failed_isr_updates)
-        metrics.OFFLINE_PARTITIONS.set(self._state.offline_partition_count)
-        metrics.GLOBAL_PARTITIONS.set(len(self._state.assignments))
-
     def _give_up_seat(self, reason: str) -> None:
         log.warning("controller %d gives up its seat: %s", self._controller_id, reason)
         if self._watches:
             self._watches.close()
         self._give_up(reason)
-
-
-def _describe(span, state: ControllerState, event, plan) -> None:
-    """Attributes that explain the event in its trace."""
-    changed = {d.partition for r in plan.leader_and_isr for d in r.partitions}
-    span.set_attribute("partitions.affected", len(changed))
-    span.set_attribute("leader_elections", plan.metrics.leader_elections)
-    if isinstance(event, ev.BrokersChanged):
-        before, after = set(state.live_brokers), set(event.live)
-        span.set_attribute("brokers.dead", sorted(before - after))
-        span.set_attribute("brokers.new", sorted(after - before))
-    if isinstance(event, ev.ControlledShutdownRequested):
-        span.set_attribute("broker.id", event.broker_id)

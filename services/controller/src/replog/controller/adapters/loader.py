@@ -94,7 +94,7 @@ def read_partition_states(connect: ZkEndpoint, keys: list[TopicPartition]) -> di
             continue
         record = schema.PartitionStateRecord.decode(item[0], schema.partition_state_path(*tp))
         states[tp] = LeaderAndIsr(record.leader, record.leader_epoch, tuple(record.isr),
-                                  record.controller_epoch, item[1].version)
+                                  record.controller_epoch, item[1].version, record.unclean_leader_epoch)
     return states
 
 

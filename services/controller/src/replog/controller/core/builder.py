@@ -111,6 +111,7 @@ class PlanBuilder:
         self.leader_elections = 0
         self.unclean_leader_elections = 0
         self.lossy_leader_elections: list[tuple[TopicPartition, int]] = []
+        self.unclean_partitions: list[TopicPartition] = []
         self.isr_shrinks = 0
         self.isr_expands = 0
         self.failed_isr_updates = 0
@@ -177,13 +178,14 @@ class PlanBuilder:
 
     def write(
         self, tp: TopicPartition, leader: int, isr: tuple[int, ...], *,
-        bump_leader_epoch: bool = False, notify_replicas: bool = True,
+        bump_leader_epoch: bool = False, notify_replicas: bool = True, unclean: bool = False,
     ) -> LeaderAndIsr:
         """Record the partition's next leader and ISR; creates the znode if it has none.
 
         ``notify_replicas=False`` (an accepted AlterPartition: the leader learns
         the result in the reply) sends the change in UpdateMetadata only.
-        Writing what is already there is a no-op.
+        Writing what is already there is a no-op. ``unclean``: the leader was elected from outside
+        the ISR; its leader epoch is recorded as the partition's unclean one.
         """
         if type(isr) is not tuple:
             isr = tuple(isr)
@@ -200,7 +202,8 @@ class PlanBuilder:
             leader_epoch = base.leader_epoch
             if bump_leader_epoch or bumped or leader != base.leader:
                 leader_epoch += 1
-            new = LeaderAndIsr(leader, leader_epoch, isr, self.controller_epoch, base.partition_epoch + 1)
+            new = LeaderAndIsr(leader, leader_epoch, isr, self.controller_epoch, base.partition_epoch + 1,
+                               leader_epoch if unclean else current.unclean_leader_epoch)
         if self.pending_deleting or self.base_deleting:
             assert not self.is_deleting(tp.topic), f"{tp}: state write while its topic is being deleted"
         # The rules every write keeps; a failure is a controller bug.
@@ -353,6 +356,7 @@ class PlanBuilder:
                 leader_elections=self.leader_elections,
                 unclean_leader_elections=self.unclean_leader_elections,
                 lossy_leader_elections=tuple(self.lossy_leader_elections),
+                unclean_partitions=tuple(self.unclean_partitions),
                 isr_shrinks=self.isr_shrinks,
                 isr_expands=self.isr_expands,
                 failed_isr_updates=self.failed_isr_updates,

@@ -73,6 +73,8 @@ class LeaderAndIsr(NamedTuple):
     isr: tuple[int, ...]
     controller_epoch: int
     partition_epoch: int
+    # The leader epoch an unclean election began, -1 if none did: kept by every later write.
+    unclean_leader_epoch: int = -1
 
 
 class ReplicaAssignment(NamedTuple):

@@ -283,6 +283,9 @@ class PlanMetrics:
     unclean_leader_elections: int = 0
     # (partition, leader) elected from ISR members that all lost committed records of it (docs/durability.md)
     lossy_leader_elections: tuple[tuple[TopicPartition, int], ...] = ()
+    # The partitions given a leader outside their ISR: records they acknowledged may be lost. The
+    # controller names them in its log and its span, so an operator knows where to look.
+    unclean_partitions: tuple[TopicPartition, ...] = ()
     isr_shrinks: int = 0
     isr_expands: int = 0
     failed_isr_updates: int = 0

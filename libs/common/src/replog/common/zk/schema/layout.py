@@ -77,7 +77,8 @@ LAYOUT: tuple[Znode, ...] = (
           "the topic's replica assignment, and the replicas being added or removed",
           TopicAssignment({0: (1, 2, 3), 1: (2, 3, 4)}, {1: (4,)}, {1: (1,)}).encode()),
     Znode(partition_state_path("<topic>", "<p>"), "persistent", "the active controller only",
-          "leader, leader epoch and ISR; its zkVersion is the partition epoch",
+          "leader, leader epoch and ISR (and the leader epoch of the last unclean election, when one "
+          "happened); its zkVersion is the partition epoch",
           PartitionStateRecord(1, 4, (1, 2, 3), 7).encode()),
     Znode(delete_topic_path("<topic>"), "persistent", "the gateway; the controller deletes it when done",
           "the topic is being deleted", b""),

@@ -148,21 +148,30 @@ class TopicAssignment:
 
 @dataclass(frozen=True)
 class PartitionStateRecord:
-    """Leader, leader epoch and ISR of one partition; the znode version is its partition epoch."""
+    """Leader, leader epoch and ISR of one partition; the znode version is its partition epoch.
+
+    `unclean_leader_epoch`: the leader epoch an unclean election began (a leader from outside the
+    ISR, which may lack committed records), -1 if none ever did; written only when set. While it
+    equals `leader_epoch`, the leader in office is that unclean one."""
 
     leader: int
     leader_epoch: int
     isr: tuple[int, ...]
     controller_epoch: int
+    unclean_leader_epoch: int = -1
 
     def encode(self) -> bytes:
-        # The same bytes as dump_json of the five fields (sorted keys, no spaces), formatted directly:
+        # The same bytes as dump_json of the fields (sorted keys, no spaces), formatted directly:
         # the controller writes 10K of these per broker failover (docs/perf/zookeeper-partition-state-json.md).
-        if not all(type(v) is int for v in (self.controller_epoch, self.leader, self.leader_epoch, *self.isr)):
+        unclean = self.unclean_leader_epoch
+        if not all(type(v) is int for v in (self.controller_epoch, self.leader, self.leader_epoch, unclean,
+                                            *self.isr)):
             return dump_json({"version": 1, "controller_epoch": self.controller_epoch, "leader": self.leader,
-                              "leader_epoch": self.leader_epoch, "isr": list(self.isr)})
+                              "leader_epoch": self.leader_epoch, "isr": list(self.isr),
+                              **({"unclean_leader_epoch": unclean} if unclean != -1 else {})})
         return (f'{{"controller_epoch":{self.controller_epoch},"isr":[{",".join(map(str, self.isr))}],'
-                f'"leader":{self.leader},"leader_epoch":{self.leader_epoch},"version":1}}').encode()
+                f'"leader":{self.leader},"leader_epoch":{self.leader_epoch},'
+                + (f'"unclean_leader_epoch":{unclean},' if unclean != -1 else "") + '"version":1}').encode()
 
     @staticmethod
     def decode(data: bytes, path: str = "partition state") -> "PartitionStateRecord":
@@ -172,10 +181,11 @@ class PartitionStateRecord:
             value = json.loads(data)
             leader, leader_epoch = value["leader"], value["leader_epoch"]
             isr, controller_epoch = value["isr"], value["controller_epoch"]
+            unclean = value.get("unclean_leader_epoch", -1)
             if (type(value["version"]) is int and type(leader) is int and type(leader_epoch) is int
-                    and type(controller_epoch) is int and type(isr) is list
+                    and type(controller_epoch) is int and type(isr) is list and type(unclean) is int
                     and all(type(b) is int for b in isr)):
-                return PartitionStateRecord(leader, leader_epoch, tuple(isr), controller_epoch)
+                return PartitionStateRecord(leader, leader_epoch, tuple(isr), controller_epoch, unclean)
         except (ValueError, KeyError, TypeError):
             pass
         value = load_json(data, path)
@@ -184,6 +194,8 @@ class PartitionStateRecord:
             leader_epoch=int_field(value, "leader_epoch", path),
             isr=int_list(value.get("isr"), "'isr'", path),
             controller_epoch=int_field(value, "controller_epoch", path),
+            unclean_leader_epoch=int_field(value, "unclean_leader_epoch", path)
+            if "unclean_leader_epoch" in value else -1,
         )
 
 

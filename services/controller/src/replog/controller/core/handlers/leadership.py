@@ -76,7 +76,8 @@ def restore_leadership(b: PlanBuilder, tp: TopicPartition, *, force_unclean: boo
         b.lossy_leader_elections.append((tp, new_leader))
     if unclean:
         b.unclean_leader_elections += 1
-        return b.write(tp, new_leader, (new_leader,))
+        b.unclean_partitions.append(tp)
+        return b.write(tp, new_leader, (new_leader,), unclean=True)
     return b.write(tp, new_leader, live_isr)
 
 

@@ -1,0 +1,4 @@
+"""The fault matrix's parts (issue 39): a workload that records what its clients saw (history.py,
+workload.py), a checker of that history against the final logs (checker.py, pure), the faults and
+their targets (faults.py, session_expiry.py) and the runner of one cell (cells.py). docs/testing.md
+tells the whole story."""
