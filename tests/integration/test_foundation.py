@@ -222,14 +222,20 @@ def test_up_twice_is_harmless_and_down_leaves_nothing_running(cluster_factory):
     reopened.down()
     assert not any(row["running"] for row in LocalCluster(cluster.state_dir).status())
     import socket
+    import subprocess
 
     for info in cluster.processes.values():
-        # Every port is free for a new server (SO_REUSEADDR as servers use it:
-        # closed connections may linger in TIME_WAIT, listeners may not).
+        # Every port is free for a new server (SO_REUSEADDR as servers use it: closed connections may
+        # linger in TIME_WAIT, listeners may not) -- or, on a machine that runs other clusters, taken by
+        # a listener that is none of ours.
         with socket.socket() as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(("127.0.0.1", info.port))
-            sock.listen()
+            try:
+                sock.bind(("127.0.0.1", info.port))
+            except OSError:
+                listeners = subprocess.run(["ss", "-Hltnp", f"sport = :{info.port}"], capture_output=True,
+                                           text=True, check=True).stdout
+                assert not any(f"pid={pid}," in listeners for pid in pids.values()), (info.name, listeners)
 
 
 def test_a_planned_cluster_never_gives_two_processes_one_port(tmp_path):
