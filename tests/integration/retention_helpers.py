@@ -11,7 +11,16 @@ from replog.common.records import encode_batch
 from replog.devcluster import ClusterSpec
 from replog.v1 import log_pb2
 
-from .broker_helpers import describe, log_stub, partition_state, produce_raw, wait_for, wait_for_leader, zk_session
+from .broker_helpers import (
+    describe,
+    log_stub,
+    partition_state,
+    produce_raw,
+    stop_brokers_first,
+    wait_for,
+    wait_for_leader,
+    zk_session,
+)
 
 RETENTION_CHECK_INTERVAL_MS = 300
 DEADLINE_S = 60  # generous: five other engineers run tests on the same two cores
@@ -22,6 +31,16 @@ def spec() -> ClusterSpec:
     """Made when a fixture asks (ClusterSpec reads the session's CA from the environment then)."""
     return ClusterSpec(controllers=1, brokers=3, gateways=1, extra_args={"broker": [
         "--log-retention-check-interval-ms", str(RETENTION_CHECK_INTERVAL_MS)]})
+
+
+def module_cluster(tmp_path_factory, name: str):
+    """The body of a module-scoped cluster fixture (`yield from` it): the cluster, stopped brokers first."""
+    from tests.conftest import ClusterFactory
+
+    factory = ClusterFactory(tmp_path_factory.mktemp(name))
+    yield factory(spec())
+    stop_brokers_first(factory.clusters[0])
+    factory.teardown()
 
 
 def create(cluster, replog, topic: str, configs: dict[str, str], *, replication_factor: int = 3) -> tuple[int, ...]:

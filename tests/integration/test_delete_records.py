@@ -12,17 +12,17 @@ import pytest
 from replog.client import Consumer
 from replog.v1 import common_pb2
 
-from .broker_helpers import broker_name, stop_brokers_first, zk_session
+from .broker_helpers import broker_name, zk_session
 from .gateway_helpers import cli_runner
 from .retention_helpers import (
     DEADLINE_S,
     create,
     earliest,
     fetch_at,
+    module_cluster,
     offsets_file,
     produce,
     replicas,
-    spec,
     wait_for,
     wait_for_leader,
 )
@@ -34,12 +34,7 @@ RECORDS = 100
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from tests.conftest import ClusterFactory
-
-    factory = ClusterFactory(tmp_path_factory.mktemp("delete-records"))
-    yield factory(spec())
-    stop_brokers_first(factory.clusters[0])
-    factory.teardown()
+    yield from module_cluster(tmp_path_factory, "delete-records")
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from replog.client.results import ProduceError
 from replog.v1 import common_pb2
 
 from .gateway_helpers import cli_runner
-from .retention_helpers import DEADLINE_S, create, earliest, produce, replicas, spec, wait_for
+from .retention_helpers import DEADLINE_S, create, earliest, module_cluster, produce, replicas, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -23,14 +23,7 @@ VALUE = b"v" * 400  # one record a batch: about 470 bytes on disk
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from tests.conftest import ClusterFactory
-
-    from .broker_helpers import stop_brokers_first
-
-    factory = ClusterFactory(tmp_path_factory.mktemp("retention"))
-    yield factory(spec())
-    stop_brokers_first(factory.clusters[0])
-    factory.teardown()
+    yield from module_cluster(tmp_path_factory, "retention")
 
 
 @pytest.fixture

@@ -13,21 +13,25 @@ from replog.broker.log import RECOVERY_POINT_CHECKPOINT_FILE, read_offsets_check
 from replog.common.records import encode_batch
 from replog.v1 import common_pb2
 
-from .broker_helpers import produce_raw, stop_brokers_first
+from .broker_helpers import produce_raw
 from .gateway_helpers import cli_runner
-from .retention_helpers import DEADLINE_S, create, leader_of, produce, replicas, segment_files, spec, wait_for
+from .retention_helpers import (
+    DEADLINE_S,
+    create,
+    leader_of,
+    module_cluster,
+    produce,
+    replicas,
+    segment_files,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from tests.conftest import ClusterFactory
-
-    factory = ClusterFactory(tmp_path_factory.mktemp("topic-configs"))
-    yield factory(spec())
-    stop_brokers_first(factory.clusters[0])
-    factory.teardown()
+    yield from module_cluster(tmp_path_factory, "topic-configs")
 
 
 @pytest.fixture
