@@ -127,8 +127,8 @@ def written_since(history: History, partitions: dict[str, int], since_s: float) 
 
 
 def settle(cluster, zk, partitions: dict[str, int]):
-    """Wait until every process is healthy (every ZooKeeper server serving) and every partition has its whole assignment in the ISR,
-    caught up to the leader's HW; return each partition's ISR and HW."""
+    """Wait until every process is healthy (every ZooKeeper server serving) and every partition has
+    its whole assignment in the ISR, caught up to the leader's HW; return each partition's ISR and HW."""
     names = [p.name for p in cluster.processes.values() if p.role in ("zookeeper", "broker", "controller")]
     cluster.wait_healthy(names, SETTLE_TIMEOUT_S)
     replicas, high_watermarks = {}, {}
