@@ -21,7 +21,6 @@ from replog.devcluster import ClusterSpec
 from replog.devcluster.delay_proxy import LinkShape, delay_link
 from replog.devcluster.netfaults import NetworkFaults
 from replog.v1 import common_pb2
-
 from tests.conftest import ClusterFactory
 from tests.fault.netns_helpers import namespace_of
 from tests.integration.broker_helpers import (

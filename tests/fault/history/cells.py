@@ -19,8 +19,8 @@ from tests.integration.broker_helpers import create_topic, describe, partition_s
 
 from . import checker
 from .faults import FAULTS, TARGETS, FaultContext
-from .network_faults import NETWORK_FAULTS, NETWORK_TARGETS
 from .history import History, Invoke, Ok
+from .network_faults import NETWORK_FAULTS, NETWORK_TARGETS
 from .workload import Workload
 
 RF3_PARTITIONS = 6
