@@ -28,7 +28,7 @@ from replog.common.grpc_server import KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, M
 from replog.common.security.credentials import ChannelCredentialsSource
 from replog.common.security.files import TlsFiles
 
-CONNECT_TIMEOUT_MS = 2500  # how long one connection attempt may take (a link of up to about 500 ms one way)
+CONNECT_TIMEOUT_MS = 1500  # how long one connection attempt may take (a link of up to about 300 ms one way)
 
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", MESSAGE_BYTES_MAX),
