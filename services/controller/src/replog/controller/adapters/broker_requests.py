@@ -2,8 +2,9 @@
 brokers in parallel, each carrying the controller's id and epoch.
 
 A broker that cannot be reached is not retried here: it gets the whole current
-state (LeaderAndIsr with init) when it registers again, so nothing is lost by
-giving up. The W3C trace context of the current span rides in the metadata so
+state (LeaderAndIsr with init) when it registers again, or a resync from the
+event loop, so nothing is lost by giving up. One still not connected after a
+request to it failed in transit is not waited for again until it connects. The W3C trace context of the current span rides in the metadata so
 the brokers' handling joins the controller's trace.
 
 An INIT LeaderAndIsr and a full UpdateMetadata are first sent as a digest of
