@@ -60,11 +60,12 @@ demo: setup
 test: setup lint
 	bash tests/run.sh
 
-# The process-fault matrix in its long form: every cell, REPLOG_FAULT_LOAD_S seconds of load each
-# (default 300; docs/testing.md). The default suite runs the same cells in a short form.
+# The fault matrix in its long form: every process, network and ZooKeeper cell, REPLOG_FAULT_LOAD_S
+# seconds of load each (default 300; docs/testing.md). The default suite runs a short form.
 REPLOG_FAULT_LOAD_S ?= 300
 test-faults: setup
-	REPLOG_FAULT_LOAD_S=$(REPLOG_FAULT_LOAD_S) $(BIN)/python -m pytest tests/fault/test_fault_matrix.py -q \
+	REPLOG_FAULT_LOAD_S=$(REPLOG_FAULT_LOAD_S) $(BIN)/python -m pytest tests/fault/test_fault_matrix.py \
+		tests/fault/test_fault_matrix_network.py -q \
 		-p no:cacheprovider --durations=0
 
 clean: down

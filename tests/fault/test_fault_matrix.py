@@ -25,7 +25,7 @@ from tests.integration.broker_helpers import stop_brokers_first, zk_session
 pytestmark = pytest.mark.fault
 
 SESSION_MS = 3000
-CELLS = matrix.chosen_cells()
+CELLS = matrix.chosen_cells("process")
 RESULTS: list[CellResult] = []
 
 
@@ -76,5 +76,6 @@ def test_isr_members_hold_identical_logs_below_the_high_watermark(matrix_cluster
             logs = {b: read_replica(cluster.data_dir(f"broker-{b}"), *tp, high_watermark) for b in isr}
             violations += checker.check_replicas(tp, high_watermark, result.final_digests[tp], logs)
     with request.config.pluginmanager.get_plugin("capturemanager").global_and_fixture_disabled():
-        print(f"\nfault matrix: {matrix.describe_selection()}\n{checker.format_table([r.row() for r in RESULTS])}")
+        print(f"\nfault matrix: {matrix.describe_selection('process')}\n"
+              f"{checker.format_table([r.row() for r in RESULTS])}")
     assert not violations, "\n".join(map(str, violations[:20]))

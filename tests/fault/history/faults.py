@@ -4,14 +4,15 @@ A fault is a name, the target kinds it applies to, and an inject/heal pair of ca
 cluster's handle (`FaultContext`) and the chosen target (process names), with how long to hold the
 fault between the two. A target kind is a name and a chooser that names the processes at the
 moment of the fault (the leader changes from cell to cell). The process faults here run on the
-ordinary loopback cluster; network and ZooKeeper faults join as more entries of `FAULTS` and
-`TARGETS` with their own inject and heal.
+ordinary loopback cluster; the network and ZooKeeper faults (network_faults.py) run on a multi-host
+cluster.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from replog.common.zk import schema
@@ -29,6 +30,9 @@ class FaultContext:
     zk: ZkClient
     session_s: float  # the services' ZooKeeper session timeout
     topic: str  # the RF 3 topic whose partition 0 names the leader and follower targets
+    lag_s: float = 0.0  # the brokers' replica.lag.time.max.ms, in seconds
+    # What a fault holds until its heal (network cuts, delayed links): the heal closes it.
+    held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,10 @@ class Fault:
     inject: Callable[[FaultContext, tuple[str, ...]], None]
     heal: Callable[[FaultContext, tuple[str, ...]], None]
     hold_s: Callable[[FaultContext], float]
+    # The availability goal after the fault (cells.goals): "session-if-leader" (a leader's partitions
+    # take writes within the session timeout + 2 s), "outage" (no stall longer than the fault lasted),
+    # "none" (reported, not asserted). Every cell also has to take writes within 5 s of the heal.
+    goal: str = "session-if-leader"
 
 
 # --- targets ------------------------------------------------------------------------------------

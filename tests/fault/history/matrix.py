@@ -1,42 +1,93 @@
 """Which cells a run covers and for how long: the short form of the default suite, the long form
 of `make test-faults`.
 
+Two matrices share the workload and the checker: the process faults on the loopback cluster
+(`test_fault_matrix.py`, faults.py) and the network and ZooKeeper faults on a multi-host cluster
+with a 3-server ensemble (`test_fault_matrix_network.py`, network_faults.py).
+
 `REPLOG_FAULT_LOAD_S` is the seconds of load per cell (half before the fault, at least half after
-the heal). Unset, the short form: `SHORT_LOAD_S`, every cell (the matrix fits the default suite's
-budget of about 4 minutes this way). `make test-faults` sets it to 300, the long form.
-`REPLOG_FAULT_CELLS` (comma-separated cell names, `fault-target` as in the test ids) runs only
-those cells, to repeat one.
+the heal). Unset, the short form: `SHORT_LOAD_S`. The process matrix runs every cell in its short
+form; the network matrix does not fit the default suite's budget whole, so its short form runs one
+round of a rotation: its cells in a fixed order cut into rounds of `ROUND_CELLS`, the round chosen
+by a seed (`REPLOG_FAULT_SEED`, else the clock's seconds) modulo the number of rounds. The seed is
+printed; consecutive seeds cover every cell. The long form (`REPLOG_FAULT_LOAD_S` set, as `make
+test-faults` does) runs every cell of both. `REPLOG_FAULT_CELLS` (comma-separated cell names,
+`fault-target` as in the test ids) runs only those cells, of either matrix, to repeat one.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
-from .faults import cells
+from .faults import cells as process_cells
+from .network_faults import network_cells
 
 SHORT_LOAD_S = 2.0
+ROUND_CELLS = 9  # network cells per run in the short form: two rounds cover all 17
 
 
 def load_s() -> float:
     return float(os.environ.get("REPLOG_FAULT_LOAD_S", SHORT_LOAD_S))
 
 
+def long_form() -> bool:
+    return "REPLOG_FAULT_LOAD_S" in os.environ
+
+
 def cell_name(fault: str, kind: str) -> str:
     return f"{fault}-{kind}"
 
 
-def chosen_cells() -> list[tuple[int, str, str]]:
-    """(index, fault, target kind) of the cells to run; the index names the cell's topics."""
-    every = [(i, fault, kind) for i, (fault, kind) in enumerate(cells())]
+def seed() -> int:
+    """The rotation's seed: REPLOG_FAULT_SEED, else the clock (read once per run)."""
+    global _seed
+    if _seed is None:
+        _seed = int(os.environ.get("REPLOG_FAULT_SEED") or int(time.time()))
+    return _seed
+
+
+_seed: int | None = None
+
+
+def _wanted(every: list[tuple[str, str]]) -> list[str]:
     wanted = [name for name in os.environ.get("REPLOG_FAULT_CELLS", "").split(",") if name]
-    unknown = set(wanted) - {cell_name(fault, kind) for _, fault, kind in every}
+    known = {cell_name(f, k) for f, k in [*process_cells(), *network_cells()]}
+    unknown = set(wanted) - known
     if unknown:
-        raise ValueError(f"REPLOG_FAULT_CELLS names no cell {sorted(unknown)}; the cells are "
-                         f"{[cell_name(f, k) for _, f, k in every]}")
-    return [cell for cell in every if not wanted or cell_name(*cell[1:]) in wanted]
+        raise ValueError(f"REPLOG_FAULT_CELLS names no cell {sorted(unknown)}; the cells are {sorted(known)}")
+    return wanted
 
 
-def describe_selection() -> str:
-    picked, total = len(chosen_cells()), len(cells())
-    which = f"every cell ({total})" if picked == total else f"{picked} of {total} cells (REPLOG_FAULT_CELLS)"
+def rounds(every: list[tuple[str, str]]) -> list[list[tuple[int, str, str]]]:
+    """The network matrix's cells, indexed, cut into rounds of ROUND_CELLS in their fixed order."""
+    indexed = [(i, fault, kind) for i, (fault, kind) in enumerate(every)]
+    return [indexed[i:i + ROUND_CELLS] for i in range(0, len(indexed), ROUND_CELLS)]
+
+
+def chosen_cells(matrix: str = "process") -> list[tuple[int, str, str]]:
+    """(index, fault, target kind) of the cells of `matrix` ("process" or "network") to run; the
+    index names the cell's topics."""
+    every = process_cells() if matrix == "process" else network_cells()
+    wanted = _wanted(every)
+    indexed = [(i, fault, kind) for i, (fault, kind) in enumerate(every)]
+    if wanted:
+        return [cell for cell in indexed if cell_name(*cell[1:]) in wanted]
+    if matrix == "process" or long_form():
+        return indexed
+    all_rounds = rounds(every)
+    return all_rounds[seed() % len(all_rounds)]
+
+
+def describe_selection(matrix: str = "process") -> str:
+    every = process_cells() if matrix == "process" else network_cells()
+    picked, total = len(chosen_cells(matrix)), len(every)
+    if os.environ.get("REPLOG_FAULT_CELLS"):
+        which = f"{picked} of {total} cells (REPLOG_FAULT_CELLS)"
+    elif picked == total:
+        which = f"every cell ({total})"
+    else:
+        count = len(rounds(every))
+        which = (f"round {seed() % count + 1} of {count} of the rotation, {picked} of {total} cells "
+                 f"(REPLOG_FAULT_SEED={seed()} replays it)")
     return f"{which}, {load_s():g} s of load each"

@@ -28,6 +28,8 @@ from replog.common.grpc_server import KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, M
 from replog.common.security.credentials import ChannelCredentialsSource
 from replog.common.security.files import TlsFiles
 
+CONNECT_TIMEOUT_MS = 1500  # how long one connection attempt may take (a link of up to about 300 ms one way)
+
 CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", MESSAGE_BYTES_MAX),
     ("grpc.max_send_message_length", MESSAGE_BYTES_MAX),
@@ -35,7 +37,11 @@ CHANNEL_OPTIONS = [
     # Reconnect quickly after a peer restarts (default backoff reaches 120 s).
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
-    ("grpc.min_reconnect_backoff_ms", 100),
+    # Not a back-off despite its name: gRPC gives each connection attempt the longer of this and the
+    # current back-off to finish. Setting one up (TCP, the TLS handshake, HTTP/2's settings) takes about
+    # four one-way trips, so at 100 ms (the back-off's floor) a peer 300 ms away was never connected to.
+    # A refused connection still fails at once; one into a black hole is given up after this.
+    ("grpc.min_reconnect_backoff_ms", CONNECT_TIMEOUT_MS),
     # Find a dead connection in seconds: a peer behind a network cut sends nothing back, not even a
     # reset. A ping unanswered for KEEPALIVE_TIMEOUT_MS closes the connection, every call on it fails
     # at once and gRPC reconnects (the back-off above). A ping a second per peer costs next to nothing;

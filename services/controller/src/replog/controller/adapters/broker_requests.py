@@ -2,8 +2,9 @@
 brokers in parallel, each carrying the controller's id and epoch.
 
 A broker that cannot be reached is not retried here: it gets the whole current
-state (LeaderAndIsr with init) when it registers again, so nothing is lost by
-giving up. The W3C trace context of the current span rides in the metadata so
+state (LeaderAndIsr with init) when it registers again, or a resync from the
+event loop, so nothing is lost by giving up. One still not connected after a
+request to it failed in transit is not waited for again until it connects. The W3C trace context of the current span rides in the metadata so
 the brokers' handling joins the controller's trace.
 
 An INIT LeaderAndIsr and a full UpdateMetadata are first sent as a digest of
@@ -87,6 +88,14 @@ class BrokerRequestSender:
         # One full UpdateMetadata goes to every broker: its digest is computed by the first
         # sender thread to need it while the others wait, not by each (docs/perf/state-digest.md).
         self._digest_lock = threading.Lock()
+        # Registrations (broker id, broker epoch) whose last request failed in transit. While the
+        # channel to one is still not connected, the next request fails at once instead of
+        # waiting out the reconnect and the call's deadline: the event loop waits for every
+        # broker's answer, and a broker behind a network cut (registered until its session
+        # expires) would otherwise hold every decision meanwhile -- the election that replaces it
+        # included. The loop resyncs the broker once a request to it succeeds again.
+        self._unreachable: set[tuple[int, int]] = set()
+        self._unreachable_lock = threading.Lock()
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -155,12 +164,28 @@ class BrokerRequestSender:
                         outcome.failed.extend(x.partition for x in request.partitions if x.delete)
                 return outcome
             outcome.broker_epoch = broker.broker_epoch
+            registration = (broker_id, broker.broker_epoch)
             channel = self._channels.get(f"{broker.host}:{broker.port}")
             if not self._connectivity.ready(channel):
+                with self._unreachable_lock:
+                    known_unreachable = registration in self._unreachable
+                if known_unreachable:
+                    outcome.ok, outcome.transport_failed = False, True
+                    outcome.error = f"broker {broker_id} is still not connected after a request failed in transit"
+                    log.warning("%s: %d request(s) not sent", outcome.error, len(requests))
+                    for request in requests:
+                        if isinstance(request, p.StopReplicaRequest):
+                            outcome.failed.extend(x.partition for x in request.partitions if x.delete)
+                    return outcome
                 _await_reconnect(channel)
             stub = broker_control_pb2_grpc.BrokerControlServiceStub(channel)
             for request in requests:
                 self._send_one(state, stub, broker_id, request, cache, outcome)
+            with self._unreachable_lock:
+                if outcome.transport_failed:  # (an older registration of the broker is forgotten)
+                    self._unreachable = {r for r in self._unreachable if r[0] != broker_id} | {registration}
+                else:
+                    self._unreachable.discard(registration)
         finally:
             outcome.seconds = time.monotonic() - started
             otel_context.detach(token)
