@@ -43,6 +43,7 @@ from .errors import LogOffsetMismatchError
 from .results import CorruptionReport
 from .retention import SegmentSummary
 from .segment import LogSegment
+from .segment_scan import TornReadError
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +165,9 @@ class Segments:
         if tail is not None and (tail[1] or i == len(self._segments) - 1):
             return tail[0]
         found = self._segments[i].find_batch(start_offset)
-        assert found is not None, f"offset {start_offset} below the LEO but in no batch of {self._segments[i].name}"
+        if found is None:  # the segment's end was damaged after it was written (recovery did not scan it)
+            raise TornReadError(f"offset {start_offset} is below the log end but in no batch of "
+                                f"{self._segments[i].name}")
         position = found[0]
         parts: list[bytes] = []
         read_bytes = 0

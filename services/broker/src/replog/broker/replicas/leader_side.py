@@ -11,6 +11,7 @@ state -> HW; nothing touches the log unless all checks passed.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -24,10 +25,12 @@ from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartition
 from replog.broker.core.log_view import EpochEndOffset
 from replog.broker.core.produce import ProduceProgress
 from replog.broker.core.producer_state import Duplicate
+from replog.broker.log import CorruptLogError
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.producer_headers import producer_header
 from replog.common.records import BatchHeader, RecordTooLargeError
 
+logger = logging.getLogger(__name__)
 _GONE = (ErrorCode.NOT_LEADER, "the replica is no longer hosted here")
 
 
@@ -162,7 +165,12 @@ def _read_for_follower(hosted: HostedPartition, replica_id: int, current_leader_
         ), NO_EFFECTS
     records = b""
     if result.fetch_offset < result.read_upto_offset:
-        records = log.read(result.fetch_offset, bytes_max, upper_offset=result.read_upto_offset)
+        try:
+            records = log.read(result.fetch_offset, bytes_max, upper_offset=result.read_upto_offset)
+        except CorruptLogError as exc:  # never handed on; the follower backs off and asks again
+            logger.error("%s: %s", hosted.topic_partition, exc)
+            return FollowerFetchAnswer(ErrorCode.STORAGE_ERROR, str(exc), replica.high_watermark,
+                                       log.log_start_offset, log.log_end_offset, replica.state.leader_epoch), NO_EFFECTS
     return FollowerFetchAnswer(
         ErrorCode.NONE, "", result.high_watermark, result.log_start_offset, log.log_end_offset,
         result.leader_epoch, records=records, high_watermark_update=result.high_watermark_update,
@@ -211,7 +219,12 @@ def _read_for_consumer(hosted: HostedPartition, current_leader_epoch: int, fetch
                                    hosted.log.log_start_offset), NO_EFFECTS
     records = b""
     if not plan.is_empty:
-        records = hosted.log.read(plan.fetch_offset, bytes_max, upper_offset=plan.read_upto_offset)
+        try:
+            records = hosted.log.read(plan.fetch_offset, bytes_max, upper_offset=plan.read_upto_offset)
+        except CorruptLogError as exc:  # a consumer gets an error, never records whose CRC fails
+            logger.error("%s: %s", hosted.topic_partition, exc)
+            return ConsumerFetchAnswer(ErrorCode.STORAGE_ERROR, str(exc), plan.high_watermark,
+                                       plan.log_start_offset), NO_EFFECTS
     return ConsumerFetchAnswer(ErrorCode.NONE, "", plan.high_watermark, plan.log_start_offset, records), NO_EFFECTS
 
 
