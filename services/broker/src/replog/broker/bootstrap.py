@@ -46,6 +46,7 @@ from replog.broker.replicas.retention_rounds import RetentionRounds
 from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
 from replog.broker.replication.fetcher_manager import FetcherManager
 from replog.broker.replication.replication_throttle import ReplicationThrottle
+from replog.broker.runtime.halt import halt_on_offline_dir
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
 from replog.broker.runtime.wait_slots import WaitSlots
@@ -104,6 +105,7 @@ class BrokerProcess:
         telemetry.init_tracing("replog-broker", str(config.broker_id), config.trace_dir)
         self.metrics = BrokerMetrics()
         self.replicas = self._load_replicas()
+        self.replicas.dir_failures.connect(halt_on_offline_dir(self.zk.stop))
         report_recovery(self.replicas, self.metrics)
         self.lost_marks = LostMarks(self.replicas.lost_records, self._log_end_offset)
         self._lost_marks_stale = False  # the registration still names a replica that caught up

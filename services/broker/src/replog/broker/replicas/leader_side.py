@@ -63,6 +63,8 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
                      fsync: bool):
     if not hosted.usable:
         return LeaderAppend(*_GONE), NO_EFFECTS
+    if hosted.dir_failures.offline:
+        return LeaderAppend(ErrorCode.STORAGE_ERROR, _offline_message(hosted)), NO_EFFECTS
     replica = hosted.replica
     admitted = replica.admit_produce(acks=acks, min_insync_replicas=min_insync_replicas)
     if isinstance(admitted, Refusal):
@@ -84,8 +86,9 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
         ), NO_EFFECTS
     try:
         info = log.append_as_leader(batch, leader_epoch, fsync=fsync, validated=header)
-    except OSError as exc:
-        return LeaderAppend(ErrorCode.STORAGE_ERROR, f"append failed: {exc}"), NO_EFFECTS
+    except OSError as exc:  # never retried: the directory goes offline (log_dir_failures.py)
+        hosted.dir_failures.failed(f"an append to {hosted.topic_partition}", exc)
+        return LeaderAppend(ErrorCode.STORAGE_ERROR, _offline_message(hosted)), NO_EFFECTS
     except RecordTooLargeError as exc:  # the topic's max.message.bytes went down since the batch was checked
         return LeaderAppend(ErrorCode.RECORD_TOO_LARGE, str(exc)), NO_EFFECTS
     if header.producer_id >= 0:
@@ -97,6 +100,11 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
         ErrorCode.NONE, "", info.base_offset, info.last_offset, leader_epoch, log.log_start_offset,
         high_watermark_update=appended.high_watermark_update,
     ), appended.effects
+
+
+def _offline_message(hosted: HostedPartition) -> str:
+    return (f"the log directory {hosted.dir_failures.log_dir} is offline after a storage error "
+            f"({hosted.dir_failures.offline_reason}); another replica takes over")
 
 
 def produce_progress(hosted: HostedPartition) -> ProduceProgress | None:
@@ -145,6 +153,8 @@ def _read_for_follower(hosted: HostedPartition, replica_id: int, current_leader_
     replica, log = hosted.replica, hosted.log
     if not hosted.usable:
         return FollowerFetchAnswer(*_GONE, -1, -1, -1, -1), NO_EFFECTS
+    if hosted.dir_failures.offline:  # its log end may count a batch the disk refused
+        return FollowerFetchAnswer(ErrorCode.STORAGE_ERROR, _offline_message(hosted), -1, -1, -1, -1), NO_EFFECTS
     result = replica.on_follower_fetch(
         replica_id=replica_id,
         current_leader_epoch=current_leader_epoch,
