@@ -43,6 +43,7 @@ from replog.broker.replicas.producer_expiry import ProducerExpiry
 from replog.broker.replicas.recovery_losses import report_recovery
 from replog.broker.replicas.replica_manager import ReplicaManager
 from replog.broker.replicas.retention_rounds import RetentionRounds
+from replog.broker.replicas.scrubber import Scrubber
 from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
 from replog.broker.replication.fetcher_manager import FetcherManager
 from replog.broker.replication.replication_throttle import ReplicationThrottle
@@ -204,7 +205,9 @@ class BrokerProcess:
                 replicas.hosted, clock, metrics, check_interval_ms=config.producer_id_expiration_check_interval_ms),
                 RetentionRounds(replicas.hosted, clock, check_interval_ms=config.log_retention_check_interval_ms,
                                 partitions_per_round_max=config.log_retention_partitions_per_round_max,
-                                metrics=metrics)),
+                                metrics=metrics),
+                Scrubber(replicas.hosted, clock, bytes_per_second=config.log_scrub_bytes_per_second,
+                         on_corrupt=metrics.scrub_corrupt_segments.inc)),
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(

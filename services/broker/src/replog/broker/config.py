@@ -67,6 +67,10 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
         1000, "partitions the checkpointer thread checks for retention in one round (one a second, or per "
               "flush interval); a check of more is spread over the next rounds, so produce never waits on "
               "one long pass", positive)
+    log_scrub_bytes_per_second: int = setting(
+        1024 * 1024, "how fast the scrubber verifies rolled segments (CRC and records) to find bit rot before a "
+                     "reader does; a follower refetches a damaged segment from its leader (0: no scrubbing)",
+        non_negative)
     flush_messages: int = setting(0, "fsync after this many records (0: not by count)", non_negative)
     flush_interval_ms: int = setting(0, "fsync at least this often (0: not by time)", non_negative)
     fsync_acks_all: bool = setting(

@@ -218,12 +218,8 @@ class PartitionLog(LogStart):
         At least one batch (even if larger than `max_bytes`) unless the log
         ends or `upper_offset` (exclusive: no batch starting at or above it)
         stops it first; b"" at the LEO. OffsetOutOfRangeError outside
-        [log_start_offset, log_end_offset].
-
-        Nothing whose CRC fails is returned: every batch is checked before it
-        leaves (bit rot in a file recovery did not scan, see recovery.py). The
-        read stops before the first bad batch; CorruptLogError when that is the
-        first one, so a reader sees an error, never damaged records.
+        [log_start_offset, log_end_offset]. Every batch's CRC and offsets are checked (recovery does not
+        scan old segments): the read stops before a bad one, CorruptLogError if it is the first.
         """
         self._assert_open()
         log_end_offset = self.log_end_offset
@@ -359,6 +355,10 @@ class PartitionLog(LogStart):
         self.config = config
         self._segments.update_config(config)
         self._flush_policy.reconfigure(config.flush_messages, config.flush_interval_ms)
+
+    def rolled_segment_after(self, base_offset: int) -> tuple[int, int, int, str] | None:
+        """The scrubber's next segment (Segments.rolled_after); the caller closes the descriptor."""
+        return self._segments.rolled_after(base_offset)
 
     def verify(self) -> list[CorruptionReport]:
         """Deep-check every batch of every segment (CRC, records, contiguous offsets); change nothing."""

@@ -284,6 +284,14 @@ class Segments:
     def has_rolled_to_sync(self) -> bool:
         return bool(self._unsynced_rolled)
 
+    def rolled_after(self, base_offset: int) -> tuple[int, int, int, str] | None:
+        """(base offset, duplicated fd, size, name) of the first rolled (immutable) segment whose base is
+        above `base_offset`, for a check made without the log's owner's lock (the scrubber); None if none."""
+        for segment in self._segments[:-1]:
+            if segment.base_offset > base_offset:
+                return segment.base_offset, segment.duplicate_fd(), segment.size_bytes, segment.name
+        return None
+
     def rolled_to_sync(self) -> tuple[int, list[tuple[int, int]]]:
         """(layout version, [(duplicated fd, next offset)]) of the rolled segments whose fsync is pending."""
         return self._layout_version, [(s.duplicate_fd(), s.next_offset) for s in self._unsynced_rolled]
