@@ -7,11 +7,16 @@ answers EIO, or the disk is full (ENOSPC). The next produce is refused with STOR
 retried; broker 1 takes its only log directory offline, says so, ends its ZooKeeper session and
 exits; the controller moves leadership to another replica, which holds every acknowledged record and
 takes new ones.
+
+A disk that is nearly full (broker 1's log directory on a 32 MiB tmpfs, 16 MiB reserve) refuses produce
+with STORAGE_ERROR naming the reserve before any write fails, keeps leading, and takes produce again once
+space is freed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import subprocess
 
 import pytest
 
@@ -97,3 +102,54 @@ def test_a_failed_disk_takes_its_directory_offline_and_leadership_moves_losing_n
         wait_for(lambda: 1 not in partition_state(zk, topic).isr, 60, "the ISR to drop broker 1")
         after = produce_raw(cluster, state.leader, topic, batch_of([b"after"]), acks=-1)
         assert after.error_code == common_pb2.ERROR_CODE_NONE, after
+
+
+TMPFS_BYTES = 32 * 1024 * 1024
+RESERVE_BYTES = 16 * 1024 * 1024
+RESERVE_SPEC = ClusterSpec(controllers=1, gateways=0, zookeeper_session_timeout_ms=4000,
+                           extra_args={"broker": ["--log-dir-free-bytes-min", str(RESERVE_BYTES)]})
+
+
+@pytest.fixture
+def small_disk_cluster(cluster_factory):
+    """A cluster whose broker 1 keeps its log directory on a 32 MiB tmpfs; the brokers keep 16 MiB free."""
+    cluster = cluster_factory(RESERVE_SPEC, start=False)
+    directory = cluster.data_dir("broker-1")
+    directory.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES}", "tmpfs", str(directory)], check=True)
+    try:
+        cluster.up()
+        yield cluster, directory
+    finally:
+        for broker_id in BROKERS:
+            cluster.kill(f"broker-{broker_id}")
+        cluster.down()
+        subprocess.run(["umount", "-l", str(directory)], check=False)
+
+
+def test_a_disk_nearly_full_refuses_produce_before_any_write_fails(small_disk_cluster):
+    cluster, directory = small_disk_cluster
+    topic = "reserve"
+    with zk_session(cluster) as zk:
+        create_topic(zk, topic, {0: BROKERS}, {"min.insync.replicas": "2"})
+        wait_for_leader(cluster, zk, topic, 1, 30, followers=(2, 3))
+        wait_for_isr(cluster, zk, topic, set(BROKERS), 30)
+        first = produce_raw(cluster, 1, topic, batch_of([b"before"]), acks=-1)
+        assert first.error_code == common_pb2.ERROR_CODE_NONE, first
+
+        filler = directory / "filler"  # something else fills the disk: free space drops below the reserve
+        filler.write_bytes(b"\0" * (TMPFS_BYTES - RESERVE_BYTES + 1024 * 1024))
+        refused = wait_for(lambda: (a := produce_raw(cluster, 1, topic, batch_of([b"refused"]), acks=-1))
+                           .error_code != common_pb2.ERROR_CODE_NONE and a, 30, "produce to be refused")
+        assert refused.error_code == common_pb2.ERROR_CODE_STORAGE_ERROR, refused
+        assert "below the reserve" in refused.error_message and "log_dir_free_bytes_min" in refused.error_message
+        assert cluster.is_running("broker-1")  # nothing failed: the broker keeps leading and serving
+        assert partition_state(zk, topic).leader == 1
+
+        filler.unlink()
+        taken = wait_for(lambda: (a := produce_raw(cluster, 1, topic, batch_of([b"after"]), acks=-1))
+                         .error_code == common_pb2.ERROR_CODE_NONE and a, 30, "produce to be taken again")
+        assert taken.error_code == common_pb2.ERROR_CODE_NONE
+        wait_caught_up(cluster, BROKERS, topic, taken.base_offset + 1, 30)
+        committed = committed_values(cluster, zk, topic)
+    assert committed[0] == b"before" and committed[-1] == b"after"

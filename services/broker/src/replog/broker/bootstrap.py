@@ -107,6 +107,8 @@ class BrokerProcess:
         self.metrics = BrokerMetrics()
         self.replicas = self._load_replicas()
         self.replicas.dir_failures.connect(halt_on_offline_dir(self.zk.stop))
+        self.replicas.dir_space.free_bytes_min = config.log_dir_free_bytes_min
+        self.replicas.dir_space.refresh()
         report_recovery(self.replicas, self.metrics)
         self.lost_marks = LostMarks(self.replicas.lost_records, self._log_end_offset)
         self._lost_marks_stale = False  # the registration still names a replica that caught up
@@ -201,7 +203,7 @@ class BrokerProcess:
             replicas, clock, checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
             flush_check_interval_ms=config.flush_interval_ms or DEFAULT_FLUSH_CHECK_MS,
             interval_flush=config.flush_interval_ms > 0, bursts=bursts,
-            chores=(self.metadata.refresh_digest, self._refresh_lost_marks, ProducerExpiry(
+            chores=(replicas.dir_space.refresh, self.metadata.refresh_digest, self._refresh_lost_marks, ProducerExpiry(
                 replicas.hosted, clock, metrics, check_interval_ms=config.producer_id_expiration_check_interval_ms),
                 RetentionRounds(replicas.hosted, clock, check_interval_ms=config.log_retention_check_interval_ms,
                                 partitions_per_round_max=config.log_retention_partitions_per_round_max,

@@ -67,6 +67,10 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
         1000, "partitions the checkpointer thread checks for retention in one round (one a second, or per "
               "flush interval); a check of more is spread over the next rounds, so produce never waits on "
               "one long pass", positive)
+    log_dir_free_bytes_min: int = setting(
+        64 * 1024 * 1024, "free space the log directory keeps: below it a leader refuses produce with STORAGE_ERROR "
+                          "(measured once a checkpointer round) rather than meet a full disk, which takes the "
+                          "directory offline and stops the broker (0: no reserve)", non_negative)
     log_scrub_bytes_per_second: int = setting(
         1024 * 1024, "how fast the scrubber verifies rolled segments (CRC and records) to find bit rot before a "
                      "reader does; a follower refetches a damaged segment from its leader (0: no scrubbing)",

@@ -65,6 +65,9 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
         return LeaderAppend(*_GONE), NO_EFFECTS
     if hosted.dir_failures.offline:
         return LeaderAppend(ErrorCode.STORAGE_ERROR, _offline_message(hosted)), NO_EFFECTS
+    shortage = hosted.dir_space.shortage()
+    if shortage is not None:
+        return LeaderAppend(ErrorCode.STORAGE_ERROR, shortage), NO_EFFECTS
     replica = hosted.replica
     admitted = replica.admit_produce(acks=acks, min_insync_replicas=min_insync_replicas)
     if isinstance(admitted, Refusal):

@@ -48,6 +48,7 @@ from replog.broker.replicas.directory_remover import DirectoryRemover
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import produce_progress
 from replog.broker.replicas.log_dir_failures import LogDirFailures
+from replog.broker.replicas.log_dir_space import LogDirSpace
 from replog.broker.replicas.log_maintenance import update_log_config
 from replog.broker.replicas.partition_dirs import (
     local_partition_directories,
@@ -87,6 +88,7 @@ class ReplicaManager:
         # What the steps on every hosted replica set off (consequences.py); bootstrap.py connects it.
         self.consequences = Consequences()
         self.dir_failures = LogDirFailures(self.log_dir)  # bootstrap.py says what an offline directory stops
+        self.dir_space = LogDirSpace(self.log_dir)  # bootstrap.py sets its reserve; the checkpointer measures
 
     # --- start-up -----------------------------------------------------------------
 
@@ -123,7 +125,7 @@ class ReplicaManager:
                 high_watermark=high_watermark,
                 producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
                 remove_directory=self._remover.remove_later, consequences=self.consequences,
-                dir_failures=self.dir_failures,
+                dir_failures=self.dir_failures, dir_space=self.dir_space,
             ))
         log.info("loaded %d local replicas from %s after %s (recovery dropped %d bytes in all)",
                  len(self._partitions), self.log_dir, "a clean stop" if self.clean_start else "an unclean shutdown",
@@ -154,7 +156,7 @@ class ReplicaManager:
                     topic_partition, self.broker_id, partition_log,
                     high_watermark=0, producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
                     remove_directory=self._remover.remove_later, consequences=self.consequences,
-                dir_failures=self.dir_failures,
+                dir_failures=self.dir_failures, dir_space=self.dir_space,
                 )
                 self._put(topic_partition, hosted)
                 self._created_since_settle += 1
