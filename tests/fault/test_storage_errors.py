@@ -11,6 +11,9 @@ takes new ones.
 A disk that is nearly full (broker 1's log directory on a 32 MiB tmpfs, 16 MiB reserve) refuses produce
 with STORAGE_ERROR naming the reserve before any write fails, keeps leading, and takes produce again once
 space is freed.
+
+A stalled disk (every fsync hangs) is found by the broker's fsync probe within
+`log_dir_fsync_stall_max_ms` and handled as a failed one: leadership moves, nothing acknowledged is lost.
 """
 
 from __future__ import annotations
@@ -153,3 +156,50 @@ def test_a_disk_nearly_full_refuses_produce_before_any_write_fails(small_disk_cl
         wait_caught_up(cluster, BROKERS, topic, taken.base_offset + 1, 30)
         committed = committed_values(cluster, zk, topic)
     assert committed[0] == b"before" and committed[-1] == b"after"
+
+
+STALL_MAX_MS = 2000
+STALL_SPEC = ClusterSpec(controllers=1, gateways=0, zookeeper_session_timeout_ms=4000,
+                         extra_args={"broker": ["--log-dir-fsync-stall-max-ms", str(STALL_MAX_MS)]})
+
+
+@pytest.fixture
+def stalling_disk_cluster(cluster_factory, tmp_path):
+    cluster = cluster_factory(STALL_SPEC, start=False)
+    with contextlib.ExitStack() as stack:
+        disk = stack.enter_context(powerloss_mount(tmp_path / "backing", cluster.data_dir("broker-1")))
+        try:
+            cluster.up()
+            yield cluster, disk
+        finally:
+            disk.faults()
+            for broker_id in BROKERS:
+                cluster.kill(f"broker-{broker_id}")
+            cluster.down()
+
+
+def test_a_stalled_fsync_takes_the_directory_offline_and_leadership_moves(stalling_disk_cluster):
+    cluster, disk = stalling_disk_cluster
+    topic = "stall"
+    with zk_session(cluster) as zk:
+        create_topic(zk, topic, {0: BROKERS}, {"min.insync.replicas": "2"})
+        wait_for_leader(cluster, zk, topic, 1, 30, followers=(2, 3))
+        wait_for_isr(cluster, zk, topic, set(BROKERS), 30)
+        acknowledged = []
+        for index in range(BATCHES):
+            value = f"before-{index}".encode()
+            answer = produce_raw(cluster, 1, topic, batch_of([value]), acks=-1)
+            assert answer.error_code == common_pb2.ERROR_CODE_NONE, answer
+            acknowledged.append(value)
+        wait_caught_up(cluster, BROKERS, topic, len(acknowledged), 30)
+
+        disk.faults(fsync_stall_s=20.0)  # every fsync on broker 1's disk hangs for 20 s
+
+        state = wait_for(lambda: (s := partition_state(zk, topic)) and s.leader in (2, 3) and s, 30,
+                         "a new leader among brokers 2 and 3")
+        wait_for_leader(cluster, zk, topic, state.leader, 30)
+        assert "did not return within" in cluster.log_path("broker-1").read_text()
+        committed = committed_values(cluster, zk, topic)
+        assert committed[: len(acknowledged)] == acknowledged, "an acknowledged record was lost"
+        disk.faults()  # the stalled fsyncs return; broker 1 finishes exiting
+        wait_for(lambda: not cluster.is_running("broker-1"), 90, "broker 1 to stop")

@@ -39,6 +39,7 @@ from replog.broker.produce.produce_handler import ProduceHandler
 from replog.broker.produce.producer_ids import ProducerIdAllocator
 from replog.broker.replicas.assignments import assigned_here
 from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
+from replog.broker.replicas.fsync_probe import FsyncProbe
 from replog.broker.replicas.producer_expiry import ProducerExpiry
 from replog.broker.replicas.recovery_losses import report_recovery
 from replog.broker.replicas.replica_manager import ReplicaManager
@@ -109,6 +110,9 @@ class BrokerProcess:
         self.replicas.dir_failures.connect(halt_on_offline_dir(self.zk.stop))
         self.replicas.dir_space.free_bytes_min = config.log_dir_free_bytes_min
         self.replicas.dir_space.refresh()
+        stall_max_ms = config.log_dir_fsync_stall_max_ms
+        self.fsync_probe = FsyncProbe(self.replicas.dir_failures, interval_ms=max(stall_max_ms // 3, 1),
+                                      stall_max_ms=stall_max_ms)
         report_recovery(self.replicas, self.metrics)
         self.lost_marks = LostMarks(self.replicas.lost_records, self._log_end_offset)
         self._lost_marks_stale = False  # the registration still names a replica that caught up
@@ -134,6 +138,7 @@ class BrokerProcess:
         self.throttle.watch(self.zk)
         self.isr_changes.start()
         self.checkpointer.start()
+        self.fsync_probe.start()
         self._register(metrics_port)
         self.server.set_serving(True)  # healthy means registered: peers and the controller can see it
         self.zk.add_session_listener(self._on_session)
@@ -300,6 +305,7 @@ class BrokerProcess:
             self.fetchers.stop()
             self.isr_changes.stop()
             self.checkpointer.stop()
+            self.fsync_probe.stop()
             self.replication_servicer.end_streams()
             self.log_servicer.end_streams()
         if self.server is not None:

@@ -71,6 +71,10 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
         64 * 1024 * 1024, "free space the log directory keeps: below it a leader refuses produce with STORAGE_ERROR "
                           "(measured once a checkpointer round) rather than meet a full disk, which takes the "
                           "directory offline and stops the broker (0: no reserve)", non_negative)
+    log_dir_fsync_stall_max_ms: int = setting(
+        30000, "a probe fsyncs a small file in the log directory every third of this; an fsync that does not "
+               "return within it is a storage error: the directory goes offline and the broker stops, so "
+               "another replica leads (0: no probe)", non_negative)
     log_scrub_bytes_per_second: int = setting(
         1024 * 1024, "how fast the scrubber verifies rolled segments (CRC and records) to find bit rot before a "
                      "reader does; a follower refetches a damaged segment from its leader (0: no scrubbing)",
