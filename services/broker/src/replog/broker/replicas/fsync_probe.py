@@ -8,7 +8,9 @@ and the broker keeps its ZooKeeper session, so the controller sees nothing wrong
 moves. The probe runs on a thread of its own: every `interval_ms` it writes, fsyncs and removes
 `.fsync-probe` on a second thread and waits `stall_max_ms` for it. An fsync that takes longer is a
 storage error (ETIMEDOUT) for `LogDirFailures`, which stops the broker, so another replica leads. A
-probe that fails with an OSError is one too. The probe's own thread may stay blocked in the stalled
+probe that fails with an OSError is one too. A process paused as a whole (SIGSTOP) may find the deadline
+passed when it resumes with the fsync about to return, so the probe looks once more, a second later,
+before it judges. The probe's own thread may stay blocked in the stalled
 fsync; it is a daemon and the broker is stopping.
 """
 
@@ -25,6 +27,7 @@ from replog.broker.replicas.log_dir_failures import LogDirFailures
 log = logging.getLogger(__name__)
 
 PROBE_FILE = ".fsync-probe"
+RESUME_GRACE_S = 1.0
 
 
 class FsyncProbe:
@@ -60,6 +63,8 @@ class FsyncProbe:
                                   name="fsync-probe-io", daemon=True)
         worker.start()
         worker.join(self._stall_max_ms / 1000)
+        if not outcome:  # a pause of the whole process (SIGSTOP) may have used the deadline up: one more look
+            worker.join(RESUME_GRACE_S)
         if not outcome:
             return OSError(errno.ETIMEDOUT, f"an fsync in {self._failures.log_dir} did not return within "
                                             f"{self._stall_max_ms} ms (log_dir_fsync_stall_max_ms)")
