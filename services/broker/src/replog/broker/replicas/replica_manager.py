@@ -34,6 +34,7 @@ from replog.broker.log import (
     HW_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
+    CheckpointError,
     LogConfig,
     LostRecords,
     PartitionLog,
@@ -92,6 +93,15 @@ class ReplicaManager:
 
     # --- start-up -----------------------------------------------------------------
 
+    def _recovery_points(self) -> dict[tuple[str, int], int]:
+        """The recovery-point checkpoint; an unreadable one only accelerates, so every log is scanned whole
+        instead (the HW and log-start checkpoints cannot be derived, and an unreadable one stops the start)."""
+        try:
+            return read_offsets_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT_FILE)
+        except CheckpointError as exc:
+            log.error("recovering every log from its first segment: %s", exc)
+            return {}
+
     def load(self) -> None:
         """Open and recover every local partition log; HW from the checkpoint (a bad file stops start-up)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -99,7 +109,7 @@ class ReplicaManager:
         for leftover in set_aside_directories(self.log_dir):
             self._remover.remove_later(leftover)  # deleted before the last stop, not yet removed
         high_watermarks = read_offsets_checkpoint(self.log_dir / HW_CHECKPOINT_FILE)
-        recovery_points = read_offsets_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT_FILE)
+        recovery_points = self._recovery_points()
         log_starts = read_offsets_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT_FILE)
         dropped = 0
         for topic_partition, path in local_partition_directories(self.log_dir).items():
