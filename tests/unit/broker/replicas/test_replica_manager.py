@@ -109,3 +109,25 @@ def test_after_an_unclean_stop_a_log_below_its_checkpointed_hw_is_reported_as_lo
     assert again.lost_records[0].count == 3
     assert again.get(tp).replica.high_watermark == 0
     again.close()
+
+
+def test_an_unreadable_recovery_point_checkpoint_scans_every_log_instead_of_stopping_the_start(tmp_path):
+    manager = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(segment_bytes=200),
+                             clock=ManualClock(0))
+    tp = TopicPartition("orders", 0)
+    hosted = manager.get_or_create(tp)
+    hosted.apply_leader_and_isr(LeaderAndIsrDecision(tp, 1, 1, (1,), 1, (1,)), now_ms=0)
+    for value in range(10):
+        batch = encode_batch([(None, b"value-%d" % value, 0)])
+        append_produced(hosted, acks=1, min_insync_replicas=1, batch=batch, header=validate_batch(batch),
+                        fsync=False)
+    manager.close()
+    (tmp_path / "recovery-point-offset-checkpoint").write_bytes(b"\xb0 rot\n")
+
+    again = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(segment_bytes=200),
+                           clock=ManualClock(0))
+    again.load()
+    log = again.get(tp).log
+    assert log.log_end_offset == 10
+    assert log.recovery_report.segments_scanned == tuple(path.name for path in sorted(log.directory.glob("*.log")))
+    again.close()

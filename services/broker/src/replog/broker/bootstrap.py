@@ -39,13 +39,16 @@ from replog.broker.produce.produce_handler import ProduceHandler
 from replog.broker.produce.producer_ids import ProducerIdAllocator
 from replog.broker.replicas.assignments import assigned_here
 from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
+from replog.broker.replicas.fsync_probe import FsyncProbe
 from replog.broker.replicas.producer_expiry import ProducerExpiry
 from replog.broker.replicas.recovery_losses import report_recovery
 from replog.broker.replicas.replica_manager import ReplicaManager
 from replog.broker.replicas.retention_rounds import RetentionRounds
+from replog.broker.replicas.scrubber import Scrubber
 from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
 from replog.broker.replication.fetcher_manager import FetcherManager
 from replog.broker.replication.replication_throttle import ReplicationThrottle
+from replog.broker.runtime.halt import halt_on_offline_dir
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
 from replog.broker.runtime.wait_slots import WaitSlots
@@ -104,6 +107,12 @@ class BrokerProcess:
         telemetry.init_tracing("replog-broker", str(config.broker_id), config.trace_dir)
         self.metrics = BrokerMetrics()
         self.replicas = self._load_replicas()
+        self.replicas.dir_failures.connect(halt_on_offline_dir(self.zk.stop))
+        self.replicas.dir_space.free_bytes_min = config.log_dir_free_bytes_min
+        self.replicas.dir_space.refresh()
+        stall_max_ms = config.log_dir_fsync_stall_max_ms
+        self.fsync_probe = FsyncProbe(self.replicas.dir_failures, interval_ms=max(stall_max_ms // 3, 1),
+                                      stall_max_ms=stall_max_ms)
         report_recovery(self.replicas, self.metrics)
         self.lost_marks = LostMarks(self.replicas.lost_records, self._log_end_offset)
         self._lost_marks_stale = False  # the registration still names a replica that caught up
@@ -129,6 +138,7 @@ class BrokerProcess:
         self.throttle.watch(self.zk)
         self.isr_changes.start()
         self.checkpointer.start()
+        self.fsync_probe.start()
         self._register(metrics_port)
         self.server.set_serving(True)  # healthy means registered: peers and the controller can see it
         self.zk.add_session_listener(self._on_session)
@@ -198,11 +208,13 @@ class BrokerProcess:
             replicas, clock, checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
             flush_check_interval_ms=config.flush_interval_ms or DEFAULT_FLUSH_CHECK_MS,
             interval_flush=config.flush_interval_ms > 0, bursts=bursts,
-            chores=(self.metadata.refresh_digest, self._refresh_lost_marks, ProducerExpiry(
+            chores=(replicas.dir_space.refresh, self.metadata.refresh_digest, self._refresh_lost_marks, ProducerExpiry(
                 replicas.hosted, clock, metrics, check_interval_ms=config.producer_id_expiration_check_interval_ms),
                 RetentionRounds(replicas.hosted, clock, check_interval_ms=config.log_retention_check_interval_ms,
                                 partitions_per_round_max=config.log_retention_partitions_per_round_max,
-                                metrics=metrics)),
+                                metrics=metrics),
+                Scrubber(replicas.hosted, clock, bytes_per_second=config.log_scrub_bytes_per_second,
+                         on_corrupt=metrics.scrub_corrupt_segments.inc)),
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
@@ -293,6 +305,7 @@ class BrokerProcess:
             self.fetchers.stop()
             self.isr_changes.stop()
             self.checkpointer.stop()
+            self.fsync_probe.stop()
             self.replication_servicer.end_streams()
             self.log_servicer.end_streams()
         if self.server is not None:

@@ -67,6 +67,18 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
         1000, "partitions the checkpointer thread checks for retention in one round (one a second, or per "
               "flush interval); a check of more is spread over the next rounds, so produce never waits on "
               "one long pass", positive)
+    log_dir_free_bytes_min: int = setting(
+        64 * 1024 * 1024, "free space the log directory keeps: below it a leader refuses produce with STORAGE_ERROR "
+                          "(measured once a checkpointer round) rather than meet a full disk, which takes the "
+                          "directory offline and stops the broker (0: no reserve)", non_negative)
+    log_dir_fsync_stall_max_ms: int = setting(
+        30000, "a probe fsyncs a small file in the log directory every third of this; an fsync that does not "
+               "return within it is a storage error: the directory goes offline and the broker stops, so "
+               "another replica leads (0: no probe)", non_negative)
+    log_scrub_bytes_per_second: int = setting(
+        1024 * 1024, "how fast the scrubber verifies rolled segments (CRC and records) to find bit rot before a "
+                     "reader does; a follower refetches a damaged segment from its leader (0: no scrubbing)",
+        non_negative)
     flush_messages: int = setting(0, "fsync after this many records (0: not by count)", non_negative)
     flush_interval_ms: int = setting(0, "fsync at least this often (0: not by time)", non_negative)
     fsync_acks_all: bool = setting(

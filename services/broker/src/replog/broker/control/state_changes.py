@@ -203,8 +203,8 @@ class ReplicaStateChanges:
                                    f"broker {self._broker_id} is not assigned {topic_partition}")
         try:
             hosted = self._replicas.get_or_create(topic_partition)
-        except OSError as exc:
-            log.error("%s: cannot open the log: %s", topic_partition, exc)
+        except OSError as exc:  # never retried (log_dir_failures.py)
+            self._replicas.dir_failures.failed(f"opening the log of {topic_partition}", exc)
             return PartitionResult(topic_partition, ErrorCode.STORAGE_ERROR, str(exc))
         if topic_partition.topic not in watched:
             watched.add(topic_partition.topic)

@@ -38,7 +38,7 @@ from .clean_shutdown import (
     write_clean_shutdown_marker,
 )
 from .config import LogConfig
-from .errors import LogError, LogOffsetMismatchError, OffsetOutOfRangeError
+from .errors import CorruptLogError, LogError, LogOffsetMismatchError, OffsetOutOfRangeError
 from .partition_log import PartitionLog
 from .results import AppendInfo, CorruptionReport, RecoveryReport
 
@@ -54,6 +54,7 @@ __all__ = [
     "RECOVERY_POINT_CHECKPOINT_FILE",
     "AppendInfo",
     "CheckpointError",
+    "CorruptLogError",
     "CorruptRecordError",
     "CorruptionReport",
     "LogConfig",

@@ -92,6 +92,8 @@ def read_checkpoint(path: Path, fields_per_entry: int) -> list[list[str]]:
         text = path.read_text()
     except FileNotFoundError:
         return []
+    except UnicodeDecodeError as exc:  # bit rot in a text file
+        raise CheckpointError(f"{path}: not text: {exc}") from exc
     lines = text.splitlines()
     if len(lines) < 2:
         raise CheckpointError(f"{path}: {len(lines)} lines, a checkpoint has at least a version and a count")

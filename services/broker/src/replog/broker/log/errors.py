@@ -29,3 +29,14 @@ class OffsetOutOfRangeError(LogError):
 
 class LogOffsetMismatchError(LogError):
     """Follower batches that do not continue the log exactly at its end offset."""
+
+
+class CorruptLogError(LogError):
+    """The log's own bytes at `offset` fail their check (a CRC, a torn or unreadable batch): bit rot or a
+    damaged file found on a read. Nothing from there on is served; the caller answers an error and does
+    not retry the same read."""
+
+    def __init__(self, directory: object, offset: int, reason: str) -> None:
+        super().__init__(f"{directory}: the log is corrupt at offset {offset}: {reason}")
+        self.offset = offset
+        self.reason = reason

@@ -45,13 +45,14 @@ from replog.common.records import BatchHeader, CorruptRecordError, validate_batc
 
 from .checkpoints import LEADER_EPOCH_CHECKPOINT_FILE, write_leader_epoch_checkpoint
 from .config import LogConfig
-from .errors import OffsetOutOfRangeError
+from .errors import CorruptLogError, OffsetOutOfRangeError
 from .flush_policy import FlushPolicy
 from .leader_epoch_cache import LeaderEpochCache
 from .log_start import LogStart
 from .recovery import open_log_files
 from .results import AppendInfo, CorruptionReport, RecoveryReport
 from .segment import LogSegment
+from .segment_scan import checked_prefix
 from .segments import Segments, remove_set_aside
 
 logger = logging.getLogger(__name__)
@@ -217,7 +218,8 @@ class PartitionLog(LogStart):
         At least one batch (even if larger than `max_bytes`) unless the log
         ends or `upper_offset` (exclusive: no batch starting at or above it)
         stops it first; b"" at the LEO. OffsetOutOfRangeError outside
-        [log_start_offset, log_end_offset].
+        [log_start_offset, log_end_offset]. Every batch's CRC and offsets are checked (recovery does not
+        scan old segments): the read stops before a bad one, CorruptLogError if it is the first.
         """
         self._assert_open()
         log_end_offset = self.log_end_offset
@@ -226,7 +228,16 @@ class PartitionLog(LogStart):
         limit_offset = log_end_offset if upper_offset is None else min(upper_offset, log_end_offset)
         if start_offset >= limit_offset:
             return b""
-        return self._segments.read(start_offset, max_bytes, limit_offset)
+        try:
+            data = self._segments.read(start_offset, max_bytes, limit_offset)
+        except CorruptRecordError as exc:  # a header or the file's length is not what was written
+            raise CorruptLogError(self.directory, start_offset, str(exc)) from exc
+        if not data:  # below the log end every offset is in some batch: a header there was damaged
+            raise CorruptLogError(self.directory, start_offset, "no batch holds it")
+        valid_bytes, first_bad_offset, reason = checked_prefix(data, start_offset)
+        if valid_bytes == 0 and reason is not None:
+            raise CorruptLogError(self.directory, first_bad_offset, reason)
+        return data if valid_bytes == len(data) else data[:valid_bytes]
 
     def iter_batch_headers(self) -> Iterator[BatchHeader]:
         """Every batch header, oldest first (header reads only; e.g. to rebuild producer state)."""
@@ -344,6 +355,10 @@ class PartitionLog(LogStart):
         self.config = config
         self._segments.update_config(config)
         self._flush_policy.reconfigure(config.flush_messages, config.flush_interval_ms)
+
+    def rolled_segment_after(self, base_offset: int) -> tuple[int, int, int, str] | None:
+        """The scrubber's next segment (Segments.rolled_after); the caller closes the descriptor."""
+        return self._segments.rolled_after(base_offset)
 
     def verify(self) -> list[CorruptionReport]:
         """Deep-check every batch of every segment (CRC, records, contiguous offsets); change nothing."""

@@ -27,6 +27,8 @@ import bisect
 import logging
 from pathlib import Path
 
+from replog.common.records import CorruptRecordError
+
 from .checkpoints import LEADER_EPOCH_CHECKPOINT_FILE, TEMP_SUFFIX, CheckpointError, read_leader_epoch_checkpoint
 from .config import LogConfig
 from .leader_epoch_cache import LeaderEpochCache
@@ -173,7 +175,10 @@ def _load_leader_epoch_cache(
 def _scan_leader_epoch_starts(segments: list[LogSegment]) -> list[tuple[int, int]]:
     starts: list[tuple[int, int]] = []
     for segment in segments:
-        for _, header in segment.iter_headers():
-            if header.partition_leader_epoch > (starts[-1][0] if starts else -1):
-                starts.append((header.partition_leader_epoch, header.base_offset))
+        try:
+            for _, header in segment.iter_headers():
+                if header.partition_leader_epoch > (starts[-1][0] if starts else -1):
+                    starts.append((header.partition_leader_epoch, header.base_offset))
+        except CorruptRecordError as exc:  # damage in a segment recovery did not scan: reads stop there
+            logger.error("%s: leader epochs read up to damage: %s", segment.log_path, exc)
     return starts

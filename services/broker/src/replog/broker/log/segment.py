@@ -52,7 +52,7 @@ from replog.common.records import (
 
 from .offset_index import OffsetIndex
 from .results import CorruptionReport
-from .segment_scan import ChunkReader, scan_valid_prefix, verify_batches
+from .segment_scan import ChunkReader, TornReadError, batch_holding, index_entries, scan_valid_prefix, verify_batches
 
 logger = logging.getLogger(__name__)
 
@@ -237,7 +237,8 @@ class LogSegment:
         else:
             with self._reading() as fd:
                 data = os.pread(fd, length, position)
-        assert len(data) == length, f"{self.name}: short read at {position}"
+        if len(data) != length:
+            raise TornReadError(f"{self.name}: {len(data)} bytes at position {position}, {length} expected")
         return data
 
     def iter_headers(self, position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
@@ -248,6 +249,8 @@ class LogSegment:
             reader = ChunkReader(fd, self.size_bytes, HEADER_SCAN_CHUNK_BYTES)
             while position < self.size_bytes:
                 buf, at = reader.get(position, HEADER_SIZE)
+                if len(buf) - at < HEADER_SIZE:
+                    raise TornReadError(f"{self.name}: the file ends inside the batch header at {position}")
                 header = read_header(buf, at)
                 if header.magic != MAGIC or header.batch_length < MIN_BATCH_LENGTH:
                     raise CorruptRecordError(f"{self.name}: no batch at position {position}")
@@ -255,12 +258,17 @@ class LogSegment:
                 position += header.size_bytes
 
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
-        """(position, header) of the batch holding `offset`, or None if past the end."""
-        _, position = self.index.lookup(offset)
-        for position, header in self.iter_headers(position):
-            if header.last_offset >= offset:
-                return position, header
-        return None
+        """(position, header) of the batch holding `offset`, or None if past the end. An index entry that
+        leads to no batch (a damaged index) is passed over: the scan starts again from the file's start."""
+        start_offset, start = self.index.lookup(offset)
+        try:
+            return batch_holding(self.iter_headers(start), self.name, offset, start_offset)
+        except CorruptRecordError:
+            if start == 0:
+                raise
+        logger.error("%s: the index entry for offset %d leads to no batch holding it; scanning from the start",
+                     self.index_path, offset)
+        return batch_holding(self.iter_headers(0), self.name, offset, self.base_offset)
 
     def read_batches(
         self, position: int, max_bytes: int, upper_offset: int, take_first: bool
@@ -351,22 +359,16 @@ class LogSegment:
         )
 
     def load_index(self) -> bool:
-        """Load the index file if it is consistent with the segment; else rebuild it.
-
-        Returns True when the index had to be rebuilt.
-        """
+        """Load the index file if it is consistent with the segment, else rebuild it; True if rebuilt."""
         index = OffsetIndex.load(self.index_path, self.base_offset)
         if index is not None and self._index_matches(index):
             self.index = index
             last_entry = index.last_entry()
             self._bytes_since_index_entry = self.size_bytes - (last_entry[1] if last_entry else 0)
             return False
-        entries, bytes_since_index_entry = [], 0
-        for position, header in self.iter_headers():
-            if bytes_since_index_entry >= self._index_interval_bytes and position > 0:
-                entries.append((header.base_offset, position))
-                bytes_since_index_entry = 0
-            bytes_since_index_entry += header.size_bytes
+        entries, bytes_since_index_entry, damage = index_entries(self.iter_headers(), self._index_interval_bytes)
+        if damage:  # kept as it is: reads stop there, verify() and the scrubber report it
+            logger.error("%s: damaged after it was written, indexed up to the damage: %s", self.log_path, damage)
         self.index = OffsetIndex.rebuild(self.index_path, self.base_offset, entries)
         self._bytes_since_index_entry = bytes_since_index_entry
         logger.info("%s: rebuilt offset index (%d entries)", self.log_path, len(entries))

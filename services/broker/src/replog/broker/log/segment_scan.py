@@ -19,6 +19,7 @@ batch or the whole file at once.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from replog.common.records import (
@@ -27,6 +28,7 @@ from replog.common.records import (
     MIN_BATCH_LENGTH,
     BatchHeader,
     CorruptRecordError,
+    check_batch,
     read_header,
     validate_batch,
 )
@@ -34,6 +36,10 @@ from replog.common.records import (
 from .results import CorruptionReport
 
 SCAN_CHUNK_BYTES = 1024 * 1024
+
+
+class TornReadError(CorruptRecordError):
+    """The file holds fewer bytes than the segment knows it wrote: it was cut or damaged under the log."""
 
 
 class ChunkReader:
@@ -158,3 +164,59 @@ def verify_batches(fd: int, size_bytes: int, name: str,
         expected_offset = header.next_offset
         position += header.size_bytes
     return reports, expected_offset
+
+
+def checked_prefix(data: bytes, start_offset: int) -> tuple[int, int, str | None]:
+    """How many leading bytes of `data` (whole batches read from the log, the first holding `start_offset`)
+    pass their checks (framing, CRC, contiguous offsets): (valid bytes, the offset where a bad batch
+    starts, why it is bad), the reason None when all of `data` passes. The CRC covers the records, so
+    they are not walked."""
+    position, expected_offset = 0, None
+    while position < len(data):
+        where = start_offset if expected_offset is None else expected_offset
+        if len(data) - position < HEADER_SIZE:
+            return position, where, f"{len(data) - position} bytes at the end, less than a batch header"
+        header = read_header(data, position)
+        try:
+            check_batch(data, header, position, check_records=False)
+        except CorruptRecordError as exc:
+            return position, where, str(exc)
+        contiguous = (header.base_offset <= start_offset <= header.last_offset if expected_offset is None
+                      else header.base_offset == expected_offset)
+        if not contiguous:
+            return position, where, f"batch at position {position} has base offset {header.base_offset}"
+        expected_offset = header.next_offset
+        position += header.size_bytes
+    return position, -1, None
+
+
+def index_entries(headers: Iterator[tuple[int, BatchHeader]],
+                  index_interval_bytes: int) -> tuple[list[tuple[int, int]], int, str | None]:
+    """The index entries of a segment from its (position, header) pairs, the bytes after the last entry,
+    and the damage that ended the walk early (None when it reached the end)."""
+    entries: list[tuple[int, int]] = []
+    bytes_since_index_entry = 0
+    try:
+        for position, header in headers:
+            if bytes_since_index_entry >= index_interval_bytes and position > 0:
+                entries.append((header.base_offset, position))
+                bytes_since_index_entry = 0
+            bytes_since_index_entry += header.size_bytes
+    except CorruptRecordError as exc:
+        return entries, bytes_since_index_entry, str(exc)
+    return entries, bytes_since_index_entry, None
+
+
+def batch_holding(headers: Iterator[tuple[int, BatchHeader]], name: str, offset: int,
+                  expected_offset: int) -> tuple[int, BatchHeader] | None:
+    """(position, header) of the batch holding `offset`, walking `headers` whose first batch starts at
+    `expected_offset`; None past the end. A batch out of sequence is damage (its base offset lies outside
+    the CRC): CorruptRecordError rather than the wrong records."""
+    for position, header in headers:
+        if header.base_offset != expected_offset:
+            raise CorruptRecordError(f"{name}: batch at position {position} has base offset "
+                                     f"{header.base_offset}, expected {expected_offset}")
+        if header.last_offset >= offset:
+            return position, header
+        expected_offset = header.next_offset
+    return None

@@ -43,6 +43,7 @@ from .errors import LogOffsetMismatchError
 from .results import CorruptionReport
 from .retention import SegmentSummary
 from .segment import LogSegment
+from .segment_scan import TornReadError
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +165,9 @@ class Segments:
         if tail is not None and (tail[1] or i == len(self._segments) - 1):
             return tail[0]
         found = self._segments[i].find_batch(start_offset)
-        assert found is not None, f"offset {start_offset} below the LEO but in no batch of {self._segments[i].name}"
+        if found is None:  # the segment's end was damaged after it was written (recovery did not scan it)
+            raise TornReadError(f"offset {start_offset} is below the log end but in no batch of "
+                                f"{self._segments[i].name}")
         position = found[0]
         parts: list[bytes] = []
         read_bytes = 0
@@ -280,6 +283,14 @@ class Segments:
     @property
     def has_rolled_to_sync(self) -> bool:
         return bool(self._unsynced_rolled)
+
+    def rolled_after(self, base_offset: int) -> tuple[int, int, int, str] | None:
+        """(base offset, duplicated fd, size, name) of the first rolled (immutable) segment whose base is
+        above `base_offset`, for a check made without the log's owner's lock (the scrubber); None if none."""
+        for segment in self._segments[:-1]:
+            if segment.base_offset > base_offset:
+                return segment.base_offset, segment.duplicate_fd(), segment.size_bytes, segment.name
+        return None
 
     def rolled_to_sync(self) -> tuple[int, list[tuple[int, int]]]:
         """(layout version, [(duplicated fd, next offset)]) of the rolled segments whose fsync is pending."""

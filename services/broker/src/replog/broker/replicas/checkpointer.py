@@ -96,8 +96,8 @@ class Checkpointer:
             if self._interval_flush:
                 try:
                     self._flush_due()
-                except OSError as exc:
-                    log.error("flush failed (retrying next round): %s", exc)
+                except OSError as exc:  # never retried (log_dir_failures.py)
+                    self._replicas.dir_failures.failed("a flush", exc)
             return
         self._created += self._replicas.take_created()
         if self._created >= SETTLE_AFTER_CREATED:
@@ -114,8 +114,8 @@ class Checkpointer:
                 self._next_checkpoint_ms = self._clock.monotonic_ms() + self._checkpoint_interval_ms
             elif self._interval_flush:
                 self._flush_due()
-        except OSError as exc:
-            log.error("checkpoint or flush failed (retrying next round): %s", exc)
+        except OSError as exc:  # never retried (log_dir_failures.py)
+            self._replicas.dir_failures.failed("a checkpoint or flush", exc)
 
     def _waits_for_burst(self) -> bool:
         now_ms = self._clock.monotonic_ms()

@@ -147,3 +147,16 @@ def _truncate_locked(hosted: HostedPartition, offset: int) -> Truncated:
         hosted.producer_state = rebuild_from_log(hosted.log, hosted.producer_state.limits)
     high_watermark = hosted.replica.on_truncated(log=hosted.log)
     return Truncated(before, hosted.log.log_end_offset, high_watermark)
+
+
+def truncate_corrupt_segment(hosted: HostedPartition, base_offset: int) -> Truncated | None:
+    """The scrubber found a damaged segment starting at `base_offset`: a follower cuts its log there, and
+    its fetcher takes the records again from the leader. None when the replica does not follow (a leader
+    keeps its log: reads never serve the damage, log/segment_scan.checked_prefix)."""
+    return hosted.run(_truncate_corrupt_segment, base_offset)
+
+
+def _truncate_corrupt_segment(hosted: HostedPartition, base_offset: int):
+    if not hosted.usable or hosted.replica.state.role is not ReplicaRole.FOLLOWER:
+        return None, NO_EFFECTS
+    return _truncate_locked(hosted, base_offset), NO_EFFECTS

@@ -36,6 +36,8 @@ from replog.broker.core.producer_state import ProducerStateTable
 from replog.broker.core.replica import PartitionReplica
 from replog.broker.log import PartitionLog
 from replog.broker.replicas.consequences import Consequences
+from replog.broker.replicas.log_dir_failures import LogDirFailures
+from replog.broker.replicas.log_dir_space import LogDirSpace
 from replog.broker.replicas.long_poll import Waiter
 from replog.broker.replicas.partition_dirs import set_aside_directory
 from replog.common.core.partitions import TopicPartition
@@ -54,8 +56,13 @@ class HostedPartition:
         producer_state: ProducerStateTable,
         remove_directory: Callable[[Path], None] = shutil.rmtree,
         consequences: Consequences | None = None,
+        dir_failures: LogDirFailures | None = None,
+        dir_space: LogDirSpace | None = None,
     ) -> None:
         self.topic_partition = topic_partition
+        # the broker's one channel for storage errors (log_dir_failures.py); a test's partition gets its own
+        self.dir_failures = LogDirFailures(log.directory.parent) if dir_failures is None else dir_failures
+        self.dir_space = LogDirSpace(log.directory.parent) if dir_space is None else dir_space  # no reserve
         self._remove_directory = remove_directory  # a deleted log's directory, once renamed aside
         self._consequences = Consequences() if consequences is None else consequences
         self.broker_id = broker_id

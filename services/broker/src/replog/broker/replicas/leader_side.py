@@ -11,6 +11,7 @@ state -> HW; nothing touches the log unless all checks passed.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -24,10 +25,12 @@ from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartition
 from replog.broker.core.log_view import EpochEndOffset
 from replog.broker.core.produce import ProduceProgress
 from replog.broker.core.producer_state import Duplicate
+from replog.broker.log import CorruptLogError
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.producer_headers import producer_header
 from replog.common.records import BatchHeader, RecordTooLargeError
 
+logger = logging.getLogger(__name__)
 _GONE = (ErrorCode.NOT_LEADER, "the replica is no longer hosted here")
 
 
@@ -60,6 +63,11 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
                      fsync: bool):
     if not hosted.usable:
         return LeaderAppend(*_GONE), NO_EFFECTS
+    if hosted.dir_failures.offline:
+        return LeaderAppend(ErrorCode.STORAGE_ERROR, _offline_message(hosted)), NO_EFFECTS
+    shortage = hosted.dir_space.shortage()
+    if shortage is not None:
+        return LeaderAppend(ErrorCode.STORAGE_ERROR, shortage), NO_EFFECTS
     replica = hosted.replica
     admitted = replica.admit_produce(acks=acks, min_insync_replicas=min_insync_replicas)
     if isinstance(admitted, Refusal):
@@ -81,8 +89,9 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
         ), NO_EFFECTS
     try:
         info = log.append_as_leader(batch, leader_epoch, fsync=fsync, validated=header)
-    except OSError as exc:
-        return LeaderAppend(ErrorCode.STORAGE_ERROR, f"append failed: {exc}"), NO_EFFECTS
+    except OSError as exc:  # never retried: the directory goes offline (log_dir_failures.py)
+        hosted.dir_failures.failed(f"an append to {hosted.topic_partition}", exc)
+        return LeaderAppend(ErrorCode.STORAGE_ERROR, _offline_message(hosted)), NO_EFFECTS
     except RecordTooLargeError as exc:  # the topic's max.message.bytes went down since the batch was checked
         return LeaderAppend(ErrorCode.RECORD_TOO_LARGE, str(exc)), NO_EFFECTS
     if header.producer_id >= 0:
@@ -94,6 +103,11 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
         ErrorCode.NONE, "", info.base_offset, info.last_offset, leader_epoch, log.log_start_offset,
         high_watermark_update=appended.high_watermark_update,
     ), appended.effects
+
+
+def _offline_message(hosted: HostedPartition) -> str:
+    return (f"the log directory {hosted.dir_failures.log_dir} is offline after a storage error "
+            f"({hosted.dir_failures.offline_reason}); another replica takes over")
 
 
 def produce_progress(hosted: HostedPartition) -> ProduceProgress | None:
@@ -142,6 +156,8 @@ def _read_for_follower(hosted: HostedPartition, replica_id: int, current_leader_
     replica, log = hosted.replica, hosted.log
     if not hosted.usable:
         return FollowerFetchAnswer(*_GONE, -1, -1, -1, -1), NO_EFFECTS
+    if hosted.dir_failures.offline:  # its log end may count a batch the disk refused
+        return FollowerFetchAnswer(ErrorCode.STORAGE_ERROR, _offline_message(hosted), -1, -1, -1, -1), NO_EFFECTS
     result = replica.on_follower_fetch(
         replica_id=replica_id,
         current_leader_epoch=current_leader_epoch,
@@ -162,7 +178,12 @@ def _read_for_follower(hosted: HostedPartition, replica_id: int, current_leader_
         ), NO_EFFECTS
     records = b""
     if result.fetch_offset < result.read_upto_offset:
-        records = log.read(result.fetch_offset, bytes_max, upper_offset=result.read_upto_offset)
+        try:
+            records = log.read(result.fetch_offset, bytes_max, upper_offset=result.read_upto_offset)
+        except CorruptLogError as exc:  # never handed on; the follower backs off and asks again
+            logger.error("%s: %s", hosted.topic_partition, exc)
+            return FollowerFetchAnswer(ErrorCode.STORAGE_ERROR, str(exc), replica.high_watermark,
+                                       log.log_start_offset, log.log_end_offset, replica.state.leader_epoch), NO_EFFECTS
     return FollowerFetchAnswer(
         ErrorCode.NONE, "", result.high_watermark, result.log_start_offset, log.log_end_offset,
         result.leader_epoch, records=records, high_watermark_update=result.high_watermark_update,
@@ -211,7 +232,12 @@ def _read_for_consumer(hosted: HostedPartition, current_leader_epoch: int, fetch
                                    hosted.log.log_start_offset), NO_EFFECTS
     records = b""
     if not plan.is_empty:
-        records = hosted.log.read(plan.fetch_offset, bytes_max, upper_offset=plan.read_upto_offset)
+        try:
+            records = hosted.log.read(plan.fetch_offset, bytes_max, upper_offset=plan.read_upto_offset)
+        except CorruptLogError as exc:  # a consumer gets an error, never records whose CRC fails
+            logger.error("%s: %s", hosted.topic_partition, exc)
+            return ConsumerFetchAnswer(ErrorCode.STORAGE_ERROR, str(exc), plan.high_watermark,
+                                       plan.log_start_offset), NO_EFFECTS
     return ConsumerFetchAnswer(ErrorCode.NONE, "", plan.high_watermark, plan.log_start_offset, records), NO_EFFECTS
 
 

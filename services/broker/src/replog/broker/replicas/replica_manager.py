@@ -34,6 +34,7 @@ from replog.broker.log import (
     HW_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
+    CheckpointError,
     LogConfig,
     LostRecords,
     PartitionLog,
@@ -47,6 +48,8 @@ from replog.broker.replicas.consequences import Consequences
 from replog.broker.replicas.directory_remover import DirectoryRemover
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import produce_progress
+from replog.broker.replicas.log_dir_failures import LogDirFailures
+from replog.broker.replicas.log_dir_space import LogDirSpace
 from replog.broker.replicas.log_maintenance import update_log_config
 from replog.broker.replicas.partition_dirs import (
     local_partition_directories,
@@ -85,8 +88,19 @@ class ReplicaManager:
         self.lost_records: list[LostRecords] = []  # committed records recovery could not find (set by `load`)
         # What the steps on every hosted replica set off (consequences.py); bootstrap.py connects it.
         self.consequences = Consequences()
+        self.dir_failures = LogDirFailures(self.log_dir)  # bootstrap.py says what an offline directory stops
+        self.dir_space = LogDirSpace(self.log_dir)  # bootstrap.py sets its reserve; the checkpointer measures
 
     # --- start-up -----------------------------------------------------------------
+
+    def _recovery_points(self) -> dict[tuple[str, int], int]:
+        """The recovery-point checkpoint; an unreadable one only accelerates, so every log is scanned whole
+        instead (the HW and log-start checkpoints cannot be derived, and an unreadable one stops the start)."""
+        try:
+            return read_offsets_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT_FILE)
+        except CheckpointError as exc:
+            log.error("recovering every log from its first segment: %s", exc)
+            return {}
 
     def load(self) -> None:
         """Open and recover every local partition log; HW from the checkpoint (a bad file stops start-up)."""
@@ -95,7 +109,7 @@ class ReplicaManager:
         for leftover in set_aside_directories(self.log_dir):
             self._remover.remove_later(leftover)  # deleted before the last stop, not yet removed
         high_watermarks = read_offsets_checkpoint(self.log_dir / HW_CHECKPOINT_FILE)
-        recovery_points = read_offsets_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT_FILE)
+        recovery_points = self._recovery_points()
         log_starts = read_offsets_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT_FILE)
         dropped = 0
         for topic_partition, path in local_partition_directories(self.log_dir).items():
@@ -121,6 +135,7 @@ class ReplicaManager:
                 high_watermark=high_watermark,
                 producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
                 remove_directory=self._remover.remove_later, consequences=self.consequences,
+                dir_failures=self.dir_failures, dir_space=self.dir_space,
             ))
         log.info("loaded %d local replicas from %s after %s (recovery dropped %d bytes in all)",
                  len(self._partitions), self.log_dir, "a clean stop" if self.clean_start else "an unclean shutdown",
@@ -151,6 +166,7 @@ class ReplicaManager:
                     topic_partition, self.broker_id, partition_log,
                     high_watermark=0, producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
                     remove_directory=self._remover.remove_later, consequences=self.consequences,
+                dir_failures=self.dir_failures, dir_space=self.dir_space,
                 )
                 self._put(topic_partition, hosted)
                 self._created_since_settle += 1

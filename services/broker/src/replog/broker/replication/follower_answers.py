@@ -94,6 +94,8 @@ def handle_answer(hosted: HostedPartition, follow: Follow, position: FetchPositi
         return _truncate(follow, "diverging epoch", metrics, lambda: truncate_diverging(
             hosted, leader_epoch=leader_epoch, fetch_offset=position.fetch_offset,
             last_fetched_epoch=position.last_fetched_epoch, diverging=diverging))
+    if code == ErrorCode.NONE and hosted.dir_failures.offline:  # nothing more is written there
+        return Handled(True, ERROR_BACKOFF_MS)
     if code == ErrorCode.NONE:
         try:
             appended = append_from_leader(hosted, leader_epoch=leader_epoch, fetch_offset=position.fetch_offset,
@@ -102,8 +104,8 @@ def handle_answer(hosted: HostedPartition, follow: Follow, position: FetchPositi
         except (CorruptRecordError, LogOffsetMismatchError) as exc:
             log.error("%s: cannot append the leader's records: %s", tp, exc)
             return Handled(True, ERROR_BACKOFF_MS)
-        except OSError as exc:  # a failed write or fsync: the position does not move, the leader is not told
-            log.error("%s: storage error appending the leader's records: %s", tp, exc)
+        except OSError as exc:  # a failed write or fsync: never retried, the directory goes offline
+            hosted.dir_failures.failed(f"an append of the leader's records to {tp}", exc)
             return Handled(True, ERROR_BACKOFF_MS)
         if appended is None:
             return _NAME_AGAIN

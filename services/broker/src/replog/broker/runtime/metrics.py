@@ -72,6 +72,8 @@ class ProduceAcksMetrics:
 class BrokerMetrics:
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self._registry = registry
+        self.scrub_corrupt_segments = Counter(
+            "replog_broker_scrub_corrupt_segments", "rolled segments the scrubber found damaged", registry=registry)
         self.isr_shrinks = Counter("replog_broker_isr_shrinks", "ISR shrinks the controller accepted", registry=registry)
         self.isr_expands = Counter("replog_broker_isr_expands", "ISR expansions the controller accepted",
                                    registry=registry)

@@ -1,0 +1,107 @@
+"""The background scrubber: finds bit rot in rolled segments before a reader does (issue 40).
+
+Theory of operation
+-------------------
+A checkpointer chore. Each call earns `bytes_per_second` times the time since the last one (at most one
+second's worth is saved up) and spends it verifying whole rolled segments, one at a time, in a cycle over
+every hosted replica and every rolled segment of it (`PartitionLog.verify`'s checks: framing, CRC, every
+record, contiguous offsets). A segment larger than what is left is still verified whole; the debt is paid
+before the next one, so the rate holds on average. Rolled segments are immutable, so the check reads a
+duplicate of the segment's descriptor without holding the partition's lock.
+
+A damaged segment is logged and counted. On a follower the log is cut at the segment's base offset and the
+fetcher takes the records again from the leader. A leader keeps its log: its reads never serve a batch
+whose check fails (they answer STORAGE_ERROR), and giving up its leadership is not done yet.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable
+
+from replog.broker.core.effects import NO_EFFECTS
+from replog.broker.log.segment_scan import verify_batches
+from replog.broker.replicas.follower_side import truncate_corrupt_segment
+from replog.broker.replicas.hosted_partition import HostedPartition
+from replog.common.clock import Clock
+from replog.common.core.partitions import TopicPartition
+
+log = logging.getLogger(__name__)
+
+
+class Scrubber:
+    def __init__(self, hosted: Callable[[], Iterable[HostedPartition]], clock: Clock, *, bytes_per_second: int,
+                 on_corrupt: Callable[[], None] = lambda: None) -> None:
+        self._hosted = hosted
+        self._clock = clock
+        self._bytes_per_second = bytes_per_second
+        self._on_corrupt = on_corrupt
+        self._budget_bytes = 0.0
+        self._last_ms = clock.monotonic_ms()
+        self._after: tuple[TopicPartition, int] | None = None  # the last segment verified: (replica, base)
+        self._reported: set[tuple[TopicPartition, int]] = set()  # damage already reported (a leader keeps it)
+
+    def __call__(self) -> None:
+        if self._bytes_per_second <= 0:
+            return
+        now_ms = self._clock.monotonic_ms()
+        earned = self._bytes_per_second * (now_ms - self._last_ms) / 1000
+        self._last_ms = now_ms
+        self._budget_bytes = min(self._budget_bytes + earned, float(self._bytes_per_second))
+        verified: set[tuple[TopicPartition, int]] = set()
+        while self._budget_bytes > 0:
+            found = self._next_segment()
+            if found is None:
+                return
+            hosted, base_offset, fd, size_bytes, name = found
+            if (hosted.topic_partition, base_offset) in verified:  # a whole cycle in one call: enough
+                os.close(fd)
+                return
+            verified.add((hosted.topic_partition, base_offset))
+            try:
+                reports, _ = verify_batches(fd, size_bytes, name, base_offset)
+            finally:
+                os.close(fd)
+            self._budget_bytes -= max(size_bytes, 1)
+            if reports:
+                self._corrupt(hosted, base_offset, name, reports[0].reason, len(reports))
+
+    def _next_segment(self):
+        """The rolled segment after the last one verified, in (replica, base offset) order, wrapping around."""
+        # read without the lock: a replica that just rolled waits for the next cycle
+        replicas = sorted((h for h in self._hosted() if h.usable and h.log.segment_count > 1),
+                          key=lambda h: h.topic_partition)
+        if not replicas:
+            return None
+        after_tp, after_base = self._after if self._after is not None else (None, -1)
+        ordered = ([h for h in replicas if after_tp is None or h.topic_partition >= after_tp]
+                   + [h for h in replicas if after_tp is not None and h.topic_partition < after_tp])
+        for i, hosted in enumerate(ordered + ordered[:1]):
+            base = after_base if (i == 0 and hosted.topic_partition == after_tp) else -1
+            found = hosted.run(_rolled_after, base)
+            if found is not None:
+                self._after = (hosted.topic_partition, found[0])
+                return (hosted, *found)
+        self._after = None
+        return None
+
+    def _corrupt(self, hosted: HostedPartition, base_offset: int, name: str, reason: str, problems: int) -> None:
+        if (hosted.topic_partition, base_offset) in self._reported:
+            return
+        self._on_corrupt()
+        truncated = truncate_corrupt_segment(hosted, base_offset)
+        if truncated is None:
+            self._reported.add((hosted.topic_partition, base_offset))
+            log.error("%s: the scrubber found %d problems in segment %s (%s); as the leader the replica keeps it "
+                      "and serves nothing that fails its check", hosted.topic_partition, problems, name, reason)
+        else:
+            log.error("%s: the scrubber found %d problems in segment %s (%s); cut the log from offset %d to "
+                      "%d to fetch it again from the leader", hosted.topic_partition, problems, name, reason,
+                      truncated.log_end_offset_before, truncated.log_end_offset_after)
+
+
+def _rolled_after(hosted: HostedPartition, base_offset: int):
+    if not hosted.usable:
+        return None, NO_EFFECTS
+    return hosted.log.rolled_segment_after(base_offset), NO_EFFECTS
