@@ -93,11 +93,15 @@ def decode_records(
     start_offset: int = 0,
     *,
     verify_crc: bool = True,
-) -> list[DecodedRecord]:
+    record_type: type[tuple] = DecodedRecord,
+    prefix: tuple = (),
+) -> list:
     """The records of the whole batches in `buf`, skipping those below `start_offset`.
 
     An incomplete batch at the end is ignored (a reader may have cut a fetch
-    short); a corrupt batch raises `CorruptRecordError`.
+    short); a corrupt batch raises `CorruptRecordError`. Each record is a `record_type`, a named
+    tuple whose fields are `prefix`'s, then DecodedRecord's (the consumer's record type puts
+    topic and partition first, and gets its records built with no copy in between).
     """
     data = buf if isinstance(buf, bytes) else bytes(buf)
     out: list[DecodedRecord] = []
@@ -107,14 +111,14 @@ def decode_records(
         if verify_crc:
             validate_batch(data, pos, check_records=False)
         if header.attributes:
-            _decode_batch_records_with_attributes(data, pos, header, start_offset, out)
+            _decode_batch_records_with_attributes(data, pos, header, start_offset, out, record_type, prefix)
         else:
-            _decode_batch_records(data, pos, header, start_offset, out)
+            _decode_batch_records(data, pos, header, start_offset, out, record_type, prefix)
     return out
 
 
 def _decode_batch_records(
-    data: bytes, pos: int, header: BatchHeader, start_offset: int, out: list[DecodedRecord]
+    data: bytes, pos: int, header: BatchHeader, start_offset: int, out: list, record_type: type[tuple], prefix: tuple
 ) -> None:
     end = pos + header.size_bytes
     p = pos + HEADER_SIZE
@@ -140,8 +144,8 @@ def _decode_batch_records(
             p += value_len
             offset = base_offset + offset_delta
             if offset >= start_offset:
-                append(_new_tuple(DecodedRecord, (offset, key, value, base_timestamp_ms + timestamp_delta_ms, (),
-                                                  _CREATE_TIME)))
+                stamp_ms = base_timestamp_ms + timestamp_delta_ms
+                append(_new_tuple(record_type, prefix + (offset, key, value, stamp_ms, (), _CREATE_TIME)))
     except struct.error as exc:
         raise CorruptRecordError(f"batch at position {pos}: records run past the batch end") from exc
     if p != end:
@@ -149,7 +153,7 @@ def _decode_batch_records(
 
 
 def _decode_batch_records_with_attributes(
-    data: bytes, pos: int, header: BatchHeader, start_offset: int, out: list[DecodedRecord]
+    data: bytes, pos: int, header: BatchHeader, start_offset: int, out: list, record_type: type[tuple], prefix: tuple
 ) -> None:
     """`_decode_batch_records` for a batch with attributes set: header sections, a LogAppendTime."""
     end = pos + header.size_bytes
@@ -176,7 +180,7 @@ def _decode_batch_records_with_attributes(
             offset = header.base_offset + offset_delta
             if offset >= start_offset:
                 timestamp_ms = header.max_timestamp_ms if log_append_time else base_timestamp_ms + timestamp_delta_ms
-                out.append(DecodedRecord(offset, key, value, timestamp_ms, headers, stamp_type))
+                out.append(record_type(*prefix, offset, key, value, timestamp_ms, headers, stamp_type))
     except struct.error as exc:
         raise CorruptRecordError(f"batch at position {pos}: records run past the batch end") from exc
     if p != end:
