@@ -11,8 +11,8 @@ partitions, RF 3, min.insync.replicas 2; 100-byte values, acks=all, idempotent. 
   builds the same records (key, value, timestamp) and drops them; floor_send_batch_records_per_s,
   the broker's own rate through `send_batch` (8,000 records a call, as bench/produce.py drives it).
 - consumer_records_per_s: a Consumer over those records, iterated (`for record in consumer`) until
-  it has seen them all. Its floor, floor_raw_fetch_records_per_s: a loop of Fetch requests, one
-  leader after another, that decodes nothing (it reads each batch header's offsets only).
+  it has seen them all. Its floor, floor_raw_fetch_records_per_s: Fetch requests on this thread, one
+  in flight per leader as the consumer keeps them, that decode nothing (batch headers only).
 - latency_ms (unless --no-latency): p50 / p99 from `send()` to a Consumer in another process seeing
   the record, at `--rate-mb-per-s` (10), under the services' default CPU policy; with
   --latency-policies, batch, normal and realtime alternated back to back, `--rounds` times each,
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import queue
 import statistics
 import sys
 import time
@@ -110,7 +111,8 @@ def measure_consumer(bootstrap: list[str], total: int) -> float:
 
 
 def floor_raw_fetch(bootstrap: list[str], total: int) -> float:
-    """Fetch loop over every partition, leader by leader, reading batch headers only."""
+    """One Fetch in flight per leader, reissued as each answers, reading batch headers only: the
+    consumer's fetching with no decoding, no buffer and no thread hand-off."""
     with Consumer(bootstrap, TOPIC) as consumer:  # for its metadata and channels only
         metadata = consumer.metadata
         positions = {p: 0 for p in range(PARTITIONS)}
@@ -118,18 +120,25 @@ def floor_raw_fetch(bootstrap: list[str], total: int) -> float:
         for p in range(PARTITIONS):
             by_leader.setdefault(metadata.leader_address(TOPIC, p)[0], []).append(p)
         stubs = {address: metadata.stub(address) for address in by_leader}
+        answers: queue.SimpleQueue = queue.SimpleQueue()
+
+        def fetch(address: str) -> None:
+            request = log_pb2.FetchRequest(max_wait_ms=500, min_bytes=1, max_bytes=4 * 1024 * 1024, partitions=[
+                log_pb2.FetchPartition(topic=TOPIC, partition=p, fetch_offset=positions[p], current_leader_epoch=-1)
+                for p in by_leader[address]])
+            stubs[address].Fetch.future(request, timeout=10).add_done_callback(lambda f: answers.put((address, f)))
+
         started = time.perf_counter()
+        for address in by_leader:
+            fetch(address)
         seen = 0
         while seen < total:
-            for address, partitions in by_leader.items():
-                reply = stubs[address].Fetch(log_pb2.FetchRequest(
-                    max_wait_ms=500, min_bytes=1, max_bytes=4 * 1024 * 1024,
-                    partitions=[log_pb2.FetchPartition(topic=TOPIC, partition=p, fetch_offset=positions[p],
-                                                       current_leader_epoch=-1) for p in partitions]), timeout=10)
-                for data in reply.partitions:
-                    for _, header in rec.iter_batches(data.records):
-                        seen += header.next_offset - max(header.base_offset, positions[data.partition])
-                        positions[data.partition] = header.next_offset
+            address, call = answers.get(timeout=30)
+            for data in call.result().partitions:
+                for _, header in rec.iter_batches(data.records):
+                    seen += header.next_offset - max(header.base_offset, positions[data.partition])
+                    positions[data.partition] = header.next_offset
+            fetch(address)
         return total / (time.perf_counter() - started)
 
 
