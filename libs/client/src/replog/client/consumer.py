@@ -81,15 +81,15 @@ class Consumer:
         try:
             count = self.metadata.partition_count(topic)
         except KeyError as exc:
-            raise ConsumerError(common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, str(exc)) from None
+            raise ConsumerError(common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, exc.args[0]) from None
         self.partitions: list[int] = []
         if start_timestamp_ms is not None:
-            self._assign(list(range(count)) if partitions is None else list(partitions), start)
+            self._assign(list(range(count)) if partitions is None else list(partitions), 0)  # sought below
             for p, offset in self.offsets_for_times({p: start_timestamp_ms for p in self.partitions}).items():
                 self.seek(p, offset if offset is not None else self._list_offset(p, LATEST))
         else:
             self._assign(list(range(count)) if partitions is None else list(partitions), start)
-        self._fetcher.start()
+        self._fetcher.start()  # after the first seeks: its first fetches leave from where they say
 
     # --- where to read -----------------------------------------------------------------------
 
