@@ -45,6 +45,15 @@ _ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
 
 
 class Producer:
+    """Sends records to a cluster's partition leaders, batched, in order per partition.
+
+    `acks`: "all" (-1, the default: the ISR has the record), 1 (the leader has it) or 0; `idempotent`
+    (needs "all"): retries never write a record twice; `linger_ms`: how long an open batch waits for
+    more records; `batch_records_max` / `batch_bytes_max`: when a batch is full;
+    `buffered_records_max`: `send` blocks while this many records wait for their answers;
+    `max_in_flight`: requests in flight per partition. A context manager: leaving it closes the
+    producer, which first delivers what is buffered."""
+
     def __init__(
         self,
         bootstrap: list[str],
@@ -164,6 +173,8 @@ class Producer:
         return future
 
     def flush(self, timeout_s: float | None = None) -> None:
+        """Send every open batch now and wait until every record sent so far is answered (written or
+        failed: see each handle); TimeoutError after `timeout_s` (default: no limit)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         self._accumulator.ready_all()
         self._sender.wake()
