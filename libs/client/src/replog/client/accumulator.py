@@ -14,8 +14,9 @@ every batch of it in flight has answered, and the batches to retry go one at a t
 sequence order (`retry`); once none is in flight and none waits to be retried, the
 partition sends as before, its open batch included.
 
-Every field is guarded by `lock`, a Condition: senders of records wait on it for buffer
-space, and `wait_until_delivered` for the buffered count to reach zero.
+Every field is guarded by `lock`, a Condition over `mutex` (the plain lock the per-record path
+takes directly): senders of records wait on it for buffer space, and `wait_until_delivered` for
+the buffered count to reach zero.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class ProducerBatch:
     partition: int
     records: rec.BatchBuilder = field(default_factory=rec.BatchBuilder)  # encoded as they join; .count
     futures: list = field(default_factory=list)       # send_batch's (future, index of its first record)
-    outcome: BatchOutcome = None  # type: ignore[assignment]  # what send's handles read; set in __post_init__
+    outcome: BatchOutcome = field(init=False)  # what send's handles read (results.py)
     size_bytes: int = 0
     created_s: float = field(default_factory=time.monotonic)
     encoded: bytes | None = None
