@@ -8,7 +8,7 @@ import time
 import pytest
 
 from replog.client import Consumer
-from replog.client.results import ProduceError
+from replog.client.results import ConsumerError
 from replog.v1 import common_pb2
 
 from .gateway_helpers import cli_runner
@@ -86,7 +86,7 @@ def test_retention_ms_deletes_the_segments_whose_records_aged_out_and_a_consumer
     start = found[brokers[0]].log_start_offset
 
     with Consumer(bootstrap(cluster), "aging", start=0) as consumer:
-        with pytest.raises(ProduceError) as raised:
+        with pytest.raises(ConsumerError) as raised:
             deadline = time.monotonic() + DEADLINE_S
             while time.monotonic() < deadline:
                 consumer.poll(500)

@@ -115,7 +115,7 @@ def run_produce(args, channel) -> int:
 
 
 def run_consume(args, channel) -> int:
-    from replog.client import EARLIEST, LATEST, Consumer, ProduceError
+    from replog.client import EARLIEST, LATEST, ClientError, Consumer
 
     if args.offset is not None and (not args.partition or len(args.partition) != 1):
         raise CliError("--offset needs exactly one --partition")
@@ -128,7 +128,7 @@ def run_consume(args, channel) -> int:
         consumer = Consumer(brokers(channel), args.topic, partitions=args.partition, start=start,
                             start_timestamp_ms=start_timestamp_ms, tls=args.tls, insecure=args.tls is None,
                             reset_out_of_range=args.reset_out_of_range)
-    except KeyError as exc:
+    except (ClientError, KeyError) as exc:
         raise CliError(str(exc).strip("'\"")) from None
     count = 0
     idle_since = time.monotonic()
@@ -149,7 +149,7 @@ def run_consume(args, channel) -> int:
                 print(record_lines.record_as_text(
                     record, value_format=args.value_format, timestamp=args.print_timestamp, offset=args.print_offset,
                     headers=args.print_headers, key=args.print_key), flush=True)
-    except ProduceError as exc:
+    except ClientError as exc:
         raise CliError(str(exc)) from None
     except KeyboardInterrupt:
         pass

@@ -3,8 +3,8 @@
 from replog.client.consumer import EARLIEST, LATEST, Consumer, ConsumerRecord
 from replog.client.metadata import MetadataCache, NoBrokerReachable
 from replog.client.producer import Producer
-from replog.client.results import ProduceError, RecordMetadata
+from replog.client.results import ClientError, ConsumerError, ProduceError, RecordMetadata, SendHandle
 from replog.common.core.timestamp_type import TimestampType
 
-__all__ = ["Consumer", "ConsumerRecord", "EARLIEST", "LATEST", "MetadataCache", "NoBrokerReachable",
-           "ProduceError", "Producer", "RecordMetadata", "TimestampType"]
+__all__ = ["ClientError", "Consumer", "ConsumerError", "ConsumerRecord", "EARLIEST", "LATEST", "MetadataCache",
+           "NoBrokerReachable", "ProduceError", "Producer", "RecordMetadata", "SendHandle", "TimestampType"]

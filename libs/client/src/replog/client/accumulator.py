@@ -1,6 +1,6 @@
 """The producer's record accumulator: open batches, the batches ready to leave, and which may leave now.
 
-`send()` and `send_batch()` add records to their partition's open batch (`add`,
+`send()` and `send_batch()` add records to their partition's open batch (`append`,
 `add_many`); the records' bytes are written as they join (replog.common.records.BatchBuilder),
 so the sender only adds the header and CRC when the batch may leave. A batch is ready when
 full, after `linger_ms`, or on `flush`; the sender takes what may leave now with `drain`.
@@ -14,8 +14,9 @@ every batch of it in flight has answered, and the batches to retry go one at a t
 sequence order (`retry`); once none is in flight and none waits to be retried, the
 partition sends as before, its open batch included.
 
-Every field is guarded by `lock`, a Condition: senders of records wait on it for buffer
-space, and `wait_until_delivered` for the buffered count to reach zero.
+Every field is guarded by `lock`, a Condition over `mutex` (the plain lock the per-record path
+takes directly): senders of records wait on it for buffer space, and `wait_until_delivered` for
+the buffered count to reach zero.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable
 
+from replog.client.results import BatchOutcome, SendHandle
 from replog.common import records as rec
 
 
@@ -35,7 +37,8 @@ class ProducerBatch:
     topic: str
     partition: int
     records: rec.BatchBuilder = field(default_factory=rec.BatchBuilder)  # encoded as they join; .count
-    futures: list = field(default_factory=list)       # (future, index of its first record in the batch)
+    futures: list = field(default_factory=list)       # send_batch's (future, index of its first record)
+    outcome: BatchOutcome = field(init=False)  # what send's handles read (results.py)
     size_bytes: int = 0
     created_s: float = field(default_factory=time.monotonic)
     encoded: bytes | None = None
@@ -47,6 +50,9 @@ class ProducerBatch:
     sent_to: tuple[str, int] | None = None  # (address, leader epoch) of the leader last sent to
     failures_here: int = 0  # retriable failures at sent_to in a row: what the backoff grows with
 
+    def __post_init__(self) -> None:
+        self.outcome = BatchOutcome(self.topic, self.partition)
+
 
 class Accumulator:
     def __init__(self, *, max_in_flight: int, linger_s: float, batch_records_max: int, batch_bytes_max: int,
@@ -55,7 +61,8 @@ class Accumulator:
         self.linger_s = linger_s
         self.batch_records_max = batch_records_max
         self.batch_bytes_max = batch_bytes_max
-        self.lock = threading.Condition()
+        self.mutex = threading.Lock()  # `with self.mutex` is C-level; `lock` waits on the same lock
+        self.lock = threading.Condition(self.mutex)
         self.open: dict[tuple[str, int], ProducerBatch] = {}
         self.ready: collections.deque[ProducerBatch] = collections.deque()
         self.in_flight: dict[tuple[str, int], int] = {}  # batches in flight per partition
@@ -67,31 +74,37 @@ class Accumulator:
 
     # --- records in (the callers' threads) ------------------------------------------------------
 
-    def add(self, topic: str, partition: int, record: tuple[bytes | None, bytes, int] | tuple, size: int,
-            future: Future) -> bool:
-        """Add one record, (key, value, timestamp_ms) or with its headers (key, value, timestamp_ms, headers),
-        to its partition's open batch; returns whether the sender must be woken."""
-        with self.lock:
+    def append(self, topic: str, partition: int, key: bytes | None, value: bytes, timestamp_ms: int,
+               headers: rec.Headers | None, size: int, only_if_open: bool = False) -> tuple[SendHandle | None, bool]:
+        """Write one record into its partition's open batch: its handle (None, writing nothing, when
+        `only_if_open` and the partition has no open batch) and whether the sender must be woken.
+        The per-record path: one uncontended lock, the record's bytes appended, one small handle."""
+        with self.mutex:
             if self.closed:
                 raise RuntimeError("the producer is closed")
             while self.buffered >= self.buffered_max:
                 self.lock.wait()
             batch = self.open.get((topic, partition))
-            wake = batch is None and self._may_send_locked((topic, partition))
             if batch is None:
+                if only_if_open:
+                    return None, False
+                wake = self.in_flight.get((topic, partition), 0) < self.max_in_flight
                 batch = self.open[(topic, partition)] = ProducerBatch(topic, partition)
-            batch.futures.append((future, batch.records.count))
-            if len(record) == 3:
-                batch.records.add_many((record,))
             else:
-                batch.records.add_many_with_headers((record,))
+                wake = False
+            builder = batch.records
+            handle = SendHandle(batch.outcome, builder.count)
+            if headers:
+                builder.add_many_with_headers(((key, value, timestamp_ms, headers),))
+            else:
+                builder.add(key, value, timestamp_ms)
             batch.size_bytes += size
             self.buffered += 1
-            if batch.records.count >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
+            if builder.count >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
                 self.ready.append(self.open.pop((topic, partition)))
                 self.lock.notify_all()
-                wake = True
-        return wake
+                return handle, True
+        return handle, wake
 
     def add_many(self, topic: str, partition: int, key: bytes | None, values: list[bytes], timestamp_ms: int,
                  size: int, future: Future) -> bool:

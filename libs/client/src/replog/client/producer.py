@@ -1,7 +1,9 @@
 """Producer: batching, leader discovery, retries and idempotence (KIP-98).
 
-`send()` appends a record to its partition's open batch and returns a Future
-(`send_batch()` appends many with one Future). The work is split as in Kafka's
+`send()` writes a record into its partition's open batch and returns a light handle
+shaped like a Future (results.SendHandle: one small object per record, one Event per
+batch); `send_batch()` appends many with one Future. A record without a partition goes
+where Kafka's default partitioner puts it (partitioner.py). The work is split as in Kafka's
 producer:
 
 - accumulator.py holds the batches: open ones fill until full or `linger_ms`, and
@@ -22,30 +24,41 @@ twice.
 
 from __future__ import annotations
 
+import random
 import time
-import zlib
 from concurrent.futures import Future
 
 from replog.client.accumulator import Accumulator
 from replog.client.metadata import MetadataCache
-from replog.client.results import ProduceError, RecordMetadata
+from replog.client.partitioner import StickyPartitioner, partition_for_key
+from replog.client.results import ProduceError, RecordMetadata, SendHandle
 from replog.client.sender import Sender
 from replog.common import records as rec
 from replog.common.security.files import TlsFiles
 from replog.v1 import common_pb2, log_pb2
 
-__all__ = ["ProduceError", "Producer", "RecordMetadata"]  # ProduceError and RecordMetadata: from results.py
+__all__ = ["ProduceError", "Producer", "RecordMetadata", "SendHandle"]  # all but Producer: from results.py
 
 MAX_IN_FLIGHT_IDEMPOTENT = 5  # the broker's producer state keeps a producer's last 5 batches (BATCHES_KEPT)
 MAX_IN_FLIGHT = 100
+_ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
 
 
 class Producer:
+    """Sends records to a cluster's partition leaders, batched, in order per partition.
+
+    `acks`: "all" (-1, the default: the ISR has the record), 1 (the leader has it) or 0; `idempotent`
+    (needs "all"): retries never write a record twice; `linger_ms`: how long an open batch waits for
+    more records; `batch_records_max` / `batch_bytes_max`: when a batch is full;
+    `buffered_records_max`: `send` blocks while this many records wait for their answers;
+    `max_in_flight`: requests in flight per partition. A context manager: leaving it closes the
+    producer, which first delivers what is buffered."""
+
     def __init__(
         self,
         bootstrap: list[str],
         *,
-        acks: int = -1,
+        acks: int | str = "all",
         idempotent: bool = True,
         linger_ms: int = 2,
         batch_records_max: int = 2000,
@@ -63,8 +76,9 @@ class Producer:
     ) -> None:
         """`tls`: the CA, certificate and key to call the brokers with (default: found as
         security/local.py says); `insecure`: plaintext, for a cluster run with --insecure."""
+        acks = _ACKS.get(acks, acks) if isinstance(acks, str) else acks
         if acks not in (0, 1, -1):
-            raise ValueError(f"acks must be 0, 1 or -1 (all), not {acks}")
+            raise ValueError(f"acks must be 0, 1, -1 or \"all\", not {acks!r}")
         if idempotent and acks != -1:
             raise ValueError("an idempotent producer needs acks=-1 (all)")
         if not 1 <= max_in_flight <= (MAX_IN_FLIGHT_IDEMPOTENT if idempotent else MAX_IN_FLIGHT):
@@ -87,7 +101,8 @@ class Producer:
         self._accumulator = Accumulator(max_in_flight=max_in_flight, linger_s=self.linger_s,
                                         batch_records_max=batch_records_max, batch_bytes_max=batch_bytes_max,
                                         buffered_records_max=buffered_records_max)
-        self._round_robin = 0
+        self._sticky = StickyPartitioner(random.Random())
+        self._partition_counts: dict[str, int] = {}
         if idempotent:
             self._init_producer_id()
         self._sender = Sender(self._accumulator, self.metadata, acks=acks, idempotent=idempotent,
@@ -100,31 +115,39 @@ class Producer:
     # --- API -------------------------------------------------------------------------------
 
     def send(self, topic: str, value: bytes, key: bytes | None = None, headers: rec.Headers | None = None,
-             timestamp_ms: int | None = None, partition: int | None = None) -> Future:
-        """Add one record to its partition's open batch; the Future gives its RecordMetadata.
+             timestamp_ms: int | None = None, partition: int | None = None) -> SendHandle:
+        """Add one record to its partition's open batch; the handle gives its RecordMetadata
+        (`handle.result(timeout)`, or `handle.add_done_callback(fn)`), shaped like a Future.
 
+        `partition`: default Kafka's partitioner (partitioner.py): murmur2 of the key, or the
+        topic's sticky partition for a record without a key.
         `headers`: (key, value) pairs or a mapping, keys non-empty str, values bytes or None
         (TypeError / ValueError at once when not, or past the format's bounds);
         `timestamp_ms`: the record's create time (default now; a topic with
         message.timestamp.type=LogAppendTime replaces it with the leader's clock)."""
+        sticky = partition is None and key is None
         if partition is None:
-            count = self.metadata.partition_count(topic)
-            if key is not None:
-                partition = zlib.crc32(key) % count
-            else:
-                partition = self._round_robin % count
-                self._round_robin += 1
-        stamp = timestamp_ms if timestamp_ms is not None else int(time.time() * 1000)
-        size = len(value) + (len(key) if key else 0) + 24
+            count = self._partition_counts.get(topic) or self._partition_count(topic)
+            partition = partition_for_key(key, count) if key is not None else self._sticky.partition(topic, count)
+        if timestamp_ms is None:
+            timestamp_ms = int(time.time() * 1000)
+        size = len(value) + 24
+        if key is not None:
+            size += len(key)
         if headers:
             size += len(rec.encode_headers(headers))  # checks them too, before anything is buffered
-            record = (key, value, stamp, headers)
-        else:
-            record = (key, value, stamp)
-        future: Future = Future()
-        if self._accumulator.add(topic, partition, record, size, future):
+        append = self._accumulator.append
+        handle, wake = append(topic, partition, key, value, timestamp_ms, headers, size, sticky)
+        if handle is None:  # the sticky partition's batch is gone: stick to another one, in a new batch
+            partition = self._sticky.next_partition(topic, partition, count)
+            handle, wake = append(topic, partition, key, value, timestamp_ms, headers, size)
+        if wake:
             self._sender.wake()
-        return future
+        return handle
+
+    def _partition_count(self, topic: str) -> int:
+        count = self._partition_counts[topic] = self.metadata.partition_count(topic)
+        return count
 
     def send_batch(self, topic: str, values: list[bytes], *, partition: int, key: bytes | None = None,
                    timestamp_ms: int | None = None) -> Future:
@@ -150,6 +173,8 @@ class Producer:
         return future
 
     def flush(self, timeout_s: float | None = None) -> None:
+        """Send every open batch now and wait until every record sent so far is answered (written or
+        failed: see each handle); TimeoutError after `timeout_s` (default: no limit)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         self._accumulator.ready_all()
         self._sender.wake()

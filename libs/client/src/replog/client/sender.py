@@ -286,6 +286,7 @@ class Sender:
             # another leader) explains the gap: retry after it. Else the gap is real.
             retry = self._accumulator.has_earlier_unfinished(batch)
         if code in (common_pb2.ERROR_CODE_NONE, common_pb2.ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER):
+            batch.outcome.finish(base_offset, None)
             for future, i in batch.futures:
                 offset = base_offset + i if base_offset >= 0 else -1
                 future.set_result(RecordMetadata(batch.topic, batch.partition, offset))
@@ -304,6 +305,7 @@ class Sender:
             return
         else:
             error = ProduceError(code, message)
+            batch.outcome.finish(-1, error)
             for future, _ in batch.futures:
                 future.set_exception(error)
         self._accumulator.done(batch)

@@ -82,6 +82,27 @@ class BatchBuilder:
         self._max_timestamp_ms = 0
         self._with_headers = False
 
+    def add(self, key: bytes | None, value: bytes, timestamp_ms: int) -> None:
+        """Append one record without headers: `add_many` for a producer's one-record-per-call path."""
+        if self._with_headers:
+            self.add_many_with_headers(((key, value, timestamp_ms, None),))
+            return
+        offset_delta = self.count
+        if offset_delta == 0:
+            self._base_timestamp_ms = self._max_timestamp_ms = timestamp_ms
+        elif timestamp_ms > self._max_timestamp_ms:
+            self._max_timestamp_ms = timestamp_ms
+        parts = self._parts
+        if key is None:
+            parts.append(RECORD_HEAD_NULL_KEY.pack(offset_delta, timestamp_ms - self._base_timestamp_ms, -1,
+                                                   len(value)))
+        else:
+            parts.append(RECORD_HEAD.pack(offset_delta, timestamp_ms - self._base_timestamp_ms, len(key)))
+            parts.append(key)
+            parts.append(INT32.pack(len(value)))
+        parts.append(value)
+        self.count = offset_delta + 1
+
     def add_many(self, records: Iterable[tuple[bytes | None, bytes, int]]) -> BatchBuilder:
         """Append records, each (key, value, timestamp_ms); key may be None."""
         if self._with_headers:

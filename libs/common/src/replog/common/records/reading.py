@@ -7,6 +7,7 @@ batch's CRC unless told not to.
 
 from __future__ import annotations
 
+import functools
 import struct
 from typing import NamedTuple
 
@@ -93,11 +94,15 @@ def decode_records(
     start_offset: int = 0,
     *,
     verify_crc: bool = True,
-) -> list[DecodedRecord]:
+    record_type: type[tuple] = DecodedRecord,
+    prefix: tuple = (),
+) -> list:
     """The records of the whole batches in `buf`, skipping those below `start_offset`.
 
     An incomplete batch at the end is ignored (a reader may have cut a fetch
-    short); a corrupt batch raises `CorruptRecordError`.
+    short); a corrupt batch raises `CorruptRecordError`. Each record is a `record_type`, a named
+    tuple whose fields are `prefix`'s, then DecodedRecord's (the consumer's record type puts
+    topic and partition first, and gets its records built with no copy in between).
     """
     data = buf if isinstance(buf, bytes) else bytes(buf)
     out: list[DecodedRecord] = []
@@ -107,14 +112,65 @@ def decode_records(
         if verify_crc:
             validate_batch(data, pos, check_records=False)
         if header.attributes:
-            _decode_batch_records_with_attributes(data, pos, header, start_offset, out)
-        else:
-            _decode_batch_records(data, pos, header, start_offset, out)
+            _decode_batch_records_with_attributes(data, pos, header, start_offset, out, record_type, prefix)
+        elif not _decode_uniform_records(data, pos, header, start_offset, out, record_type, prefix):
+            _decode_batch_records(data, pos, header, start_offset, out, record_type, prefix)
     return out
 
 
+@functools.lru_cache(maxsize=64)
+def _uniform_record(key_len: int, value_len: int) -> struct.Struct:
+    """One record of a batch whose records all have this key and value length, as fields:
+    offset delta, timestamp delta, key length, [key,] value length, value."""
+    key = f"{key_len}s" if key_len >= 0 else ""
+    return struct.Struct(f">iqi{key}i{value_len}s")
+
+
+def _decode_uniform_records(
+    data: bytes, pos: int, header: BatchHeader, start_offset: int, out: list, record_type: type[tuple], prefix: tuple
+) -> bool:
+    """`_decode_batch_records` for a batch whose records all have one key length and one value length
+    (a producer's usual batch), unpacked by one struct at C speed; False (nothing decoded) for any
+    other batch. Exact: each record's key and value length fields are checked to be the first
+    record's, so each record is the stride long and the next starts where the stride says."""
+    start = pos + HEADER_SIZE
+    end = pos + header.size_bytes
+    count = header.record_count
+    if end - start < RECORD_HEAD.size + INT32.size:
+        return False
+    _, _, key_len = RECORD_HEAD.unpack_from(data, start)
+    if key_len < -1:
+        return False
+    value_len_at = RECORD_HEAD.size + max(key_len, 0)
+    if start + value_len_at + INT32.size > end:
+        return False
+    (value_len,) = INT32.unpack_from(data, start + value_len_at)
+    stride = value_len_at + INT32.size + value_len
+    if value_len < 0 or stride * count != end - start:
+        return False
+    area = data[start:end]
+    for at, field in ((RECORD_HEAD.size - INT32.size, INT32.pack(key_len)), (value_len_at, INT32.pack(value_len))):
+        for j in range(INT32.size):
+            if area[at + j :: stride] != field[j : j + 1] * count:
+                return False
+    base_offset = header.base_offset
+    base_timestamp_ms = header.base_timestamp_ms
+    fields = _uniform_record(key_len, value_len).iter_unpack(area)
+    if key_len < 0:
+        decoded = [_new_tuple(record_type, prefix + (base_offset + od, None, value, base_timestamp_ms + td, (),
+                                                      _CREATE_TIME)) for od, td, _, _, value in fields]
+    else:
+        decoded = [_new_tuple(record_type, prefix + (base_offset + od, key, value, base_timestamp_ms + td, (),
+                                                     _CREATE_TIME)) for od, td, _, key, _, value in fields]
+    if base_offset < start_offset:
+        at = len(prefix)
+        decoded = [r for r in decoded if r[at] >= start_offset]
+    out += decoded
+    return True
+
+
 def _decode_batch_records(
-    data: bytes, pos: int, header: BatchHeader, start_offset: int, out: list[DecodedRecord]
+    data: bytes, pos: int, header: BatchHeader, start_offset: int, out: list, record_type: type[tuple], prefix: tuple
 ) -> None:
     end = pos + header.size_bytes
     p = pos + HEADER_SIZE
@@ -140,8 +196,8 @@ def _decode_batch_records(
             p += value_len
             offset = base_offset + offset_delta
             if offset >= start_offset:
-                append(_new_tuple(DecodedRecord, (offset, key, value, base_timestamp_ms + timestamp_delta_ms, (),
-                                                  _CREATE_TIME)))
+                stamp_ms = base_timestamp_ms + timestamp_delta_ms
+                append(_new_tuple(record_type, prefix + (offset, key, value, stamp_ms, (), _CREATE_TIME)))
     except struct.error as exc:
         raise CorruptRecordError(f"batch at position {pos}: records run past the batch end") from exc
     if p != end:
@@ -149,7 +205,7 @@ def _decode_batch_records(
 
 
 def _decode_batch_records_with_attributes(
-    data: bytes, pos: int, header: BatchHeader, start_offset: int, out: list[DecodedRecord]
+    data: bytes, pos: int, header: BatchHeader, start_offset: int, out: list, record_type: type[tuple], prefix: tuple
 ) -> None:
     """`_decode_batch_records` for a batch with attributes set: header sections, a LogAppendTime."""
     end = pos + header.size_bytes
@@ -176,7 +232,7 @@ def _decode_batch_records_with_attributes(
             offset = header.base_offset + offset_delta
             if offset >= start_offset:
                 timestamp_ms = header.max_timestamp_ms if log_append_time else base_timestamp_ms + timestamp_delta_ms
-                out.append(DecodedRecord(offset, key, value, timestamp_ms, headers, stamp_type))
+                out.append(record_type(*prefix, offset, key, value, timestamp_ms, headers, stamp_type))
     except struct.error as exc:
         raise CorruptRecordError(f"batch at position {pos}: records run past the batch end") from exc
     if p != end:
