@@ -4,7 +4,9 @@ Theory of operation. The table is the fold of the partition's offset records in 
 value replaces the key's earlier one and a tombstone removes it, so loading a partition from its
 start and applying each commit as it is acknowledged give the same table. Nothing is applied
 before its record is replicated (decide, persist, apply): a commit's values reach the table only
-after the adapter's acks=all append succeeded.
+after the adapter's acks=all append succeeded. Appends of concurrent commits may be applied in
+another order than they were written, so each value carries its record's log offset and an older
+one never replaces a newer one.
 """
 
 from __future__ import annotations
@@ -16,9 +18,14 @@ from replog.common.core.partitions import TopicPartition
 class OffsetTable:
     def __init__(self) -> None:
         self._by_group: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        self._written_at: dict[tuple[str, TopicPartition], int] = {}  # the log offset of each key's value
 
-    def put(self, group_id: str, tp: TopicPartition, committed: CommittedOffset | None) -> None:
-        """Apply one record; None is a tombstone."""
+    def put(self, group_id: str, tp: TopicPartition, committed: CommittedOffset | None, log_offset: int = -1) -> None:
+        """Apply one record (written at `log_offset`, -1 when unknown); None is a tombstone."""
+        if log_offset >= 0:
+            if log_offset < self._written_at.get((group_id, tp), -1):
+                return  # a newer value of this key is applied already
+            self._written_at[(group_id, tp)] = log_offset
         if committed is None:
             offsets = self._by_group.get(group_id)
             if offsets is not None:
