@@ -176,3 +176,28 @@ class Consumer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    # --- the hook for consumer groups (replog.client.group): the group, not the constructor, decides ----
+    # which partitions this consumer reads and from where. Nothing above depends on it.
+
+    def assign(self, positions: dict[int, int]) -> None:
+        """Read exactly these partitions of `topic`, each from the offset given."""
+        self.partitions = sorted(positions)
+        self.positions = dict(positions)
+
+    def offset_of(self, partition: int, which: str) -> int:
+        """The partition's EARLIEST or LATEST offset (ListOffsets on its leader)."""
+        return self._list_offset(partition, which)
+
+
+def _consumer_or_group_consumer(cls, *args, group_id: str | None = None, **kwargs):
+    """`Consumer(bootstrap, topics, group_id=G, ...)` builds a consumer in group G (a GroupConsumer, which
+    Python then does not initialise again); without `group_id`, the plain consumer above."""
+    if group_id is None:
+        return object.__new__(cls)
+    from replog.client.group.group_consumer import GroupConsumer
+
+    return GroupConsumer(*args, group_id=group_id, **kwargs)
+
+
+Consumer.__new__ = _consumer_or_group_consumer
