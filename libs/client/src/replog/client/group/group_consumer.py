@@ -87,10 +87,13 @@ class GroupConsumer:
             out.extend(r for r in records if TopicPartition(r.topic, r.partition) in self._positions)
         return out
 
-    def commit(self) -> None:
-        """Store the position of every assigned partition (the offset after the last record returned)."""
-        self._membership.commit({tp: (offset, NO_LEADER_EPOCH) for tp, offset in self._positions.items()})
-        self._commit_due_s = time.monotonic() + self.auto_commit_interval_s
+    def commit(self, offsets: dict[TopicPartition, int] | None = None) -> None:
+        """Store `offsets` (partition -> the next offset to read), by default the position of every assigned
+        partition (the offset after the last record returned); raises GroupError."""
+        chosen = self._positions if offsets is None else offsets
+        self._membership.commit({tp: (offset, NO_LEADER_EPOCH) for tp, offset in chosen.items()})
+        if offsets is None:
+            self._commit_due_s = time.monotonic() + self.auto_commit_interval_s
 
     def commit_async(self) -> Future:
         """`commit()` on a background thread; the future holds None or the GroupError."""
