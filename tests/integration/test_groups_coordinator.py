@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.request
 
 import grpc
 import pytest
@@ -72,6 +73,12 @@ def coordinator(cluster, group_id: str) -> tuple[group_pb2_grpc.GroupServiceStub
             return None
         return (s, found.coordinator.broker_id) if probe.error_code == E.ERROR_CODE_NONE else None
     return until(ready, f"the coordinator of {group_id}")
+
+
+def scrape(process) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{process.metrics_port}/metrics", timeout=5).read().decode()
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+            if line and not line.startswith("#")}
 
 
 def join_all(s, names: list[str]) -> dict[str, group_pb2.JoinGroupResponse]:
@@ -146,6 +153,12 @@ def test_a_group_shares_partitions_commits_and_survives_its_coordinators_death(c
 
     described = s.DescribeGroups(group_pb2.DescribeGroupsRequest(group_ids=[GROUP]), timeout=10).groups[0]
     assert described.state == group_pb2.GROUP_STATE_STABLE and len(described.members) == 3
+    metrics = scrape(cluster.processes[f"broker-{coordinator_id}"])
+    assert metrics[f'replog_broker_group_members{{group="{GROUP}"}}'] == 3
+    assert metrics["replog_broker_group_rebalances_total"] >= 1
+    assert metrics["replog_broker_group_offset_commits_total"] == len(mine)
+    # no record was produced: every committed offset is past the high watermark, so the lag is 0
+    assert metrics[f'replog_broker_group_lag{{group="{GROUP}",partition="{next(iter(mine))}",topic="{TOPIC}"}}'] == 0
 
     broker = f"broker-{coordinator_id}"
     cluster.kill(broker)

@@ -25,7 +25,7 @@ from typing import Callable
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.groups.core.answers import JoinAnswer, Outcome, SyncAnswer
 from replog.broker.groups.core.group import Group
-from replog.broker.groups.core.model import NO_GENERATION, CommittedOffset, GroupPolicy, JoinRequest
+from replog.broker.groups.core.model import NO_GENERATION, CommittedOffset, GroupPolicy, GroupState, JoinRequest
 from replog.broker.groups.core.offsets import OffsetTable
 from replog.broker.groups.core.placement import OFFSETS_TOPIC, offsets_partition
 from replog.broker.groups.core.records import (
@@ -38,6 +38,7 @@ from replog.broker.groups.core.records import (
     offset_value,
 )
 from replog.broker.groups.offsets_log import NotReady, OffsetsLog
+from replog.broker.runtime.metrics import BrokerMetrics, GroupRow
 from replog.common.clock import Clock
 from replog.common.core.partitions import TopicPartition
 
@@ -63,7 +64,8 @@ class _Parked:
 
 class GroupCoordinator:
     def __init__(self, offsets_log: OffsetsLog, policy: GroupPolicy, clock: Clock,
-                 offsets_partitions: Callable[[], int | None]) -> None:
+                 offsets_partitions: Callable[[], int | None], metrics: BrokerMetrics | None = None) -> None:
+        self._metrics = metrics
         self._log = offsets_log
         self._policy = policy
         self._clock = clock
@@ -183,6 +185,8 @@ class GroupCoordinator:
         with self._lock:
             for i, (tp, committed) in enumerate(offsets):
                 loaded.offsets.put(group_id, tp, committed, log_offset=base_offset + i)
+        if self._metrics is not None:
+            self._metrics.group_offset_commits.inc(len(offsets))
         return None
 
     def committed(self, group_id: str, tps: list[TopicPartition]) -> dict[TopicPartition, CommittedOffset] | Refusal:
@@ -212,6 +216,23 @@ class GroupCoordinator:
             if group is None and not loaded.offsets.of_group(group_id):
                 return Refusal(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group_id!r} does not exist")
             return group
+
+    def metric_rows(self, high_watermark: Callable[[TopicPartition], int | None]) -> list[GroupRow]:
+        """Each coordinated group's members, generation and lag (where `high_watermark` knows the partition)."""
+        with self._lock:
+            held = [(g, loaded.groups.get(g), loaded.offsets.of_group(g))
+                    for loaded in self._loaded.values() for g in set(loaded.groups) | set(loaded.offsets.groups())]
+            rows = [(g, len(group.members) if group else 0, group.generation_id if group else 0, offsets)
+                    for g, group, offsets in held]
+        out = []
+        for group_id, members, generation_id, offsets in sorted(rows, key=lambda r: r[0]):
+            lags = []
+            for tp, committed in sorted(offsets.items()):
+                end = high_watermark(tp)
+                if end is not None:
+                    lags.append((tp.topic, tp.partition, max(0, end - committed.offset)))
+            out.append(GroupRow(group_id, members, generation_id, tuple(lags)))
+        return out
 
     @property
     def described(self) -> threading.Lock:
@@ -262,7 +283,12 @@ class GroupCoordinator:
             log.warning("group %s: storing generation %d failed: %s", group.group_id, snapshot.generation_id,
                         refusal.reason)
         with self._lock:
-            follow = group.assignment_persisted(snapshot.generation_id, refusal, self._clock.monotonic_ms())
+            now_ms = self._clock.monotonic_ms()
+            was_completing = group.state is GroupState.COMPLETING_REBALANCE
+            follow = group.assignment_persisted(snapshot.generation_id, refusal, now_ms)
+            if was_completing and group.state is GroupState.STABLE and self._metrics is not None:
+                self._metrics.group_rebalances.inc()
+                self._metrics.group_rebalance_ms.observe(now_ms - group.rebalance_started_ms)
         self._carry_out(loaded, group, follow)
 
     def _answer(self, group_id: str, outcome: Outcome) -> None:
