@@ -128,7 +128,11 @@ class Membership:
 
     def rebalance(self, owned: tuple[TopicPartition, ...]) -> Joined:
         """Join and sync until this member has an assignment of the group's current generation."""
+        deadline = time.monotonic() + 3 * (self.rebalance_timeout_ms / 1000 + 10)
         while True:
+            if time.monotonic() > deadline:
+                raise GroupError(E.ERROR_CODE_REBALANCE_IN_PROGRESS,
+                                 f"group {self.group_id} did not settle into a generation; is it changing constantly?")
             protocols = [group_pb2.GroupProtocol(
                 name=name, topics=self.topics,
                 owned_partitions=[E.TopicPartition(topic=tp.topic, partition=tp.partition) for tp in owned])
