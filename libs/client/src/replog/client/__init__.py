@@ -8,5 +8,5 @@ from replog.client.producer import Producer
 from replog.client.results import ProduceError, RecordMetadata
 from replog.common.core.timestamp_type import TimestampType
 
-__all__ = ["Consumer", "ConsumerRecord", "EARLIEST", "GroupConsumer", "GroupError", "LATEST", "MetadataCache", "NoBrokerReachable",
-           "ProduceError", "Producer", "RecordMetadata", "TimestampType"]
+__all__ = ["Consumer", "ConsumerRecord", "EARLIEST", "GroupConsumer", "GroupError", "LATEST", "MetadataCache",
+           "NoBrokerReachable", "ProduceError", "Producer", "RecordMetadata", "TimestampType"]

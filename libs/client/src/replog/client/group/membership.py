@@ -99,7 +99,8 @@ class Membership:
             except grpc.RpcError as error:
                 problem = str(error.code())
             if time.monotonic() > deadline:
-                raise GroupError(E.ERROR_CODE_COORDINATOR_NOT_AVAILABLE, f"no coordinator for {self.group_id}: {problem}")
+                raise GroupError(E.ERROR_CODE_COORDINATOR_NOT_AVAILABLE,
+                                 f"no coordinator for {self.group_id}: {problem}")
             time.sleep(RETRY_BACKOFF_S)
 
     def _forget_coordinator(self) -> None:

@@ -77,7 +77,8 @@ def join_request(request: group_pb2.JoinGroupRequest, client_host: str) -> JoinR
         raise BadRequest(f"session_timeout_ms {request.session_timeout_ms} must be positive")
     rebalance_timeout_ms = request.rebalance_timeout_ms or request.session_timeout_ms
     if not 0 < rebalance_timeout_ms <= REBALANCE_TIMEOUT_MS_MAX:
-        raise BadRequest(f"rebalance_timeout_ms {request.rebalance_timeout_ms} is outside 1..{REBALANCE_TIMEOUT_MS_MAX}")
+        raise BadRequest(f"rebalance_timeout_ms {request.rebalance_timeout_ms} is outside "
+                         f"1..{REBALANCE_TIMEOUT_MS_MAX}")
     return JoinRequest(_name(request.member_id, "member_id", empty_ok=True),
                        _name(request.client_id, "client_id", empty_ok=True), client_host,
                        request.session_timeout_ms, rebalance_timeout_ms,
