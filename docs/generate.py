@@ -191,8 +191,9 @@ def _service_metrics() -> list[tuple[str, list]]:
     importlib.import_module("replog.controller.adapters.metrics")  # its metrics register at import
 
     broker = CollectorRegistry()
-    BrokerMetrics(broker).watch_partitions(
-        PartitionSummary)  # every count 0: only the names matter here
+    metrics = BrokerMetrics(broker)
+    metrics.watch_partitions(PartitionSummary)  # every count 0: only the names matter here
+    metrics.watch_groups(list)  # no groups: the families are listed all the same
     return [("replog-controller", _families(REGISTRY, "replog_controller_")),
             ("replog-broker", _families(broker, "replog_broker_"))]
 

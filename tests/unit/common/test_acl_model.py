@@ -20,6 +20,8 @@ def binding(principal="User:alice", resource_type="topic", pattern_type="literal
     binding(), binding(principal="User:*"), binding(name="*"), binding(pattern_type="prefixed", name="orders."),
     binding(resource_type="cluster", name="replog-cluster", operation="cluster_admin"),
     binding(resource_type="cluster", name="replog-cluster", operation="create", permission="deny"),
+    binding(resource_type="group", name="billing", operation="consume"),
+    binding(resource_type="group", pattern_type="prefixed", name="billing.", operation="delete"),
 ])
 def test_valid_bindings_have_no_problem(good):
     assert binding_problem(good) is None
@@ -37,7 +39,9 @@ def test_valid_bindings_have_no_problem(good):
     (binding(resource_type="cluster", name="replog-cluster", operation="produce"), "does not apply to a cluster"),
     (binding(resource_type="cluster", name="other"), "'replog-cluster'"),
     (binding(resource_type="cluster", pattern_type="prefixed", name="replog-cluster"), "'replog-cluster'"),
-    (binding(resource_type="group"), "unknown resource type"),
+    (binding(resource_type="transactional_id"), "unknown resource type"),
+    (binding(resource_type="group", operation="produce"), "does not apply to a group"),
+    (binding(resource_type="group", name="a b", operation="consume"), "group id or prefix"),
     (binding(pattern_type="match"), "unknown pattern type"),
     (binding(pattern_type="prefixed", name="*"), "'*' is a literal pattern"),
     (binding(name=""), "empty"),
@@ -72,7 +76,7 @@ def test_a_match_filter_finds_every_binding_that_applies_to_a_resource():
     (AclFilter(operation="write"), "unknown operation"),
     (AclFilter(principal="alice"), "User:<name>"),
     (AclFilter(pattern_type="match"), "needs the resource name"),
-    (AclFilter(resource_type="group"), "unknown resource type"),
+    (AclFilter(resource_type="transactional_id"), "unknown resource type"),
     (AclFilter(permission="perhaps"), "unknown permission"),
 ])
 def test_invalid_filters_are_named(bad, words):

@@ -60,15 +60,18 @@ def _principal_options(parser) -> None:
 def _operation_option(parser, *, required: bool) -> None:
     parser.add_argument("--operation", action="append", choices=OPERATIONS, required=required, default=None,
                         help="operation (repeatable): produce, consume, describe, create, alter, delete on topics; "
-                             "describe, create, alter, cluster_admin on the cluster; all")
+                             "describe, create, alter, cluster_admin on the cluster; consume, describe, "
+                             "delete on groups; all")
 
 
 def _resource_options(parser, pattern_types: tuple[str, ...], default: str) -> None:
     parser.add_argument("--topic", action="append", default=[], metavar="TOPIC",
                         help="topic name, prefix (with --resource-pattern-type prefixed) or * (repeatable)")
+    parser.add_argument("--group", action="append", default=[], metavar="GROUP",
+                        help="consumer group id, prefix (with --resource-pattern-type prefixed) or * (repeatable)")
     parser.add_argument("--cluster", action="store_true", help="the cluster resource")
     parser.add_argument("--resource-pattern-type", choices=pattern_types, default=default,
-                        help=f"how --topic names match (default {default})")
+                        help=f"how --topic and --group names match (default {default})")
 
 
 def _stub(channel: grpc.Channel) -> admin_pb2_grpc.AdminServiceStub:
@@ -77,6 +80,7 @@ def _stub(channel: grpc.Channel) -> admin_pb2_grpc.AdminServiceStub:
 
 def _resources(args) -> list[tuple[int, str]]:
     topics = [(admin_pb2.ACL_RESOURCE_TYPE_TOPIC, name) for name in args.topic]
+    topics += [(admin_pb2.ACL_RESOURCE_TYPE_GROUP, name) for name in args.group]
     return topics + ([(admin_pb2.ACL_RESOURCE_TYPE_CLUSTER, CLUSTER_NAME)] if args.cluster else [])
 
 
@@ -124,7 +128,7 @@ def run_add(args, channel) -> int:
     if not principals:
         args.parser.error("give --allow-principal or --deny-principal")
     if not resources:
-        args.parser.error("give --topic or --cluster")
+        args.parser.error("give --topic, --group or --cluster")
     bindings = [admin_pb2.AclBinding(principal=principal, permission=permission, operation=_operation(operation),
                                      resource_type=resource_type, pattern_type=_pattern(args, resource_type),
                                      resource_name=name)
@@ -161,7 +165,7 @@ def run_list(args, channel) -> int:
 def run_remove(args, channel) -> int:
     resources = _resources(args)
     if not resources:
-        args.parser.error("give --topic or --cluster (the ACLs of which resource to remove)")
+        args.parser.error("give --topic, --group or --cluster (the ACLs of which resource to remove)")
     principals = _principals(args) or [("", admin_pb2.ACL_PERMISSION_UNSPECIFIED)]
     operations = [_operation(o) for o in args.operation or []] or [admin_pb2.ACL_OPERATION_UNSPECIFIED]
     filters = [admin_pb2.AclBindingFilter(principal=principal, permission=permission, operation=operation,

@@ -42,6 +42,10 @@ def add_parsers(sub) -> None:
     consume.add_argument("--reset-out-of-range", action="store_true",
                          help="an offset below the log start (deleted by retention or delete-records) resumes at "
                               "the start instead of failing")
+    consume.add_argument("--group", metavar="G",
+                         help="join consumer group G: read the partitions it assigns from its committed offsets "
+                              "(else from the latest, or the earliest with --from-beginning) and commit what "
+                              "was printed")
     consume.add_argument("--follow", "-f", action="store_true", help="keep waiting for new records")
     consume.add_argument("--max-records", type=int, help="stop after this many records")
     consume.add_argument("--timeout-ms", type=int, default=2000,
@@ -119,15 +123,23 @@ def run_consume(args, channel) -> int:
 
     if args.offset is not None and (not args.partition or len(args.partition) != 1):
         raise CliError("--offset needs exactly one --partition")
+    if args.group is not None and (args.partition or args.offset is not None or args.from_timestamp):
+        raise CliError("--group reads the partitions the group assigns, from its committed offsets: "
+                       "it takes no --partition, --offset or --from-timestamp")
     start = args.offset if args.offset is not None else (EARLIEST if args.from_beginning else LATEST)
     try:
         start_timestamp_ms = None if args.from_timestamp is None else record_lines.parse_timestamp(args.from_timestamp)
     except record_lines.LineError as exc:
         raise CliError(str(exc)) from None
     try:
-        consumer = Consumer(brokers(channel), args.topic, partitions=args.partition, start=start,
-                            start_timestamp_ms=start_timestamp_ms, tls=args.tls, insecure=args.tls is None,
-                            reset_out_of_range=args.reset_out_of_range)
+        if args.group is not None:
+            consumer = Consumer(brokers(channel), args.topic, group_id=args.group, enable_auto_commit=False,
+                                auto_offset_reset=EARLIEST if args.from_beginning else LATEST,
+                                client_id="replog-cli", tls=args.tls, insecure=args.tls is None)
+        else:
+            consumer = Consumer(brokers(channel), args.topic, partitions=args.partition, start=start,
+                                start_timestamp_ms=start_timestamp_ms, tls=args.tls, insecure=args.tls is None,
+                                reset_out_of_range=args.reset_out_of_range)
     except (ClientError, KeyError) as exc:
         raise CliError(str(exc).strip("'\"")) from None
     count = 0
@@ -135,20 +147,24 @@ def run_consume(args, channel) -> int:
     try:
         while args.max_records is None or count < args.max_records:
             batch = consumer.poll(500)
-            if batch:
-                idle_since = time.monotonic()
+            if batch or (args.group is not None and not consumer.assignment):
+                idle_since = time.monotonic()  # a group member is idle only once it has partitions
             elif not args.follow and (time.monotonic() - idle_since) * 1000 >= args.timeout_ms:
                 break
+            printed = []
             for record in batch:
                 if args.max_records is not None and count >= args.max_records:
                     break
                 count += 1
+                printed.append(record)
                 if args.output == "json":
                     print(json.dumps(record_lines.record_as_json(record, args.value_format)), flush=True)
                     continue
                 print(record_lines.record_as_text(
                     record, value_format=args.value_format, timestamp=args.print_timestamp, offset=args.print_offset,
                     headers=args.print_headers, key=args.print_key), flush=True)
+            if args.group is not None and printed:
+                commit_printed(consumer, printed)
     except ClientError as exc:
         raise CliError(str(exc)) from None
     except KeyboardInterrupt:
@@ -156,3 +172,11 @@ def run_consume(args, channel) -> int:
     finally:
         consumer.close()
     return 0
+
+
+def commit_printed(consumer, printed) -> None:
+    """Commit the offset after the last record printed of each partition (a record cut off by
+    --max-records was not printed, so it is read again next time)."""
+    from replog.common.core.partitions import TopicPartition
+
+    consumer.commit({TopicPartition(r.topic, r.partition): r.offset + 1 for r in printed})

@@ -1,10 +1,12 @@
 """replog's Python client library: producer, consumer and leader discovery."""
 
 from replog.client.consumer import EARLIEST, LATEST, Consumer, ConsumerRecord
+from replog.client.group.group_consumer import GroupConsumer
 from replog.client.metadata import MetadataCache, NoBrokerReachable
 from replog.client.producer import Producer
-from replog.client.results import ClientError, ConsumerError, ProduceError, RecordMetadata, SendHandle
+from replog.client.results import ClientError, ConsumerError, GroupError, ProduceError, RecordMetadata, SendHandle
 from replog.common.core.timestamp_type import TimestampType
 
-__all__ = ["ClientError", "Consumer", "ConsumerError", "ConsumerRecord", "EARLIEST", "LATEST", "MetadataCache",
-           "NoBrokerReachable", "ProduceError", "Producer", "RecordMetadata", "SendHandle", "TimestampType"]
+__all__ = ["ClientError", "Consumer", "ConsumerError", "ConsumerRecord", "EARLIEST", "GroupConsumer", "GroupError",
+           "LATEST", "MetadataCache", "NoBrokerReachable", "ProduceError", "Producer", "RecordMetadata", "SendHandle",
+           "TimestampType"]

@@ -93,10 +93,11 @@ class Consumer:
 
     # --- where to read -----------------------------------------------------------------------
 
-    def assign(self, partitions: Iterable[int], start: str | int = EARLIEST) -> None:
+    def assign(self, partitions: Iterable[int] | dict[int, int], start: str | int = EARLIEST) -> None:
         """Read exactly these partitions of the topic from now on; a partition newly assigned starts at
-        `start` (EARLIEST, LATEST or an offset); one already assigned keeps its position."""
-        self._assign(list(partitions), start)
+        `start` (EARLIEST, LATEST or an offset), or, when `partitions` maps partitions to offsets, at its
+        own offset; one already assigned keeps its position (and what was fetched ahead for it)."""
+        self._assign(partitions if isinstance(partitions, dict) else list(partitions), start)
 
     def assignment(self) -> list[int]:
         return list(self.partitions)
@@ -133,7 +134,11 @@ class Consumer:
         found = {p: self._list_offset(p, TIMESTAMP, t) for p, t in timestamps_ms.items()}
         return {p: (offset if offset >= 0 else None) for p, offset in found.items()}
 
-    def _assign(self, partitions: list[int], start: str | int) -> None:
+    def offset_of(self, partition: int, which: str) -> int:
+        """The partition's EARLIEST or LATEST offset now (ListOffsets on its leader)."""
+        return self._list_offset(partition, which)
+
+    def _assign(self, partitions: list[int] | dict[int, int], start: str | int) -> None:
         for p in [p for p in self.partitions if p not in partitions]:
             self._fetcher.unassign(p)
             self.positions.pop(p, None)
@@ -141,7 +146,9 @@ class Consumer:
         for p in partitions:
             if p not in self._prefixes:
                 self._prefixes[p] = (self.topic, p)
-                self.seek(p, start if isinstance(start, int) else self._list_offset(p, start))
+                offset = (partitions[p] if isinstance(partitions, dict) else
+                          start if isinstance(start, int) else self._list_offset(p, start))
+                self.seek(p, offset)
         self.partitions = list(partitions)
 
     # --- reading -----------------------------------------------------------------------------
@@ -242,3 +249,16 @@ class Consumer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _consumer_or_group_consumer(cls, *args, group_id: str | None = None, **kwargs):
+    """`Consumer(bootstrap, topics, group_id=G, ...)` builds a consumer in group G (a GroupConsumer, which
+    Python then does not initialise again); without `group_id`, the plain consumer above."""
+    if group_id is None:
+        return object.__new__(cls)
+    from replog.client.group.group_consumer import GroupConsumer
+
+    return GroupConsumer(*args, group_id=group_id, **kwargs)
+
+
+Consumer.__new__ = _consumer_or_group_consumer

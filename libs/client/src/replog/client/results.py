@@ -27,6 +27,11 @@ class ProduceError(ClientError):
     """A record the producer could not write (what its handle raises), or a producer that could not start."""
 
 
+class GroupError(ClientError):
+    """What a consumer in a group raises: no coordinator answering, a commit fenced by a newer generation,
+    no committed offset where `auto_offset_reset` is "none"."""
+
+
 class ConsumerError(ClientError):
     """What the Consumer raises: an offset out of range, no leader answering, a partition not assigned."""
 

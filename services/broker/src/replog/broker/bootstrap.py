@@ -33,6 +33,7 @@ from replog.broker.entrypoints.partition_counts import PARTITION_COUNTS
 from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.replication_servicer import ReplicationServicer
 from replog.broker.entrypoints.servicers import bindings
+from replog.broker.groups.wiring import build_groups
 from replog.broker.log import CheckpointError, LogConfig
 from replog.broker.produce.delayed_produces import DelayedProduces
 from replog.broker.produce.produce_handler import ProduceHandler
@@ -118,7 +119,7 @@ class BrokerProcess:
         self._lost_marks_stale = False  # the registration still names a replica that caught up
         self._build()
         self.server = start_server(
-            bindings(self.control_servicer, self.replication_servicer, self.log_servicer),
+            bindings(self.control_servicer, self.replication_servicer, self.log_servicer, self.group_servicer),
             host=config.host, port=config.port, max_workers=config.grpc_workers, serving=False,
             interceptors=[self.gate, PartitionsBound(PARTITION_COUNTS, config.request_partitions_max,
                                                      "request_partitions_max", self.refusals)],
@@ -139,6 +140,7 @@ class BrokerProcess:
         self.isr_changes.start()
         self.checkpointer.start()
         self.fsync_probe.start()
+        self.groups.start()
         self._register(metrics_port)
         self.server.set_serving(True)  # healthy means registered: peers and the controller can see it
         self.zk.add_session_listener(self._on_session)
@@ -232,17 +234,21 @@ class BrokerProcess:
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
             wait_slots=wait_slots, turn=turn, clock=clock,
         )
+        # with --insecure calls carry no identity: the ACLs are watched but not checked
+        enforcer = Enforcer(self.authorizer, enabled=self.tls is not None)
         self.log_servicer = LogServicer(
             broker_id=config.broker_id, produce=ProduceEdge(produce, clock), lookup=replicas.get,
             hosted=replicas.hosted,
             metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
-            # with --insecure calls carry no identity: the ACLs are watched but not checked
-            enforcer=Enforcer(self.authorizer, enabled=self.tls is not None),
+            enforcer=enforcer,
             topic_config_defaults={**self.topic_configs.default_log_config.as_topic_configs(),
                                    "min.insync.replicas": str(config.min_insync_replicas)},
             checkpoint=lambda: replicas.write_checkpoints(flush_if_due=False),
         )
+        self.groups, self.group_servicer = build_groups(config, produce=produce, lookup=replicas.get,
+                                                        metadata=self.metadata, enforcer=enforcer, clock=clock,
+                                                        metrics=metrics)
 
     # --- registration --------------------------------------------------------------------
 
@@ -299,6 +305,7 @@ class BrokerProcess:
             controlled_shutdown(self.controller, self.config.broker_id, self.broker_epoch)
         self._stopping = True
         if self._joined:
+            self.groups.stop()
             self.delayed_produces.close()
             for hosted in self.replicas.hosted():
                 hosted.wake()

@@ -85,6 +85,17 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
         False, "the durable mode for every topic, as flush.messages=1: leader and followers fsync each appended "
         "batch before it counts toward the high watermark")
     request_timeout_ms: int = setting(30000, "default produce timeout for acks=all", positive)
+    group_min_session_timeout_ms: int = setting(
+        1000, "shortest session timeout a consumer group member may ask for (INVALID_SESSION_TIMEOUT below)", positive)
+    group_max_session_timeout_ms: int = setting(
+        300000, "longest session timeout a consumer group member may ask for (INVALID_SESSION_TIMEOUT above)",
+        positive)
+    group_initial_rebalance_delay_ms: int = setting(
+        3000, "an empty group waits this long (longer as members keep arriving, up to the rebalance timeout) "
+              "before its first rebalance completes, so members started together form one generation",
+        non_negative)
+    group_max_size: int = setting(1000, "most members a consumer group may have (GROUP_MAX_SIZE_REACHED beyond)",
+                                  positive)
     controlled_shutdown_enable: bool = setting(True, "on SIGTERM ask the controller to move leadership away first")
     replica_high_watermark_checkpoint_interval_ms: int = setting(
         5000, "how often the HW and recovery-point checkpoint files are rewritten", positive)

@@ -95,7 +95,7 @@ class Enforcer:
 
 def refusal_message(principal: str, operation: str, resource_type: str, name: str) -> str:
     target = f"{resource_type} '{name}'"
-    hint = f"--topic {name}" if resource_type == "topic" else "--cluster"
+    hint = f"--{resource_type} {name}" if resource_type in ("topic", "group") else "--cluster"
     return (f"{principal} is not authorized to {operation} on {target}: no ACL allows it, or one denies it; "
             f"nothing was done (an operator can grant it: replog acls add --allow-principal {principal} "
             f"--operation {operation} {hint})")

@@ -9,8 +9,8 @@ own id -- a broker proposes ISR changes, shuts down and fetches as itself, never
   the brokers;
 - ReplicationService: brokers, each fetching as itself;
 - ControllerService (AlterPartition, ControlledShutdown): brokers, each for itself;
-- LogService, AdminService, health and reflection: any principal (topic ACLs are the servicers'
-  business).
+- LogService, GroupService, AdminService, health and reflection: any principal (topic and group
+  ACLs are the servicers' business).
 
 A service missing from the table is refused to everyone: a new service is closed until a rule
 says who may call it. `decide` is pure; the interceptor (authorization.py) applies it to calls.
@@ -50,6 +50,7 @@ RULES: dict[str, Rule] = {
     "replog.v1.ReplicationService": BROKERS,
     "replog.v1.ControllerService": BROKERS,
     "replog.v1.LogService": ANYONE,
+    "replog.v1.GroupService": ANYONE,
     "replog.v1.AdminService": ANYONE,
     "grpc.health.v1.Health": ANYONE,
     "grpc.reflection.v1alpha.ServerReflection": ANYONE,

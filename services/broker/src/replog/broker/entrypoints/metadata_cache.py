@@ -111,6 +111,11 @@ class MetadataCache:
         with self._lock:
             return partition in self._topics.get(topic, {})
 
+    def partition_count(self, topic: str) -> int:
+        """How many partitions the cluster has for `topic` (0 when it does not exist)."""
+        with self._lock:
+            return len(self._topics.get(topic, {}))
+
     def remember_leader_endpoints(self, endpoints) -> None:
         """LeaderAndIsr names the endpoints of the leaders it mentions; a fetcher may need one
         before the UpdateMetadata that lists the broker arrives."""

@@ -112,6 +112,15 @@ class BrokerMetrics:
         self.retention_round_ms = Histogram(
             "replog_broker_retention_round_ms", "time one retention round took on the checkpointer thread",
             buckets=LATENCY_BUCKETS_MS, registry=registry)
+        self.group_rebalances = Counter(
+            "replog_broker_group_rebalances", "rebalances completed (assignment stored) by groups this broker "
+            "coordinates", registry=registry)
+        self.group_rebalance_ms = Histogram(
+            "replog_broker_group_rebalance_ms", "time from a group's rebalance start to its assignment being stored",
+            buckets=LATENCY_BUCKETS_MS, registry=registry)
+        self.group_offset_commits = Counter(
+            "replog_broker_group_offset_commits", "offsets stored by this coordinator (one per partition committed)",
+            registry=registry)
         self.follower_fetch = self._fetch_kind("follower")
         self.consumer_fetch = self._fetch_kind("consumer")
         self._produce_by_acks = {acks: self._produce_acks(str(acks)) for acks in (0, 1, -1)}
@@ -130,3 +139,36 @@ class BrokerMetrics:
 
     def watch_partitions(self, summary: Callable[[], PartitionSummary]) -> None:
         self._registry.register(_PartitionGauges(summary))
+
+    def watch_groups(self, rows: Callable[[], list[GroupRow]]) -> None:
+        self._registry.register(_GroupGauges(rows))
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """One coordinated group at scrape time; lag only for partitions hosted on this broker."""
+
+    group_id: str
+    members: int
+    generation_id: int
+    lags: tuple[tuple[str, int, int], ...] = ()  # (topic, partition, HW - committed offset)
+
+
+class _GroupGauges(Collector):
+    def __init__(self, rows: Callable[[], list[GroupRow]]) -> None:
+        self._rows = rows
+
+    def collect(self):
+        members = GaugeMetricFamily("replog_broker_group_members", "members of each group this broker coordinates",
+                                    labels=["group"])
+        generation = GaugeMetricFamily("replog_broker_group_generation", "current generation of each coordinated group",
+                                       labels=["group"])
+        lag = GaugeMetricFamily("replog_broker_group_lag", "records between a coordinated group's committed offset "
+                                "and the high watermark, for partitions hosted on this broker",
+                                labels=["group", "topic", "partition"])
+        for row in self._rows():
+            members.add_metric([row.group_id], row.members)
+            generation.add_metric([row.group_id], row.generation_id)
+            for topic, partition, records in row.lags:
+                lag.add_metric([row.group_id, topic, str(partition)], records)
+        yield from (members, generation, lag)

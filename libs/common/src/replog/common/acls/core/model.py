@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 TOPIC = "topic"
 CLUSTER = "cluster"
-RESOURCE_TYPES = (TOPIC, CLUSTER)
+GROUP = "group"
+RESOURCE_TYPES = (TOPIC, CLUSTER, GROUP)
 
 LITERAL = "literal"
 PREFIXED = "prefixed"
@@ -43,6 +44,7 @@ OPERATIONS = (PRODUCE, CONSUME, DESCRIBE, CREATE, ALTER, DELETE, CLUSTER_ADMIN, 
 OPERATIONS_BY_RESOURCE = {
     TOPIC: frozenset({PRODUCE, CONSUME, DESCRIBE, CREATE, ALTER, DELETE, ALL}),
     CLUSTER: frozenset({DESCRIBE, CREATE, ALTER, CLUSTER_ADMIN, ALL}),
+    GROUP: frozenset({CONSUME, DESCRIBE, DELETE, ALL}),  # Kafka's READ, DESCRIBE and DELETE on a group
 }
 
 # An allow of any of these also allows describe on the same resource (Kafka: READ, WRITE, DELETE
@@ -64,9 +66,9 @@ _PRINCIPAL_NAME_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f,]")  # control character
 @dataclass(frozen=True, order=True)
 class AclBinding:
     principal: str        # "User:alice", or "User:*" for every user
-    resource_type: str    # TOPIC or CLUSTER
+    resource_type: str    # TOPIC, CLUSTER or GROUP
     pattern_type: str     # LITERAL or PREFIXED
-    resource_name: str    # a topic name, a prefix, "*" (literal: every one), or CLUSTER_NAME
+    resource_name: str    # a topic or group name, a prefix, "*" (literal: every one), or CLUSTER_NAME
     operation: str        # one of OPERATIONS
     permission: str       # ALLOW or DENY
 
@@ -141,17 +143,18 @@ def resource_problem(resource_type: str, pattern_type: str, resource_name: str) 
         if pattern_type != LITERAL or resource_name != CLUSTER_NAME:
             return f"the cluster resource is the literal name {CLUSTER_NAME!r}, not {pattern_type} {resource_name!r}"
         return None
+    kind = "group id" if resource_type == GROUP else "topic name"
     if not resource_name:
-        return "the topic name or prefix is empty"
+        return f"the {kind} or prefix is empty"
     if resource_name == WILDCARD:
-        return None if pattern_type == LITERAL else "'*' is a literal pattern (every topic), not a prefix"
+        return None if pattern_type == LITERAL else f"'*' is a literal pattern (every {resource_type}), not a prefix"
     if len(resource_name) > RESOURCE_NAME_LENGTH_MAX:
-        return f"topic name or prefix {resource_name[:40]!r}... is longer than {RESOURCE_NAME_LENGTH_MAX} characters"
+        return f"{kind} or prefix {resource_name[:40]!r}... is longer than {RESOURCE_NAME_LENGTH_MAX} characters"
     if not _RESOURCE_NAME.fullmatch(resource_name):
-        return (f"topic name or prefix {resource_name!r} may only hold ASCII letters, digits, '.', '_' and '-' "
-                "(or be '*' for every topic)")
+        return (f"{kind} or prefix {resource_name!r} may only hold ASCII letters, digits, '.', '_' and '-' "
+                f"(or be '*' for every {resource_type})")
     if resource_name in (".", ".."):
-        return f"{resource_name!r} cannot be a topic name or prefix"
+        return f"{resource_name!r} cannot be a {kind} or prefix"
     return None
 
 

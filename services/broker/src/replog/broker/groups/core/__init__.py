@@ -1,0 +1,1 @@
+"""The group coordinator's pure core: group state machine, offsets table, record encoding, placement."""

@@ -1,0 +1,133 @@
+"""Consumers in a group on real brokers (issue 43): three share a 12-partition topic with no
+partition owned twice; one dies (its heartbeats and polls stop, it never leaves) and its partitions
+move within the session timeout; every record is processed at least once and none skipped; a group
+started again later resumes at its committed offsets."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from replog.client import Consumer, GroupConsumer, Producer
+from replog.common.core.partitions import TopicPartition
+
+from .gateway_helpers import cli_runner
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "events"
+GROUP = "workers"
+PARTITIONS = 12
+SESSION_MS = 6000
+DEADLINE_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    from tests.conftest import ClusterFactory
+
+    factory = ClusterFactory(tmp_path_factory.mktemp("group-consumers"))
+    yield factory()
+    factory.teardown()
+
+
+def until(check, what: str, deadline_s: float = DEADLINE_S):
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
+
+
+class Worker:
+    """One group member polling on its own thread, committing after it processed each poll."""
+
+    def __init__(self, bootstrap: list[str], name: str, processed: set, lock: threading.Lock) -> None:
+        self.consumer = Consumer(bootstrap, TOPIC, group_id=GROUP, client_id=name, auto_offset_reset="earliest",
+                                 enable_auto_commit=False, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000,
+                                 max_wait_ms=200)
+        self.processed, self.lock = processed, lock
+        self.running = True
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=f"worker-{name}", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while self.running:
+                records = self.consumer.poll(200)
+                with self.lock:
+                    self.processed.update((r.partition, r.offset) for r in records)
+                if records and self.running:
+                    self.consumer.commit()
+        except BaseException as error:  # noqa: BLE001 - reported by the test
+            self.error = error
+
+    def crash(self) -> None:
+        """Stop polling and heartbeating without leaving the group, as a killed process would."""
+        self.running = False
+        self.thread.join(10)
+        self.consumer._membership._stop.set()
+
+    def close(self) -> None:
+        self.running = False
+        self.thread.join(10)
+        self.consumer.close()
+
+
+def produce(bootstrap, start: int, count: int) -> None:
+    with Producer(bootstrap) as producer:
+        for i in range(start, start + count):
+            producer.send_batch(TOPIC, [f"r-{i}".encode()], partition=i % PARTITIONS)
+        producer.flush(30)
+
+
+def test_three_consumers_share_survive_a_death_and_resume(cluster, capsys):
+    replog = cli_runner(cluster, capsys)
+    for topic, partitions in (("__consumer_offsets", "3"), (TOPIC, str(PARTITIONS))):
+        code, _, err = replog("topics", "create", topic, "--partitions", partitions, "--replication-factor", "3")
+        assert code == 0, err
+    bootstrap = [p.address for p in cluster.of_role("broker")]
+    produce(bootstrap, 0, 240)
+    processed: set[tuple[int, int]] = set()
+    lock = threading.Lock()
+    workers = [Worker(bootstrap, f"w{i}", processed, lock) for i in range(3)]
+
+    def shares() -> list[tuple[TopicPartition, ...]]:
+        return [w.consumer.assignment for w in workers if w.running]
+
+    def shared_once() -> bool:
+        owned = [tp for share in shares() for tp in share]
+        return len(owned) == PARTITIONS and len(set(owned)) == PARTITIONS and all(shares())
+
+    until(shared_once, "three members to share the 12 partitions, each once")
+    until(lambda: len(processed) >= 240, "every record to be processed")
+    assert all(w.error is None for w in workers), [w.error for w in workers]
+
+    workers[2].crash()
+    died = time.monotonic()
+    until(shared_once, "the dead member's partitions to move to the others", SESSION_MS / 1000 + 10)
+    moved_s = time.monotonic() - died
+    assert moved_s <= SESSION_MS / 1000 + 10, moved_s
+    produce(bootstrap, 240, 120)
+    until(lambda: len(processed) >= 360, "the records produced after the death to be processed")
+    with lock:
+        per_partition = {p: sorted(o for q, o in processed if q == p) for p in range(PARTITIONS)}
+    assert all(offsets == list(range(30)) for offsets in per_partition.values())  # none skipped
+    for w in workers[:2]:
+        w.close()
+    assert all(w.error is None for w in workers), [w.error for w in workers]
+
+    produce(bootstrap, 360, 24)
+    later = GroupConsumer(bootstrap, TOPIC, group_id=GROUP, auto_offset_reset="earliest", enable_auto_commit=False,
+                          session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000, max_wait_ms=200)
+    seen: list[tuple[int, int]] = []
+    try:
+        until(lambda: seen.extend((r.partition, r.offset) for r in later.poll(200)) or len(seen) >= 24,
+              "the restarted group to read what was produced while it was stopped")
+    finally:
+        later.close()
+    assert sorted(seen) == sorted((p, o) for p in range(PARTITIONS) for o in (30, 31))  # resumed, nothing again
