@@ -145,6 +145,7 @@ class Acks:
         self.records = 0
         self.errors: list[str] = []
         self.last_ack_s = 0.0
+        self.undelivered = 0  # records not acknowledged (failed or pending) when the run gave up waiting
 
     def track(self, future: Future, sent_s: float, count: int, on_done=None) -> None:
         def done(f: Future) -> None:
@@ -203,7 +204,11 @@ def drive_fixed_rate(producer: Producer, args, payload: bytes) -> tuple[Acks, fl
             sent += count
             tick += 1
         time.sleep(max(0.0, started + (tick + 1) * 0.001 - time.perf_counter()))
-    producer.flush(timeout_s=60)
+    try:
+        producer.flush(timeout_s=60)
+    except TimeoutError:
+        # A run whose tail never came back is a result too: reported, not a traceback.
+        acks.undelivered = sent - acks.records
     return acks, args.seconds
 
 
@@ -358,7 +363,10 @@ def main() -> None:
         harness.note(f"producing ({what})")
         results, seconds = (drive_fixed_rate if latency_mode else drive_throughput)(producer, args, payload)
         cpu_after = harness.cpu_by_process(cluster, "bench-producer")
-        producer.close(timeout_s=30)
+        try:
+            producer.close(timeout_s=30)
+        except TimeoutError:
+            pass  # counted in unacknowledged_records_at_deadline
         trimmed = trimmed_partitions(cluster) if args.retention_bytes > 0 or args.segment_bytes > 0 else None
         for proc in profilers:
             proc.wait(timeout=60)
@@ -386,6 +394,7 @@ def main() -> None:
         "p50_ms": round(harness.percentile(results.latencies_ms, 0.50), 2),
         "p99_ms": round(harness.percentile(results.latencies_ms, 0.99), 2),
         "errors": len(results.errors),
+        "unacknowledged_records_at_deadline": results.undelivered,
         "tracing": args.tracing,
         "tls": args.tls,
         "grpc_experiments": os.environ.get(grpc_runtime.ENV, ""),
