@@ -42,3 +42,16 @@ def test_a_host_outside_the_layout_is_refused_with_the_room_there_is(host):
 def test_a_bad_tag_or_subnet_is_refused(tag, subnet):
     with pytest.raises(LayoutError):
         HostLayout(tag, subnet)
+
+
+def test_a_cluster_planned_again_on_a_new_subnet_gets_certificates_for_its_new_addresses(tmp_path):
+    """A first start retried on another network (ports or a subnet taken meanwhile) must not keep the
+    certificates of the first plan: the services refuse to advertise an address their certificate lacks."""
+    from replog.devcluster import tls
+
+    tls.prepare(tmp_path, [("broker", "1")], addresses={("broker", "1"): LAYOUT.address("broker-1")})
+    cert_file = tmp_path / "tls" / "broker-1.pem"
+    assert LAYOUT.address("broker-1") in tls._addresses_of(str(cert_file))
+    moved = HostLayout("a1b2c", 43)
+    tls.prepare(tmp_path, [("broker", "1")], addresses={("broker", "1"): moved.address("broker-1")})
+    assert moved.address("broker-1") in tls._addresses_of(str(cert_file))

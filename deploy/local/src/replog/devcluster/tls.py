@@ -40,10 +40,23 @@ def prepare(state_dir: Path, processes: list[tuple[str, str]], ca_dir: str = "",
     authority = load_authority(directory)
     for principal in [Principal(role, instance) for role, instance in processes] + [local.OPERATOR]:
         files = local.files_of(state_dir, principal)
-        if not Path(files.cert_file).exists():
-            address = addresses.get((principal.kind, principal.name))
+        address = addresses.get((principal.kind, principal.name))
+        if not Path(files.cert_file).exists() or (address and address not in _addresses_of(files.cert_file)):
+            # A cluster whose first start was retried on a new network gets certificates for its new addresses.
             issue(authority, principal, directory, hosts=(*LOCAL_HOSTS, address) if address else LOCAL_HOSTS)
     (directory / local.ENV_FILE).write_text(local.env_exports(local.files_of(state_dir, local.OPERATOR)))
+
+
+def _addresses_of(cert_file: str) -> set[str]:
+    """The IP addresses a certificate is valid for (its SANs)."""
+    from cryptography import x509
+
+    certificate = x509.load_pem_x509_certificate(Path(cert_file).read_bytes())
+    try:
+        names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return set()
+    return {str(ip) for ip in names.get_values_for_type(x509.IPAddress)}
 
 
 def mark_insecure(state_dir: Path) -> None:

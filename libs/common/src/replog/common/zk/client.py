@@ -219,7 +219,10 @@ class ZkClient:
         except NodeExistsError:
             pass
         except NoAuthError:
-            raise StartupError(no_auth_message(f"the creation of {path}", self.endpoint.credentials)) from None
+            # ZooKeeper checks the parent's ACL before whether the child exists: another process may have created
+            # `path` and claimed its parent since the look above. Then there is nothing to do.
+            if self.kazoo.exists(path) is None:
+                raise StartupError(no_auth_message(f"the creation of {path}", self.endpoint.credentials)) from None
 
     @_retry_reads
     def _claim(self, path: str) -> None:
