@@ -3,6 +3,7 @@
 - Another directory is online: the registration records the offline directory and its replicas, and the
   controller is told (again until it accepts); the broker does not halt.
 - The last online directory fails: the broker halts.
+- A replica in an offline directory refuses LeaderAndIsr and a deleting StopReplica with STORAGE_ERROR.
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ from __future__ import annotations
 import errno
 
 from replog.broker.control.offline_dirs import OfflineDirs
+from replog.broker.control.state_changes import ReplicaStateChanges, StopRequest
 from replog.broker.core.errors import ErrorCode
+from replog.broker.core.partition import LeaderAndIsrDecision
 from replog.broker.log import LogConfig
 from replog.broker.replicas.replica_manager import ReplicaManager
+from replog.broker.runtime.turn import Turn
 from replog.common.clock import ManualClock
 from replog.common.core.partitions import TopicPartition
 from tests.unit.broker.thread_helpers import wait_for
@@ -65,4 +69,41 @@ def test_the_last_online_directory_failing_halts_the_broker(tmp_path):
     wait_for(lambda: len(controller.reports) == 2, "the first directory's report")
     a.failures.failed("a checkpoint", OSError(errno.ENOSPC, "No space left on device"))
     assert len(halts) == 1 and "No space left" in halts[0]
+    offline.stop()
+
+
+class Fetchers:
+    def __init__(self) -> None:
+        self.added, self.removed = [], []
+
+    def add(self, partitions, *args, **kwargs):
+        self.added.extend(partitions)
+
+    def remove(self, partitions):
+        self.removed.extend(partitions)
+
+
+class TopicConfigs:
+    def watch(self, topic):
+        pass
+
+    def fsync_each_append(self, topic):
+        return False
+
+    def min_insync_replicas(self, topic):
+        return 1
+
+
+def test_a_replica_in_an_offline_directory_neither_follows_nor_is_deleted_until_a_restart(tmp_path):
+    replicas, offline, _, _, _ = broker_with_two_dirs(tmp_path)
+    a, b = replicas.directories
+    (on_b, *_) = replicas.offline_partitions(b)
+    b.failures.failed("a flush", OSError(errno.EIO, "Input/output error"))
+    changes = ReplicaStateChanges(broker_id=1, replicas=replicas, fetchers=Fetchers(), topic_configs=TopicConfigs(),
+                                  now_ms=lambda: 0, turn=Turn())
+    decision = LeaderAndIsrDecision(on_b, leader_id=2, leader_epoch=5, isr=(2, 1), partition_epoch=3, replicas=(1, 2))
+    (result,) = changes.leader_and_isr([decision], init=False, parent=None)
+    assert result.error_code is ErrorCode.STORAGE_ERROR and "offline log directory" in result.message
+    (result,) = changes.stop_replicas([StopRequest(on_b, 5, delete=True)])
+    assert result.error_code is ErrorCode.STORAGE_ERROR and replicas.get(on_b).log.directory.is_dir()
     offline.stop()

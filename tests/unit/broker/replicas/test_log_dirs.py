@@ -121,3 +121,20 @@ def test_log_dirs_replaces_log_dir_and_is_validated(tmp_path):
     assert log_dir_list("/x,,/y") == "an empty entry in the comma-separated list"
     assert log_dir_list("/x,/x") == "a directory listed twice"
     assert log_dir_list("") is None and log_dir_list("/x,/y") is None
+
+
+def test_a_strict_checkpoint_raises_the_error_after_writing_the_other_directories(tmp_path):
+    manager = manager_over(tmp_path / "a", tmp_path / "b")
+    manager.load()
+    on_a = lead_and_append(manager, TopicPartition("orders", 0), 1)
+    lead_and_append(manager, TopicPartition("orders", 1), 1)
+
+    def failing(**_):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    on_a.checkpoint_offsets = failing
+    with pytest.raises(OSError, match="No space left"):
+        manager.write_checkpoints(strict=True)  # AdvanceLogStartOffset answers that it is not durable
+    assert read_offsets_checkpoint(tmp_path / "b" / HW_CHECKPOINT_FILE) == {("orders", 1): 1}
+    assert not manager.directories[0].online
+    manager.close()

@@ -255,7 +255,7 @@ class BrokerProcess:
             enforcer=enforcer,
             topic_config_defaults={**self.topic_configs.default_log_config.as_topic_configs(),
                                    "min.insync.replicas": str(config.min_insync_replicas)},
-            checkpoint=lambda: replicas.write_checkpoints(flush_if_due=False),
+            checkpoint=lambda: replicas.write_checkpoints(flush_if_due=False, strict=True),
         )
         self.groups, self.group_servicer = build_groups(config, produce=produce, lookup=replicas.get,
                                                         metadata=self.metadata, enforcer=enforcer, clock=clock,

@@ -254,6 +254,9 @@ class ReplicaStateChanges:
         if hosted is None:
             self._unfetch.append(topic_partition)
             return PartitionResult(topic_partition, ErrorCode.NONE, "not hosted here")
+        if request.delete and hosted.dir_failures.offline:  # nothing is written there; a restart deletes it
+            return PartitionResult(topic_partition, ErrorCode.STORAGE_ERROR,
+                                   f"{topic_partition} is in the offline log directory {hosted.dir_failures.log_dir}")
         outcome = hosted.stop(leader_epoch=request.leader_epoch, delete=request.delete)
         if isinstance(outcome, Refusal):
             return PartitionResult(topic_partition, outcome.code, outcome.reason)

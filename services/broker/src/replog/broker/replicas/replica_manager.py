@@ -288,16 +288,22 @@ class ReplicaManager:
         """Flush the logs whose interval flush is due, in every online directory."""
         self._each_online(lambda hosted: hosted.checkpoint_offsets(flush_if_due=True), "a flush")
 
-    def write_checkpoints(self, *, flush_if_due: bool = True) -> None:
+    def write_checkpoints(self, *, flush_if_due: bool = True, strict: bool = False) -> None:
         """Read every replica's offsets and write them, directory by directory, as one step against other
         writers (the checkpointer, AdvanceLogStartOffset): a write never replaces newer values with older
-        ones. An OSError takes its directory offline; the others are still written."""
+        ones. An OSError takes its directory offline; the others are still written, and then, when
+        `strict` (a caller that must answer whether its change is durable), the first error is raised."""
         with self._checkpoint_lock:
-            self._each_online(lambda hosted: hosted.checkpoint_offsets(flush_if_due=flush_if_due),
-                              "a checkpoint or flush", write=True)
+            errors = self._each_online(lambda hosted: hosted.checkpoint_offsets(flush_if_due=flush_if_due),
+                                       "a checkpoint or flush", write=True)
+        if strict and errors:
+            raise errors[0]
 
     def _each_online(self, offsets_of: Callable[[HostedPartition], tuple[int, int, int] | None], during: str,
-                     *, write: bool = False) -> None:
+                     *, write: bool = False) -> list[OSError]:
+        """Run `offsets_of` on every replica of each online directory (and write its checkpoints); the
+        errors that took directories offline."""
+        errors: list[OSError] = []
         for path, hosted_here in self._by_directory().items():
             directory = self._directory_at[path]
             if not directory.online:
@@ -312,6 +318,8 @@ class ReplicaManager:
                     directory.write_checkpoints(offsets)
             except OSError as exc:  # never retried (log_dir_failures.py)
                 directory.failures.failed(during, exc)
+                errors.append(exc)
+        return errors
 
     def close(self) -> None:
         """Flush and close every log, then checkpoint HWs and recovery points one last time and mark each
