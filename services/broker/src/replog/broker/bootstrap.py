@@ -99,6 +99,7 @@ class BrokerProcess:
         self._joined = False  # start() ran to the end: every component is up, for stop() to take down
         self._stopping = False
         self._session_lost = False
+        self._registration_lock = threading.Lock()  # its data is rewritten by the lost marks and offline dirs
 
     # --- start -------------------------------------------------------------------------
 
@@ -283,10 +284,11 @@ class BrokerProcess:
         """OfflineDirs' `record`: the registration names the offline directories and their replicas."""
         if not self._joined:
             return  # the registration, when it is written, carries them
-        self._registration = dataclasses.replace(
-            self._registration, offline_log_dirs=tuple(dirs),
-            offline_partitions=tuple((tp.topic, tp.partition) for tp in partitions))
-        self.zk.kazoo.set(schema.broker_path(self.config.broker_id), self._registration.encode())
+        with self._registration_lock:
+            self._registration = dataclasses.replace(
+                self._registration, offline_log_dirs=tuple(dirs),
+                offline_partitions=tuple((tp.topic, tp.partition) for tp in partitions))
+            self.zk.kazoo.set(schema.broker_path(self.config.broker_id), self._registration.encode())
 
     def _log_end_offset(self, topic_partition) -> int | None:
         hosted = self.replicas.get(topic_partition)
@@ -298,7 +300,8 @@ class BrokerProcess:
         if not self._lost_marks_stale or not self._joined or self._stopping:
             return
         try:
-            self._registration = rewrite_registration(self.zk, self._registration, self.lost_marks.partitions())
+            with self._registration_lock:
+                self._registration = rewrite_registration(self.zk, self._registration, self.lost_marks.partitions())
             self._lost_marks_stale = False
         except Exception as exc:  # noqa: BLE001 - logged; the next round tries again
             log.warning("could not update the registration's lost partitions (trying again): %s", exc)
