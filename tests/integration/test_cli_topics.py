@@ -160,12 +160,13 @@ def test_cluster_describe_lists_live_brokers_and_the_missing_controller(replog):
     code, out, _ = replog("cluster", "describe")
     assert code == 0
     assert out.splitlines()[0] == "No active controller; 3 broker(s)"
-    assert out.splitlines()[1].split() == ["BROKER", "ENDPOINT", "RACK", "ALIVE"]
+    assert out.splitlines()[1].split() == ["BROKER", "ENDPOINT", "RACK", "ALIVE", "LOG", "DIRS"]
     code, out, _ = replog("-o", "json", "cluster", "status")
     data = json.loads(out)
     assert data["controller_id"] == -1
     assert [(b["broker_id"], b["alive"], b["health"]) for b in data["brokers"]] == [
         (1, True, "SERVING"), (2, True, "SERVING"), (3, True, "SERVING")]
+    assert all([d["offline"] for d in b["log_dirs"]] == [False] for b in data["brokers"])
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -75,6 +75,21 @@ def test_broker_registration_carries_the_partitions_it_lost_committed_records_of
         schema.BrokerRegistration.decode(4, json.dumps(older).encode())
 
 
+def test_broker_registration_carries_its_log_dirs_and_the_offline_ones():
+    registration = schema.BrokerRegistration(4, "10.0.0.4", 9092, None, 9999, 123, (), ("/d1", "/d2"), ("/d2",),
+                                             (("orders", 1),))
+    decoded = schema.BrokerRegistration.decode(4, registration.encode())
+    assert decoded.log_dirs == ("/d1", "/d2") and decoded.offline_log_dirs == ("/d2",)
+    assert decoded.offline_partitions == (("orders", 1),)
+    older = json.loads(registration.encode())
+    for key in ("log_dirs", "offline_log_dirs", "offline_partitions"):
+        del older[key]  # a broker from before the fields
+    assert schema.BrokerRegistration.decode(4, json.dumps(older).encode()).offline_partitions == ()
+    older["offline_log_dirs"] = "/d2"
+    with pytest.raises(schema.ZkDataError, match="offline_log_dirs"):
+        schema.BrokerRegistration.decode(4, json.dumps(older).encode())
+
+
 def test_reassignment_request_uses_kafkas_file_format():
     request = schema.ReassignmentRequest({("t", 0): (1, 2, 3), ("t", 1): (2, 3, 4)})
     decoded = json.loads(request.encode())

@@ -15,8 +15,11 @@ class Replicas:
     def take_created(self) -> int:
         return 0
 
-    def hosted(self) -> list:
-        return []
+    def sync_rolled_segments(self) -> None:
+        pass
+
+    def flush_due(self) -> None:
+        pass
 
     def write_checkpoints(self, *, flush_if_due: bool) -> None:
         self.checkpoints += 1

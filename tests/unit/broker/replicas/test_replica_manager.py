@@ -21,7 +21,7 @@ from tests.unit.broker.thread_helpers import wait_for
 
 
 def test_checkpoints_are_rewritten_only_when_they_would_change(tmp_path):
-    manager = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    manager = ReplicaManager(broker_id=1, log_dirs=[tmp_path], log_config=LogConfig(), clock=ManualClock(0))
     hosted = manager.get_or_create(TopicPartition("orders", 0))
     hosted.apply_leader_and_isr(LeaderAndIsrDecision(TopicPartition("orders", 0), 1, 1, (1,), 1, (1,)), now_ms=0)
     path = tmp_path / HW_CHECKPOINT_FILE
@@ -42,7 +42,7 @@ def test_checkpoints_are_rewritten_only_when_they_would_change(tmp_path):
 
 
 def test_a_deleted_replica_is_renamed_aside_at_once_and_removed_in_the_background(tmp_path):
-    manager = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    manager = ReplicaManager(broker_id=1, log_dirs=[tmp_path], log_config=LogConfig(), clock=ManualClock(0))
     tp = TopicPartition("orders", 3)
     hosted = manager.get_or_create(tp)
     hosted.apply_leader_and_isr(LeaderAndIsrDecision(tp, 1, 1, (1,), 1, (1,)), now_ms=0)
@@ -62,7 +62,7 @@ def test_a_directory_set_aside_before_a_stop_is_removed_at_the_next_start(tmp_pa
     left = tmp_path / "orders-3.0123456789abcdef-delete"
     left.mkdir()
     (left / "00000000000000000000.log").write_bytes(b"x" * 100)
-    manager = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    manager = ReplicaManager(broker_id=1, log_dirs=[tmp_path], log_config=LogConfig(), clock=ManualClock(0))
     manager.load()
     assert manager.topic_partitions() == []
     wait_for(lambda: not left.exists(), "the leftover to be removed")
@@ -81,13 +81,13 @@ def produce_committed(manager: ReplicaManager, tp: TopicPartition, count: int) -
 
 def test_a_clean_stop_leaves_the_marker_and_the_next_start_takes_it(tmp_path):
     tp = TopicPartition("orders", 0)
-    manager = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    manager = ReplicaManager(broker_id=1, log_dirs=[tmp_path], log_config=LogConfig(), clock=ManualClock(0))
     manager.load()
     produce_committed(manager, tp, 3)
     manager.close()
     assert (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
 
-    again = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    again = ReplicaManager(broker_id=1, log_dirs=[tmp_path], log_config=LogConfig(), clock=ManualClock(0))
     again.load()
     assert again.clean_start and again.lost_records == []
     assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()  # a crash from now on is seen as one
@@ -96,13 +96,13 @@ def test_a_clean_stop_leaves_the_marker_and_the_next_start_takes_it(tmp_path):
 
 def test_after_an_unclean_stop_a_log_below_its_checkpointed_hw_is_reported_as_loss(tmp_path):
     tp = TopicPartition("orders", 0)
-    manager = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    manager = ReplicaManager(broker_id=1, log_dirs=[tmp_path], log_config=LogConfig(), clock=ManualClock(0))
     manager.load()
     produce_committed(manager, tp, 3)
     segment = manager.get(tp).log.directory / "00000000000000000000.log"
     segment.write_bytes(b"")  # the power went: the unsynced records never reached the disk (no close either)
 
-    again = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(), clock=ManualClock(0))
+    again = ReplicaManager(broker_id=1, log_dirs=[tmp_path], log_config=LogConfig(), clock=ManualClock(0))
     again.load()
     assert not again.clean_start
     assert again.lost_records == [LostRecords("orders", 0, checkpointed_high_watermark=3, recovered_log_end_offset=0)]
@@ -112,7 +112,7 @@ def test_after_an_unclean_stop_a_log_below_its_checkpointed_hw_is_reported_as_lo
 
 
 def test_an_unreadable_recovery_point_checkpoint_scans_every_log_instead_of_stopping_the_start(tmp_path):
-    manager = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(segment_bytes=200),
+    manager = ReplicaManager(broker_id=1, log_dirs=[tmp_path], log_config=LogConfig(segment_bytes=200),
                              clock=ManualClock(0))
     tp = TopicPartition("orders", 0)
     hosted = manager.get_or_create(tp)
@@ -124,7 +124,7 @@ def test_an_unreadable_recovery_point_checkpoint_scans_every_log_instead_of_stop
     manager.close()
     (tmp_path / "recovery-point-offset-checkpoint").write_bytes(b"\xb0 rot\n")
 
-    again = ReplicaManager(broker_id=1, log_dir=tmp_path, log_config=LogConfig(segment_bytes=200),
+    again = ReplicaManager(broker_id=1, log_dirs=[tmp_path], log_config=LogConfig(segment_bytes=200),
                            clock=ManualClock(0))
     again.load()
     log = again.get(tp).log

@@ -68,6 +68,15 @@ class LocalCluster:
     def data_dir(self, name: str) -> Path:
         return self.state_dir / "data" / name
 
+    def broker_log_dirs(self, name: str, count: int) -> list[Path]:
+        """A broker's log directories: its data directory, or `count` of them inside it."""
+        return [self.data_dir(name)] if count <= 1 else [self.data_dir(name) / f"dir-{i}" for i in range(1, count + 1)]
+
+    def _log_dir_args(self, name: str, spec: ClusterSpec) -> list[str]:
+        if spec.broker_log_dirs <= 1:
+            return ["--log-dir", str(self.data_dir(name))]
+        return ["--log-dirs", ",".join(str(d) for d in self.broker_log_dirs(name, spec.broker_log_dirs))]
+
     def log_path(self, name: str) -> Path:
         return self.log_dir / f"{name}.log"
 
@@ -149,7 +158,7 @@ class LocalCluster:
                 host, port, metrics, namespace = self._place(name, role)
                 rack = spec.racks[(i - 1) % len(spec.racks)] if role == "broker" and spec.racks else ""
                 own = {"controller": ["--controller-id", str(i)], "gateway": ["--gateway-id", str(i)],
-                       "broker": ["--broker-id", str(i), "--rack", rack, "--log-dir", str(self.data_dir(name))]}
+                       "broker": ["--broker-id", str(i), "--rack", rack, *self._log_dir_args(name, spec)]}
                 self.processes[name] = ProcessInfo(
                     name, role, i, port, metrics,
                     [str(bin_dir / f"replog-{role}"), *own[role], "--port", str(port), "--metrics-port", str(metrics),

@@ -17,6 +17,8 @@ class ClusterSpec:
     zookeeper_session_timeout_ms: int = 6000
     # 1: one standalone server named `zookeeper`; 3 (or any odd number): an ensemble `zookeeper-1..N`.
     zookeeper_servers: int = 1
+    # Log directories per broker: above 1, a broker keeps them in dir-1..N under its data directory (log_dirs).
+    broker_log_dirs: int = 1
     # fsync ZooKeeper's transaction log on every write; off for speed, on where power loss is tested.
     zookeeper_force_sync: bool = False
     # Digest authentication and znode ACLs (docs/zookeeper-security.md); False: anonymous sessions, open ACLs.

@@ -17,7 +17,9 @@ def broker_descriptions(view: ClusterView) -> list[admin_pb2.BrokerDescription]:
         else:
             out.append(admin_pb2.BrokerDescription(
                 broker_id=broker_id, host=registration.host, port=registration.port,
-                rack=registration.rack or "", alive=True,
+                rack=registration.rack or "", alive=True, log_dirs=[
+                    admin_pb2.LogDirDescription(path=path, offline=path in registration.offline_log_dirs)
+                    for path in registration.log_dirs],
             ))
     return out
 

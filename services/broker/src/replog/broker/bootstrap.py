@@ -14,14 +14,14 @@ import dataclasses
 import logging
 import threading
 import time
-from pathlib import Path
 
-from replog.broker.config import BrokerConfig, producer_state_limits, request_bytes_max
+from replog.broker.config import BrokerConfig, log_directories, producer_state_limits, request_bytes_max
 from replog.broker.control.controlled_shutdown import controlled_shutdown
 from replog.broker.control.controller_fence import ControllerFence, zookeeper_controller_epoch
 from replog.broker.control.controller_link import ControllerLink
 from replog.broker.control.isr_changes import IsrChangeSender
 from replog.broker.control.lost_marks import LostMarks, rewrite_registration
+from replog.broker.control.offline_dirs import OfflineDirs
 from replog.broker.control.registration import register_broker
 from replog.broker.control.state_changes import ReplicaStateChanges
 from replog.broker.control.topic_configs import TopicConfigs
@@ -41,6 +41,7 @@ from replog.broker.produce.producer_ids import ProducerIdAllocator
 from replog.broker.replicas.assignments import assigned_here
 from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
 from replog.broker.replicas.fsync_probe import FsyncProbe
+from replog.broker.replicas.log_dirs import DuplicateReplicaError
 from replog.broker.replicas.producer_expiry import ProducerExpiry
 from replog.broker.replicas.recovery_losses import report_recovery
 from replog.broker.replicas.replica_manager import ReplicaManager
@@ -98,6 +99,7 @@ class BrokerProcess:
         self._joined = False  # start() ran to the end: every component is up, for stop() to take down
         self._stopping = False
         self._session_lost = False
+        self._registration_lock = threading.Lock()  # its data is rewritten by the lost marks and offline dirs
 
     # --- start -------------------------------------------------------------------------
 
@@ -108,12 +110,14 @@ class BrokerProcess:
         telemetry.init_tracing("replog-broker", str(config.broker_id), config.trace_dir)
         self.metrics = BrokerMetrics()
         self.replicas = self._load_replicas()
-        self.replicas.dir_failures.connect(halt_on_offline_dir(self.zk.stop))
-        self.replicas.dir_space.free_bytes_min = config.log_dir_free_bytes_min
-        self.replicas.dir_space.refresh()
         stall_max_ms = config.log_dir_fsync_stall_max_ms
-        self.fsync_probe = FsyncProbe(self.replicas.dir_failures, interval_ms=max(stall_max_ms // 3, 1),
-                                      stall_max_ms=stall_max_ms)
+        self.fsync_probes = []
+        for directory in self.replicas.directories:
+            directory.space.free_bytes_min = config.log_dir_free_bytes_min
+            directory.space.refresh()
+            self.fsync_probes.append(FsyncProbe(directory.failures, interval_ms=max(stall_max_ms // 3, 1),
+                                                stall_max_ms=stall_max_ms))
+        self.metrics.watch_log_dirs(self.replicas.directories)
         report_recovery(self.replicas, self.metrics)
         self.lost_marks = LostMarks(self.replicas.lost_records, self._log_end_offset)
         self._lost_marks_stale = False  # the registration still names a replica that caught up
@@ -139,7 +143,8 @@ class BrokerProcess:
         self.throttle.watch(self.zk)
         self.isr_changes.start()
         self.checkpointer.start()
-        self.fsync_probe.start()
+        for probe in self.fsync_probes:
+            probe.start()
         self.groups.start()
         self._register(metrics_port)
         self.server.set_serving(True)  # healthy means registered: peers and the controller can see it
@@ -163,12 +168,14 @@ class BrokerProcess:
             fsync_on_roll=False,  # the checkpointer fsyncs rolled segments off the append path
             remove_deleted_at_once=False,  # deleted segments' files are removed off the partition's lock
         )
-        replicas = ReplicaManager(broker_id=config.broker_id, log_dir=Path(config.log_dir), log_config=log_config,
+        replicas = ReplicaManager(broker_id=config.broker_id, log_dirs=log_directories(config), log_config=log_config,
                                   clock=self.clock, producer_state_limits=producer_state_limits(config))
         try:
             replicas.load()
         except CheckpointError as exc:
             raise StartupError(f"unreadable checkpoint, refusing to guess high watermarks: {exc}") from None
+        except DuplicateReplicaError as exc:
+            raise StartupError(str(exc)) from None
         return replicas
 
     def _build(self) -> None:
@@ -183,6 +190,10 @@ class BrokerProcess:
         replicas.log_config_of = self.topic_configs.log_config  # new replicas open with their topic's settings
         self.delayed_produces = DelayedProduces(replicas.produce_progress, clock)
         self.controller = ControllerLink(self.zk, self.channels)
+        self.offline_dirs = OfflineDirs(replicas, halt=halt_on_offline_dir(self.zk.stop), record=self._record_offline,
+                                        controller=self.controller, broker_id=config.broker_id,
+                                        broker_epoch_of=lambda: self.broker_epoch)
+        self.offline_dirs.connect()
         settings = FetchSettings(config.broker_id, config.replica_fetch_wait_max_ms, config.replica_fetch_max_bytes,
                                  config.replica_fetch_max_bytes)
 
@@ -210,7 +221,8 @@ class BrokerProcess:
             replicas, clock, checkpoint_interval_ms=config.replica_high_watermark_checkpoint_interval_ms,
             flush_check_interval_ms=config.flush_interval_ms or DEFAULT_FLUSH_CHECK_MS,
             interval_flush=config.flush_interval_ms > 0, bursts=bursts,
-            chores=(replicas.dir_space.refresh, self.metadata.refresh_digest, self._refresh_lost_marks, ProducerExpiry(
+            chores=(*(d.space.refresh for d in replicas.directories), self.metadata.refresh_digest,
+                    self._refresh_lost_marks, ProducerExpiry(
                 replicas.hosted, clock, metrics, check_interval_ms=config.producer_id_expiration_check_interval_ms),
                 RetentionRounds(replicas.hosted, clock, check_interval_ms=config.log_retention_check_interval_ms,
                                 partitions_per_round_max=config.log_retention_partitions_per_round_max,
@@ -244,7 +256,7 @@ class BrokerProcess:
             enforcer=enforcer,
             topic_config_defaults={**self.topic_configs.default_log_config.as_topic_configs(),
                                    "min.insync.replicas": str(config.min_insync_replicas)},
-            checkpoint=lambda: replicas.write_checkpoints(flush_if_due=False),
+            checkpoint=lambda: replicas.write_checkpoints(flush_if_due=False, strict=True),
         )
         self.groups, self.group_servicer = build_groups(config, produce=produce, lookup=replicas.get,
                                                         metadata=self.metadata, enforcer=enforcer, clock=clock,
@@ -258,10 +270,25 @@ class BrokerProcess:
             broker_id=config.broker_id, host=config.published_host, port=self.server.port,
             rack=config.rack or None,
             metrics_port=metrics_port, timestamp_ms=int(time.time() * 1000),
-            lost_partitions=self.lost_marks.partitions(),
+            lost_partitions=self.lost_marks.partitions(), log_dirs=tuple(str(d) for d in log_directories(config)),
+            **self._offline_fields(),
         )
         self._registration = registration
         self.broker_epoch = register_broker(self.zk, registration, wait_s=config.zookeeper_session_timeout_ms / 1000 + 2)
+
+    def _offline_fields(self) -> dict:
+        return dict(offline_log_dirs=self.offline_dirs.offline_dirs(),
+                    offline_partitions=tuple((tp.topic, tp.partition) for tp in self.offline_dirs.offline_partitions()))
+
+    def _record_offline(self, dirs, partitions) -> None:
+        """OfflineDirs' `record`: the registration names the offline directories and their replicas."""
+        if not self._joined:
+            return  # the registration, when it is written, carries them
+        with self._registration_lock:
+            self._registration = dataclasses.replace(
+                self._registration, offline_log_dirs=tuple(dirs),
+                offline_partitions=tuple((tp.topic, tp.partition) for tp in partitions))
+            self.zk.kazoo.set(schema.broker_path(self.config.broker_id), self._registration.encode())
 
     def _log_end_offset(self, topic_partition) -> int | None:
         hosted = self.replicas.get(topic_partition)
@@ -273,7 +300,8 @@ class BrokerProcess:
         if not self._lost_marks_stale or not self._joined or self._stopping:
             return
         try:
-            self._registration = rewrite_registration(self.zk, self._registration, self.lost_marks.partitions())
+            with self._registration_lock:
+                self._registration = rewrite_registration(self.zk, self._registration, self.lost_marks.partitions())
             self._lost_marks_stale = False
         except Exception as exc:  # noqa: BLE001 - logged; the next round tries again
             log.warning("could not update the registration's lost partitions (trying again): %s", exc)
@@ -288,7 +316,7 @@ class BrokerProcess:
 
     def _reregister(self) -> None:
         registration = dataclasses.replace(self._registration, timestamp_ms=int(time.time() * 1000),
-                                           lost_partitions=self.lost_marks.partitions())
+                                           lost_partitions=self.lost_marks.partitions(), **self._offline_fields())
         try:
             self.broker_epoch = register_broker(self.zk, registration,
                                                 wait_s=self.config.zookeeper_session_timeout_ms / 1000 + 2)
@@ -312,7 +340,9 @@ class BrokerProcess:
             self.fetchers.stop()
             self.isr_changes.stop()
             self.checkpointer.stop()
-            self.fsync_probe.stop()
+            self.offline_dirs.stop()
+            for probe in self.fsync_probes:
+                probe.stop()
             self.replication_servicer.end_streams()
             self.log_servicer.end_streams()
         if self.server is not None:

@@ -4,6 +4,7 @@ security/settings.py's, shared by every service, the address keys listen.py's)."
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from replog.broker.core.producer_state import (
     PRODUCER_ID_EXPIRATION_MS_DEFAULT,
@@ -27,6 +28,24 @@ LONG_MAX = 2**63 - 1
 REQUEST_HEADROOM_BYTES = 1024 * 1024
 
 
+def _split_dirs(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",")]
+
+
+def log_dir_list(value: str) -> str | None:
+    if not value:
+        return None
+    parts = _split_dirs(value)
+    if any(not part for part in parts):
+        return "an empty entry in the comma-separated list"
+    if len(set(parts)) != len(parts):
+        return "a directory listed twice"
+    return None
+
+
+log_dir_list.rule = "comma-separated, no empty or repeated entry"  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
 class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
     broker_id: int = setting(1, "id of this broker, unique in the cluster", non_negative)
@@ -34,7 +53,13 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
     zookeeper_credentials_file: str = credentials_file_setting()
     port: int = setting(9290, "gRPC port", tcp_port)
     rack: str = setting("", "rack (failure domain) label; empty when rack-unaware")
-    log_dir: str = setting("./data/broker", "directory holding this broker's partition logs and checkpoints")
+    log_dir: str = setting("./data/broker", "directory holding this broker's partition logs and checkpoints, "
+                                            "when log_dirs is empty")
+    log_dirs: str = setting(
+        "", "comma-separated directories (one per disk) holding this broker's partition logs, each with its own "
+            "checkpoints (Kafka's log.dirs); replaces log_dir when set. A new replica goes to the online one with "
+            "the fewest replicas; a storage error takes only its directory offline while another is online",
+        log_dir_list)
     metrics_port: int = setting(0, "Prometheus /metrics port (0 picks a free one)", tcp_port)
     zookeeper_session_timeout_ms: int = setting(6000, "ZooKeeper session timeout", positive)
     zookeeper_connect_backoff_max_ms: int = setting(
@@ -70,11 +95,11 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
     log_dir_free_bytes_min: int = setting(
         64 * 1024 * 1024, "free space the log directory keeps: below it a leader refuses produce with STORAGE_ERROR "
                           "(measured once a checkpointer round) rather than meet a full disk, which takes the "
-                          "directory offline and stops the broker (0: no reserve)", non_negative)
+                          "directory offline, and stops the broker when it was its last online one (0: no reserve)", non_negative)
     log_dir_fsync_stall_max_ms: int = setting(
         30000, "a probe fsyncs a small file in the log directory every third of this; an fsync that does not "
-               "return within it is a storage error: the directory goes offline and the broker stops, so "
-               "another replica leads (0: no probe)", non_negative)
+               "return within it is a storage error: the directory goes offline (the broker stops if it was its "
+               "last online one), so another replica leads (0: no probe)", non_negative)
     log_scrub_bytes_per_second: int = setting(
         1024 * 1024, "how fast the scrubber verifies rolled segments (CRC and records) to find bit rot before a "
                      "reader does; a follower refetches a damaged segment from its leader (0: no scrubbing)",
@@ -125,6 +150,11 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
         "partition evicts no one: it forgets producers idle for producer_id_expiration_ms, and while none is, it "
         "refuses a new producer's first batch with PRODUCER_STATE_FULL (logged, counted), so no retried batch is "
         "ever written twice", positive)
+
+def log_directories(config: BrokerConfig) -> list[Path]:
+    """The broker's log directories: `log_dirs` when set, else the one `log_dir`."""
+    return [Path(part) for part in _split_dirs(config.log_dirs)] if config.log_dirs else [Path(config.log_dir)]
+
 
 def producer_state_limits(config: BrokerConfig) -> ProducerStateLimits:
     return ProducerStateLimits(config.producer_ids_max, config.producer_id_expiration_ms)

@@ -24,7 +24,7 @@ from replog.common.channels import CONTROL_RPC_TIMEOUT_S, ChannelCache
 from replog.common.core.partitions import TopicPartition
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
-from replog.v1 import controller_pb2, controller_pb2_grpc
+from replog.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
 log = logging.getLogger(__name__)
 
@@ -118,3 +118,16 @@ class ControllerLink:
             raise ControllerUnavailable(f"ControlledShutdown: {exc.code().name}: {exc.details()}") from None
         return ShutdownReply(ErrorCode(response.error_code), response.error_message,
                              tuple(TopicPartition(p.topic, p.partition) for p in response.remaining_partitions))
+
+    def log_dirs_offline(
+        self, broker_id: int, broker_epoch: int, offline_dirs: Iterable[str], partitions: Iterable[TopicPartition],
+        timeout_s: float = CONTROL_RPC_TIMEOUT_S,
+    ) -> tuple[ErrorCode, str]:
+        request = controller_pb2.LogDirsOfflineRequest(
+            broker_id=broker_id, broker_epoch=broker_epoch, offline_log_dirs=list(offline_dirs),
+            partitions=[common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition) for tp in partitions])
+        try:
+            response = self._stub().LogDirsOffline(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
+        except grpc.RpcError as exc:
+            raise ControllerUnavailable(f"LogDirsOffline: {exc.code().name}: {exc.details()}") from None
+        return ErrorCode(response.error_code), response.error_message

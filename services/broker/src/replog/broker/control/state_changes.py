@@ -201,11 +201,13 @@ class ReplicaStateChanges:
         if self._broker_id not in decision.replicas:
             return PartitionResult(topic_partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                    f"broker {self._broker_id} is not assigned {topic_partition}")
-        try:
+        try:  # an OSError took the chosen directory offline (replica_manager.py)
             hosted = self._replicas.get_or_create(topic_partition)
-        except OSError as exc:  # never retried (log_dir_failures.py)
-            self._replicas.dir_failures.failed(f"opening the log of {topic_partition}", exc)
+        except OSError as exc:
             return PartitionResult(topic_partition, ErrorCode.STORAGE_ERROR, str(exc))
+        if hosted.dir_failures.offline:  # stopped with its directory: it neither leads nor follows
+            return PartitionResult(topic_partition, ErrorCode.STORAGE_ERROR,
+                                   f"{topic_partition} is in the offline log directory {hosted.dir_failures.log_dir}")
         if topic_partition.topic not in watched:
             watched.add(topic_partition.topic)
             self._topic_configs.watch(topic_partition.topic)
@@ -252,6 +254,9 @@ class ReplicaStateChanges:
         if hosted is None:
             self._unfetch.append(topic_partition)
             return PartitionResult(topic_partition, ErrorCode.NONE, "not hosted here")
+        if request.delete and hosted.dir_failures.offline:  # nothing is written there; a restart deletes it
+            return PartitionResult(topic_partition, ErrorCode.STORAGE_ERROR,
+                                   f"{topic_partition} is in the offline log directory {hosted.dir_failures.log_dir}")
         outcome = hosted.stop(leader_epoch=request.leader_epoch, delete=request.delete)
         if isinstance(outcome, Refusal):
             return PartitionResult(topic_partition, outcome.code, outcome.reason)

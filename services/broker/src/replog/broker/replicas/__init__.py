@@ -12,11 +12,12 @@
 - producer_headers.py   idempotent producer state from batch headers (record, rebuild from the log)
 - replica_manager.py    the hosted replicas: start-up load and recovery, lookups, HW / recovery-point /
                         log-start checkpoints
-- partition_dirs.py     <log_dir>/<topic>-<partition> naming, and set-aside names of deleted replicas
+- partition_dirs.py     <log dir>/<topic>-<partition> naming, and set-aside names of deleted replicas
 - scrubber.py           verifies rolled segments at a bounded rate; a follower refetches a damaged one
 - log_dir_space.py      the free-space reserve below which a leader refuses produce
 - fsync_probe.py        a stalled fsync is a storage error: a probe with a deadline
 - log_dir_failures.py   a storage error takes the log directory offline: nothing retried, appended or served
+- log_dirs.py           the broker's log directories: placement of new replicas, per-directory checkpoints
 - directory_remover.py  removes deleted replicas' directories on a thread of its own
 - assignments.py        start-up deletion of replicas no longer assigned here
 - checkpointer.py       the periodic fsync of rolled segments, interval flushes, checkpoint files, and its chores

@@ -94,10 +94,7 @@ class Checkpointer:
     def _round(self) -> None:
         if self._waits_for_burst():
             if self._interval_flush:
-                try:
-                    self._flush_due()
-                except OSError as exc:  # never retried (log_dir_failures.py)
-                    self._replicas.dir_failures.failed("a flush", exc)
+                self._replicas.flush_due()  # an OSError takes its directory offline (log_dir_failures.py)
             return
         self._created += self._replicas.take_created()
         if self._created >= SETTLE_AFTER_CREATED:
@@ -106,16 +103,13 @@ class Checkpointer:
             self._created = 0
         for chore in self._chores:
             chore()
-        try:
-            for hosted in self._replicas.hosted():
-                hosted.sync_rolled_segments()
-            if self._clock.monotonic_ms() >= self._next_checkpoint_ms:
-                self._replicas.write_checkpoints(flush_if_due=True)
-                self._next_checkpoint_ms = self._clock.monotonic_ms() + self._checkpoint_interval_ms
-            elif self._interval_flush:
-                self._flush_due()
-        except OSError as exc:  # never retried (log_dir_failures.py)
-            self._replicas.dir_failures.failed("a checkpoint or flush", exc)
+        # each of these takes a directory offline on an OSError there (log_dir_failures.py)
+        self._replicas.sync_rolled_segments()
+        if self._clock.monotonic_ms() >= self._next_checkpoint_ms:
+            self._replicas.write_checkpoints(flush_if_due=True)
+            self._next_checkpoint_ms = self._clock.monotonic_ms() + self._checkpoint_interval_ms
+        elif self._interval_flush:
+            self._replicas.flush_due()
 
     def _waits_for_burst(self) -> bool:
         now_ms = self._clock.monotonic_ms()
@@ -128,7 +122,3 @@ class Checkpointer:
             return True
         self._deferred_since_ms = None  # waited long enough: this round runs, the next may wait again
         return False
-
-    def _flush_due(self) -> None:
-        for hosted in self._replicas.hosted():
-            hosted.checkpoint_offsets(flush_if_due=True)

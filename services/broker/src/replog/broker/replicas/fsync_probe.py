@@ -7,7 +7,8 @@ A disk can stop answering without failing: every fsync blocks, produce waits on 
 and the broker keeps its ZooKeeper session, so the controller sees nothing wrong and leadership never
 moves. The probe runs on a thread of its own: every `interval_ms` it writes, fsyncs and removes
 `.fsync-probe` on a second thread and waits `stall_max_ms` for it. An fsync that takes longer is a
-storage error (ETIMEDOUT) for `LogDirFailures`, which stops the broker, so another replica leads. A
+storage error (ETIMEDOUT) for that directory's `LogDirFailures` (one probe per directory), which takes it
+offline, so another replica leads its partitions. A
 probe that fails with an OSError is one too. A process paused as a whole (SIGSTOP) may find the deadline
 passed when it resumes with the fsync about to return, so the probe looks once more, a second later,
 before it judges. The probe's own thread may stay blocked in the stalled

@@ -60,7 +60,7 @@ class HostedPartition:
         dir_space: LogDirSpace | None = None,
     ) -> None:
         self.topic_partition = topic_partition
-        # the broker's one channel for storage errors (log_dir_failures.py); a test's partition gets its own
+        # its log directory's channel for storage errors (log_dir_failures.py); a test's partition gets its own
         self.dir_failures = LogDirFailures(log.directory.parent) if dir_failures is None else dir_failures
         self.dir_space = LogDirSpace(log.directory.parent) if dir_space is None else dir_space  # no reserve
         self._remove_directory = remove_directory  # a deleted log's directory, once renamed aside

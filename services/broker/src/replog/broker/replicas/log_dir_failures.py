@@ -8,10 +8,11 @@ Nothing is therefore retried: the first OSError on an append, flush or checkpoin
 offline. From then on it takes no append (leader or follower) and serves no replica fetch, and the
 broker is told once (`on_offline`).
 
-A broker has one log directory, so an offline directory leaves it nothing to serve, and it stops, as a
-Kafka broker halts when its last directory fails: at once, without a clean-shutdown marker, so that its
-next start recovers the logs from their recovery points; its ZooKeeper session is closed first, so the
-controller moves leadership away without waiting for the session to time out.
+Each log directory of the broker has its own `LogDirFailures` (log_dirs.py), shared by the replicas
+that live there. What the broker does then is control/offline_dirs.py's: while another directory is
+online it keeps serving that one and tells the controller, which moves leadership and ISR membership
+of this directory's replicas elsewhere; when the last one fails it halts, as a Kafka broker does (at
+once, without a clean-shutdown marker, its ZooKeeper session closed first: runtime/halt.py).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Free space in the log directory, against a reserve: a full disk refuses produce before a write fails.
+"""Free space in a log directory (one instance per directory), against a reserve: a full disk refuses
+produce before a write fails.
 
 Theory of operation
 -------------------
-A write that meets ENOSPC takes the directory offline (log_dir_failures.py), which stops the broker. To
+A write that meets ENOSPC takes the directory offline (log_dir_failures.py), and its replicas with it. To
 refuse produce with a clear error before that, the checkpointer measures the directory's free space
 every round (`refresh`, one statvfs) and a leader refuses a produce while it is below
 `log_dir_free_bytes_min` (`shortage`), the same for every partition. The measure is at most a round old,

@@ -4,8 +4,10 @@ Theory of operation (docs/architecture.md, "Data flow", "Storage"):
 
 `ReplicaManager` is the registry of `HostedPartition`s. Its own lock guards
 only membership (which partitions exist); each partition has its own lock for
-everything else. At start-up `load()` opens every partition directory under
-the log dir, running each log's recovery from its checkpointed recovery point
+everything else. The broker's log directories are log_dirs.py's: a new replica
+goes to the online one with the fewest replicas, and each keeps its own checkpoint
+files and clean-shutdown marker. At start-up `load()` opens every partition
+directory under every log directory, running each log's recovery from its checkpointed recovery point
 (a torn or corrupt tail is cut and reported), loads the HW checkpoint and
 rebuilds each replica's producer table from its log. It takes the clean-shutdown
 marker first (log/clean_shutdown.py): without it the last stop was a crash or a
@@ -13,16 +15,19 @@ power loss, and a replica whose recovered log ends below its checkpointed HW has
 lost committed records; those are listed in `lost_records` for the broker to
 report (the HW is still clamped to the log end, now loudly). Partitions no longer
 assigned here are deleted (`delete_unassigned`, seed v3 §E) before the broker
-registers. `write_checkpoints()` atomically rewrites the HW file and the
-recovery-point and log-start files (checkpoints.py: temp, fsync, rename, fsync
-dir) for every hosted replica; the checkpointer calls it periodically and `close()` once
-more after flushing every log, then writes the clean-shutdown marker.
+registers. `write_checkpoints()` atomically rewrites, in each online directory,
+the HW file and the recovery-point and log-start files (checkpoints.py: temp,
+fsync, rename, fsync dir) for the replicas there; the checkpointer calls it
+periodically and `close()` once more after flushing every log, then writes the
+clean-shutdown markers. An OSError in a directory takes that directory offline
+(log_dir_failures.py) and nothing more is written there.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Callable
 
@@ -31,25 +36,18 @@ from replog.broker.core.partition import ReplicaRole
 from replog.broker.core.produce import ProduceProgress
 from replog.broker.core.producer_state import ProducerStateLimits
 from replog.broker.log import (
-    HW_CHECKPOINT_FILE,
-    LOG_START_OFFSET_CHECKPOINT_FILE,
-    RECOVERY_POINT_CHECKPOINT_FILE,
-    CheckpointError,
     LogConfig,
     LostRecords,
     PartitionLog,
     lost_committed_records,
-    read_offsets_checkpoint,
     take_clean_shutdown_marker,
     write_clean_shutdown_marker,
-    write_offsets_checkpoint,
 )
 from replog.broker.replicas.consequences import Consequences
 from replog.broker.replicas.directory_remover import DirectoryRemover
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import produce_progress
-from replog.broker.replicas.log_dir_failures import LogDirFailures
-from replog.broker.replicas.log_dir_space import LogDirSpace
+from replog.broker.replicas.log_dirs import DuplicateReplicaError, LogDirectory, Offsets, build_directories, place
 from replog.broker.replicas.log_maintenance import update_log_config
 from replog.broker.replicas.partition_dirs import (
     local_partition_directories,
@@ -67,11 +65,13 @@ _NOT_HOSTED = ProduceProgress(is_leader=False, leader_epoch=-1, high_watermark=-
 
 
 class ReplicaManager:
-    def __init__(self, *, broker_id: int, log_dir: Path, log_config: LogConfig, clock: Clock,
+    def __init__(self, *, broker_id: int, log_dirs: Sequence[Path], log_config: LogConfig, clock: Clock,
                  producer_state_limits: ProducerStateLimits = ProducerStateLimits(),
                  log_config_of: Callable[[str], LogConfig] | None = None) -> None:
         self.broker_id = broker_id
-        self.log_dir = Path(log_dir)
+        self.directories: tuple[LogDirectory, ...] = build_directories(log_dirs)
+        self._directory_at = {d.path: d for d in self.directories}
+        self._per_directory: dict[Path, int] = {}  # entries in _partitions per log directory, for placement
         self._log_config = log_config
         self._producer_state_limits = producer_state_limits
         # a topic's settings: the defaults with its overrides (topic_configs.py), once it is watched
@@ -83,36 +83,41 @@ class ReplicaManager:
         self._per_topic: dict[str, int] = {}  # entries in _partitions per topic, so hosts_topic is O(1)
         self._checkpoint_lock = threading.RLock()  # held while offsets are read and written
         self._remover = DirectoryRemover()  # deleted replicas' directories, renamed aside, go here
-        self._checkpointed: dict[tuple[str, int], tuple[int, int, int]] | None = None  # as last written
         self.clean_start = True  # the last stop left the clean-shutdown marker (set by `load`)
         self.lost_records: list[LostRecords] = []  # committed records recovery could not find (set by `load`)
         # What the steps on every hosted replica set off (consequences.py); bootstrap.py connects it.
         self.consequences = Consequences()
-        self.dir_failures = LogDirFailures(self.log_dir)  # bootstrap.py says what an offline directory stops
-        self.dir_space = LogDirSpace(self.log_dir)  # bootstrap.py sets its reserve; the checkpointer measures
 
     # --- start-up -----------------------------------------------------------------
 
-    def _recovery_points(self) -> dict[tuple[str, int], int]:
-        """The recovery-point checkpoint; an unreadable one only accelerates, so every log is scanned whole
-        instead (the HW and log-start checkpoints cannot be derived, and an unreadable one stops the start)."""
-        try:
-            return read_offsets_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT_FILE)
-        except CheckpointError as exc:
-            log.error("recovering every log from its first segment: %s", exc)
-            return {}
-
     def load(self) -> None:
-        """Open and recover every local partition log; HW from the checkpoint (a bad file stops start-up)."""
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.clean_start = take_clean_shutdown_marker(self.log_dir)
-        for leftover in set_aside_directories(self.log_dir):
-            self._remover.remove_later(leftover)  # deleted before the last stop, not yet removed
-        high_watermarks = read_offsets_checkpoint(self.log_dir / HW_CHECKPOINT_FILE)
-        recovery_points = self._recovery_points()
-        log_starts = read_offsets_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT_FILE)
+        """Open and recover every local partition log of every directory; HW from the checkpoints (a bad
+        file stops start-up, and so does a partition found in two directories)."""
+        found: dict[TopicPartition, Path] = {}
+        cleans = []
         dropped = 0
-        for topic_partition, path in local_partition_directories(self.log_dir).items():
+        for directory in self.directories:
+            directory.path.mkdir(parents=True, exist_ok=True)
+            cleans.append(take_clean_shutdown_marker(directory.path))
+            for leftover in set_aside_directories(directory.path):
+                self._remover.remove_later(leftover)  # deleted before the last stop, not yet removed
+            for topic_partition, path in local_partition_directories(directory.path).items():
+                if topic_partition in found:
+                    raise DuplicateReplicaError(f"{topic_partition} is in both {found[topic_partition]} and {path}; "
+                                                f"remove the stale copy")
+                found[topic_partition] = path
+        self.clean_start = all(cleans)
+        for directory, clean in zip(self.directories, cleans):
+            dropped += self._load_directory(directory, clean)
+        log.info("loaded %d local replicas from %s after %s (recovery dropped %d bytes in all)",
+                 len(self._partitions), ", ".join(str(d.path) for d in self.directories),
+                 "a clean stop" if self.clean_start else "an unclean shutdown", dropped)
+
+    def _load_directory(self, directory: LogDirectory, clean: bool) -> int:
+        """Open the logs of one directory; the bytes recovery dropped."""
+        high_watermarks, recovery_points, log_starts = directory.read_checkpoints()
+        dropped = 0
+        for topic_partition, path in local_partition_directories(directory.path).items():
             key = (topic_partition.topic, topic_partition.partition)
             # No recovery point recorded: scan every segment (rolled ones may never have been fsynced).
             partition_log = PartitionLog.open(path, self.log_config_of(topic_partition.topic), self._clock,
@@ -129,17 +134,18 @@ class ReplicaManager:
                 self.lost_records.append(lost)
                 log.error("%s: lost %d committed records: the high watermark was checkpointed at %d, the log "
                           "recovered after %s ends at %d", topic_partition, lost.count, high_watermark,
-                          "a clean stop" if self.clean_start else "an unclean shutdown", partition_log.log_end_offset)
-            self._put(topic_partition, HostedPartition(
-                topic_partition, self.broker_id, partition_log,
-                high_watermark=high_watermark,
-                producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
-                remove_directory=self._remover.remove_later, consequences=self.consequences,
-                dir_failures=self.dir_failures, dir_space=self.dir_space,
-            ))
-        log.info("loaded %d local replicas from %s after %s (recovery dropped %d bytes in all)",
-                 len(self._partitions), self.log_dir, "a clean stop" if self.clean_start else "an unclean shutdown",
-                 dropped)
+                          "a clean stop" if clean else "an unclean shutdown", partition_log.log_end_offset)
+            self._put(topic_partition, self._hosted(directory, topic_partition, partition_log, high_watermark))
+        return dropped
+
+    def _hosted(self, directory: LogDirectory, topic_partition: TopicPartition, partition_log: PartitionLog,
+                high_watermark: int) -> HostedPartition:
+        return HostedPartition(
+            topic_partition, self.broker_id, partition_log, high_watermark=high_watermark,
+            producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
+            remove_directory=self._remover.remove_later, consequences=self.consequences,
+            dir_failures=directory.failures, dir_space=directory.space,
+        )
 
     def delete_unassigned(self, is_assigned_here: Callable[[TopicPartition], bool]) -> list[TopicPartition]:
         """Delete local replicas the cluster no longer assigns to this broker (seed v3 §E)."""
@@ -160,14 +166,17 @@ class ReplicaManager:
         with self._lock:
             hosted = self._partitions.get(topic_partition)
             if hosted is None or not hosted.usable:
-                directory = partition_directory(self.log_dir, topic_partition)
-                partition_log = PartitionLog.open(directory, self.log_config_of(topic_partition.topic), self._clock)
-                hosted = HostedPartition(
-                    topic_partition, self.broker_id, partition_log,
-                    high_watermark=0, producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
-                    remove_directory=self._remover.remove_later, consequences=self.consequences,
-                dir_failures=self.dir_failures, dir_space=self.dir_space,
-                )
+                log_directory = place(self.directories, self._per_directory)
+                if log_directory is None:
+                    raise OSError(f"every log directory is offline: {topic_partition} cannot be created")
+                directory = partition_directory(log_directory.path, topic_partition)
+                try:
+                    partition_log = PartitionLog.open(directory, self.log_config_of(topic_partition.topic),
+                                                      self._clock)
+                except OSError as exc:  # never retried (log_dir_failures.py)
+                    log_directory.failures.failed(f"opening the log of {topic_partition}", exc)
+                    raise
+                hosted = self._hosted(log_directory, topic_partition, partition_log, 0)
                 self._put(topic_partition, hosted)
                 self._created_since_settle += 1
                 log.debug("%s: hosting a new replica at %s", topic_partition, directory)
@@ -221,13 +230,22 @@ class ReplicaManager:
                 self._pop(topic_partition)
 
     def _put(self, topic_partition: TopicPartition, hosted: HostedPartition) -> None:
-        if topic_partition not in self._partitions:
+        old = self._partitions.get(topic_partition)
+        if old is None:
             self._per_topic[topic_partition.topic] = self._per_topic.get(topic_partition.topic, 0) + 1
+        else:
+            self._count_in_directory(old, -1)
+        self._count_in_directory(hosted, 1)
         self._partitions[topic_partition] = hosted
+
+    def _count_in_directory(self, hosted: HostedPartition, change: int) -> None:
+        path = hosted.log.directory.parent
+        self._per_directory[path] = self._per_directory.get(path, 0) + change
 
     def _pop(self, topic_partition: TopicPartition) -> HostedPartition | None:
         hosted = self._partitions.pop(topic_partition, None)
         if hosted is not None:
+            self._count_in_directory(hosted, -1)
             left = self._per_topic[topic_partition.topic] - 1
             if left:
                 self._per_topic[topic_partition.topic] = left
@@ -237,38 +255,80 @@ class ReplicaManager:
 
     # --- checkpoints and shutdown ---------------------------------------------------------
 
-    def write_checkpoints(self, *, flush_if_due: bool = True) -> None:
-        """Read every replica's offsets and write them, as one step against other writers (the
-        checkpointer, AdvanceLogStartOffset): a write never replaces newer values with older ones."""
+    def directory_of(self, hosted: HostedPartition) -> LogDirectory:
+        return self._directory_at[hosted.log.directory.parent]
+
+    def replica_counts(self) -> dict[Path, int]:
+        with self._lock:
+            return dict(self._per_directory)
+
+    def offline_partitions(self, directory: LogDirectory) -> list[TopicPartition]:
+        """The replicas that live in `directory` (all offline once it is)."""
+        return sorted(h.topic_partition for h in self.hosted() if h.log.directory.parent == directory.path)
+
+    def _by_directory(self) -> dict[Path, list[HostedPartition]]:
+        grouped: dict[Path, list[HostedPartition]] = {d.path: [] for d in self.directories}
+        for hosted in self.hosted():
+            grouped[hosted.log.directory.parent].append(hosted)
+        return grouped
+
+    def sync_rolled_segments(self) -> None:
+        """fsync what every online directory's logs rolled (a checkpointer round); an OSError takes that
+        directory offline."""
+        for path, hosted_here in self._by_directory().items():
+            directory = self._directory_at[path]
+            try:
+                for hosted in hosted_here:
+                    if directory.online:
+                        hosted.sync_rolled_segments()
+            except OSError as exc:  # never retried (log_dir_failures.py)
+                directory.failures.failed("an fsync of rolled segments", exc)
+
+    def flush_due(self) -> None:
+        """Flush the logs whose interval flush is due, in every online directory."""
+        self._each_online(lambda hosted: hosted.checkpoint_offsets(flush_if_due=True), "a flush")
+
+    def write_checkpoints(self, *, flush_if_due: bool = True, strict: bool = False) -> None:
+        """Read every replica's offsets and write them, directory by directory, as one step against other
+        writers (the checkpointer, AdvanceLogStartOffset): a write never replaces newer values with older
+        ones. An OSError takes its directory offline; the others are still written, and then, when
+        `strict` (a caller that must answer whether its change is durable), the first error is raised."""
         with self._checkpoint_lock:
-            offsets = {}
-            for hosted in self.hosted():
-                values = hosted.checkpoint_offsets(flush_if_due=flush_if_due)
-                if values is not None:
-                    offsets[(hosted.topic_partition.topic, hosted.topic_partition.partition)] = values
-            self._write(offsets)
+            errors = self._each_online(lambda hosted: hosted.checkpoint_offsets(flush_if_due=flush_if_due),
+                                       "a checkpoint or flush", write=True)
+        if strict and errors:
+            raise errors[0]
+
+    def _each_online(self, offsets_of: Callable[[HostedPartition], tuple[int, int, int] | None], during: str,
+                     *, write: bool = False) -> list[OSError]:
+        """Run `offsets_of` on every replica of each online directory (and write its checkpoints); the
+        errors that took directories offline."""
+        errors: list[OSError] = []
+        for path, hosted_here in self._by_directory().items():
+            directory = self._directory_at[path]
+            if not directory.online:
+                continue
+            offsets: Offsets = {}
+            try:
+                for hosted in hosted_here:
+                    values = offsets_of(hosted)
+                    if values is not None:
+                        offsets[(hosted.topic_partition.topic, hosted.topic_partition.partition)] = values
+                if write:
+                    directory.write_checkpoints(offsets)
+            except OSError as exc:  # never retried (log_dir_failures.py)
+                directory.failures.failed(during, exc)
+                errors.append(exc)
+        return errors
 
     def close(self) -> None:
-        """Flush and close every log, then checkpoint HWs and recovery points one last time."""
-        offsets = {}
-        for hosted in self.hosted():
-            values = hosted.close()
-            if values is not None:
-                offsets[(hosted.topic_partition.topic, hosted.topic_partition.partition)] = values
-        self._write(offsets)
-        write_clean_shutdown_marker(self.log_dir)
-
-    def _write(self, offsets: dict[tuple[str, int], tuple[int, int, int]]) -> None:
-        """Rewrite the checkpoint files, unless they would say what they already say."""
+        """Flush and close every log, then checkpoint HWs and recovery points one last time and mark each
+        online directory's stop clean. An offline directory gets nothing: its next start recovers it."""
         with self._checkpoint_lock:
-            if offsets == self._checkpointed:
-                return
-            write_offsets_checkpoint(self.log_dir / HW_CHECKPOINT_FILE, {k: v[0] for k, v in offsets.items()})
-            write_offsets_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT_FILE,
-                                     {k: v[1] for k, v in offsets.items()})
-            write_offsets_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT_FILE,
-                                     {k: v[2] for k, v in offsets.items()})
-            self._checkpointed = offsets
+            self._each_online(HostedPartition.close, "the flush at shutdown", write=True)
+            for directory in self.directories:
+                if directory.online:
+                    write_clean_shutdown_marker(directory.path)
 
     # --- metrics ---------------------------------------------------------------------------
 

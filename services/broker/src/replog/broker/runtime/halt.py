@@ -1,6 +1,7 @@
 """Stopping the broker at once when its storage failed (replicas/log_dir_failures.py).
 
-A broker whose only log directory went offline has nothing left to serve. It does not stop cleanly:
+A broker whose last online log directory went offline has nothing left to serve (control/offline_dirs.py).
+It does not stop cleanly:
 a clean stop would flush and checkpoint through the failed disk and leave a clean-shutdown marker.
 It ends its ZooKeeper session (so its registration goes now, and the controller elects other leaders
 without waiting for the session to time out) and exits with `EXIT_LOG_DIR_OFFLINE`, as Kafka halts.

@@ -103,6 +103,8 @@ class BrokerMetrics:
         self.recovery_lost_partitions = Gauge("replog_broker_recovery_lost_partitions",
                                               "replicas whose recovered log ended below their checkpointed high "
                                               "watermark at start", registry=registry)
+        self.log_dir_online = Gauge("replog_broker_log_dir_online", "1 while the log directory takes writes, 0 once "
+                                    "a storage error took it offline", labelnames=["dir"], registry=registry)
         self.producer_ids_expired = Counter(
             "replog_broker_producer_ids_expired",
             "idempotent producers forgotten after producer_id_expiration_ms without a write", registry=registry)
@@ -139,6 +141,11 @@ class BrokerMetrics:
 
     def watch_partitions(self, summary: Callable[[], PartitionSummary]) -> None:
         self._registry.register(_PartitionGauges(summary))
+
+    def watch_log_dirs(self, directories) -> None:
+        """One series per log directory (replicas/log_dirs.py), read when Prometheus scrapes."""
+        for directory in directories:
+            self.log_dir_online.labels(str(directory.path)).set_function(lambda d=directory: 1 if d.online else 0)
 
     def watch_groups(self, rows: Callable[[], list[GroupRow]]) -> None:
         self._registry.register(_GroupGauges(rows))

@@ -65,6 +65,7 @@ SPAN_NAMES = {
     "IsrChanged": "controller.isr_change",
     "AlterPartitionReceived": "controller.alter_partition",
     "ControlledShutdownRequested": "controller.controlled_shutdown",
+    "LogDirsOfflineReported": "controller.log_dirs_offline",
     "PreferredElectionRequested": "controller.preferred_election",
     "UncleanElectionRequested": "controller.unclean_election",
     "AutoRebalanceTick": "controller.auto_rebalance",

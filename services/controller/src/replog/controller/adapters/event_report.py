@@ -46,7 +46,7 @@ def describe(span, state: ControllerState, event, plan: Plan) -> None:
         before, after = set(state.live_brokers), set(event.live)
         span.set_attribute("brokers.dead", sorted(before - after))
         span.set_attribute("brokers.new", sorted(after - before))
-    if isinstance(event, ev.ControlledShutdownRequested):
+    if isinstance(event, (ev.ControlledShutdownRequested, ev.LogDirsOfflineReported)):
         span.set_attribute("broker.id", event.broker_id)
 
 

@@ -16,7 +16,7 @@ from replog.common.core.topic_config import TopicConfig
 from replog.common.zk import bulk, schema
 from replog.common.zk.auth import ZkEndpoint
 from replog.controller.adapters import registrations
-from replog.controller.adapters.registrations import lost_partitions
+from replog.controller.adapters.registrations import lost_partitions, offline_partitions
 from replog.controller.core.model import BrokerInfo, ClusterSnapshot, LeaderAndIsr, ReplicaAssignment
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,8 @@ def read_live_brokers(connect: ZkEndpoint) -> dict[int, BrokerInfo]:
             continue  # refused (and logged), or gone between the listing and the read
         registration = schema.BrokerRegistration.decode(broker_id, item[0])
         brokers[broker_id] = BrokerInfo(broker_id, registration.host, registration.port, registration.rack,
-                                        item[1].czxid, lost_partitions(registration))
+                                        item[1].czxid, lost_partitions(registration),
+                                        offline_partitions(registration))
     return brokers
 
 

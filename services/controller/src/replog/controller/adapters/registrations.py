@@ -49,6 +49,11 @@ def read_acl(kazoo, path: str) -> list[tuple[str, str, int]]:
     return [(entry.id.scheme, entry.id.id, entry.perms) for entry in acl_list]
 
 
+def offline_partitions(registration: schema.BrokerRegistration) -> frozenset[TopicPartition]:
+    """The replicas the broker has in offline log directories (handlers/log_dirs.py)."""
+    return frozenset(TopicPartition(topic, partition) for topic, partition in registration.offline_partitions)
+
+
 def lost_partitions(registration: schema.BrokerRegistration) -> frozenset[TopicPartition]:
     """The partitions whose committed records the broker lost in an unclean shutdown (docs/durability.md)."""
     return frozenset(TopicPartition(topic, partition) for topic, partition in registration.lost_partitions)

@@ -17,6 +17,7 @@ from replog.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
 NOT_CONTROLLER = common_pb2.ERROR_CODE_NOT_CONTROLLER
 RPC_WAIT_S = 30.0
+TOPIC_NAME_CHARS_MAX = 249  # as Kafka's
 
 
 class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
@@ -78,3 +79,33 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
             remaining_partitions=[common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition)
                                   for tp in reply.remaining],
         )
+
+    def LogDirsOffline(self, request, context):
+        def answer(code, message):
+            return controller_pb2.LogDirsOfflineResponse(error_code=code, error_message=message)
+
+        problem = _offline_report_problem(request)
+        if problem:
+            return answer(common_pb2.ERROR_CODE_INVALID_REQUEST, f"LogDirsOffline: {problem}")
+        event = ev.LogDirsOfflineReported(
+            request.broker_id, request.broker_epoch, tuple(request.offline_log_dirs),
+            tuple(TopicPartition(p.topic, p.partition) for p in request.partitions))
+        try:
+            reply = self._process.loop.call(event, RPC_WAIT_S)
+        except NotController:
+            return answer(NOT_CONTROLLER, self._standby_message())
+        except concurrent.futures.TimeoutError:
+            return answer(common_pb2.ERROR_CODE_REQUEST_TIMED_OUT, "the controller did not decide in time")
+        except Exception as exc:  # noqa: BLE001 - answered as a typed error, never a crash
+            return answer(common_pb2.ERROR_CODE_UNKNOWN_SERVER_ERROR, str(exc))
+        return answer(int(reply.error), reply.message)
+
+
+def _offline_report_problem(request) -> str | None:
+    if not request.offline_log_dirs or not all(request.offline_log_dirs):
+        return "name at least one offline log directory, and no empty one"
+    for item in request.partitions:
+        if not item.topic or len(item.topic) > TOPIC_NAME_CHARS_MAX or item.partition < 0:
+            return (f"bad partition {item.topic[:TOPIC_NAME_CHARS_MAX]!r}-{item.partition}: a topic of 1 to "
+                    f"{TOPIC_NAME_CHARS_MAX} characters and a partition from 0")
+    return None

@@ -30,7 +30,7 @@ from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
 from replog.controller.adapters import registrations
 from replog.controller.adapters.loader import read_reassignment_request
-from replog.controller.adapters.registrations import lost_partitions
+from replog.controller.adapters.registrations import lost_partitions, offline_partitions
 from replog.controller.core import events as ev
 from replog.controller.core.model import BrokerInfo
 
@@ -88,7 +88,8 @@ class Watches:
                 continue  # gone, or made by someone who kept the controller out (and logged above)
             registration = schema.BrokerRegistration.decode(int(child), data)
             live[int(child)] = BrokerInfo(registration.broker_id, registration.host, registration.port,
-                                          registration.rack, stat.czxid, lost_partitions(registration))
+                                          registration.rack, stat.czxid, lost_partitions(registration),
+                                          offline_partitions(registration))
         self._enqueue(ev.BrokersChanged(live), notice_ms=notice_ms)
         return True
 

@@ -36,6 +36,7 @@ from .events import (
     ControlledShutdownRequested,
     Event,
     IsrChanged,
+    LogDirsOfflineReported,
     PartitionsAdded,
     PreferredElectionRequested,
     ReassignmentRequested,
@@ -50,12 +51,20 @@ from .handlers.alter_partition import on_alter_partition
 from .handlers.brokers import on_broker_resync, on_brokers_changed
 from .handlers.deletion import on_replica_stopped, on_topic_deletion_requested
 from .handlers.elections import on_auto_rebalance, on_preferred_election, on_unclean_election
+from .handlers.log_dirs import on_log_dirs_offline
 from .handlers.reassignment import on_isr_changed, on_reassignment_requested
 from .handlers.shutdown import on_controlled_shutdown
 from .handlers.startup import startup_builder
 from .handlers.topics import on_partitions_added, on_topic_config_changed, on_topics_created
 from .model import ControllerState
-from .plan import AlterPartitionReply, ControlledShutdownReply, PartitionResult, PartitionResultsReply, Plan
+from .plan import (
+    AlterPartitionReply,
+    ControlledShutdownReply,
+    LogDirsOfflineReply,
+    PartitionResult,
+    PartitionResultsReply,
+    Plan,
+)
 from .steps import Answer, Apply
 
 if TYPE_CHECKING:
@@ -72,6 +81,7 @@ _HANDLERS: dict[type, Callable[[PlanBuilder, object], None]] = {
     IsrChanged: on_isr_changed,
     AlterPartitionReceived: on_alter_partition,
     ControlledShutdownRequested: on_controlled_shutdown,
+    LogDirsOfflineReported: on_log_dirs_offline,
     PreferredElectionRequested: on_preferred_election,
     UncleanElectionRequested: on_unclean_election,
     AutoRebalanceTick: on_auto_rebalance,
@@ -99,6 +109,8 @@ def _not_controller(event: Event):
         return AlterPartitionReply(ErrorCode.NOT_CONTROLLER, message, ())
     if isinstance(event, ControlledShutdownRequested):
         return ControlledShutdownReply(ErrorCode.NOT_CONTROLLER, message, ())
+    if isinstance(event, LogDirsOfflineReported):
+        return LogDirsOfflineReply(ErrorCode.NOT_CONTROLLER, message)
     partitions = getattr(event, "partitions", None) or getattr(event, "targets", None) or ()
     if partitions and isinstance(event, (PreferredElectionRequested, UncleanElectionRequested,
                                          ReassignmentRequested)):

@@ -133,6 +133,16 @@ class ControlledShutdownRequested:
 
 
 @dataclass(frozen=True, slots=True)
+class LogDirsOfflineReported:
+    """A broker's log directories failed: its replicas of ``partitions`` are offline (issue 40)."""
+
+    broker_id: int
+    broker_epoch: int
+    offline_log_dirs: tuple[str, ...]
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class PreferredElectionRequested:
     """Move leadership back to preferred replicas; ``None`` means every partition.
 
@@ -190,6 +200,7 @@ Event = (
     | IsrChanged
     | AlterPartitionReceived
     | ControlledShutdownRequested
+    | LogDirsOfflineReported
     | PreferredElectionRequested
     | UncleanElectionRequested
     | AutoRebalanceTick

@@ -13,7 +13,8 @@ because nothing elects for them any more):
   duplicates and lies inside the assignment; the leader is ``NO_LEADER`` or in
   the ISR; the indexes match the assignments; the offline count matches;
 * liveness: a leader is a live broker, or ``NO_LEADER`` only when no eligible
-  (live, not shutting down) ISR member exists -- and, if the topic allows
+  (live, not shutting down, its replica not in an offline log directory) ISR
+  member exists -- and, if the topic allows
   unclean election, no eligible assigned replica either; an ISR holds dead
   brokers only as the single member kept when nobody is alive;
 * a NEW partition (no state) has no eligible replica;
@@ -38,6 +39,9 @@ def violations(state: ControllerState, *, limit: int = 20) -> list[str]:
         found.append(message)
         return len(found) >= limit
 
+    def may_lead(b: int, tp) -> bool:  # eligible, and its replica not in an offline log directory
+        return b in eligible and live[b].serves(tp)
+
     for tp, s in state.partition_states.items():
         assignment = state.assignments.get(tp)
         if assignment is None:
@@ -58,10 +62,12 @@ def violations(state: ControllerState, *, limit: int = 20) -> list[str]:
             if s.leader != NO_LEADER and s.leader not in live:
                 problems.append(f"dead leader {s.leader}")
             if s.leader == NO_LEADER:
-                if any(b in eligible for b in s.isr):
+                if any(may_lead(b, tp) for b in s.isr):
                     problems.append(f"no leader although ISR {s.isr} has an eligible member")
-                elif state.config_of(tp.topic).unclean_leader_election and any(b in eligible for b in replicas):
+                elif state.config_of(tp.topic).unclean_leader_election and any(may_lead(b, tp) for b in replicas):
                     problems.append("no leader although unclean election is allowed and a replica is eligible")
+            if s.leader != NO_LEADER and s.leader in live and not live[s.leader].serves(tp):
+                problems.append(f"leader {s.leader} has its replica in an offline log directory")
             dead_in_isr = [b for b in s.isr if b not in live]
             if dead_in_isr and len(s.isr) > 1:
                 problems.append(f"dead brokers {dead_in_isr} in ISR {s.isr}")
@@ -70,7 +76,7 @@ def violations(state: ControllerState, *, limit: int = 20) -> list[str]:
                 return found
     for tp, assignment in state.assignments.items():
         if tp not in state.partition_states and tp.topic not in deleting:
-            if any(b in eligible for b in assignment.replicas):
+            if any(may_lead(b, tp) for b in assignment.replicas):
                 if report(f"{tp}: never started although a replica is eligible"):
                     return found
         for b in assignment.replicas:

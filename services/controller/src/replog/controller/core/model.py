@@ -58,6 +58,13 @@ class BrokerInfo:
     # Partitions whose committed records the broker lost in an unclean shutdown and has not fetched
     # again yet: it leads them only when no other ISR member can (election.py).
     lost_partitions: frozenset[TopicPartition] = frozenset()
+    # Replicas in log directories the broker reported offline (LogDirsOffline, issue 40): in no ISR and
+    # leading nowhere while this registration stands.
+    offline_partitions: frozenset[TopicPartition] = frozenset()
+
+    def serves(self, tp: TopicPartition) -> bool:
+        """False while the broker's replica of `tp` is in an offline log directory."""
+        return not self.offline_partitions or tp not in self.offline_partitions
 
 
 class LeaderAndIsr(NamedTuple):

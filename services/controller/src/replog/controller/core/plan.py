@@ -258,6 +258,12 @@ class ControlledShutdownReply:
 
 
 @dataclass(frozen=True, slots=True)
+class LogDirsOfflineReply:
+    error: ErrorCode
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class PartitionResult:
     partition: TopicPartition
     error: ErrorCode
@@ -271,7 +277,7 @@ class PartitionResultsReply:
     results: tuple[PartitionResult, ...]
 
 
-Reply = AlterPartitionReply | ControlledShutdownReply | PartitionResultsReply
+Reply = AlterPartitionReply | ControlledShutdownReply | LogDirsOfflineReply | PartitionResultsReply
 
 
 # --- The plan -----------------------------------------------------------------

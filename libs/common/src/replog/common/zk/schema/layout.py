@@ -71,8 +71,11 @@ LAYOUT: tuple[Znode, ...] = (
           encode_controller_epoch(7)),
     Znode(broker_path("<id>"), "ephemeral", "that broker only",
           "a live broker's registration; its czxid is the broker epoch; lost_committed_records names the partitions "
-          "whose committed records it lost in an unclean shutdown, until it has caught up",
-          BrokerRegistration(2, "10.0.0.6", 9290, "b", 9390, 1767225600000, (("orders", 3),)).encode()),
+          "whose committed records it lost in an unclean shutdown, until it has caught up; log_dirs are its log "
+          "directories, offline_log_dirs those a storage error took offline since it registered, and "
+          "offline_partitions the replicas that lived there (no ISR, no leadership until it registers again)",
+          BrokerRegistration(2, "10.0.0.6", 9290, "b", 9390, 1767225600000, (("orders", 3),),
+                             ("/disk1/replog", "/disk2/replog"), ("/disk2/replog",), (("audit", 0),)).encode()),
     Znode(topic_path("<topic>"), "persistent", "the gateway (create, add partitions); the controller (reassignment)",
           "the topic's replica assignment, and the replicas being added or removed",
           TopicAssignment({0: (1, 2, 3), 1: (2, 3, 4)}, {1: (4,)}, {1: (1,)}).encode()),

@@ -69,6 +69,12 @@ class BrokerRegistration:
     # shutdown, until it has caught up again: the controller elects it cleanly only when no other ISR
     # member can lead (docs/durability.md).
     lost_partitions: tuple[tuple[str, int], ...] = ()
+    # The broker's log directories, and those a storage error took offline since it started (issue 40);
+    # `offline_partitions` are the replicas that lived in them: the controller keeps them out of every
+    # ISR and election until the broker registers again.
+    log_dirs: tuple[str, ...] = ()
+    offline_log_dirs: tuple[str, ...] = ()
+    offline_partitions: tuple[tuple[str, int], ...] = ()
 
     def encode(self) -> bytes:
         return dump_json({
@@ -81,6 +87,10 @@ class BrokerRegistration:
             "timestamp": str(self.timestamp_ms),
             "lost_committed_records": [{"topic": topic, "partition": partition}
                                        for topic, partition in sorted(self.lost_partitions)],
+            "log_dirs": list(self.log_dirs),
+            "offline_log_dirs": list(self.offline_log_dirs),
+            "offline_partitions": [{"topic": topic, "partition": partition}
+                                   for topic, partition in sorted(self.offline_partitions)],
         })
 
     @staticmethod
@@ -98,6 +108,12 @@ class BrokerRegistration:
                 isinstance(item, dict) and isinstance(item.get("topic"), str)
                 and isinstance(item.get("partition"), int) for item in lost):
             raise ZkDataError(f"{path}: 'lost_committed_records' must be a list of {{topic, partition}}")
+        offline = value.get("offline_partitions", [])
+        if not _is_partition_list(offline):
+            raise ZkDataError(f"{path}: 'offline_partitions' must be a list of {{topic, partition}}")
+        dirs, offline_dirs = value.get("log_dirs", []), value.get("offline_log_dirs", [])
+        if not all(isinstance(item, list) and all(isinstance(d, str) for d in item) for item in (dirs, offline_dirs)):
+            raise ZkDataError(f"{path}: 'log_dirs' and 'offline_log_dirs' must be lists of strings")
         return BrokerRegistration(
             broker_id=broker_id,
             host=host,
@@ -106,7 +122,15 @@ class BrokerRegistration:
             metrics_port=int(value.get("metrics_port", 0) or 0),
             timestamp_ms=int(value.get("timestamp", 0) or 0),
             lost_partitions=tuple((item["topic"], item["partition"]) for item in lost),
+            log_dirs=tuple(dirs),
+            offline_log_dirs=tuple(offline_dirs),
+            offline_partitions=tuple((item["topic"], item["partition"]) for item in offline),
         )
+
+
+def _is_partition_list(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) and isinstance(item.get("topic"), str)
+                                           and isinstance(item.get("partition"), int) for item in value)
 
 
 # --- /brokers/topics/<topic> ---------------------------------------------------------

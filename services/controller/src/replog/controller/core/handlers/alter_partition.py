@@ -95,6 +95,9 @@ def _alter_one(b: PlanBuilder, broker_id: int, item: AlterPartitionItem) -> Alte
         if member not in assignment.replicas or member not in b.live:
             return refuse(ErrorCode.INELIGIBLE_REPLICA,
                           f"broker {member} is not an assigned, live replica of {tp}")
+        if not b.live[member].serves(tp):
+            return refuse(ErrorCode.INELIGIBLE_REPLICA, f"broker {member}'s replica of {tp} is in an offline "
+                                                        f"log directory")
         if member not in state.isr and member in b.shutting_down:
             return refuse(ErrorCode.INELIGIBLE_REPLICA, f"broker {member} is shutting down")
     removed = len(set(state.isr) - set(new_isr))

@@ -38,8 +38,8 @@ def initialize_partition(b: PlanBuilder, tp: TopicPartition) -> LeaderAndIsr | N
     """Create the state of a NEW partition; ``None`` while no replica is eligible."""
     assignment = b.assignment_of(tp)
     assert assignment is not None, f"{tp} has no assignment"
-    eligible = b.eligible
-    candidates = tuple([x for x in assignment.replicas if x in eligible])
+    eligible, live = b.eligible, b.live
+    candidates = tuple([x for x in assignment.replicas if x in eligible and live[x].serves(tp)])
     if not candidates:
         return None
     b.leader_elections += 1
@@ -57,9 +57,10 @@ def restore_leadership(b: PlanBuilder, tp: TopicPartition, *, force_unclean: boo
         return initialize_partition(b, tp)
     live = b.live
     isr = state.isr
-    live_isr = tuple([x for x in isr if x in live])
+    # a replica in an offline log directory counts as dead here (handlers/log_dirs.py)
+    live_isr = tuple([x for x in isr if x in live and live[x].serves(tp)])
     leader = state.leader
-    if leader != NO_LEADER and leader in live:
+    if leader != NO_LEADER and leader in live and live[leader].serves(tp):
         if len(live_isr) == len(isr):
             return state
         b.isr_shrinks += 1
@@ -67,8 +68,10 @@ def restore_leadership(b: PlanBuilder, tp: TopicPartition, *, force_unclean: boo
     assignment = b.assignment_of(tp)
     unclean_allowed = force_unclean or b.config_of(tp.topic).unclean_leader_election
     lost = [broker for broker in isr if broker in live and tp in live[broker].lost_partitions]
-    new_leader, unclean, lossy = offline_partition_leader(assignment.replicas, isr, b.eligible, unclean_allowed,
-                                                          lost)
+    eligible = b.eligible
+    if any(x in live and not live[x].serves(tp) for x in assignment.replicas):
+        eligible = frozenset(x for x in eligible if live[x].serves(tp))
+    new_leader, unclean, lossy = offline_partition_leader(assignment.replicas, isr, eligible, unclean_allowed, lost)
     if new_leader is None:
         return b.write(tp, NO_LEADER, live_isr or keep_one(state))
     b.leader_elections += 1
