@@ -258,7 +258,7 @@ class BrokerProcess:
             broker_id=config.broker_id, host=config.published_host, port=self.server.port,
             rack=config.rack or None,
             metrics_port=metrics_port, timestamp_ms=int(time.time() * 1000),
-            lost_partitions=self.lost_marks.partitions(),
+            lost_partitions=self.lost_marks.partitions(), unclean_start=not self.replicas.clean_start,
         )
         self._registration = registration
         self.broker_epoch = register_broker(self.zk, registration, wait_s=config.zookeeper_session_timeout_ms / 1000 + 2)

@@ -38,7 +38,7 @@ def read_live_brokers(connect: ZkEndpoint) -> dict[int, BrokerInfo]:
             continue  # refused (and logged), or gone between the listing and the read
         registration = schema.BrokerRegistration.decode(broker_id, item[0])
         brokers[broker_id] = BrokerInfo(broker_id, registration.host, registration.port, registration.rack,
-                                        item[1].czxid, lost_partitions(registration))
+                                        item[1].czxid, lost_partitions(registration), registration.unclean_start)
     return brokers
 
 
@@ -94,7 +94,8 @@ def read_partition_states(connect: ZkEndpoint, keys: list[TopicPartition]) -> di
             continue
         record = schema.PartitionStateRecord.decode(item[0], schema.partition_state_path(*tp))
         states[tp] = LeaderAndIsr(record.leader, record.leader_epoch, tuple(record.isr),
-                                  record.controller_epoch, item[1].version, record.unclean_leader_epoch)
+                                  record.controller_epoch, item[1].version, record.unclean_leader_epoch,
+                                  tuple(record.elr))
     return states
 
 

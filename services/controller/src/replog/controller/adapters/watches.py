@@ -88,7 +88,8 @@ class Watches:
                 continue  # gone, or made by someone who kept the controller out (and logged above)
             registration = schema.BrokerRegistration.decode(int(child), data)
             live[int(child)] = BrokerInfo(registration.broker_id, registration.host, registration.port,
-                                          registration.rack, stat.czxid, lost_partitions(registration))
+                                          registration.rack, stat.czxid, lost_partitions(registration),
+                                          registration.unclean_start)
         self._enqueue(ev.BrokersChanged(live), notice_ms=notice_ms)
         return True
 

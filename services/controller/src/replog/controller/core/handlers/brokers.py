@@ -16,7 +16,8 @@ surviving broker.  A dead broker stops being "shutting down" and is no longer
 awaited by topic deletions (its replica is deleted when it returns, because its
 INIT LeaderAndIsr no longer lists the topic).
 
-For the joined: an INIT LeaderAndIsr with every replica they hold -- they come
+For the joined: a broker back from an unclean start leaves every ELR (KIP-966);
+an INIT LeaderAndIsr with every replica they hold -- they come
 back as followers, and each leader adds them to its ISR through AlterPartition
 once they catch up -- and full metadata.  Partitions they hold that had no
 leader (or were never started) get an election now.  Partitions of topics
@@ -30,7 +31,7 @@ from replog.common.core.partitions import NO_LEADER
 from ..builder import PlanBuilder
 from ..events import BrokerResyncRequested, BrokersChanged
 from .deletion import forget_dead_replicas, resend_stops
-from .leadership import initialize_partition, restore_leadership
+from .leadership import forget_unclean_replica, initialize_partition, restore_leadership
 
 
 def on_brokers_changed(b: PlanBuilder, event: BrokersChanged) -> None:
@@ -80,7 +81,7 @@ def _handle_return(b: PlanBuilder, broker_id: int) -> None:
     for tp in b.base.partitions_by_broker.get(broker_id, ()):
         if deleting and tp.topic in deleting:
             continue
-        state = b.state_of(tp)
+        state = forget_unclean_replica(b, tp, broker_id)
         if state is None:
             initialize_partition(b, tp)
         elif state.leader == NO_LEADER:
