@@ -7,8 +7,12 @@ from controller_story import brokers, cluster, run, tp, writes
 from replog.common.core.partitions import NO_LEADER
 from replog.common.core.topic_config import TopicConfig
 from replog.controller.core.errors import ErrorCode
-from replog.controller.core.events import AlterPartitionItem, AlterPartitionReceived, BrokersChanged
-from replog.controller.core.events import UncleanElectionRequested
+from replog.controller.core.events import (
+    AlterPartitionItem,
+    AlterPartitionReceived,
+    BrokersChanged,
+    UncleanElectionRequested,
+)
 
 ORDERS = tp("orders", 0)
 MIN_ISR_2 = {"orders": TopicConfig(min_insync_replicas=2)}

@@ -179,17 +179,16 @@ class PlanBuilder:
     # --- partition state writes --------------------------------------------------
 
     def write(
-        self, tp: TopicPartition, leader: int, isr: tuple[int, ...], *,
-        bump_leader_epoch: bool = False, notify_replicas: bool = True, unclean: bool = False,
-        elr: tuple[int, ...] | None = None,
+        self, tp: TopicPartition, leader: int, isr: tuple[int, ...], *, bump_leader_epoch: bool = False,
+        notify_replicas: bool = True, unclean: bool = False, elr: tuple[int, ...] | None = None,
     ) -> LeaderAndIsr:
         """Record the partition's next leader and ISR; creates the znode if it has none.
 
         ``notify_replicas=False`` (an accepted AlterPartition: the leader learns
         the result in the reply) sends the change in UpdateMetadata only.
         Writing what is already there is a no-op. ``unclean``: the leader was elected from outside
-        the ISR; its leader epoch is recorded as the partition's unclean one. ``elr``: by default
-        the one ``elr.next_elr`` derives from the ISR change (empty when unclean).
+        the ISR; its leader epoch is recorded as the partition's unclean one. ``elr``: by default as
+        ``elr.next_elr`` derives it from the ISR change (empty when unclean).
         """
         if type(isr) is not tuple:
             isr = tuple(isr)
@@ -228,7 +227,7 @@ class PlanBuilder:
             assert len(set(isr)) == len(isr), f"{tp}: duplicate ISR member in {isr}"
         assert leader == NO_LEADER or leader in isr, f"{tp}: leader {leader} not in ISR {isr}"
         for broker_id in elr:
-            assert broker_id in replicas and broker_id not in isr, f"{tp}: ELR {elr} not outside ISR {isr} in {replicas}"
+            assert broker_id in replicas and broker_id not in isr, f"{tp}: ELR {elr} vs ISR {isr}, {replicas}"
         states[tp] = new
         self._offline_delta += (leader == NO_LEADER) - (current is not None and current.leader == NO_LEADER)
         if not notify_replicas:
