@@ -104,6 +104,13 @@ def forget_unclean_replica(b: PlanBuilder, tp: TopicPartition, broker_id: int) -
     return b.write(tp, state.leader, state.isr, elr=without(state.elr, (broker_id,)))
 
 
+def keep_elr_inside(b: PlanBuilder, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
+    """Before a reassignment drops replicas from the assignment, drop them from the ELR too."""
+    state = b.state_of(tp)
+    if state is not None and any(x not in replicas for x in state.elr):
+        b.write(tp, state.leader, state.isr, elr=tuple(x for x in state.elr if x in replicas))
+
+
 def keep_one(state: LeaderAndIsr) -> tuple[int, ...]:
     """The single ISR member recorded when no member is alive."""
     if state.leader in state.isr:
