@@ -65,6 +65,18 @@ def test_the_elr_comes_before_the_kept_isr_member_back_from_an_unclean_start():
     assert (written.leader, written.isr, written.elr) == (2, (2,), ())  # broker 1 is not eligible any more
 
 
+def test_every_replica_back_from_a_power_loss_in_one_decision_elects_the_kept_member_as_lossy():
+    state = cluster(live=(1, 2, 3), topics={"orders": [(1, 2, 3)]}, configs=MIN_ISR_2)
+    _, state = run(state, BrokersChanged({}))
+    assert (state.partition_states[ORDERS].isr, state.partition_states[ORDERS].elr) == ((1,), (2, 3))
+    live = {b: replace(info, broker_epoch=info.broker_epoch + 1, unclean_start=True,
+                       lost_partitions=frozenset({ORDERS})) for b, info in brokers(1, 2, 3).items()}
+    plan, after = run(state, BrokersChanged(live))
+    written = writes(plan)[ORDERS]
+    assert (written.leader, written.isr, written.elr) == (1, (1,), ())
+    assert plan.metrics.lossy_leader_elections == ((ORDERS, 1),)
+
+
 def test_an_explicit_unclean_election_empties_the_elr_and_is_reported():
     state = whole_isr_dead()
     _, state = run(state, BrokersChanged(brokers(3)))

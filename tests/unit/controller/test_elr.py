@@ -68,6 +68,12 @@ def test_a_clean_elr_member_comes_before_an_isr_member_that_started_uncleanly_or
     assert offline_partition_leader(REPLICAS, (1,), {1, 2}, False, lost=(1,), elr=(2,)).leader == 2
 
 
+def test_an_elr_member_that_lost_records_never_leads_from_the_elr():
+    assert offline_partition_leader(REPLICAS, (1,), {1, 2, 3}, False, lost=(1, 2, 3), elr=(2, 3),
+                                    unclean_started=(1, 2, 3)) == OfflineElection(1, False, lossy=True)
+    assert offline_partition_leader(REPLICAS, (1,), {2}, False, lost=(2,), elr=(2,)).leader is None
+
+
 def test_the_kept_isr_member_after_an_unclean_start_leads_when_no_elr_member_can():
     # KIP-966's "last known leader": clean unless it reported lost records.
     assert offline_partition_leader(REPLICAS, (1,), {1, 3}, False, elr=(2,), unclean_started=(1,)) == \

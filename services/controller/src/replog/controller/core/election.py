@@ -13,8 +13,8 @@ new leaderships).  Nothing here knows about epochs or ZooKeeper.
              1. an eligible ISR member that has not reported lost committed records
                 and did not start uncleanly (clean);
              2. an eligible ELR member that has not reported lost records (clean,
-                ``from_elr``: the ISR becomes that leader alone); an unclean start
-                already took a broker out of every ELR when it registered;
+                ``from_elr``: the ISR becomes that leader alone); a broker back from
+                an unclean start left every ELR before any election (brokers.py);
              3. an eligible ISR member all the same (``lost``: its registration says
                 an unclean shutdown took records it had not fetched again) --
                 flagged ``lossy``, since the partition comes back without them; an

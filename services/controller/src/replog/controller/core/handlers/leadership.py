@@ -16,7 +16,7 @@ Seed A step 3 / seed B ``init_leaders`` / docs/architecture.md, "Control flow", 
   forces it), recorded in the metrics and with the ISR reset to the new leader
   alone and the ELR emptied.
 * A broker that registers after an unclean start, or with lost records of the
-  partition, leaves its ELR (``forget_unclean_replica``).
+  partition, leaves its ELR (``forget_unclean_replicas``).
 * With nobody to elect, the leader is ``NO_LEADER`` (offline) and the ISR keeps
   its live members -- or, when none is alive, exactly one member, so it is never
   empty.  We keep the old leader if it was in the ISR (it holds every committed
@@ -37,7 +37,7 @@ from replog.common.core.partitions import NO_LEADER, TopicPartition
 from ..builder import PlanBuilder
 from ..election import offline_partition_leader
 from ..elr import next_elr, without
-from ..model import LeaderAndIsr
+from ..model import BrokerInfo, LeaderAndIsr
 
 
 def initialize_partition(b: PlanBuilder, tp: TopicPartition) -> LeaderAndIsr | None:
@@ -72,7 +72,7 @@ def restore_leadership(b: PlanBuilder, tp: TopicPartition, *, force_unclean: boo
         return b.write(tp, leader, live_isr)
     assignment = b.assignment_of(tp)
     unclean_allowed = force_unclean or b.config_of(tp.topic).unclean_leader_election
-    lost = [broker for broker in isr if broker in live and tp in live[broker].lost_partitions]
+    lost = [broker for broker in (*isr, *state.elr) if broker in live and tp in live[broker].lost_partitions]
     unclean_started = [broker for broker in isr if broker in live and live[broker].unclean_start]
     new_leader, unclean, lossy, from_elr = offline_partition_leader(
         assignment.replicas, isr, b.eligible, unclean_allowed, lost, state.elr, unclean_started)
@@ -92,16 +92,16 @@ def restore_leadership(b: PlanBuilder, tp: TopicPartition, *, force_unclean: boo
     return b.write(tp, new_leader, live_isr)
 
 
-def forget_unclean_replica(b: PlanBuilder, tp: TopicPartition, broker_id: int) -> LeaderAndIsr | None:
-    """Take a broker that just registered out of the partition's ELR if it started uncleanly or lost
-    records of it: its log may lack committed records (KIP-966). Returns the state afterwards."""
-    state = b.state_of(tp)
-    info = b.live.get(broker_id)
-    if state is None or info is None or broker_id not in state.elr:
-        return state
-    if not info.unclean_start and tp not in info.lost_partitions:
-        return state
-    return b.write(tp, state.leader, state.isr, elr=without(state.elr, (broker_id,)))
+def forget_unclean_replicas(b: PlanBuilder, info: BrokerInfo) -> None:
+    """Take a broker that just registered out of every ELR if it started uncleanly, and out of the ELR
+    of each partition it lost records of: its log may lack committed records (KIP-966)."""
+    deleting = b.base.topics_being_deleted
+    for tp in b.base.partitions_by_broker.get(info.broker_id, ()):
+        state = b.state_of(tp)
+        if state is None or info.broker_id not in state.elr or (deleting and b.is_deleting(tp.topic)):
+            continue
+        if info.unclean_start or tp in info.lost_partitions:
+            b.write(tp, state.leader, state.isr, elr=without(state.elr, (info.broker_id,)))
 
 
 def keep_elr_inside(b: PlanBuilder, tp: TopicPartition, replicas: tuple[int, ...]) -> None:
