@@ -117,7 +117,7 @@ def test_generate_execute_verify_round_trip(replog, kazoo, tmp_path, monkeypatch
     # target + original, broker 1 is being added and broker 3 removed.
     target = next(p["replicas"] for p in proposed["partitions"] if p["partition"] == 1)
     row = next(r.split() for r in out.splitlines() if r.split()[:2] == ["moves", "1"])
-    assert row[4] == ",".join(map(str, target + [3])) and row[7:9] == ["1", "3"]
+    assert row[4] == ",".join(map(str, target + [3])) and row[8:10] == ["1", "3"]
     code, out, _ = replog("-o", "json", "reassign", "list")
     listed = json.loads(out)
     assert listed["throttle_bytes_per_s"] == 1048576

@@ -78,10 +78,10 @@ def test_create_list_describe_alter_grow_delete(replog, kazoo):
     header = out.splitlines()[0]
     assert header.startswith("Topic: orders  PartitionCount: 3  ReplicationFactor: 2  Configs: ")
     assert "min.insync.replicas=2" in header
-    assert out.splitlines()[1].split() == ["TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE",
-                                           "ADDING", "REMOVING", "STATUS", "LOG-START", "HW", "SIZE"]
+    assert out.splitlines()[1].split() == ["TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "ELR",
+                                           "OFFLINE", "ADDING", "REMOVING", "STATUS", "LOG-START", "HW", "SIZE"]
     # No controller has created the states yet: offline, empty ISR.
-    assert table_rows(out)[0] == ["orders", "0", "none", "-1", "1,2", "-", "-", "-", "-",
+    assert table_rows(out)[0] == ["orders", "0", "none", "-1", "1,2", "-", "-", "-", "-", "-",
                                   "unavailable,under-replicated,under-min-isr", "?", "?", "?"]
 
     play_controller(kazoo, "orders", {0: (1, [1, 2]), 1: (2, [2, 3]), 2: (3, [3, 1])})
@@ -90,7 +90,7 @@ def test_create_list_describe_alter_grow_delete(replog, kazoo):
     assert described["configs"]["min.insync.replicas"] == "2" and described["deleting"] is False
     assert described["partitions"][0] == {
         "topic": "orders", "partition": 0, "leader": 1, "leader_epoch": 1, "replicas": [1, 2], "isr": [1, 2],
-        "adding_replicas": [], "removing_replicas": [], "offline_replicas": [], "unavailable": False,
+        "elr": [], "adding_replicas": [], "removing_replicas": [], "offline_replicas": [], "unavailable": False,
         "under_replicated": False, "under_min_isr": False, "at_min_isr": True, "unclean_leader": False,
         "log_start_offset": -1, "high_watermark": -1, "size_bytes": -1,  # no broker runs in this test
     }
@@ -150,7 +150,7 @@ def test_health_filters_mean_what_kafka_topics_flags_mean(replog, kazoo):
 
     code, out, _ = replog("topics", "describe", "health", "--unavailable-partitions")
     assert code == 0 and not out.startswith("Topic:")      # filtered views list partitions only, as kafka-topics
-    assert table_rows(out) == [["health", "3", "none", "1", "1,3,2", "3", "-", "-", "-",
+    assert table_rows(out) == [["health", "3", "none", "1", "1,3,2", "3", "-", "-", "-", "-",
                                 "unavailable,under-replicated,under-min-isr", "?", "?", "?"]]
     code, _, err = replog("topics", "describe", "--unavailable-partitions", "--under-replicated-partitions")
     assert code == 2 and "not allowed with argument" in err

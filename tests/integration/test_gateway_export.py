@@ -128,7 +128,7 @@ def test_parquet_export_reads_back_with_the_documented_schema(topology, capsys, 
         "topic": "alpha", "partition": 1, "leader": 2, "leader_epoch": 5, "replicas": [2, 3, 1], "isr": [2, 3, 1],
         "preferred_leader": 2, "under_replicated": False, "unavailable": False, "under_min_isr": False,
         "min_insync_replicas": 2, "log_end_offset": -1, "high_watermark": -1, "size_bytes": -1,
-        "log_start_offset": -1,
+        "log_start_offset": -1, "elr": [],
     }
 
 

@@ -1,7 +1,8 @@
 """Seeded simulation of the controller core: random events, invariants after every step.
 
-A small cluster (six brokers, a few topics) lives through a random schedule of
-broker deaths, returns and restarts, leaders shrinking and expanding ISRs (and
+A small cluster (six brokers, a few topics, min.insync.replicas up to their
+replication factor) lives through a random schedule of broker deaths, returns
+and restarts (some of them unclean starts), leaders shrinking and expanding ISRs (and
 sometimes sending stale proposals), controlled shutdowns, reassignments and
 cancellations, elections, topic creation, growth, deletion, config changes and
 controller failovers.  The simulated executor applies every plan, answers
@@ -9,7 +10,8 @@ StopReplica(delete) (occasionally with a failure) and feeds follow-ups back.
 
 After every step it checks the state (``invariants.violations``: leader in the
 ISR and alive or -1, ISR inside the assignment and never empty, no dead leader
-or offline partition while an eligible ISR member exists, exact indexes) and
+or offline partition while an eligible ISR or ELR member exists, the ELR
+inside the assignment and outside the ISR, exact indexes) and
 the step itself (leader epochs never go down and rise with every leader change,
 each write raises the partition epoch by exactly one, one LeaderAndIsr per
 broker, requests only to live brokers, no replica both started and stopped).
@@ -75,9 +77,9 @@ class World:
         for _ in range(3):
             self.run(self.create_topic())
 
-    def _info(self, broker_id: int) -> BrokerInfo:
+    def _info(self, broker_id: int, unclean_start: bool = False) -> BrokerInfo:
         return BrokerInfo(broker_id, f"broker-{broker_id}", 9090 + broker_id,
-                          f"rack-{broker_id % 3}", self.registrations[broker_id])
+                          f"rack-{broker_id % 3}", self.registrations[broker_id], unclean_start=unclean_start)
 
     def snapshot(self) -> ClusterSnapshot:
         """What ZooKeeper holds now, as a new controller would read it."""
@@ -125,7 +127,7 @@ class World:
             return None
         broker_id = self.rng.choice(dead)
         self.registrations[broker_id] += 1
-        self.live[broker_id] = self._info(broker_id)
+        self.live[broker_id] = self._info(broker_id, unclean_start=self.rng.random() < 0.3)
         return BrokersChanged(dict(self.live))
 
     def bounce_broker(self):
@@ -133,7 +135,7 @@ class World:
             return None
         broker_id = self.rng.choice(sorted(self.live))
         self.registrations[broker_id] += 1
-        self.live[broker_id] = self._info(broker_id)
+        self.live[broker_id] = self._info(broker_id, unclean_start=self.rng.random() < 0.3)
         return BrokersChanged(dict(self.live))
 
     def _partitions(self):
@@ -208,7 +210,8 @@ class World:
         rf = self.rng.randint(1, min(3, len(self.live)))
         assignment = assign_replicas_to_brokers({b: i.rack for b, i in self.live.items()},
                                                 self.rng.randint(1, 4), rf, self.rng)
-        config = TopicConfig(unclean_leader_election=self.rng.random() < 0.3)
+        config = TopicConfig(min_insync_replicas=self.rng.randint(1, rf),
+                             unclean_leader_election=self.rng.random() < 0.3)
         return TopicsCreated({topic: assignment}, {topic: config})
 
     def add_partitions(self):
@@ -237,8 +240,9 @@ class World:
         if not topics:
             return None
         topic = self.rng.choice(topics)
-        flipped = not self.state.config_of(topic).unclean_leader_election
-        return TopicConfigChanged(topic, TopicConfig(unclean_leader_election=flipped))
+        config = self.state.config_of(topic)
+        return TopicConfigChanged(topic, dataclasses.replace(config,
+                                                             unclean_leader_election=not config.unclean_leader_election))
 
     def failover(self):
         self.controller_epoch += 1
@@ -357,6 +361,7 @@ def test_the_schedules_exercise_every_behaviour():
         world = World(seed)
         for _ in range(STEPS):
             event = world.next_event()
+            states_before = world.state.partition_states
             plan = world.run(event)
             seen.add(type(event).__name__)
             if plan.metrics.partitions_moved:
@@ -367,6 +372,13 @@ def test_the_schedules_exercise_every_behaviour():
                 seen.add("offline partition")
             if any(type(w).__name__ == "DeleteTopicZnodes" for w in plan.zk_writes):
                 seen.add("topic deleted")
+            for write in plan.zk_writes:
+                if isinstance(write, SetPartitionState):
+                    if write.state.elr:
+                        seen.add("ELR kept")
+                    old = states_before.get(write.partition)
+                    if old is not None and write.state.leader in old.elr:
+                        seen.add("leader from the ELR")
             if isinstance(plan.reply, type(None)) or not hasattr(plan.reply, "results"):
                 continue
             seen.update(f"reply {r.error.name}" for r in plan.reply.results)
@@ -374,6 +386,6 @@ def test_the_schedules_exercise_every_behaviour():
         "BrokersChanged", "AlterPartitionReceived", "ControlledShutdownRequested", "ReassignmentRequested",
         "IsrChanged", "Startup", "TopicDeletionReplicaStopped", "reassignment completed", "unclean election",
         "offline partition", "topic deleted", "reply NONE", "reply INVALID_UPDATE_VERSION",
-        "reply FENCED_LEADER_EPOCH", "reply INELIGIBLE_REPLICA",
+        "reply FENCED_LEADER_EPOCH", "reply INELIGIBLE_REPLICA", "ELR kept", "leader from the ELR",
     }
     assert expected <= seen, expected - seen

@@ -47,6 +47,16 @@ def test_partition_state_after_an_unclean_election_records_its_leader_epoch():
                                               b'"controller_epoch":1}').unclean_leader_epoch == -1
 
 
+def test_partition_state_carries_its_eligible_leader_replicas_only_when_it_has_some():
+    record = schema.PartitionStateRecord(leader=-1, leader_epoch=6, isr=(1,), controller_epoch=4, elr=(2, 3))
+    assert record.encode() == b'{"controller_epoch":4,"elr":[2,3],"isr":[1],"leader":-1,"leader_epoch":6,"version":1}'
+    assert schema.PartitionStateRecord.decode(record.encode()) == record
+    assert b"elr" not in schema.PartitionStateRecord(1, 6, (1, 2), 4).encode()
+    # A state written before the field existed (an older controller) has no ELR.
+    assert schema.PartitionStateRecord.decode(b'{"version":1,"leader":1,"leader_epoch":1,"isr":[1],'
+                                              b'"controller_epoch":1}').elr == ()
+
+
 replica_lists = st.lists(st.integers(0, 1000), min_size=1, max_size=5, unique=True).map(tuple)
 
 
@@ -70,6 +80,7 @@ def test_broker_registration_carries_the_partitions_it_lost_committed_records_of
     older = json.loads(registration.encode())
     del older["lost_committed_records"]  # a broker from before the field
     assert schema.BrokerRegistration.decode(4, json.dumps(older).encode()).lost_partitions == ()
+    assert not schema.BrokerRegistration.decode(4, json.dumps(older).encode()).unclean_start
     older["lost_committed_records"] = [{"topic": "orders"}]
     with pytest.raises(schema.ZkDataError, match="lost_committed_records"):
         schema.BrokerRegistration.decode(4, json.dumps(older).encode())
@@ -88,6 +99,14 @@ def test_broker_registration_carries_its_log_dirs_and_the_offline_ones():
     older["offline_log_dirs"] = "/d2"
     with pytest.raises(schema.ZkDataError, match="offline_log_dirs"):
         schema.BrokerRegistration.decode(4, json.dumps(older).encode())
+
+
+def test_broker_registration_says_whether_it_started_without_the_clean_shutdown_marker():
+    registration = schema.BrokerRegistration(4, "10.0.0.4", 9092, None, 9999, 123, unclean_start=True)
+    assert schema.BrokerRegistration.decode(4, registration.encode()).unclean_start
+    wrong = {**json.loads(registration.encode()), "unclean_start": "yes"}
+    with pytest.raises(schema.ZkDataError, match="unclean_start"):
+        schema.BrokerRegistration.decode(4, json.dumps(wrong).encode())
 
 
 def test_reassignment_request_uses_kafkas_file_format():
@@ -110,6 +129,8 @@ def test_reassignment_request_uses_kafkas_file_format():
         (b'{"version":1,"leader":1,"leader_epoch":1,"isr":"1","controller_epoch":1}', "'isr' must be a list"),
         (b'{"version":1,"leader":1,"leader_epoch":1,"isr":[1],"controller_epoch":1,"unclean_leader_epoch":"2"}',
          "'unclean_leader_epoch' must be an integer"),
+        (b'{"version":1,"leader":1,"leader_epoch":1,"isr":[1],"controller_epoch":1,"elr":[2,"3"]}',
+         "'elr' must be a list of integers"),
     ],
 )
 def test_malformed_partition_state_is_refused_with_the_reason(data, message):

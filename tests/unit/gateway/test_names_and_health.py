@@ -74,6 +74,13 @@ def test_a_leader_from_an_unclean_election_is_flagged_until_the_next_leader_chan
     assert not partition_health((1, 2, 3), (), state(1, [1, 2, 3]), LIVE, min_insync_replicas=2).unclean_leader
 
 
+def test_the_eligible_leader_replicas_are_shown_as_the_state_has_them():
+    offline = PartitionStateRecord(-1, 6, (1,), 2, elr=(2,))
+    h = partition_health((1, 2, 3), (), offline, LIVE, min_insync_replicas=2)
+    assert h.elr == (2,) and h.unavailable
+    assert partition_health((1, 2, 3), (), None, LIVE, min_insync_replicas=2).elr == ()
+
+
 def test_replicas_being_added_do_not_make_a_partition_under_replicated():
     # Reassigning [1,2,3] -> [4,5,6]: assigned is target + original while it runs.
     h = partition_health((4, 5, 6, 1, 2, 3), (4, 5, 6), state(1, [1, 2, 3]), LIVE | {4, 5, 6}, 1)

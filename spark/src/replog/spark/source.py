@@ -124,7 +124,7 @@ def arrow_batches(stream, table: str, where: str) -> Iterator:
 def _partition_tuple(r) -> tuple:
     return (r.topic, r.partition, r.leader, r.leader_epoch, list(r.replicas), list(r.isr), r.preferred_leader,
             r.under_replicated, r.unavailable, r.under_min_isr, r.min_insync_replicas, r.log_end_offset,
-            r.high_watermark, r.size_bytes, r.log_start_offset)
+            r.high_watermark, r.size_bytes, r.log_start_offset, list(r.elr))
 
 
 def _batch(pa, table_schema, rows: list[tuple]):

@@ -25,7 +25,7 @@ def write_export(out_dir: Path | str, brokers: Mapping[str, Sequence], partition
 
     Partition columns left out get the export's defaults for a healthy cluster:
     leader = preferred_leader = first replica, isr = replicas, flags false, min ISR 1,
-    offsets and size -1 (unknown)."""
+    offsets and size -1 (unknown), no ELR."""
     import pyarrow as pa
 
     out = Path(out_dir)
@@ -45,6 +45,7 @@ def write_export(out_dir: Path | str, brokers: Mapping[str, Sequence], partition
         "high_watermark": lambda: [-1] * count,
         "size_bytes": lambda: [-1] * count,
         "log_start_offset": lambda: [-1] * count,
+        "elr": lambda: [[] for _ in range(count)],
     }
     partition_columns = {name: partitions[name] if name in partitions else defaults[name]()
                          for name in schema.TABLES["partitions"]}

@@ -94,6 +94,7 @@ class TopologyTables:
         c["high_watermark"].append(row.high_watermark)
         c["size_bytes"].append(row.size_bytes)
         c["log_start_offset"].append(row.log_start_offset)
+        c["elr"].append(list(row.elr))
 
 
 def collect(responses: Iterable) -> TopologyTables:

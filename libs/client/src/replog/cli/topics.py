@@ -132,7 +132,8 @@ def partition_status(p) -> str:
 def partition_dict(p) -> dict:
     return {
         "topic": p.topic, "partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
-        "replicas": list(p.replicas), "isr": list(p.isr), "adding_replicas": list(p.adding_replicas),
+        "replicas": list(p.replicas), "isr": list(p.isr), "elr": list(p.elr),
+        "adding_replicas": list(p.adding_replicas),
         "removing_replicas": list(p.removing_replicas), "offline_replicas": list(p.offline_replicas),
         "unavailable": p.unavailable, "under_replicated": p.under_replicated,
         "under_min_isr": p.under_min_isr, "at_min_isr": p.at_min_isr, "unclean_leader": p.unclean_leader,
@@ -172,12 +173,12 @@ def run_describe(args, channel) -> int:
                          f"{'  MarkedForDeletion: true' if t.deleting else ''}  Configs: {configs}")
         for p in t.partitions:
             rows.append([p.topic, p.partition, p.leader if p.leader >= 0 else "none", p.leader_epoch,
-                         id_list(p.replicas), id_list(p.isr), id_list(p.offline_replicas),
+                         id_list(p.replicas), id_list(p.isr), id_list(p.elr), id_list(p.offline_replicas),
                          id_list(p.adding_replicas), id_list(p.removing_replicas), partition_status(p),
                          *(value if value >= 0 else "?" for value in (p.log_start_offset, p.high_watermark,
                                                                       p.size_bytes))])
-    columns = ["TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "OFFLINE", "ADDING", "REMOVING", "STATUS",
-               "LOG-START", "HW", "SIZE"]
+    columns = ["TOPIC", "PARTITION", "LEADER", "EPOCH", "REPLICAS", "ISR", "ELR", "OFFLINE", "ADDING", "REMOVING",
+               "STATUS", "LOG-START", "HW", "SIZE"]
     emit(args.output, data, ("", columns, rows) if rows else None, lines=lines)
     return 0
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 2  # 2: partitions.log_start_offset
+SCHEMA_VERSION = 3  # 2: partitions.log_start_offset; 3: partitions.elr
 FORMATS = ("parquet", "ndjson")
 MANIFEST = "_manifest.json"
 
@@ -65,6 +65,8 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("size_bytes", "int64", "the leader's log size on disk; -1 when unknown or not asked"),
         Column("log_start_offset", "int64", "the leader's log start offset (retention and DeleteRecords move it "
                "up); -1 when unknown or not asked"),
+        Column("elr", "list<int32>", "eligible leader replicas (KIP-966): outside the ISR, holding every committed "
+               "record when the ISR fell below min.insync.replicas; empty when there are none"),
     ),
 }
 TABLE_NAMES = tuple(TABLES)

@@ -42,7 +42,7 @@ def partition_description(d: PartitionDescription) -> admin_pb2.PartitionDescrip
         topic=d.topic, partition=d.partition, leader=h.leader, leader_epoch=h.leader_epoch,
         replicas=d.replicas, isr=h.isr, adding_replicas=d.adding_replicas, removing_replicas=d.removing_replicas,
         offline_replicas=h.offline_replicas, unavailable=h.unavailable, under_replicated=h.under_replicated,
-        under_min_isr=h.under_min_isr, at_min_isr=h.at_min_isr, unclean_leader=h.unclean_leader,
+        under_min_isr=h.under_min_isr, at_min_isr=h.at_min_isr, unclean_leader=h.unclean_leader, elr=h.elr,
     )
 
 

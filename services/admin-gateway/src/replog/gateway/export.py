@@ -80,5 +80,5 @@ def _partition_rows(view, stats: log_stats.ReplicasByBroker) -> Iterator[admin_p
                 high_watermark=leader_stats.high_watermark if leader_stats else unknown,
                 size_bytes=leader_stats.size_bytes if leader_stats else unknown,
                 log_start_offset=leader_stats.log_start_offset if leader_stats else unknown,
-                min_insync_replicas=d.min_insync_replicas,
+                min_insync_replicas=d.min_insync_replicas, elr=h.elr,
             )

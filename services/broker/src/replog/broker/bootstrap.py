@@ -271,7 +271,7 @@ class BrokerProcess:
             rack=config.rack or None,
             metrics_port=metrics_port, timestamp_ms=int(time.time() * 1000),
             lost_partitions=self.lost_marks.partitions(), log_dirs=tuple(str(d) for d in log_directories(config)),
-            **self._offline_fields(),
+            unclean_start=not self.replicas.clean_start, **self._offline_fields(),
         )
         self._registration = registration
         self.broker_epoch = register_broker(self.zk, registration, wait_s=config.zookeeper_session_timeout_ms / 1000 + 2)

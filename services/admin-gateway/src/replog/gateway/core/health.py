@@ -47,6 +47,7 @@ class PartitionHealth:
     under_min_isr: bool
     at_min_isr: bool
     unclean_leader: bool = False
+    elr: tuple[int, ...] = ()  # eligible leader replicas (KIP-966): outside the ISR, may still lead cleanly
 
     def matches(self, wanted: Filter) -> bool:
         if wanted is Filter.NONE:
@@ -74,4 +75,5 @@ def partition_health(
         under_min_isr=not has_leader or len(isr) < min_insync_replicas,
         at_min_isr=len(isr) == min_insync_replicas,
         unclean_leader=state is not None and 0 <= state.unclean_leader_epoch == state.leader_epoch,
+        elr=tuple(state.elr) if state else (),
     )

@@ -39,7 +39,8 @@ def read_live_brokers(connect: ZkEndpoint) -> dict[int, BrokerInfo]:
         registration = schema.BrokerRegistration.decode(broker_id, item[0])
         brokers[broker_id] = BrokerInfo(broker_id, registration.host, registration.port, registration.rack,
                                         item[1].czxid, lost_partitions(registration),
-                                        offline_partitions(registration))
+                                        offline_partitions(registration),
+                                        unclean_start=registration.unclean_start)
     return brokers
 
 
@@ -95,7 +96,8 @@ def read_partition_states(connect: ZkEndpoint, keys: list[TopicPartition]) -> di
             continue
         record = schema.PartitionStateRecord.decode(item[0], schema.partition_state_path(*tp))
         states[tp] = LeaderAndIsr(record.leader, record.leader_epoch, tuple(record.isr),
-                                  record.controller_epoch, item[1].version, record.unclean_leader_epoch)
+                                  record.controller_epoch, item[1].version, record.unclean_leader_epoch,
+                                  tuple(record.elr))
     return states
 
 

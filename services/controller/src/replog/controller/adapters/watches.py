@@ -89,7 +89,8 @@ class Watches:
             registration = schema.BrokerRegistration.decode(int(child), data)
             live[int(child)] = BrokerInfo(registration.broker_id, registration.host, registration.port,
                                           registration.rack, stat.czxid, lost_partitions(registration),
-                                          offline_partitions(registration))
+                                          offline_partitions(registration),
+                                          unclean_start=registration.unclean_start)
         self._enqueue(ev.BrokersChanged(live), notice_ms=notice_ms)
         return True
 

@@ -114,7 +114,8 @@ class ZkWriter:
 
     def _state_bytes(self, state) -> bytes:
         return schema.PartitionStateRecord(state.leader, state.leader_epoch, tuple(state.isr),
-                                           state.controller_epoch, state.unclean_leader_epoch).encode()
+                                           state.controller_epoch, state.unclean_leader_epoch,
+                                           tuple(state.elr)).encode()
 
     def _delete_topic_ops(self, write: p.DeleteTopicZnodes) -> list[tuple[mw.Operation, int]]:
         kazoo = self._zk.kazoo

@@ -17,6 +17,7 @@ rules every write must keep, so handlers cannot forget them:
 * every write keeps the ISR non-empty, inside the assignment, free of
   duplicates, and the leader in it or ``NO_LEADER`` (asserts: a violation is a
   controller bug);
+* every write keeps the ELR by ``elr.py``'s rules unless the handler names it;
 * ZooKeeper writes come in a crash-safe order (``_zk_writes``);
 * never a StopReplica and a LeaderAndIsr for the same replica in one plan.
 
@@ -37,6 +38,7 @@ from collections.abc import Mapping
 from replog.common.core.partitions import NO_LEADER, TopicPartition
 from replog.common.core.topic_config import TopicConfig
 
+from .elr import next_elr
 from .errors import IllegalStateTransition
 from .model import BrokerInfo, ControllerState, LeaderAndIsr, ReplicaAssignment
 from .plan import (
@@ -177,15 +179,16 @@ class PlanBuilder:
     # --- partition state writes --------------------------------------------------
 
     def write(
-        self, tp: TopicPartition, leader: int, isr: tuple[int, ...], *,
-        bump_leader_epoch: bool = False, notify_replicas: bool = True, unclean: bool = False,
+        self, tp: TopicPartition, leader: int, isr: tuple[int, ...], *, bump_leader_epoch: bool = False,
+        notify_replicas: bool = True, unclean: bool = False, elr: tuple[int, ...] | None = None,
     ) -> LeaderAndIsr:
         """Record the partition's next leader and ISR; creates the znode if it has none.
 
         ``notify_replicas=False`` (an accepted AlterPartition: the leader learns
         the result in the reply) sends the change in UpdateMetadata only.
         Writing what is already there is a no-op. ``unclean``: the leader was elected from outside
-        the ISR; its leader epoch is recorded as the partition's unclean one.
+        the ISR; its leader epoch is recorded as the partition's unclean one. ``elr``: by default as
+        ``elr.next_elr`` derives it from the ISR change (empty when unclean).
         """
         if type(isr) is not tuple:
             isr = tuple(isr)
@@ -193,31 +196,38 @@ class PlanBuilder:
         base = self.base_states.get(tp)
         pending = states.get(tp)
         current = base if pending is None else pending
-        if current is not None and leader == current.leader and isr == current.isr and not bump_leader_epoch:
+        pending_assignments = self.pending_assignments
+        assignment = (pending_assignments.get(tp) if pending_assignments else None) or self.base_assignments.get(tp)
+        replicas = assignment.replicas if assignment is not None else ()
+        if elr is None:
+            elr = () if unclean or current is None else next_elr(
+                isr_before=current.isr, elr_before=current.elr, isr_after=isr,
+                min_isr=self.config_of(tp.topic).min_insync_replicas, replicas=replicas)
+        if (current is not None and leader == current.leader and isr == current.isr and elr == current.elr
+                and not bump_leader_epoch):
             return current  # nothing changes: no write, no request
+        if assignment is None:
+            raise IllegalStateTransition(f"partition {tp}: state write without an assignment")
         if base is None or tp in self.created:
-            new = self._create(tp, leader, isr)
+            new = self._create(tp, leader, isr, elr)
         else:
             bumped = pending is not None and pending.leader_epoch != base.leader_epoch
             leader_epoch = base.leader_epoch
             if bump_leader_epoch or bumped or leader != base.leader:
                 leader_epoch += 1
             new = LeaderAndIsr(leader, leader_epoch, isr, self.controller_epoch, base.partition_epoch + 1,
-                               leader_epoch if unclean else current.unclean_leader_epoch)
+                               leader_epoch if unclean else current.unclean_leader_epoch, elr)
         if self.pending_deleting or self.base_deleting:
             assert not self.is_deleting(tp.topic), f"{tp}: state write while its topic is being deleted"
         # The rules every write keeps; a failure is a controller bug.
-        pending_assignments = self.pending_assignments
-        assignment = (pending_assignments.get(tp) if pending_assignments else None) or self.base_assignments.get(tp)
-        if assignment is None:
-            raise IllegalStateTransition(f"partition {tp}: state write without an assignment")
-        replicas = assignment.replicas
         assert isr, f"{tp}: the ISR must never be empty"
         for broker_id in isr:
             assert broker_id in replicas, f"{tp}: ISR member {broker_id} not assigned {replicas}"
         if current is None or len(isr) > len(current.isr):  # only a growing ISR can gain a duplicate
             assert len(set(isr)) == len(isr), f"{tp}: duplicate ISR member in {isr}"
         assert leader == NO_LEADER or leader in isr, f"{tp}: leader {leader} not in ISR {isr}"
+        for broker_id in elr:
+            assert broker_id in replicas and broker_id not in isr, f"{tp}: ELR {elr} vs ISR {isr}, {replicas}"
         states[tp] = new
         self._offline_delta += (leader == NO_LEADER) - (current is not None and current.leader == NO_LEADER)
         if not notify_replicas:
@@ -232,12 +242,12 @@ class PlanBuilder:
         base = self.base_states.get(tp)
         return 0 if base is None or tp in self.created else base.leader_epoch + 1
 
-    def _create(self, tp: TopicPartition, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
+    def _create(self, tp: TopicPartition, leader: int, isr: tuple[int, ...], elr: tuple[int, ...]) -> LeaderAndIsr:
         if tp not in self.created:
             target = PartitionState.OFFLINE if leader == NO_LEADER else PartitionState.ONLINE
             check_partition_transition(tp, self.partition_state(tp), target)
             self.created.add(tp)
-        return LeaderAndIsr(leader, 0, isr, self.controller_epoch, 0)
+        return LeaderAndIsr(leader, 0, isr, self.controller_epoch, 0, -1, elr)
 
     # --- assignments, topics, deletions, reassignments -----------------------------
 

@@ -9,13 +9,19 @@ keeps or records ``NO_LEADER``.  ``eligible`` is the set of brokers that may
 lead: alive and not in controlled shutdown (a stopping broker must not be handed
 new leaderships).  Nothing here knows about epochs or ZooKeeper.
 
-* offline:   first eligible replica that is in the ISR and has not reported lost
-             committed records (clean); else the first eligible ISR member that has
-             (``lost``: its registration says an unclean shutdown took records it had
-             not fetched again, KIP-966's idea) -- flagged ``lossy``, since the
-             partition comes back without them; else, only when the topic allows it,
-             the first eligible replica at all -- flagged unclean, because it may
-             lack committed records.
+* offline:   in this order (KIP-966's, elr.py):
+             1. an eligible ISR member that has not reported lost committed records
+                and did not start uncleanly (clean);
+             2. an eligible ELR member that has not reported lost records (clean,
+                ``from_elr``: the ISR becomes that leader alone); a broker back from
+                an unclean start left every ELR before any election (brokers.py);
+             3. an eligible ISR member all the same (``lost``: its registration says
+                an unclean shutdown took records it had not fetched again) --
+                flagged ``lossy``, since the partition comes back without them; an
+                unclean start without a reported loss is elected cleanly: this is
+                KIP-966's "last known leader";
+             4. only when the topic allows it, the first eligible replica at all --
+                flagged unclean, because it may lack committed records.
 * reassign:  first replica of the *target* list that is eligible and in the ISR.
 * preferred: the preferred (first) replica, if eligible and in the ISR.
 * controlled shutdown: first replica that is in the ISR, alive, and not shutting down.
@@ -33,14 +39,22 @@ class OfflineElection(NamedTuple):
     leader: int | None
     unclean: bool
     lossy: bool = False  # the leader is an ISR member that lost committed records: they are gone
+    from_elr: bool = False  # the leader is an ELR member: it holds every committed record
 
 
 def offline_partition_leader(
     assignment: Sequence[int], isr: Collection[int], eligible: Collection[int], unclean_allowed: bool,
-    lost: Collection[int] = (),
+    lost: Collection[int] = (), elr: Collection[int] = (), unclean_started: Collection[int] = (),
 ) -> OfflineElection:
     """Leader for a partition whose leader died (or that never had one); `lost`: brokers that lost
-    committed records of it in an unclean shutdown and have not caught up since."""
+    committed records of it in an unclean shutdown and have not caught up since; `unclean_started`:
+    brokers whose registration says they started without the clean-shutdown marker."""
+    for broker in assignment:
+        if broker in eligible and broker in isr and broker not in lost and broker not in unclean_started:
+            return OfflineElection(broker, False)
+    for broker in assignment:
+        if broker in eligible and broker in elr and broker not in lost:
+            return OfflineElection(broker, False, from_elr=True)
     for broker in assignment:
         if broker in eligible and broker in isr and broker not in lost:
             return OfflineElection(broker, False)

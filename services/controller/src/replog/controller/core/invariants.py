@@ -11,10 +11,11 @@ because nothing elects for them any more):
 
 * structure: every state has an assignment; every ISR is non-empty, has no
   duplicates and lies inside the assignment; the leader is ``NO_LEADER`` or in
-  the ISR; the indexes match the assignments; the offline count matches;
+  the ISR; the ELR lies inside the assignment, outside the ISR; the indexes
+  match the assignments; the offline count matches;
 * liveness: a leader is a live broker, or ``NO_LEADER`` only when no eligible
   (live, not shutting down, its replica not in an offline log directory) ISR
-  member exists -- and, if the topic allows
+  or ELR member exists -- and, if the topic allows
   unclean election, no eligible assigned replica either; an ISR holds dead
   brokers only as the single member kept when nobody is alive;
 * a NEW partition (no state) has no eligible replica;
@@ -58,12 +59,16 @@ def violations(state: ControllerState, *, limit: int = 20) -> list[str]:
             problems.append(f"ISR {s.isr} not inside assignment {replicas}")
         if s.leader != NO_LEADER and s.leader not in s.isr:
             problems.append(f"leader {s.leader} not in ISR {s.isr}")
+        if any(b not in replicas or b in s.isr for b in s.elr) or len(set(s.elr)) != len(s.elr):
+            problems.append(f"ELR {s.elr} not inside assignment {replicas} and outside ISR {s.isr}")
         if tp.topic not in deleting:
             if s.leader != NO_LEADER and s.leader not in live:
                 problems.append(f"dead leader {s.leader}")
             if s.leader == NO_LEADER:
                 if any(may_lead(b, tp) for b in s.isr):
                     problems.append(f"no leader although ISR {s.isr} has an eligible member")
+                elif any(may_lead(b, tp) for b in s.elr):
+                    problems.append(f"no leader although ELR {s.elr} has an eligible member")
                 elif state.config_of(tp.topic).unclean_leader_election and any(may_lead(b, tp) for b in replicas):
                     problems.append("no leader although unclean election is allowed and a replica is eligible")
             if s.leader != NO_LEADER and s.leader in live and not live[s.leader].serves(tp):

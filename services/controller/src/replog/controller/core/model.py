@@ -14,6 +14,7 @@ Invariants of a state (checked by the simulation after every step):
 
 * every partition with a state has an assignment, ``isr`` is non-empty and a
   subset of the assignment, and ``leader`` is ``NO_LEADER`` or a member of ``isr``;
+  ``elr`` is inside the assignment and shares no member with ``isr``;
 * ``partition_epoch`` is the version of the partition's state znode, so it rises
   by exactly one with every write the controller makes;
 * ``partitions_by_broker`` and ``partitions_by_topic`` index ``assignments``
@@ -61,6 +62,8 @@ class BrokerInfo:
     # Replicas in log directories the broker reported offline (LogDirsOffline, issue 40): in no ISR and
     # leading nowhere while this registration stands.
     offline_partitions: frozenset[TopicPartition] = frozenset()
+    # The broker started without the clean-shutdown marker: it leaves every ELR when it registers (elr.py).
+    unclean_start: bool = False
 
     def serves(self, tp: TopicPartition) -> bool:
         """False while the broker's replica of `tp` is in an offline log directory."""
@@ -82,6 +85,8 @@ class LeaderAndIsr(NamedTuple):
     partition_epoch: int
     # The leader epoch an unclean election began, -1 if none did: kept by every later write.
     unclean_leader_epoch: int = -1
+    # Eligible leader replicas (KIP-966, elr.py): outside the ISR, but holding every committed record.
+    elr: tuple[int, ...] = ()
 
 
 class ReplicaAssignment(NamedTuple):

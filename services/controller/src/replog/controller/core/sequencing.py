@@ -76,7 +76,7 @@ def plan_steps(
             steps += [Write(writes[:len(moved)]), first_wave, Await(NEW_LEADERS, bound_s=HEAD_START_S)]
             writes = writes[len(moved):]
         else:
-            rest = first + rest
+            rest = _merged(first + rest)
         requests = Send(REQUESTS, rest, requests.update_metadata, requests.stop_replica,
                         omit_delivered_by=NEW_LEADERS if first_wave else None)
     if writes:
@@ -133,6 +133,16 @@ def _split(
         if later:
             rest.append(LeaderAndIsrRequest(request.broker_id, request.broker_epoch, False, later))
     return tuple(first), tuple(rest)
+
+
+def _merged(requests: tuple[LeaderAndIsrRequest, ...]) -> tuple[LeaderAndIsrRequest, ...]:
+    """The split undone: one request per broker again, the moved partitions first."""
+    by_broker: dict[int, LeaderAndIsrRequest] = {}
+    for request in requests:
+        held = by_broker.get(request.broker_id)
+        by_broker[request.broker_id] = request if held is None else LeaderAndIsrRequest(
+            held.broker_id, held.broker_epoch, held.init or request.init, held.partitions + request.partitions)
+    return tuple(sorted(by_broker.values(), key=lambda r: r.broker_id))
 
 
 def _known_before_apply(requests: tuple[LeaderAndIsrRequest, ...], known: Mapping[int, BrokerInfo]) -> bool:

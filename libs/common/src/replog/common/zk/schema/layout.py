@@ -71,18 +71,21 @@ LAYOUT: tuple[Znode, ...] = (
           encode_controller_epoch(7)),
     Znode(broker_path("<id>"), "ephemeral", "that broker only",
           "a live broker's registration; its czxid is the broker epoch; lost_committed_records names the partitions "
-          "whose committed records it lost in an unclean shutdown, until it has caught up; log_dirs are its log "
-          "directories, offline_log_dirs those a storage error took offline since it registered, and "
-          "offline_partitions the replicas that lived there (no ISR, no leadership until it registers again)",
+          "whose committed records it lost in an unclean shutdown, until it has caught up; unclean_start says it "
+          "started without the clean-shutdown marker; log_dirs are its log directories, offline_log_dirs those a "
+          "storage error took offline since it registered, and offline_partitions the replicas that lived there "
+          "(no ISR, no leadership until it registers again)",
           BrokerRegistration(2, "10.0.0.6", 9290, "b", 9390, 1767225600000, (("orders", 3),),
-                             ("/disk1/replog", "/disk2/replog"), ("/disk2/replog",), (("audit", 0),)).encode()),
+                             ("/disk1/replog", "/disk2/replog"), ("/disk2/replog",), (("audit", 0),),
+                             unclean_start=True).encode()),
     Znode(topic_path("<topic>"), "persistent", "the gateway (create, add partitions); the controller (reassignment)",
           "the topic's replica assignment, and the replicas being added or removed",
           TopicAssignment({0: (1, 2, 3), 1: (2, 3, 4)}, {1: (4,)}, {1: (1,)}).encode()),
     Znode(partition_state_path("<topic>", "<p>"), "persistent", "the active controller only",
           "leader, leader epoch and ISR (and the leader epoch of the last unclean election, when one "
-          "happened); its zkVersion is the partition epoch",
-          PartitionStateRecord(1, 4, (1, 2, 3), 7).encode()),
+          "happened, and the eligible leader replicas, elr, when there are any); its zkVersion is the "
+          "partition epoch",
+          PartitionStateRecord(1, 4, (1,), 7, elr=(2, 3)).encode()),
     Znode(delete_topic_path("<topic>"), "persistent", "the gateway; the controller deletes it when done",
           "the topic is being deleted", b""),
     Znode(REASSIGN_PARTITIONS, "persistent", "the gateway; the controller deletes it when done",

@@ -75,10 +75,13 @@ class BrokerRegistration:
     log_dirs: tuple[str, ...] = ()
     offline_log_dirs: tuple[str, ...] = ()
     offline_partitions: tuple[tuple[str, int], ...] = ()
+    # The broker started without the clean-shutdown marker: its logs may have lost records it had, so the
+    # controller takes it out of every ELR (KIP-966). Absent (False) in registrations of older brokers.
+    unclean_start: bool = False
 
     def encode(self) -> bytes:
         return dump_json({
-            "version": 5,
+            "version": 6,
             "host": self.host,
             "port": self.port,
             "rack": self.rack,
@@ -91,6 +94,7 @@ class BrokerRegistration:
             "offline_log_dirs": list(self.offline_log_dirs),
             "offline_partitions": [{"topic": topic, "partition": partition}
                                    for topic, partition in sorted(self.offline_partitions)],
+            "unclean_start": self.unclean_start,
         })
 
     @staticmethod
@@ -114,6 +118,9 @@ class BrokerRegistration:
         dirs, offline_dirs = value.get("log_dirs", []), value.get("offline_log_dirs", [])
         if not all(isinstance(item, list) and all(isinstance(d, str) for d in item) for item in (dirs, offline_dirs)):
             raise ZkDataError(f"{path}: 'log_dirs' and 'offline_log_dirs' must be lists of strings")
+        unclean_start = value.get("unclean_start", False)
+        if not isinstance(unclean_start, bool):
+            raise ZkDataError(f"{path}: 'unclean_start' must be true or false")
         return BrokerRegistration(
             broker_id=broker_id,
             host=host,
@@ -125,6 +132,7 @@ class BrokerRegistration:
             log_dirs=tuple(dirs),
             offline_log_dirs=tuple(offline_dirs),
             offline_partitions=tuple((item["topic"], item["partition"]) for item in offline),
+            unclean_start=unclean_start,
         )
 
 
@@ -176,24 +184,33 @@ class PartitionStateRecord:
 
     `unclean_leader_epoch`: the leader epoch an unclean election began (a leader from outside the
     ISR, which may lack committed records), -1 if none ever did; written only when set. While it
-    equals `leader_epoch`, the leader in office is that unclean one."""
+    equals `leader_epoch`, the leader in office is that unclean one.
+
+    `elr`: the eligible leader replicas (KIP-966): replicas outside the ISR that held every committed
+    record when the ISR fell below min.insync.replicas; written only when non-empty, so a state without
+    the key (every state older brokers and controllers wrote) reads as an empty ELR."""
 
     leader: int
     leader_epoch: int
     isr: tuple[int, ...]
     controller_epoch: int
     unclean_leader_epoch: int = -1
+    elr: tuple[int, ...] = ()
 
     def encode(self) -> bytes:
         # The same bytes as dump_json of the fields (sorted keys, no spaces), formatted directly:
         # the controller writes 10K of these per broker failover (docs/perf/zookeeper-partition-state-json.md).
         unclean = self.unclean_leader_epoch
+        elr = self.elr
         if not all(type(v) is int for v in (self.controller_epoch, self.leader, self.leader_epoch, unclean,
-                                            *self.isr)):
+                                            *self.isr, *elr)):
             return dump_json({"version": 1, "controller_epoch": self.controller_epoch, "leader": self.leader,
                               "leader_epoch": self.leader_epoch, "isr": list(self.isr),
+                              **({"elr": list(elr)} if elr else {}),
                               **({"unclean_leader_epoch": unclean} if unclean != -1 else {})})
-        return (f'{{"controller_epoch":{self.controller_epoch},"isr":[{",".join(map(str, self.isr))}],'
+        return (f'{{"controller_epoch":{self.controller_epoch},'
+                + (f'"elr":[{",".join(map(str, elr))}],' if elr else "")
+                + f'"isr":[{",".join(map(str, self.isr))}],'
                 f'"leader":{self.leader},"leader_epoch":{self.leader_epoch},'
                 + (f'"unclean_leader_epoch":{unclean},' if unclean != -1 else "") + '"version":1}').encode()
 
@@ -206,10 +223,12 @@ class PartitionStateRecord:
             leader, leader_epoch = value["leader"], value["leader_epoch"]
             isr, controller_epoch = value["isr"], value["controller_epoch"]
             unclean = value.get("unclean_leader_epoch", -1)
+            elr = value.get("elr", ())
             if (type(value["version"]) is int and type(leader) is int and type(leader_epoch) is int
                     and type(controller_epoch) is int and type(isr) is list and type(unclean) is int
-                    and all(type(b) is int for b in isr)):
-                return PartitionStateRecord(leader, leader_epoch, tuple(isr), controller_epoch, unclean)
+                    and all(type(b) is int for b in isr) and (not elr or (type(elr) is list
+                                                                         and all(type(b) is int for b in elr)))):
+                return PartitionStateRecord(leader, leader_epoch, tuple(isr), controller_epoch, unclean, tuple(elr))
         except (ValueError, KeyError, TypeError):
             pass
         value = load_json(data, path)
@@ -220,6 +239,7 @@ class PartitionStateRecord:
             controller_epoch=int_field(value, "controller_epoch", path),
             unclean_leader_epoch=int_field(value, "unclean_leader_epoch", path)
             if "unclean_leader_epoch" in value else -1,
+            elr=int_list(value.get("elr", []), "'elr'", path),
         )
 
 

@@ -16,7 +16,8 @@ surviving broker.  A dead broker stops being "shutting down" and is no longer
 awaited by topic deletions (its replica is deleted when it returns, because its
 INIT LeaderAndIsr no longer lists the topic).
 
-For the joined: an INIT LeaderAndIsr with every replica they hold -- they come
+For the joined: a broker back from an unclean start leaves every ELR (KIP-966);
+an INIT LeaderAndIsr with every replica they hold -- they come
 back as followers, and each leader adds them to its ISR through AlterPartition
 once they catch up -- and full metadata.  Partitions they hold that had no
 leader (or were never started) get an election now.  Partitions of topics
@@ -30,7 +31,7 @@ from replog.common.core.partitions import NO_LEADER
 from ..builder import PlanBuilder
 from ..events import BrokerResyncRequested, BrokersChanged
 from .deletion import forget_dead_replicas, resend_stops
-from .leadership import initialize_partition, restore_leadership
+from .leadership import forget_unclean_replicas, initialize_partition, restore_leadership
 
 
 def on_brokers_changed(b: PlanBuilder, event: BrokersChanged) -> None:
@@ -47,6 +48,9 @@ def on_brokers_changed(b: PlanBuilder, event: BrokersChanged) -> None:
     if not dead and not joined and dict(after) == dict(before):
         return
     shutting_down = b.base.shutting_down_brokers.difference(dead)
+    unclean = [after[i] for i in joined if after[i].unclean_start or after[i].lost_partitions]
+    for info in unclean:  # before any election (a new broker is live during the deaths' ones)
+        forget_unclean_replicas(b, info)
     if dead:
         # A restarted broker is dead while its old registration's duties are
         # taken away, and live again only afterwards.
@@ -54,6 +58,8 @@ def on_brokers_changed(b: PlanBuilder, event: BrokersChanged) -> None:
         _handle_deaths(b, dead)
     if joined or not dead:
         b.set_live_brokers(after, shutting_down)
+    for info in unclean if dead else ():  # again: a bounced broker's death may have put it in an ELR
+        forget_unclean_replicas(b, info)
     for broker_id in joined:
         _handle_return(b, broker_id)
 

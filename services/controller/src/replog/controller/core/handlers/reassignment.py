@@ -44,7 +44,7 @@ from ..events import IsrChanged, ReassignmentRequested
 from ..model import ReplicaAssignment
 from ..plan import PartitionResult, PartitionResultsReply
 from ..states import ReplicaState, check_replica_transition
-from .leadership import initialize_partition, restore_leadership
+from .leadership import initialize_partition, keep_elr_inside, restore_leadership
 
 
 def on_reassignment_requested(b: PlanBuilder, event: ReassignmentRequested) -> None:
@@ -121,6 +121,7 @@ def _start(b: PlanBuilder, tp: TopicPartition, target: tuple[int, ...]) -> tuple
             b.start_replica(tp, broker_id)
     if state is not None:
         b.write(tp, leader, isr, bump_leader_epoch=True)
+        keep_elr_inside(b, tp, full)
     b.set_assignment(tp, ReplicaAssignment(
         full,
         tuple(x for x in target if x not in original),
@@ -151,6 +152,7 @@ def maybe_complete(b: PlanBuilder, tp: TopicPartition) -> bool:
             b.leader_elections += 1
         epoch = b.leader_epoch_after_bump(tp)
         b.write(tp, leader, tuple(x for x in state.isr if x in target), bump_leader_epoch=True)
+        keep_elr_inside(b, tp, target)
     else:
         epoch = -1  # a partition that never started: nothing to hand over
     for broker_id in current.replicas:
