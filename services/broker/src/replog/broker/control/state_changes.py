@@ -203,7 +203,7 @@ class ReplicaStateChanges:
                                    f"broker {self._broker_id} is not assigned {topic_partition}")
         try:
             hosted = self._replicas.get_or_create(topic_partition)
-        except OSError as exc:  # never retried (log_dir_failures.py)
+        except OSError as exc:  # the directory goes offline, unless out of descriptors (log_dir_failures.py)
             self._replicas.dir_failures.failed(f"opening the log of {topic_partition}", exc)
             return PartitionResult(topic_partition, ErrorCode.STORAGE_ERROR, str(exc))
         if topic_partition.topic not in watched:

@@ -96,7 +96,7 @@ class Checkpointer:
             if self._interval_flush:
                 try:
                     self._flush_due()
-                except OSError as exc:  # never retried (log_dir_failures.py)
+                except OSError as exc:  # offline, or out of descriptors: the next round tries again
                     self._replicas.dir_failures.failed("a flush", exc)
             return
         self._created += self._replicas.take_created()
@@ -114,7 +114,7 @@ class Checkpointer:
                 self._next_checkpoint_ms = self._clock.monotonic_ms() + self._checkpoint_interval_ms
             elif self._interval_flush:
                 self._flush_due()
-        except OSError as exc:  # never retried (log_dir_failures.py)
+        except OSError as exc:  # offline, or out of descriptors: the next round tries again (log_dir_failures.py)
             self._replicas.dir_failures.failed("a checkpoint or flush", exc)
 
     def _waits_for_burst(self) -> bool:

@@ -44,6 +44,7 @@ from replog.broker.log import (
     write_clean_shutdown_marker,
     write_offsets_checkpoint,
 )
+from replog.broker.log.descriptors import DescriptorBudget
 from replog.broker.replicas.consequences import Consequences
 from replog.broker.replicas.directory_remover import DirectoryRemover
 from replog.broker.replicas.hosted_partition import HostedPartition
@@ -69,7 +70,8 @@ _NOT_HOSTED = ProduceProgress(is_leader=False, leader_epoch=-1, high_watermark=-
 class ReplicaManager:
     def __init__(self, *, broker_id: int, log_dir: Path, log_config: LogConfig, clock: Clock,
                  producer_state_limits: ProducerStateLimits = ProducerStateLimits(),
-                 log_config_of: Callable[[str], LogConfig] | None = None) -> None:
+                 log_config_of: Callable[[str], LogConfig] | None = None,
+                 descriptor_budget: DescriptorBudget | None = None) -> None:
         self.broker_id = broker_id
         self.log_dir = Path(log_dir)
         self._log_config = log_config
@@ -90,6 +92,7 @@ class ReplicaManager:
         self.consequences = Consequences()
         self.dir_failures = LogDirFailures(self.log_dir)  # bootstrap.py says what an offline directory stops
         self.dir_space = LogDirSpace(self.log_dir)  # bootstrap.py sets its reserve; the checkpointer measures
+        self.descriptor_budget = descriptor_budget  # bounds the descriptors the hosted logs hold (None: unbounded)
 
     # --- start-up -----------------------------------------------------------------
 
@@ -135,7 +138,7 @@ class ReplicaManager:
                 high_watermark=high_watermark,
                 producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
                 remove_directory=self._remover.remove_later, consequences=self.consequences,
-                dir_failures=self.dir_failures, dir_space=self.dir_space,
+                dir_failures=self.dir_failures, dir_space=self.dir_space, descriptor_budget=self.descriptor_budget,
             ))
         log.info("loaded %d local replicas from %s after %s (recovery dropped %d bytes in all)",
                  len(self._partitions), self.log_dir, "a clean stop" if self.clean_start else "an unclean shutdown",
@@ -166,7 +169,7 @@ class ReplicaManager:
                     topic_partition, self.broker_id, partition_log,
                     high_watermark=0, producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
                     remove_directory=self._remover.remove_later, consequences=self.consequences,
-                dir_failures=self.dir_failures, dir_space=self.dir_space,
+                    dir_failures=self.dir_failures, dir_space=self.dir_space, descriptor_budget=self.descriptor_budget,
                 )
                 self._put(topic_partition, hosted)
                 self._created_since_settle += 1
