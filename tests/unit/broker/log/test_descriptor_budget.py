@@ -15,7 +15,7 @@ from replog.broker.log import LogConfig, PartitionLog
 from replog.broker.log.descriptors import DescriptorBudget, budget_for_limit
 from replog.broker.log.offset_index import ENTRY_SIZE, OffsetIndex
 from replog.common.clock import ManualClock
-from replog.common.records import decode_records
+from replog.common.records import decode_records, encode_batch
 
 from .conftest import make_batch
 
@@ -173,3 +173,35 @@ def test_an_append_or_a_roll_that_cannot_open_a_file_changes_nothing(tmp_path):
         assert len(pending) == 1  # the old segment, listed once
         assert [r.offset for r in decode_records(owned.log.read(0, 1 << 20))] == [0, 1, 2]
         owned.log.close()
+
+
+def test_threads_writing_many_logs_past_a_small_budget_each_read_back_only_their_own_records(tmp_path):
+    """Descriptors closed under a writer would be reused by another log's open, and records would land
+    in the wrong file; every log reading back exactly its own records shows none was."""
+    budget = DescriptorBudget(6)
+    logs = [Owned(tmp_path / f"t-{i}", budget, segment_bytes=300) for i in range(24)]
+    errors: list[BaseException] = []
+
+    def write(mine: list[int]) -> None:
+        try:
+            for round_ in range(15):
+                for i in mine:
+                    with logs[i].lock:
+                        batch = encode_batch([(None, b"%d-%d" % (i, round_), 0)])
+                        logs[i].log.append_as_leader(batch, 0)
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(list(range(k, 24, 4)),)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors and not any(thread.is_alive() for thread in threads)
+    assert budget.logs_released > 0
+    for i, owned in enumerate(logs):
+        with owned.lock:
+            assert [r.value for r in decode_records(owned.log.read(0, 1 << 20))] == [
+                b"%d-%d" % (i, r) for r in range(15)]
+            owned.log.close()
+    assert budget.open_count == 0

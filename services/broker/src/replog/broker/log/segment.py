@@ -167,11 +167,12 @@ class LogSegment:
         """A new descriptor of the segment file, for an fsync made without the log's owner's lock."""
         return os.dup(self._fd)
 
-    def close(self) -> None:
-        """Write the index's pending entries and close; a failure to write them (they are only an
-        accelerator) still closes the segment."""
+    def close(self, *, write_index: bool = True) -> None:
+        """Write the index's pending entries (unless the segment is going away) and close; a failure to
+        write them (they are only an accelerator) still closes the segment."""
         try:
-            self.index.close()
+            if write_index:
+                self.index.close()
         finally:
             self.release_descriptor()
             self._closed = True

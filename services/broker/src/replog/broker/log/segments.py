@@ -259,7 +259,7 @@ class Segments:
             if self._config.remove_deleted_at_once:
                 segment.delete()
             else:
-                segment.close()
+                segment.close(write_index=False)  # going away: nothing to open a file for
                 for path in (segment.log_path, segment.index_path):
                     aside = path.with_name(path.name + SET_ASIDE_SUFFIX)
                     if path.exists():
