@@ -279,6 +279,9 @@ class LocalCluster:
         self.trace_dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, **self.spec.env, "PYTHONUNBUFFERED": "1"}
         command = info.command
+        open_files_max = self.spec.open_files_max.get(info.role)
+        if open_files_max:  # prlimit sets the limit and execs the command: the PID stays the same
+            command = ["prlimit", f"--nofile={open_files_max}:{open_files_max}", "--", *command]
         if info.namespace:  # `ip netns exec` enters the namespace and execs the command: the PID stays the same
             self._ensure_network()
             command = ["ip", "netns", "exec", info.namespace, *command]

@@ -25,6 +25,9 @@ class ClusterSpec:
     zookeeper_auth: bool = True
     # Extra flags per role, e.g. {"broker": ["--replica-lag-time-max-ms", "3000"]}.
     extra_args: dict[str, list[str]] = field(default_factory=dict)
+    # RLIMIT_NOFILE (soft and hard) per role, set by `prlimit` as the process starts, e.g. {"broker": 512}:
+    # a process without CAP_SYS_RESOURCE cannot raise it again.
+    open_files_max: dict[str, int] = field(default_factory=dict)
     # Extra environment for every service process.
     env: dict[str, str] = field(default_factory=dict)
     insecure: bool = False  # plaintext, no certificates (replog-local up --insecure)

@@ -49,8 +49,8 @@ def run(prog: str, body: Callable[[], int | None]) -> int:
 
 
 def raise_open_files_limit(wanted: int = 1_048_576) -> int:
-    """Raise RLIMIT_NOFILE towards `wanted` (a broker keeps one open segment per
-    replica: 100K replicas need 100K descriptors); returns the soft limit in force.
+    """Raise RLIMIT_NOFILE towards `wanted` (a broker's logs hold one descriptor per
+    busy replica, up to a budget derived from this limit); returns the soft limit in force.
 
     The soft limit goes up to the hard one; as root the hard one goes up too
     (bounded by the kernel's fs.nr_open).

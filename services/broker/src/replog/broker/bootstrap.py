@@ -35,6 +35,7 @@ from replog.broker.entrypoints.replication_servicer import ReplicationServicer
 from replog.broker.entrypoints.servicers import bindings
 from replog.broker.groups.wiring import build_groups
 from replog.broker.log import CheckpointError, LogConfig
+from replog.broker.log.descriptors import process_budget
 from replog.broker.produce.delayed_produces import DelayedProduces
 from replog.broker.produce.produce_handler import ProduceHandler
 from replog.broker.produce.producer_ids import ProducerIdAllocator
@@ -168,8 +169,16 @@ class BrokerProcess:
             fsync_on_roll=False,  # the checkpointer fsyncs rolled segments off the append path
             remove_deleted_at_once=False,  # deleted segments' files are removed off the partition's lock
         )
+        budget = process_budget()
+        if budget is not None:
+            self.metrics.watch_descriptors(budget)
+            log.info("the hosted logs may hold %d file descriptors (the open-files limit less headroom)",
+                     budget.descriptors_max)
         replicas = ReplicaManager(broker_id=config.broker_id, log_dirs=log_directories(config), log_config=log_config,
-                                  clock=self.clock, producer_state_limits=producer_state_limits(config))
+                                  clock=self.clock, producer_state_limits=producer_state_limits(config),
+                                  descriptor_budget=budget)
+        for directory in replicas.directories:
+            directory.failures.on_descriptor_shortage = self.metrics.out_of_descriptors.inc
         try:
             replicas.load()
         except CheckpointError as exc:

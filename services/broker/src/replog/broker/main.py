@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
 
         setup_logging("broker", str(config.broker_id), config.log_level)
         open_files = service.raise_open_files_limit()
-        logging.getLogger(PROG).info("open files limit %d (one descriptor per hosted replica's active segment)",
+        logging.getLogger(PROG).info("open files limit %d (the hosted logs' descriptor budget is derived from it)",
                                      open_files)
         stop = service.StopSignal()  # first: a stop while waiting for ZooKeeper ends the wait
         process = BrokerProcess(config)

@@ -11,9 +11,17 @@ segment is never indexed: position 0 is the implied first entry.
 
 The index lives in memory (two arrays, binary-searched) and is mirrored,
 append-only, in `<base>.index` as 8-byte entries (int32 relative offset,
-uint32 position). The file is only an accelerator: it is flushed with its
-segment, checked when loaded (`load` refuses a torn or non-monotonic file),
-and rebuilt from the segment whenever it is missing or doubtful.
+uint32 position). The file is only an accelerator: it is checked when loaded
+(`load` refuses a torn or non-monotonic file), and rebuilt from the segment
+whenever it is missing or doubtful.
+
+The index holds no file descriptor. New entries wait in memory and are written
+(a short-lived descriptor) when the segment is flushed, rolled or closed, so a
+busy replica holds one descriptor, its segment's, not two
+(docs/perf/segment-descriptors.md). Entries not yet written are lost in a crash
+only above the recovery point, where recovery rebuilds the index from the log
+anyway; below it the file is a prefix of the entries, which loads as a sparser
+but correct index.
 """
 
 from __future__ import annotations
@@ -34,7 +42,8 @@ class OffsetIndex:
         self.base_offset = base_offset
         self._relative_offsets = array("q")
         self._positions = array("q")
-        self._fd: int | None = None
+        self._written = 0  # entries the file holds; the others wait for `write_pending`
+        self._unsynced = False  # entries written since the last fsync
 
     @classmethod
     def load(cls, path: Path, base_offset: int) -> OffsetIndex | None:
@@ -53,6 +62,7 @@ class OffsetIndex:
             index._relative_offsets.append(relative_offset)
             index._positions.append(position)
             previous_relative, previous_position = relative_offset, position
+        index._written = len(index._positions)
         return index
 
     @classmethod
@@ -69,6 +79,7 @@ class OffsetIndex:
                 os.fsync(fd)
         finally:
             os.close(fd)
+        index._written = len(index._positions)
         return index
 
     def __len__(self) -> int:
@@ -91,10 +102,8 @@ class OffsetIndex:
         return self.base_offset + self._relative_offsets[i], self._positions[i]
 
     def append(self, offset: int, position: int) -> None:
+        """Add an entry in memory; the file gets it with the next `write_pending` or `flush`."""
         self._add(offset, position)
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        _write_all(self._fd, _ENTRY.pack(self._relative_offsets[-1], position))
 
     def _add(self, offset: int, position: int) -> None:
         relative_offset = offset - self.base_offset
@@ -112,20 +121,47 @@ class OffsetIndex:
             return
         del self._relative_offsets[keep:]
         del self._positions[keep:]
-        if self.path.exists():
-            os.truncate(self.path, keep * ENTRY_SIZE)
+        if keep < self._written:
+            if self.path.exists():
+                os.truncate(self.path, keep * ENTRY_SIZE)
+            self._written = keep
+
+    @property
+    def pending(self) -> int:
+        """Entries in memory the file does not hold yet."""
+        return len(self._positions) - self._written
+
+    def write_pending(self, *, fsync: bool = False) -> None:
+        """Append the entries the file lacks, through a descriptor closed again at once. On an error
+        (EMFILE included) nothing is counted as written, so a later call writes them again."""
+        if not self.pending and not (fsync and self._unsynced):
+            return
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            if self.pending:
+                written = self._written
+                data = b"".join(_ENTRY.pack(self._relative_offsets[i], self._positions[i])
+                                for i in range(written, len(self._positions)))
+                os.ftruncate(fd, written * ENTRY_SIZE)  # a torn earlier attempt leaves no partial entry
+                _write_all(fd, data)
+                self._written = len(self._positions)
+                self._unsynced = True
+            if fsync:
+                os.fsync(fd)
+                self._unsynced = False
+        finally:
+            os.close(fd)
 
     def flush(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
+        """Write the pending entries and fsync the file."""
+        self.write_pending(fsync=True)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Write the pending entries (no fsync: the index is only an accelerator)."""
+        self.write_pending()
 
     def delete(self) -> None:
-        self.close()
+        self._written = len(self._positions)  # nothing left to write
         self.path.unlink(missing_ok=True)
 
 

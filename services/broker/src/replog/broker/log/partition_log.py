@@ -45,6 +45,7 @@ from replog.common.records import BatchHeader, CorruptRecordError, validate_batc
 
 from .checkpoints import LEADER_EPOCH_CHECKPOINT_FILE, write_leader_epoch_checkpoint
 from .config import LogConfig
+from .descriptors import LogDescriptors
 from .errors import CorruptLogError, OffsetOutOfRangeError
 from .flush_policy import FlushPolicy
 from .leader_epoch_cache import LeaderEpochCache
@@ -107,6 +108,10 @@ class PartitionLog(LogStart):
     def release_descriptors(self) -> None:
         """Close every open file of the log until its next use (see LogSegment.release_descriptor)."""
         self._segments.release_descriptors()
+
+    def track_descriptors(self, descriptors: LogDescriptors) -> None:
+        """Count the log's descriptors in a budget from now on (descriptors.py); its owner calls this once."""
+        self._segments.track_descriptors(descriptors)
 
     # -- state -------------------------------------------------------------
 
@@ -180,13 +185,11 @@ class PartitionLog(LogStart):
             return None
         headers = self._segments.continuation(batches)
         view = memoryview(batches)
-        cache_changed = False
-        for position, header in headers:
+        for position, header in headers:  # a roll may fail (EMFILE) after some: each one's epoch is noted at once
             self._segments.write(view[position : position + header.size_bytes], header, self._before_roll,
                                  self._roll_clock_ms())
-            cache_changed |= self._leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-        if cache_changed:
-            self._epoch_checkpoint_dirty = True  # written by the next flush (see _checkpoint_leader_epoch_cache)
+            if self._leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset):
+                self._epoch_checkpoint_dirty = True  # written by the next flush (see _checkpoint_leader_epoch_cache)
         record_count = sum(header.record_count for _, header in headers)
         self._after_append(record_count, fsync)
         return AppendInfo(
@@ -394,7 +397,4 @@ class PartitionLog(LogStart):
         assert not self._closed, f"{self.directory}: log used after close"
 
     def __repr__(self) -> str:
-        return (
-            f"PartitionLog({self.directory}, start={self.log_start_offset}, end={self.log_end_offset}, "
-            f"segments={len(self._segments)})"
-        )
+        return f"PartitionLog({self.directory}, {self.log_start_offset}..{self.log_end_offset}, {len(self._segments)})"

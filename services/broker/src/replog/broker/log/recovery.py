@@ -33,7 +33,8 @@ from .checkpoints import LEADER_EPOCH_CHECKPOINT_FILE, TEMP_SUFFIX, CheckpointEr
 from .config import LogConfig
 from .leader_epoch_cache import LeaderEpochCache
 from .results import RecoveryReport
-from .segment import INDEX_SUFFIX, LOG_SUFFIX, LogSegment, parse_segment_file_name
+from .segment import LogSegment
+from .segment_names import INDEX_SUFFIX, LOG_SUFFIX, parse_segment_file_name
 
 logger = logging.getLogger(__name__)
 

@@ -37,7 +37,6 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from replog.common.records import (
@@ -50,44 +49,22 @@ from replog.common.records import (
     read_header,
 )
 
+from .descriptors import UNTRACKED, LogDescriptors, Untracked
 from .offset_index import OffsetIndex
 from .results import CorruptionReport
+from .segment_names import INDEX_SUFFIX, SegmentRecovery, segment_file_name
 from .segment_scan import ChunkReader, TornReadError, batch_holding, index_entries, scan_valid_prefix, verify_batches
 
 logger = logging.getLogger(__name__)
 
-LOG_SUFFIX = ".log"
-INDEX_SUFFIX = ".index"
 HEADER_SCAN_CHUNK_BYTES = 64 * 1024
 TAIL_BATCHES_MAX = 16  # batches whose place the active segment remembers (see the module docstring)
 
 
-def segment_file_name(base_offset: int, suffix: str = LOG_SUFFIX) -> str:
-    return f"{base_offset:020d}{suffix}"
-
-
-def parse_segment_file_name(name: str) -> int | None:
-    """The base offset of a `<20 digits>.log` name; None for any other file."""
-    stem, dot, suffix = name.partition(".")
-    if dot and "." + suffix == LOG_SUFFIX and len(stem) == 20 and stem.isdigit():
-        return int(stem)
-    return None
-
-
-@dataclass(frozen=True)
-class SegmentRecovery:
-    """What recovering one segment found: where the valid data ends, and why."""
-
-    batches_scanned: int
-    bytes_dropped: int
-    reason: str | None
-    # (leader_epoch, base_offset) wherever the batches' leader epoch went up
-    leader_epoch_starts: tuple[tuple[int, int], ...]
-
-
 class LogSegment:
     def __init__(
-        self, directory: Path, base_offset: int, fd: int, size_bytes: int, index_interval_bytes: int
+        self, directory: Path, base_offset: int, fd: int, size_bytes: int, index_interval_bytes: int,
+        descriptors: LogDescriptors | Untracked = UNTRACKED,
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
@@ -98,6 +75,9 @@ class LogSegment:
         self.next_offset = base_offset  # set by the log for immutable segments, kept by appends
         self.index = OffsetIndex(self.index_path, base_offset)
         self._fd_open = fd  # -1 while released; opened again on the next use
+        self.descriptors = descriptors  # the log's account with the descriptor budget (descriptors.py)
+        if fd >= 0:
+            descriptors.opened()
         self._closed = False
         self._unsynced = False  # written since the last fsync
         self._index_interval_bytes = index_interval_bytes
@@ -108,11 +88,17 @@ class LogSegment:
     # -- lifecycle -------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> LogSegment:
-        """A new empty segment (any old files of that name are replaced)."""
+    def create(cls, directory: Path, base_offset: int, index_interval_bytes: int,
+               descriptors: LogDescriptors | Untracked = UNTRACKED) -> LogSegment:
+        """A new empty segment (any old files of that name are replaced); on an error no descriptor stays open."""
         fd = os.open(directory / segment_file_name(base_offset), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        segment = cls(directory, base_offset, fd, 0, index_interval_bytes)
-        segment.index = OffsetIndex.rebuild(segment.index_path, base_offset, [])
+        try:
+            index = OffsetIndex.rebuild(directory / segment_file_name(base_offset, INDEX_SUFFIX), base_offset, [])
+        except BaseException:
+            os.close(fd)
+            raise
+        segment = cls(directory, base_offset, fd, 0, index_interval_bytes, descriptors)
+        segment.index = index
         return segment
 
     @classmethod
@@ -128,6 +114,9 @@ class LogSegment:
         assert not self._closed, f"{self.log_path} is closed"
         if self._fd_open < 0:
             self._fd_open = os.open(self.log_path, os.O_RDWR)
+            self.descriptors.opened()
+        else:
+            self.descriptors.touch()
         return self._fd_open
 
     @contextlib.contextmanager
@@ -145,17 +134,22 @@ class LogSegment:
         finally:
             os.close(fd)
 
+    @property
+    def holds_descriptor(self) -> bool:
+        return self._fd_open >= 0
+
     def release_descriptor(self) -> None:
         """Close the file descriptor until the next use; the segment stays usable.
 
         A broker may host far more replicas than it may open files, so idle
-        segments hold none (docs/perf/segment-descriptors.md). The
-        caller holds the log's owner's lock, as for every other call.
+        segments hold none (docs/perf/segment-descriptors.md); the descriptor budget
+        calls this on the least recently used logs (descriptors.py). The caller holds
+        the log's owner's lock, as for every other call. The index holds no descriptor.
         """
         if self._fd_open >= 0:
-            os.close(self._fd_open)
-            self._fd_open = -1
-        self.index.close()
+            fd, self._fd_open = self._fd_open, -1
+            os.close(fd)
+            self.descriptors.closed()
 
     def flush(self) -> None:
         """fsync what was written since the last flush; nothing to do (and no file opened) when clean.
@@ -173,15 +167,19 @@ class LogSegment:
         """A new descriptor of the segment file, for an fsync made without the log's owner's lock."""
         return os.dup(self._fd)
 
-    def close(self) -> None:
-        self.index.close()
-        if self._fd_open >= 0:
-            os.close(self._fd_open)
-            self._fd_open = -1
-        self._closed = True
+    def close(self, *, write_index: bool = True) -> None:
+        """Write the index's pending entries (unless the segment is going away) and close; a failure to
+        write them (they are only an accelerator) still closes the segment."""
+        try:
+            if write_index:
+                self.index.close()
+        finally:
+            self.release_descriptor()
+            self._closed = True
 
     def delete(self) -> None:
-        self.close()
+        self.release_descriptor()
+        self._closed = True
         self.index.delete()
         self.log_path.unlink(missing_ok=True)
 
@@ -191,19 +189,20 @@ class LogSegment:
         """Write one whole, validated batch that starts at `next_offset`."""
         assert header.base_offset == self.next_offset, (header.base_offset, self.next_offset)
         assert len(batch) == header.size_bytes
+        fd = self._fd  # first: running out of descriptors (EMFILE) leaves the segment as it was
         position = self.size_bytes
-        if self._bytes_since_index_entry >= self._index_interval_bytes and position > 0:
-            self.index.append(header.base_offset, position)
-            self._bytes_since_index_entry = 0
         try:
             view = memoryview(batch)
             written_bytes = 0
             while written_bytes < len(batch):
-                written_bytes += os.pwrite(self._fd, view[written_bytes:], position + written_bytes)
+                written_bytes += os.pwrite(fd, view[written_bytes:], position + written_bytes)
         except OSError:
             # Leave no partial batch behind: the file must hold whole batches only.
-            os.ftruncate(self._fd, position)
+            os.ftruncate(fd, position)
             raise
+        if self._bytes_since_index_entry >= self._index_interval_bytes and position > 0:
+            self.index.append(header.base_offset, position)
+            self._bytes_since_index_entry = 0
         self.size_bytes = position + len(batch)
         tail = self._tail
         if len(tail) >= TAIL_BATCHES_MAX:
@@ -233,6 +232,7 @@ class LogSegment:
 
     def read_bytes(self, position: int, length: int) -> bytes:
         if self._fd_open >= 0:  # the common case (an active segment), without a context manager per read
+            self.descriptors.touch()
             data = os.pread(self._fd_open, length, position)
         else:
             with self._reading() as fd:
@@ -349,7 +349,6 @@ class LogSegment:
             os.fsync(self._fd)
             self.size_bytes = valid.size_bytes
         self.next_offset = valid.next_offset
-        self.index.close()
         self.index = OffsetIndex.rebuild(self.index_path, self.base_offset, valid.index_entries)
         self._bytes_since_index_entry = valid.bytes_since_index_entry
         self._max_timestamp_ms = None if valid.size_bytes else -1

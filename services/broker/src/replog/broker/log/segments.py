@@ -39,6 +39,7 @@ from replog.common.records import BatchHeader, CorruptRecordError, check_batch, 
 
 from .checkpoints import TEMP_SUFFIX, fsync_directory
 from .config import LogConfig
+from .descriptors import UNTRACKED, LogDescriptors, Untracked
 from .errors import LogOffsetMismatchError
 from .results import CorruptionReport
 from .retention import SegmentSummary
@@ -62,6 +63,18 @@ class Segments:
         self._set_aside: list[Path] = []  # files of deleted segments, renamed aside (remove_deleted_at_once False)
         self._log_start_offset = segments[0].base_offset  # at or above the first base, at or below the LEO
         self._active_since_ms: int | None = None  # monotonic time of the active segment's first write here
+        self._descriptors: LogDescriptors | Untracked = UNTRACKED  # the log's account with the budget
+
+    def track_descriptors(self, descriptors: LogDescriptors) -> None:
+        """From now on every descriptor the segments open or close is counted in `descriptors`."""
+        self._descriptors = descriptors
+        for segment in self._segments:
+            segment.descriptors = descriptors
+            if segment.holds_descriptor:
+                descriptors.opened()
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        return LogSegment.create(self._directory, base_offset, self._config.index_interval_bytes, self._descriptors)
 
     @property
     def in_order(self) -> list[LogSegment]:
@@ -141,16 +154,21 @@ class Segments:
         active.append(batch, header)
 
     def _roll(self, before_roll: Callable[[], None]) -> LogSegment:
+        """Every step may fail with nothing lost (an EMFILE) and is safe to take again on the next append."""
         old = self._segments[-1]
         if self._config.fsync_on_roll:
             old.flush()
-        else:
+        elif old not in self._unsynced_rolled:
             self._unsynced_rolled.append(old)
         before_roll()
-        old.index.close()  # immutable from now on; the index stays in memory
+        old.index.close()  # immutable from now on: its pending entries are written; the index stays in memory
+        new = self._new_segment(old.next_offset)
+        try:
+            fsync_directory(self._directory)
+        except BaseException:
+            new.close()
+            raise
         old.forget_tail()
-        new = LogSegment.create(self._directory, old.next_offset, self._config.index_interval_bytes)
-        fsync_directory(self._directory)
         self._segments.append(new)
         logger.debug("%s: rolled to segment %s", self._directory, new.name)
         return new
@@ -223,7 +241,7 @@ class Segments:
         """Delete every segment; the log restarts empty at `offset`."""
         for segment in reversed(self._segments):
             segment.delete()
-        self._segments[:] = [LogSegment.create(self._directory, offset, self._config.index_interval_bytes)]
+        self._segments[:] = [self._new_segment(offset)]
         self._log_start_offset = offset
         self._active_since_ms = None
         self._forget_unsynced_beyond_active()
@@ -241,7 +259,7 @@ class Segments:
             if self._config.remove_deleted_at_once:
                 segment.delete()
             else:
-                segment.close()
+                segment.close(write_index=False)  # going away: nothing to open a file for
                 for path in (segment.log_path, segment.index_path):
                     aside = path.with_name(path.name + SET_ASIDE_SUFFIX)
                     if path.exists():
@@ -294,13 +312,24 @@ class Segments:
 
     def rolled_to_sync(self) -> tuple[int, list[tuple[int, int]]]:
         """(layout version, [(duplicated fd, next offset)]) of the rolled segments whose fsync is pending."""
-        return self._layout_version, [(s.duplicate_fd(), s.next_offset) for s in self._unsynced_rolled]
+        taken: list[tuple[int, int]] = []
+        try:
+            for segment in self._unsynced_rolled:
+                taken.append((segment.duplicate_fd(), segment.next_offset))
+        except BaseException:  # e.g. EMFILE: none of them is handed out, the next round asks again
+            for fd, _ in taken:
+                os.close(fd)
+            raise
+        return self._layout_version, taken
 
     def rolled_synced(self, token: int, next_offset: int) -> bool:
         """The rolled segments listed under `token`, up to `next_offset`, are on disk; True when that
         left none pending (everything below `next_offset` is then durable)."""
         if token != self._layout_version:
             return False
+        for segment in self._unsynced_rolled:
+            if segment.next_offset <= next_offset:
+                segment.release_descriptor()  # immutable and on disk: nothing more is written through it
         self._unsynced_rolled = [s for s in self._unsynced_rolled if s.next_offset > next_offset]
         if self._unsynced_rolled:
             return False

@@ -31,6 +31,7 @@ from replog.broker.core.partition import ReplicaRole
 from replog.broker.core.truncation import AskLeaderForEpoch, on_diverging_epoch
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.producer_headers import rebuild_from_log, record_batches
+from replog.common.records import iter_batches
 
 
 class FetchPosition(NamedTuple):
@@ -90,7 +91,13 @@ def _append_from_leader(hosted: HostedPartition, leader_epoch: int, fetch_offset
     if not _follows(hosted, leader_epoch) or hosted.log.log_end_offset != fetch_offset:
         return None, NO_EFFECTS
     if records:
-        appended = hosted.log.append_as_follower(records, fsync=fsync)
+        try:
+            appended = hosted.log.append_as_follower(records, fsync=fsync)
+        except OSError:  # e.g. EMFILE at a roll after some batches were written: the table keeps up with those
+            log_end_offset = hosted.log.log_end_offset
+            record_batches(hosted.producer_state, (header for _, header in iter_batches(records)
+                                                   if fetch_offset <= header.base_offset < log_end_offset))
+            raise
         if appended is not None:
             record_batches(hosted.producer_state, appended.headers)
     hosted.replica.on_fetch_response(leader_high_watermark=leader_high_watermark, log=hosted.log)

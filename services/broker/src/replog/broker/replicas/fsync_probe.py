@@ -54,8 +54,7 @@ class FsyncProbe:
                 return
             error = self.probe_once()
             if error is not None and not self._stop.is_set():
-                self._failures.failed("the fsync probe", error)
-                return
+                self._failures.failed("the fsync probe", error)  # out of descriptors: noted, probed again
 
     def probe_once(self) -> OSError | None:
         """One probe: None when the fsync returned in time, else the error to report."""

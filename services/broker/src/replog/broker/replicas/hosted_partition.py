@@ -35,6 +35,7 @@ from replog.broker.core.partition import Applied, LeaderAndIsrDecision, Partitio
 from replog.broker.core.producer_state import ProducerStateTable
 from replog.broker.core.replica import PartitionReplica
 from replog.broker.log import PartitionLog
+from replog.broker.log.descriptors import DescriptorBudget
 from replog.broker.replicas.consequences import Consequences
 from replog.broker.replicas.log_dir_failures import LogDirFailures
 from replog.broker.replicas.log_dir_space import LogDirSpace
@@ -58,6 +59,7 @@ class HostedPartition:
         consequences: Consequences | None = None,
         dir_failures: LogDirFailures | None = None,
         dir_space: LogDirSpace | None = None,
+        descriptor_budget: DescriptorBudget | None = None,
     ) -> None:
         self.topic_partition = topic_partition
         # its log directory's channel for storage errors (log_dir_failures.py); a test's partition gets its own
@@ -66,8 +68,10 @@ class HostedPartition:
         self._remove_directory = remove_directory  # a deleted log's directory, once renamed aside
         self._consequences = Consequences() if consequences is None else consequences
         self.broker_id = broker_id
-        self.lock = threading.Lock()  # in the broker only `run` takes it
+        self.lock = threading.Lock()  # in the broker only `run` (and the descriptor budget, non-blocking) takes it
         self.log = log
+        if descriptor_budget is not None:  # every call on the log holds `lock`: the budget may take it to evict
+            log.track_descriptors(descriptor_budget.register(self.lock, log.release_descriptors))
         self.replica = PartitionReplica(topic_partition, broker_id,
                                         high_watermark=min(high_watermark, log.log_end_offset))
         self.producer_state = producer_state

@@ -89,9 +89,9 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
         ), NO_EFFECTS
     try:
         info = log.append_as_leader(batch, leader_epoch, fsync=fsync, validated=header)
-    except OSError as exc:  # never retried: the directory goes offline (log_dir_failures.py)
+    except OSError as exc:  # the directory goes offline, unless out of descriptors (log_dir_failures.py)
         hosted.dir_failures.failed(f"an append to {hosted.topic_partition}", exc)
-        return LeaderAppend(ErrorCode.STORAGE_ERROR, _offline_message(hosted)), NO_EFFECTS
+        return LeaderAppend(ErrorCode.STORAGE_ERROR, hosted.dir_failures.storage_error_message(exc)), NO_EFFECTS
     except RecordTooLargeError as exc:  # the topic's max.message.bytes went down since the batch was checked
         return LeaderAppend(ErrorCode.RECORD_TOO_LARGE, str(exc)), NO_EFFECTS
     if header.producer_id >= 0:

@@ -43,6 +43,7 @@ from replog.broker.log import (
     take_clean_shutdown_marker,
     write_clean_shutdown_marker,
 )
+from replog.broker.log.descriptors import DescriptorBudget
 from replog.broker.replicas.consequences import Consequences
 from replog.broker.replicas.directory_remover import DirectoryRemover
 from replog.broker.replicas.hosted_partition import HostedPartition
@@ -67,7 +68,8 @@ _NOT_HOSTED = ProduceProgress(is_leader=False, leader_epoch=-1, high_watermark=-
 class ReplicaManager:
     def __init__(self, *, broker_id: int, log_dirs: Sequence[Path], log_config: LogConfig, clock: Clock,
                  producer_state_limits: ProducerStateLimits = ProducerStateLimits(),
-                 log_config_of: Callable[[str], LogConfig] | None = None) -> None:
+                 log_config_of: Callable[[str], LogConfig] | None = None,
+                 descriptor_budget: DescriptorBudget | None = None) -> None:
         self.broker_id = broker_id
         self.directories: tuple[LogDirectory, ...] = build_directories(log_dirs)
         self._directory_at = {d.path: d for d in self.directories}
@@ -87,6 +89,7 @@ class ReplicaManager:
         self.lost_records: list[LostRecords] = []  # committed records recovery could not find (set by `load`)
         # What the steps on every hosted replica set off (consequences.py); bootstrap.py connects it.
         self.consequences = Consequences()
+        self.descriptor_budget = descriptor_budget  # bounds the descriptors the hosted logs hold (None: unbounded)
 
     # --- start-up -----------------------------------------------------------------
 
@@ -144,7 +147,7 @@ class ReplicaManager:
             topic_partition, self.broker_id, partition_log, high_watermark=high_watermark,
             producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
             remove_directory=self._remover.remove_later, consequences=self.consequences,
-            dir_failures=directory.failures, dir_space=directory.space,
+            dir_failures=directory.failures, dir_space=directory.space, descriptor_budget=self.descriptor_budget,
         )
 
     def delete_unassigned(self, is_assigned_here: Callable[[TopicPartition], bool]) -> list[TopicPartition]:

@@ -104,7 +104,7 @@ def handle_answer(hosted: HostedPartition, follow: Follow, position: FetchPositi
         except (CorruptRecordError, LogOffsetMismatchError) as exc:
             log.error("%s: cannot append the leader's records: %s", tp, exc)
             return Handled(True, ERROR_BACKOFF_MS)
-        except OSError as exc:  # a failed write or fsync: never retried, the directory goes offline
+        except OSError as exc:  # a failed write or fsync: the directory goes offline; EMFILE: tried again later
             hosted.dir_failures.failed(f"an append of the leader's records to {tp}", exc)
             return Handled(True, ERROR_BACKOFF_MS)
         if appended is None:

@@ -9,11 +9,14 @@ request or per ISR change, never per record.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from replog.broker.log.descriptors import DescriptorBudget
 
 LATENCY_BUCKETS_MS = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 30000)
 
@@ -123,6 +126,16 @@ class BrokerMetrics:
         self.group_offset_commits = Counter(
             "replog_broker_group_offset_commits", "offsets stored by this coordinator (one per partition committed)",
             registry=registry)
+        self.out_of_descriptors = Counter(
+            "replog_broker_out_of_descriptors", "log directory operations that failed with EMFILE or ENFILE (nothing "
+            "written; the append is answered with a retriable error, a checkpoint retried)", registry=registry)
+        self.log_descriptors_open = Gauge("replog_broker_log_descriptors_open",
+                                          "segment file descriptors the hosted logs hold", registry=registry)
+        self.log_descriptors_max = Gauge("replog_broker_log_descriptors_max", "the descriptors the hosted logs may "
+                                         "hold: the soft RLIMIT_NOFILE less headroom", registry=registry)
+        self.log_descriptors_given_back = Gauge(
+            "replog_broker_log_descriptors_given_back", "logs whose descriptors were closed since start to keep "
+            "within log_descriptors_max (least recently used first)", registry=registry)
         self.follower_fetch = self._fetch_kind("follower")
         self.consumer_fetch = self._fetch_kind("consumer")
         self._produce_by_acks = {acks: self._produce_acks(str(acks)) for acks in (0, 1, -1)}
@@ -138,6 +151,11 @@ class BrokerMetrics:
     def _fetch_kind(self, kind: str) -> FetchKindMetrics:
         return FetchKindMetrics(self.fetch_requests.labels(kind), self.bytes_out.labels(kind),
                                 self.fetch_latency_ms.labels(kind))
+
+    def watch_descriptors(self, budget: DescriptorBudget) -> None:
+        self.log_descriptors_open.set_function(lambda: budget.open_count)
+        self.log_descriptors_max.set(budget.descriptors_max)
+        self.log_descriptors_given_back.set_function(lambda: budget.logs_released)
 
     def watch_partitions(self, summary: Callable[[], PartitionSummary]) -> None:
         self._registry.register(_PartitionGauges(summary))
