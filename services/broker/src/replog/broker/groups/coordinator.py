@@ -27,7 +27,7 @@ from replog.broker.groups.core.answers import JoinAnswer, Outcome, SyncAnswer
 from replog.broker.groups.core.group import Group
 from replog.broker.groups.core.model import NO_GENERATION, CommittedOffset, GroupPolicy, GroupState, JoinRequest
 from replog.broker.groups.core.offsets import OffsetTable
-from replog.broker.groups.core.placement import OFFSETS_TOPIC, offsets_partition
+from replog.broker.groups.core.placement import offsets_partition
 from replog.broker.groups.core.records import (
     GroupRecord,
     RecordFormatError,
@@ -40,6 +40,7 @@ from replog.broker.groups.core.records import (
 from replog.broker.groups.offsets_log import NotReady, OffsetsLog
 from replog.broker.runtime.metrics import BrokerMetrics, GroupRow
 from replog.common.clock import Clock
+from replog.common.core.internal_topics import OFFSETS_TOPIC
 from replog.common.core.partitions import TopicPartition
 
 log = logging.getLogger(__name__)
