@@ -186,3 +186,51 @@ def test_a_group_rebalances_when_its_topic_gains_partitions(cluster, replog):
     finally:
         for m in members:
             m.close()
+
+
+def read_spans(cluster) -> list[dict]:
+    spans = []
+    for path in cluster.trace_dir.glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                spans.append(json.loads(line))
+    return spans
+
+
+def test_a_rebalance_is_one_trace_with_the_members_calls_as_children(cluster):
+    until(lambda: (a := find_coordinator(cluster, "traced")) and a.error_code == E.ERROR_CODE_NONE,
+          "the offsets topic to exist")
+    bootstrap = brokers(cluster)
+    seen: set[tuple[int, int]] = set()
+    members = [Member(bootstrap, "traced", f"t{i}", seen, threading.Lock()) for i in range(2)]
+    try:
+        until(lambda: all(m.consumer.assignment for m in members), "both members to get partitions")
+        member_ids = {m.consumer._membership.member_id for m in members}
+        generation = max(m.consumer.generation_id for m in members)
+    finally:
+        for m in members:
+            m.close()
+
+    def the_trace():
+        spans = read_spans(cluster)
+        for root in spans:
+            attributes = root["attributes"]
+            if (root["name"] == "group.rebalance" and attributes.get("group.id") == "traced"
+                    and attributes.get("group.generation") == generation and attributes.get("group.members") == 2):
+                tree = [s for s in spans if s["trace_id"] == root["trace_id"]]
+                calls = {(s["name"], s["attributes"]["group.member_id"]) for s in tree
+                         if s["name"] in ("group.JoinGroup", "group.SyncGroup")}
+                if calls >= {(n, m) for n in ("group.JoinGroup", "group.SyncGroup") for m in member_ids}:
+                    return root, tree
+        return None
+
+    root, tree = until(the_trace, "the rebalance's spans with both members' JoinGroup and SyncGroup calls")
+    assert root["parent_span_id"] is None and root["attributes"]["group.outcome"] == "Stable"
+    assert root["attributes"]["group.protocol"] in ("cooperative-sticky", "range"), root["attributes"]
+    by_id = {s["span_id"]: s for s in tree}
+    phases = sorted(s["name"] for s in tree if s["parent_span_id"] == root["span_id"] and s["name"].endswith("phase"))
+    assert "group.join_phase" in phases and "group.sync_phase" in phases, phases
+    for span in tree:
+        if span["name"] in ("group.JoinGroup", "group.SyncGroup"):
+            assert by_id[span["parent_span_id"]] is root, span
+    assert len({s["resource"]["service.instance.id"] for s in tree}) == 1  # all on the coordinator's broker

@@ -27,6 +27,7 @@ import grpc
 from replog.client.group.assignors import Subscription, assign
 from replog.client.metadata import MetadataCache, NoBrokerReachable
 from replog.client.results import GroupError
+from replog.common import telemetry
 from replog.common.core.partitions import TopicPartition
 from replog.v1 import common_pb2, group_pb2, group_pb2_grpc
 
@@ -113,7 +114,8 @@ class Membership:
         deadline = time.monotonic() + self.session_timeout_ms / 1000 + 30
         while True:
             try:
-                reply = getattr(self._stub(), method)(request, timeout=timeout_s)
+                # The application's trace context, if it traces: a coordinator links its rebalance span to it.
+                reply = getattr(self._stub(), method)(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
                 if reply.error_code not in _LOOK_AGAIN:
                     return reply
                 problem = reply.error_message

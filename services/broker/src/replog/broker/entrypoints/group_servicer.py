@@ -20,6 +20,7 @@ from replog.broker.groups.core.group import Group
 from replog.broker.groups.core.model import NO_GENERATION, NO_LEADER_EPOCH, NO_OFFSET, GroupState
 from replog.broker.groups.core.placement import group_id_problem, offsets_partition
 from replog.broker.groups.offsets_topic import OffsetsTopicCreator
+from replog.common import telemetry
 from replog.common.acls.core.model import CONSUME, DELETE, DESCRIBE, GROUP, TOPIC
 from replog.common.acls.enforcement import Enforcer
 from replog.common.core.internal_topics import OFFSETS_TOPIC
@@ -82,7 +83,8 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
             join = checks.join_request(request, context.peer())
         except checks.BadRequest as error:
             return self._bad(context, error)
-        answer = self._coordinator.join(request.group_id, join)
+        answer = self._coordinator.join(request.group_id, join,
+                                        telemetry.extract_context(context.invocation_metadata()))
         members = [group_pb2.JoinGroupMember(member_id=m, protocol=group_pb2.GroupProtocol(
             name=p.name, topics=p.topics, owned_partitions=_tps(p.owned_partitions), user_data=p.user_data))
             for m, p in answer.members]
@@ -99,7 +101,8 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
             assignments = checks.sync_assignments(request)
         except checks.BadRequest as error:
             return self._bad(context, error)
-        answer = self._coordinator.sync(request.group_id, request.generation_id, request.member_id, assignments)
+        answer = self._coordinator.sync(request.group_id, request.generation_id, request.member_id, assignments,
+                                        telemetry.extract_context(context.invocation_metadata()))
         return group_pb2.SyncGroupResponse(
             error_code=int(answer.error), error_message=answer.message,
             assignment=group_pb2.MemberAssignment(member_id=answer.member_id, partitions=_tps(answer.assignment),
