@@ -234,3 +234,37 @@ def test_a_rebalance_is_one_trace_with_the_members_calls_as_children(cluster):
         if span["name"] in ("group.JoinGroup", "group.SyncGroup"):
             assert by_id[span["parent_span_id"]] is root, span
     assert len({s["resource"]["service.instance.id"] for s in tree}) == 1  # all on the coordinator's broker
+
+
+def test_the_topology_export_has_the_groups_and_their_lag(cluster, capsys, tmp_path):
+    """Group "first" committed 5 on each of orders-0 and orders-1 (the first test); 3 more records on orders-0
+    make its lag 3."""
+    import pyarrow.parquet as pq
+
+    from replog.cli.main import main
+    from replog.common import export_schema
+
+    send(brokers(cluster), TOPIC, range(1), 3)
+    coordinator = until(lambda: (a := find_coordinator(cluster, "first")) and a.error_code == E.ERROR_CODE_NONE and a,
+                        "the coordinator of group first").coordinator.broker_id
+    out = tmp_path / "export"
+    code = main(["--gateway", cluster.gateway_address, "--output", "json", "export", "--groups", "--out", str(out)])
+    printed, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(printed)["schema_version"] == export_schema.SCHEMA_VERSION
+    tables = {name: pq.read_table(out / f"{name}.parquet") for name in ("groups", "group_offsets")}
+    for name, table in tables.items():
+        assert table.schema.equals(export_schema.arrow_schema(name), check_metadata=False), (name, table.schema)
+    groups = {g["group"]: g for g in tables["groups"].to_pylist()}
+    assert groups["first"]["state"] == "Empty" and groups["first"]["members"] == 0
+    assert groups["first"]["generation"] >= 1 and groups["first"]["coordinator"] == coordinator
+    offsets = [r for r in tables["group_offsets"].to_pylist() if r["group"] == "first"]
+    assert offsets == [
+        {"group": "first", "topic": TOPIC, "partition": 0, "committed_offset": 5, "log_end_offset": 8, "lag": 3},
+        {"group": "first", "topic": TOPIC, "partition": 1, "committed_offset": 5, "log_end_offset": 5, "lag": 0}]
+
+    plain = tmp_path / "plain"
+    code = main(["--gateway", cluster.gateway_address, "--output", "json", "export", "--out", str(plain)])
+    printed, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(printed)["tables"]["groups"]["rows"] == 0  # not asked: the tables are there, empty
