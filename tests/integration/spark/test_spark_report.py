@@ -105,3 +105,27 @@ def test_main_writes_tables_and_charts(spark, tmp_path, capsys):
     for chart in ("leaders_replicas_per_broker.png", "bytes_per_broker.png"):
         data = (out / chart).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+def test_group_lag_per_group_from_the_group_offsets_table(spark, tmp_path, capsys):
+    """billing: lags 3 and 0 and one partition whose log end is unknown; audit: lag 9 on one partition."""
+    from replog.spark.main import build_parser
+
+    columns = {"topic": ["t", "t"], "partition": [0, 1], "replicas": [[1, 2], [2, 1]]}
+    group_offsets = {"group": ["billing", "billing", "billing", "audit"], "topic": ["t", "t", "u", "t"],
+                     "partition": [0, 1, 0, 0], "committed_offset": [7, 10, 4, 1],
+                     "log_end_offset": [10, 10, -1, 10], "lag": [3, 0, -1, 9]}
+    groups = {"group": ["audit", "billing"], "state": ["Empty", "Stable"], "generation": [1, 4], "members": [0, 2],
+              "coordinator": [1, 2]}
+    path = synthetic.write_export(tmp_path / "export", {"broker_id": [1, 2]}, columns, groups=groups,
+                                  group_offsets=group_offsets)
+    topology = inputs.read_export(spark, str(path))
+    assert [r.asDict() for r in report.group_lag(topology.group_offsets).collect()] == [
+        {"group": "audit", "partitions": 1, "lag": 9, "lag_max": 9, "lag_unknown": 0},
+        {"group": "billing", "partitions": 3, "lag": 3, "lag_max": 3, "lag_unknown": 1}]
+    assert topology.groups.count() == 2
+
+    args = build_parser().parse_args(["report", "--export", str(path)])
+    assert report.run(spark, args) == 0
+    printed = capsys.readouterr().out
+    assert "Consumer groups (most lag first)" in printed and "billing" in printed

@@ -10,7 +10,8 @@ from replog.v1 import admin_pb2
 
 def test_the_tables_cover_the_stream_rows_field_for_field():
     for table, message in (("cluster", admin_pb2.ClusterRow), ("brokers", admin_pb2.BrokerRow),
-                           ("partitions", admin_pb2.PartitionRow)):
+                           ("partitions", admin_pb2.PartitionRow), ("groups", admin_pb2.GroupRow),
+                           ("group_offsets", admin_pb2.GroupOffsetRow)):
         assert set(export_schema.column_names(table)) == set(message.DESCRIPTOR.fields_by_name)
 
 

@@ -18,6 +18,10 @@ def stream(version: int = schema.SCHEMA_VERSION):
                            under_replicated=True, size_bytes=-1, min_insync_replicas=1) for p in range(3)]
     yield A.ExportTopologyResponse(partition_batch=A.PartitionRowBatch(rows=rows[:2]))
     yield A.ExportTopologyResponse(partition=rows[2])
+    yield A.ExportTopologyResponse(group=A.GroupRow(group="billing", state="Stable", generation=4, members=2,
+                                                    coordinator=1))
+    yield A.ExportTopologyResponse(group_offset=A.GroupOffsetRow(group="billing", topic="t", partition=0,
+                                                                 committed_offset=7, log_end_offset=10, lag=3))
 
 
 def test_each_table_has_the_schema_of_an_export_file():
@@ -30,6 +34,11 @@ def test_each_table_has_the_schema_of_an_export_file():
     brokers = [row for b in arrow_batches(stream(), "brokers", "gw") for row in b.to_pylist()]
     assert brokers[1] == {"broker_id": 2, "host": None, "port": None, "rack": None, "alive": False,
                           "controller": False}
+    groups = [row for b in arrow_batches(stream(), "groups", "gw") for row in b.to_pylist()]
+    assert groups == [{"group": "billing", "state": "Stable", "generation": 4, "members": 2, "coordinator": 1}]
+    offsets = [row for b in arrow_batches(stream(), "group_offsets", "gw") for row in b.to_pylist()]
+    assert offsets == [{"group": "billing", "topic": "t", "partition": 0, "committed_offset": 7,
+                        "log_end_offset": 10, "lag": 3}]
     (cluster,) = [row for b in arrow_batches(stream(), "cluster", "gw") for row in b.to_pylist()]
     assert cluster == {"controller_id": 1, "controller_epoch": 3, "exported_at_ms": 5,
                        "schema_version": schema.SCHEMA_VERSION}

@@ -23,6 +23,8 @@ class Topology:
     brokers: object      # DataFrame, one row per broker
     partitions: object   # DataFrame, one row per partition
     origin: str          # the directory or gateway it came from
+    groups: object = None         # DataFrame, one row per consumer group (empty unless exported with them)
+    group_offsets: object = None  # DataFrame, one row per group and committed partition, with lag
 
 
 def export_files(export_dir: str) -> tuple[str, dict[str, Path]]:
@@ -89,6 +91,8 @@ def _check_ndjson_first_row(table: str, path: Path) -> None:
     with open(path, encoding="utf-8") as lines:
         first = next((line for line in lines if line.strip()), None)
     if first is None:
+        if table in schema.MAY_BE_EMPTY:
+            return
         if table != "cluster":
             raise ExportError(f"{path}: the export is empty (the {table} table has no rows)")
         raise ExportError(f"{path}: the cluster table has no row")
@@ -116,7 +120,8 @@ def read_export(spark, export_dir: str) -> Topology:
         else:
             frame = spark.read.schema(schema.ddl(table)).json(str(path))
         frames[table] = conform(table, frame, str(path))
-    return Topology(frames["cluster"], frames["brokers"], frames["partitions"], export_dir)
+    return Topology(frames["cluster"], frames["brokers"], frames["partitions"], export_dir,
+                    frames["groups"], frames["group_offsets"])
 
 
 def read_gateway(spark, gateway: str, *, log_stats: bool = False) -> Topology:
@@ -130,7 +135,8 @@ def read_gateway(spark, gateway: str, *, log_stats: bool = False) -> Topology:
     frames = {table: frame.cache() for table, frame in frames.items()}
     for table in ("brokers", "partitions"):
         schema.check_not_empty(table, frames[table].limit(1).count(), gateway)
-    return Topology(frames["cluster"], frames["brokers"], frames["partitions"], gateway)
+    return Topology(frames["cluster"], frames["brokers"], frames["partitions"], gateway,
+                    frames["groups"], frames["group_offsets"])
 
 
 def load(spark, *, export_dir: str | None = None, gateway: str | None = None) -> Topology:

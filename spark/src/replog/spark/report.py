@@ -18,6 +18,10 @@ Definitions (every figure is computed from the export's brokers and partitions):
   broker without a rack spans no rack. With no racks at all nothing violates.
 * **Non-preferred leader**: a partition with a leader (not -1) that is not its
   preferred replica.
+* **Group lag** (when the export has group offsets, ``replog export --groups``): per
+  consumer group, the sum and the largest of ``lag`` over its committed partitions,
+  as ``replog groups describe`` shows them; partitions whose log end is unknown are
+  counted in ``lag_unknown`` only.
 
 The rack of each replica comes from a broker -> rack map built from the brokers
 table (collected: thousands of rows at most) and applied with ``transform``, so
@@ -156,6 +160,17 @@ def violations(flagged: DataFrame) -> DataFrame:
             .orderBy("topic", "partition"))
 
 
+def group_lag(group_offsets: DataFrame) -> DataFrame:
+    """One row per group: partitions committed, total lag and the largest lag of one partition (a partition
+    whose log end is unknown, lag -1, counts toward neither), most lag first."""
+    known = F.when(F.col("lag") >= 0, F.col("lag"))
+    return (group_offsets.groupBy("group")
+            .agg(F.count("*").alias("partitions"), F.coalesce(F.sum(known), F.lit(0)).alias("lag"),
+                 F.coalesce(F.max(known), F.lit(0)).alias("lag_max"),
+                 F.sum(F.when(F.col("lag") < 0, 1).otherwise(0)).alias("lag_unknown"))
+            .orderBy(F.desc("lag"), "group"))
+
+
 def report(brokers: DataFrame, partitions: DataFrame) -> dict[str, DataFrame]:
     """Every table of the report. Cached: the flagged partitions (three tables read them) and
     each result (printed, then written as Parquet and CSV)."""
@@ -194,6 +209,8 @@ def run(spark, args) -> int:
 
     topology = inputs.load(spark, export_dir=args.export, gateway=args.gateway)
     tables = report(topology.brokers, topology.partitions)
+    if topology.group_offsets is not None:
+        tables["group_lag"] = group_lag(topology.group_offsets).cache()
     cluster = tables["cluster"].first().asDict()
     brokers = [r.asDict() for r in tables["brokers"].collect()]
     print(printing.key_values(f"Cluster ({topology.origin})", cluster))
@@ -205,6 +222,10 @@ def run(spark, args) -> int:
     print(printing.table("Topics (most problems first)", [r.asDict() for r in topics.orderBy(
         F.desc(F.col("offline") + F.col("under_replicated") + F.col("rack_violations")), "topic").limit(args.show)
         .collect()]))
+    if "group_lag" in tables:
+        print()
+        print(printing.table("Consumer groups (most lag first)",
+                             [r.asDict() for r in tables["group_lag"].limit(args.show).collect()]))
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,13 @@ from __future__ import annotations
 from typing import Mapping
 
 from replog.common import export_schema
-from replog.common.export_schema import FORMATS, SCHEMA_VERSION, TABLE_NAMES, ddl  # noqa: F401 (the jobs' names)
+from replog.common.export_schema import (  # noqa: F401 (the jobs' names)
+    FORMATS,
+    MAY_BE_EMPTY,
+    SCHEMA_VERSION,
+    TABLE_NAMES,
+    ddl,
+)
 
 # Column name -> Spark SQL type, in the order the export writes them (derived, never restated).
 TABLES: dict[str, dict[str, str]] = {
@@ -61,7 +67,7 @@ def check_manifest(manifest: object, where: str) -> dict[str, str]:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("file"), str):
             raise ExportError(f"{where}: the manifest names no file for the {table} table")
         rows = entry.get("rows")
-        if table != "cluster" and rows == 0:
+        if table != "cluster" and table not in MAY_BE_EMPTY and rows == 0:
             raise ExportError(f"{where}: the export is empty (the {table} table has no rows)")
         files[table] = entry["file"]
     return files

@@ -78,6 +78,7 @@ class ExportTopologyReader(DataSourceReader):
         from replog.v1 import admin_pb2, admin_pb2_grpc
 
         request = admin_pb2.ExportTopologyRequest(include_log_stats=self.log_stats,
+                                                  include_groups=self.table in schema.MAY_BE_EMPTY,
                                                   partition_batch_size=self.batch_size)
         with open_channel(self.gateway, self.tls, CHANNEL_OPTIONS) as channel:
             stream = admin_pb2_grpc.AdminServiceStub(channel).ExportTopology(request, timeout=STREAM_TIMEOUT_S)
@@ -115,6 +116,9 @@ def arrow_batches(stream, table: str, where: str) -> Iterator:
                 yield _batch(pa, table_schema, [_partition_tuple(r) for r in response.partition_batch.rows])
             elif kind == "partition":
                 yield _batch(pa, table_schema, [_partition_tuple(response.partition)])
+        elif (table, kind) in (("groups", "group"), ("group_offsets", "group_offset")):
+            row = getattr(response, kind)
+            yield _batch(pa, table_schema, [tuple(getattr(row, f.name) for f in table_schema)])
     if first:
         raise schema.ExportError(f"{where}: the export stream was empty")
     if table == "brokers" and brokers:

@@ -20,8 +20,11 @@ from replog.spark import schema
 
 def write_export(out_dir: Path | str, brokers: Mapping[str, Sequence], partitions: Mapping[str, Sequence], *,
                  fmt: str = "parquet", controller_id: int = 1, controller_epoch: int = 1,
-                 exported_at_ms: int = 1_700_000_000_000, schema_version: int = schema.SCHEMA_VERSION) -> Path:
-    """Write an export directory; ``brokers`` / ``partitions`` map column name -> values.
+                 exported_at_ms: int = 1_700_000_000_000, schema_version: int = schema.SCHEMA_VERSION,
+                 groups: Mapping[str, Sequence] | None = None,
+                 group_offsets: Mapping[str, Sequence] | None = None) -> Path:
+    """Write an export directory; ``brokers`` / ``partitions`` map column name -> values, and so do
+    ``groups`` / ``group_offsets`` (every column; no rows when left out).
 
     Partition columns left out get the export's defaults for a healthy cluster:
     leader = preferred_leader = first replica, isr = replicas, flags false, min ISR 1,
@@ -58,8 +61,10 @@ def write_export(out_dir: Path | str, brokers: Mapping[str, Sequence], partition
     cluster_columns = {"controller_id": [controller_id], "controller_epoch": [controller_epoch],
                        "exported_at_ms": [exported_at_ms], "schema_version": [schema_version]}
     tables = {}
+    group_columns = {table: given or {name: [] for name in schema.TABLES[table]}
+                     for table, given in (("groups", groups), ("group_offsets", group_offsets))}
     for table, columns in (("cluster", cluster_columns), ("brokers", broker_columns),
-                           ("partitions", partition_columns)):
+                           ("partitions", partition_columns), *group_columns.items()):
         arrow = arrow_schema(table, schema_version)
         arrays = [columns[f.name] if isinstance(columns[f.name], pa.Array) else pa.array(columns[f.name], type=f.type)
                   for f in arrow]

@@ -8,6 +8,8 @@ columns and writes one file per table into a directory:
     DIR/cluster.<ext>      one row
     DIR/brokers.<ext>      one row per broker (live, or named in an assignment)
     DIR/partitions.<ext>   one row per partition
+    DIR/groups.<ext>       one row per consumer group (empty unless asked for with --groups)
+    DIR/group_offsets.<ext> one row per group and committed partition, with lag (likewise)
     DIR/_manifest.json     schema_version, format, row counts; written last
 
 ``<ext>`` is ``parquet`` or ``ndjson``. Each file is written under a temporary
@@ -31,7 +33,7 @@ from replog.common.export_schema import FORMATS, MANIFEST, SCHEMA_VERSION, TABLE
 
 
 class TopologyTables:
-    """The export's three tables as columns (lists), filled from the stream."""
+    """The export's tables as columns (lists), filled from the stream."""
 
     def __init__(self) -> None:
         self.columns = {table: {c.name: [] for c in columns} for table, columns in TABLES.items()}
@@ -55,6 +57,13 @@ class TopologyTables:
             self._broker(response.broker)
         elif kind == "cluster":
             self._cluster(response.cluster)
+        elif kind in ("group", "group_offset"):
+            self._plain("groups" if kind == "group" else "group_offsets", getattr(response, kind))
+
+    def _plain(self, table: str, row) -> None:
+        """A row whose fields are the table's columns, name for name, none of them nullable."""
+        for name, values in self.columns[table].items():
+            values.append(getattr(row, name))
 
     def _cluster(self, row) -> None:
         if self.rows("cluster"):

@@ -40,6 +40,7 @@ def add_parser(sub) -> None:
 
     listing = verbs.add_parser("list", help="topic names")
     listing.add_argument("--include-deleting", action="store_true", help="also topics marked for deletion")
+    listing.add_argument("--include-internal", action="store_true", help="also internal topics (__consumer_offsets)")
     listing.set_defaults(run=run_list)
 
     describe = verbs.add_parser("describe", help="partitions: leader, replicas, ISR, health, log start, HW, size; "
@@ -116,7 +117,8 @@ def run_delete(args, channel) -> int:
 
 
 def run_list(args, channel) -> int:
-    reply = _stub(channel).ListTopics(admin_pb2.ListTopicsRequest(include_deleting=args.include_deleting),
+    reply = _stub(channel).ListTopics(admin_pb2.ListTopicsRequest(include_deleting=args.include_deleting,
+                                                                    include_internal=args.include_internal),
                                       timeout=ADMIN_RPC_TIMEOUT_S)
     emit(args.output, {"topics": list(reply.topics)}, lines=list(reply.topics))
     return 0

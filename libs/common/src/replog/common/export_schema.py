@@ -1,7 +1,7 @@
 """The topology export's schema: the one definition of its tables, columns, types and version.
 
 The gateway streams the tables (`ExportTopology`; the rows are `ClusterRow`,
-`BrokerRow` and `PartitionRow` in protos/replog/v1/admin.proto), `replog export`
+`BrokerRow`, `PartitionRow`, `GroupRow` and `GroupOffsetRow` in protos/replog/v1/admin.proto), `replog export`
 writes them as Parquet or NDJSON files, and the Spark jobs read them. Each of
 those takes the columns from here: the Arrow schema (`arrow_schema`), the Spark
 DDL (`spark_type`, `ddl`) and docs/export-schema.md (written by `make docs`) are
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 3  # 2: partitions.log_start_offset; 3: partitions.elr
+SCHEMA_VERSION = 3  # 2: partitions.log_start_offset; 3: partitions.elr, the groups and group_offsets tables
 FORMATS = ("parquet", "ndjson")
 MANIFEST = "_manifest.json"
 
@@ -68,7 +68,26 @@ TABLES: dict[str, tuple[Column, ...]] = {
         Column("elr", "list<int32>", "eligible leader replicas (KIP-966): outside the ISR, holding every committed "
                "record when the ISR fell below min.insync.replicas; empty when there are none"),
     ),
+    # The consumer groups, as their coordinators describe them; empty unless asked (`--groups`).
+    "groups": (
+        Column("group", "string", "group id"),
+        Column("state", "string", "Empty, PreparingRebalance, CompletingRebalance, Stable or Dead"),
+        Column("generation", "int32", "the current generation (fences stale members' commits)"),
+        Column("members", "int32", "members in the group now"),
+        Column("coordinator", "int32", "broker id of its coordinator (the leader of its __consumer_offsets partition)"),
+    ),
+    "group_offsets": (
+        Column("group", "string", "group id"),
+        Column("topic", "string", "topic name"),
+        Column("partition", "int32", "partition index"),
+        Column("committed_offset", "int64", "the group's committed offset: the next offset it reads"),
+        Column("log_end_offset", "int64", "the partition leader's high watermark; -1 when unknown"),
+        Column("lag", "int64", "`log_end_offset - committed_offset`, at least 0; -1 when the log end is unknown "
+                               "(as `replog groups describe` shows it)"),
+    ),
 }
+# Tables that may have no rows: a cluster without groups, or an export that did not ask for them.
+MAY_BE_EMPTY = frozenset({"groups", "group_offsets"})
 TABLE_NAMES = tuple(TABLES)
 
 _SPARK_TYPES = {"int32": "int", "int64": "bigint", "bool": "boolean", "string": "string", "list<int32>": "array<int>"}

@@ -11,6 +11,12 @@ The snapshot is read before the first row is sent, so a ZooKeeper failure is a
 clean status, not a stream cut short. With include_log_stats every live broker
 is asked once, in parallel, for all its replicas; LEO, HW and size come from
 the partition's leader and are -1 when it did not answer.
+
+With include_groups the GroupRows (by group id) and then the GroupOffsetRows (by
+group, topic and partition) follow the partitions: every live broker is asked for
+the groups it coordinates (group_stats.py), and the replicas too, since lag is the
+leader's high watermark minus the committed offset (-1 when the leader did not
+answer). Groups are collected before the first row, like the rest.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from replog.gateway import log_stats
 from replog.gateway.cluster import broker_descriptions
 from replog.gateway.core.topics import describe_partitions
 from replog.gateway.deps import GatewayDeps
+from replog.gateway.group_stats import GroupSnapshot, describe_groups
 from replog.gateway.zk_view import load_view
 from replog.v1 import admin_pb2
 
@@ -33,9 +40,33 @@ def export_topology(
 ) -> Iterator[admin_pb2.ExportTopologyResponse]:
     view = load_view(deps.connect, states=True)
     exported_at_ms = deps.clock.now_ms()
-    stats = log_stats.describe_replicas(deps, view.brokers) if request.include_log_stats else {}
+    asked = request.include_log_stats or request.include_groups
+    stats = log_stats.describe_replicas(deps, view.brokers) if asked else {}
+    groups = describe_groups(deps, view.brokers) if request.include_groups else []
     batch_size = min(max(request.partition_batch_size, 1), PARTITION_BATCH_MAX)
-    return _rows(view, stats, exported_at_ms, batch_size)
+    rows = _rows(view, stats if request.include_log_stats else {}, exported_at_ms, batch_size)
+    return _with_groups(rows, _group_rows(view, stats, groups))
+
+
+def _with_groups(rows, group_rows) -> Iterator[admin_pb2.ExportTopologyResponse]:
+    yield from rows
+    yield from group_rows
+
+
+def _group_rows(view, stats, groups: list[GroupSnapshot]) -> Iterator[admin_pb2.ExportTopologyResponse]:
+    Response = admin_pb2.ExportTopologyResponse
+    for g in groups:
+        yield Response(group=admin_pb2.GroupRow(group=g.group, state=g.state, generation=g.generation,
+                                                members=g.members, coordinator=g.coordinator))
+    unknown = log_stats.UNKNOWN
+    for g in groups:
+        for (topic, partition), committed in sorted(g.committed.items()):
+            state = view.topics[topic].states.get(partition) if topic in view.topics else None
+            found = log_stats.leader_replica(stats, state.leader, (topic, partition)) if state else None
+            end = found.high_watermark if found else unknown
+            yield Response(group_offset=admin_pb2.GroupOffsetRow(
+                group=g.group, topic=topic, partition=partition, committed_offset=committed, log_end_offset=end,
+                lag=max(0, end - committed) if found else unknown))
 
 
 def _rows(view, stats, exported_at_ms: int, batch_size: int) -> Iterator[admin_pb2.ExportTopologyResponse]:

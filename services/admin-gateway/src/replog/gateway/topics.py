@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from replog.common.core.internal_topics import is_internal
 from replog.common.zk import schema
 from replog.gateway import convert
 from replog.gateway.core import topics as core
@@ -80,6 +81,8 @@ def delete_topic(deps: GatewayDeps, request: admin_pb2.DeleteTopicRequest) -> ad
 def list_topics(deps: GatewayDeps, request: admin_pb2.ListTopicsRequest) -> admin_pb2.ListTopicsResponse:
     view = load_view(deps.connect, topics=())
     names = view.topic_names if request.include_deleting else view.topic_names - view.deleting_topics
+    if not request.include_internal:
+        names = {name for name in names if not is_internal(name)}
     return admin_pb2.ListTopicsResponse(topics=sorted(names))
 
 

@@ -268,8 +268,8 @@ class BrokerProcess:
             checkpoint=lambda: replicas.write_checkpoints(flush_if_due=False, strict=True),
         )
         self.groups, self.group_servicer = build_groups(config, produce=produce, lookup=replicas.get,
-                                                        metadata=self.metadata, enforcer=enforcer, clock=clock,
-                                                        metrics=metrics)
+                                                        metadata=self.metadata, zk=self.zk, enforcer=enforcer,
+                                                        clock=clock, metrics=metrics)
 
     # --- registration --------------------------------------------------------------------
 

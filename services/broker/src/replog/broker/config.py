@@ -121,6 +121,12 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
         non_negative)
     group_max_size: int = setting(1000, "most members a consumer group may have (GROUP_MAX_SIZE_REACHED beyond)",
                                   positive)
+    offsets_topic_num_partitions: int = setting(
+        12, "partitions of __consumer_offsets when a broker creates it (the first FindCoordinator of a cluster "
+            "without it); fixed once the topic exists, since each group's partition is derived from it", positive)
+    offsets_topic_replication_factor: int = setting(
+        3, "replication factor of __consumer_offsets when a broker creates it; capped (with a warning logged) at "
+           "the brokers live at that moment", positive)
     controlled_shutdown_enable: bool = setting(True, "on SIGTERM ask the controller to move leadership away first")
     replica_high_watermark_checkpoint_interval_ms: int = setting(
         5000, "how often the HW and recovery-point checkpoint files are rewritten", positive)

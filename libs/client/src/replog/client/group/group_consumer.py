@@ -37,7 +37,8 @@ class GroupConsumer:
                  on_revoke: Callback | None = None, assignors: tuple[str, ...] = (COOPERATIVE_STICKY, RANGE),
                  session_timeout_ms: int = 10_000, heartbeat_interval_ms: int = 3_000,
                  rebalance_timeout_ms: int = 30_000, client_id: str = "replog-consumer",
-                 max_wait_ms: int = 500, tls: TlsFiles | None = None, insecure: bool = False) -> None:
+                 max_wait_ms: int = 500, metadata_max_age_ms: int = 30_000, tls: TlsFiles | None = None,
+                 insecure: bool = False) -> None:
         if auto_offset_reset not in OFFSET_RESETS:
             raise ValueError(f"auto_offset_reset {auto_offset_reset!r}: expected one of {', '.join(OFFSET_RESETS)}")
         topics = [topics] if isinstance(topics, str) else list(topics)
@@ -47,7 +48,8 @@ class GroupConsumer:
         self._membership = Membership(first.metadata, group_id, tuple(topics), client_id=client_id,
                                       assignors=assignors, session_timeout_ms=session_timeout_ms,
                                       rebalance_timeout_ms=rebalance_timeout_ms,
-                                      heartbeat_interval_ms=heartbeat_interval_ms)
+                                      heartbeat_interval_ms=heartbeat_interval_ms,
+                                      metadata_max_age_ms=metadata_max_age_ms)
         self.auto_offset_reset = auto_offset_reset
         self.enable_auto_commit = enable_auto_commit
         self.auto_commit_interval_s = auto_commit_interval_ms / 1000
@@ -70,6 +72,7 @@ class GroupConsumer:
     # --- the application's calls ---
 
     def poll(self, timeout_ms: int | None = None) -> list[ConsumerRecord]:
+        self._membership.partition_counts_changed()  # the leader's check: new partitions need an owner
         self._ensure_member()
         if self.enable_auto_commit and time.monotonic() >= self._commit_due_s:
             self._commit_quietly()

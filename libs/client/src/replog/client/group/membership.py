@@ -6,7 +6,10 @@ NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE, or the call fails in transit (the 
 or died). `rebalance()` runs join and sync until it has an assignment; as the group's leader it runs
 the chosen assignor (assignors.py) over every member's subscription. A heartbeat thread keeps the
 session alive and raises `rejoin_needed` when the coordinator says the group is rebalancing, or that
-this member's generation or id is stale. The consumer's own thread does every join, sync and commit;
+this member's generation or id is stale. As the leader it also notes the partition counts it assigned
+and, every `metadata_max_age_ms`, compares them with fresh metadata: a subscribed topic that gained
+partitions makes it rejoin, which rebalances the group so the new partitions get an owner (Kafka's
+leader does the same). The consumer's own thread does every join, sync and commit;
 the heartbeat thread only heartbeats, so a slow application is noticed by the coordinator only
 after the session timeout, as in Kafka before KIP-62's poll interval.
 """
@@ -22,8 +25,9 @@ from typing import Callable
 import grpc
 
 from replog.client.group.assignors import Subscription, assign
-from replog.client.metadata import MetadataCache
+from replog.client.metadata import MetadataCache, NoBrokerReachable
 from replog.client.results import GroupError
+from replog.common import telemetry
 from replog.common.core.partitions import TopicPartition
 from replog.v1 import common_pb2, group_pb2, group_pb2_grpc
 
@@ -47,7 +51,7 @@ class Joined:
 class Membership:
     def __init__(self, metadata: MetadataCache, group_id: str, topics: tuple[str, ...], *, client_id: str,
                  assignors: tuple[str, ...], session_timeout_ms: int, rebalance_timeout_ms: int,
-                 heartbeat_interval_ms: int) -> None:
+                 heartbeat_interval_ms: int, metadata_max_age_ms: int = 30_000) -> None:
         self.metadata = metadata
         self.group_id = group_id
         self.topics = topics
@@ -56,6 +60,9 @@ class Membership:
         self.session_timeout_ms = session_timeout_ms
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.heartbeat_interval_s = heartbeat_interval_ms / 1000
+        self.metadata_max_age_s = metadata_max_age_ms / 1000
+        self._assigned_counts: dict[str, int] | None = None  # as the leader: the partition counts it assigned
+        self._counts_checked_s = time.monotonic()
         self.member_id = ""
         self.generation_id = -1
         self.rejoin_needed = threading.Event()
@@ -107,7 +114,8 @@ class Membership:
         deadline = time.monotonic() + self.session_timeout_ms / 1000 + 30
         while True:
             try:
-                reply = getattr(self._stub(), method)(request, timeout=timeout_s)
+                # The application's trace context, if it traces: a coordinator links its rebalance span to it.
+                reply = getattr(self._stub(), method)(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
                 if reply.error_code not in _LOOK_AGAIN:
                     return reply
                 problem = reply.error_message
@@ -129,6 +137,7 @@ class Membership:
             if time.monotonic() > deadline:
                 raise GroupError(E.ERROR_CODE_REBALANCE_IN_PROGRESS,
                                  f"group {self.group_id} did not settle into a generation; is it changing constantly?")
+            self._assigned_counts = None
             protocols = [group_pb2.GroupProtocol(
                 name=name, topics=self.topics,
                 owned_partitions=[E.TopicPartition(topic=tp.topic, partition=tp.partition) for tp in owned])
@@ -166,10 +175,32 @@ class Membership:
         topics = sorted({t for s in subscriptions for t in s.topics})
         self.metadata.refresh(topics)
         counts = {t: self.metadata.partition_count(t) for t in topics}
+        self._assigned_counts = counts
+        self._counts_checked_s = time.monotonic()
         result = assign(joined.protocol_name, subscriptions, counts)
         return [group_pb2.MemberAssignment(member_id=m, partitions=[
             E.TopicPartition(topic=tp.topic, partition=tp.partition) for tp in tps])
             for m, tps in result.by_member.items()]
+
+    def partition_counts_changed(self) -> bool:
+        """As the leader, once every `metadata_max_age_ms`: whether a subscribed topic's partition count moved
+        since the assignment; if so the member must rejoin (`rejoin_needed` is set)."""
+        assigned = self._assigned_counts
+        if assigned is None or time.monotonic() - self._counts_checked_s < self.metadata_max_age_s:
+            return False
+        self._counts_checked_s = time.monotonic()
+        try:
+            self.metadata.refresh(sorted(assigned))
+            now = {t: self.metadata.partition_count(t) for t in assigned}
+        except (NoBrokerReachable, KeyError) as error:
+            log.info("group %s: partition counts not checked this time: %s", self.group_id, error)
+            return False
+        if now == assigned:
+            return False
+        log.info("group %s: partition counts changed from %s to %s; rebalancing", self.group_id, assigned, now)
+        self._assigned_counts = None
+        self.rejoin_needed.set()
+        return True
 
     # --- commits, heartbeats, leaving ---
 

@@ -18,9 +18,12 @@ from replog.broker.groups import requests as checks
 from replog.broker.groups.coordinator import GroupCoordinator
 from replog.broker.groups.core.group import Group
 from replog.broker.groups.core.model import NO_GENERATION, NO_LEADER_EPOCH, NO_OFFSET, GroupState
-from replog.broker.groups.core.placement import OFFSETS_TOPIC, group_id_problem, offsets_partition
+from replog.broker.groups.core.placement import group_id_problem, offsets_partition
+from replog.broker.groups.offsets_topic import OffsetsTopicCreator
+from replog.common import telemetry
 from replog.common.acls.core.model import CONSUME, DELETE, DESCRIBE, GROUP, TOPIC
 from replog.common.acls.enforcement import Enforcer
+from replog.common.core.internal_topics import OFFSETS_TOPIC
 from replog.v1 import common_pb2, group_pb2, group_pb2_grpc
 
 _STATES = {state: group_pb2.GroupState.Value("GROUP_STATE_" + state.name) for state in GroupState}
@@ -36,8 +39,9 @@ def _error(refusal: Refusal | None) -> dict:
 
 class GroupServicer(group_pb2_grpc.GroupServiceServicer):
     def __init__(self, *, coordinator: GroupCoordinator, metadata: MetadataCache, enforcer: Enforcer,
-                 now_ms: Callable[[], int]) -> None:
+                 now_ms: Callable[[], int], offsets_topic: OffsetsTopicCreator) -> None:
         self._coordinator = coordinator
+        self._offsets_topic = offsets_topic
         self._metadata = metadata
         self._enforcer = enforcer
         self._now_ms = now_ms
@@ -61,10 +65,8 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
         answer = self._metadata.metadata_response([OFFSETS_TOPIC])
         topic = answer.topics[0]
         if topic.error_code != common_pb2.ERROR_CODE_NONE or not topic.partitions:
-            return group_pb2.FindCoordinatorResponse(**_error(Refusal(
-                ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                f"the offsets topic {OFFSETS_TOPIC} does not exist; it is created when the cluster starts "
-                f"(replog topics create {OFFSETS_TOPIC} --partitions 50 --replication-factor 3)")))
+            status = self._offsets_topic.ensure({b.broker_id: b.rack or None for b in answer.brokers})
+            return group_pb2.FindCoordinatorResponse(**_error(Refusal(ErrorCode.COORDINATOR_NOT_AVAILABLE, status)))
         partition = offsets_partition(request.group_id, len(topic.partitions))
         leader = topic.partitions[partition].leader
         endpoint = next((b for b in answer.brokers if b.broker_id == leader), None)
@@ -81,7 +83,8 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
             join = checks.join_request(request, context.peer())
         except checks.BadRequest as error:
             return self._bad(context, error)
-        answer = self._coordinator.join(request.group_id, join)
+        answer = self._coordinator.join(request.group_id, join,
+                                        telemetry.extract_context(context.invocation_metadata()))
         members = [group_pb2.JoinGroupMember(member_id=m, protocol=group_pb2.GroupProtocol(
             name=p.name, topics=p.topics, owned_partitions=_tps(p.owned_partitions), user_data=p.user_data))
             for m, p in answer.members]
@@ -98,7 +101,8 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
             assignments = checks.sync_assignments(request)
         except checks.BadRequest as error:
             return self._bad(context, error)
-        answer = self._coordinator.sync(request.group_id, request.generation_id, request.member_id, assignments)
+        answer = self._coordinator.sync(request.group_id, request.generation_id, request.member_id, assignments,
+                                        telemetry.extract_context(context.invocation_metadata()))
         return group_pb2.SyncGroupResponse(
             error_code=int(answer.error), error_message=answer.message,
             assignment=group_pb2.MemberAssignment(member_id=answer.member_id, partitions=_tps(answer.assignment),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable
@@ -27,7 +28,7 @@ from replog.broker.groups.core.answers import JoinAnswer, Outcome, SyncAnswer
 from replog.broker.groups.core.group import Group
 from replog.broker.groups.core.model import NO_GENERATION, CommittedOffset, GroupPolicy, GroupState, JoinRequest
 from replog.broker.groups.core.offsets import OffsetTable
-from replog.broker.groups.core.placement import OFFSETS_TOPIC, offsets_partition
+from replog.broker.groups.core.placement import offsets_partition
 from replog.broker.groups.core.records import (
     GroupRecord,
     RecordFormatError,
@@ -38,8 +39,10 @@ from replog.broker.groups.core.records import (
     offset_value,
 )
 from replog.broker.groups.offsets_log import NotReady, OffsetsLog
+from replog.broker.groups.rebalance_trace import RebalanceTraces, answered
 from replog.broker.runtime.metrics import BrokerMetrics, GroupRow
 from replog.common.clock import Clock
+from replog.common.core.internal_topics import OFFSETS_TOPIC
 from replog.common.core.partitions import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -74,6 +77,7 @@ class GroupCoordinator:
         self._loaded: dict[int, _Loaded] = {}
         self._loading: set[int] = set()
         self._parked: dict[tuple[str, str, str], _Parked] = {}
+        self._traces = RebalanceTraces()  # guarded by _lock, as the groups it watches
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="groups-coordinator", daemon=True)
 
@@ -89,6 +93,8 @@ class GroupCoordinator:
         with self._lock:
             outcomes = [(g, g.unload()) for loaded in self._loaded.values() for g in loaded.groups.values()]
             self._loaded.clear()
+            for group, _ in outcomes:
+                self._traces.forget(group.group_id, "broker stopping")
         for group, outcome in outcomes:
             self._answer(group.group_id, outcome)
 
@@ -108,9 +114,10 @@ class GroupCoordinator:
                            f"this broker does not lead {OFFSETS_TOPIC}-{partition}; call FindCoordinator again")
         return loaded
 
-    def join(self, group_id: str, request: JoinRequest) -> JoinAnswer:
+    def join(self, group_id: str, request: JoinRequest, caller=None) -> JoinAnswer:
+        """A JoinGroup; `caller` is the request's trace context (rebalance_trace.py links to it)."""
         member_id = request.member_id or f"{request.client_id or 'member'}-{uuid.uuid4()}"
-        parked = _Parked()
+        parked, start_ns = _Parked(), time.time_ns()
         with self._lock:
             loaded = self.locate(group_id)
             if isinstance(loaded, Refusal):
@@ -123,12 +130,14 @@ class GroupCoordinator:
                 del self._parked[key]
                 return JoinAnswer(member_id, outcome.refusal.code, outcome.refusal.reason)
             loaded.groups[group_id] = group
+            self._traces.observe(group)
+            span = self._traces.member_call(group_id, "group.JoinGroup", member_id, start_ns, caller)
         self._carry_out(loaded, group, outcome)
-        return self._await(key, parked, request.rebalance_timeout_ms, JoinAnswer)
+        return answered(span, self._await(key, parked, request.rebalance_timeout_ms, JoinAnswer))
 
     def sync(self, group_id: str, generation_id: int, member_id: str,
-             assignments: dict[str, tuple[tuple[TopicPartition, ...], bytes]]) -> SyncAnswer:
-        parked = _Parked()
+             assignments: dict[str, tuple[tuple[TopicPartition, ...], bytes]], caller=None) -> SyncAnswer:
+        parked, start_ns = _Parked(), time.time_ns()
         key = (group_id, member_id, "sync")
         with self._lock:
             loaded, group = self._group(group_id, member_id)
@@ -140,8 +149,9 @@ class GroupCoordinator:
                 del self._parked[key]
                 return SyncAnswer(member_id, outcome.refusal.code, outcome.refusal.reason)
             timeout_ms = group.members[member_id].rebalance_timeout_ms
+            span = self._traces.member_call(group_id, "group.SyncGroup", member_id, start_ns, caller)
         self._carry_out(loaded, group, outcome)
-        return self._await(key, parked, timeout_ms, SyncAnswer)
+        return answered(span, self._await(key, parked, timeout_ms, SyncAnswer))
 
     def heartbeat(self, group_id: str, generation_id: int, member_id: str) -> Refusal | None:
         with self._lock:
@@ -156,6 +166,7 @@ class GroupCoordinator:
             if isinstance(loaded, Refusal):
                 return loaded
             outcome = group.leave(member_id, self._clock.monotonic_ms())
+            self._traces.observe(group)
         if outcome.refusal:
             return outcome.refusal
         self._carry_out(loaded, group, outcome)
@@ -259,6 +270,7 @@ class GroupCoordinator:
                 loaded.groups[group_id] = held
             elif held is not None:
                 held.delete()
+                self._traces.forget(group_id, "deleted")
             loaded.offsets.drop_group(group_id)
         return None
 
@@ -286,6 +298,7 @@ class GroupCoordinator:
             now_ms = self._clock.monotonic_ms()
             was_completing = group.state is GroupState.COMPLETING_REBALANCE
             follow = group.assignment_persisted(snapshot.generation_id, refusal, now_ms)
+            self._traces.observe(group)
             if was_completing and group.state is GroupState.STABLE and self._metrics is not None:
                 self._metrics.group_rebalances.inc()
                 self._metrics.group_rebalance_ms.observe(now_ms - group.rebalance_started_ms)
@@ -366,6 +379,8 @@ class GroupCoordinator:
         with self._lock:
             loaded = self._loaded.pop(partition, None)
             outcomes = [] if loaded is None else [(g.group_id, g.unload()) for g in loaded.groups.values()]
+            for group_id, _ in outcomes:
+                self._traces.forget(group_id, "coordinator moved")
         for group_id, outcome in outcomes:
             self._answer(group_id, outcome)
         if loaded is not None:
@@ -376,6 +391,8 @@ class GroupCoordinator:
         with self._lock:
             work = [(loaded, group, group.tick(now_ms))
                     for loaded in self._loaded.values() for group in list(loaded.groups.values())]
+            for _, group, _ in work:
+                self._traces.observe(group)
         for loaded, group, outcome in work:
             if outcome.answers or outcome.persist:
                 self._carry_out(loaded, group, outcome)

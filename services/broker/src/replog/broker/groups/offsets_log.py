@@ -40,7 +40,8 @@ class OffsetsLog:
         """Append (key, value) records in one batch, acks=all: (None, the batch's base offset) once replicated."""
         now_ms = self._now_ms()
         request = ProduceRequest(ACKS_ALL, self._append_timeout_ms,
-                                 (PartitionProduce(tp, b"", tuple((k, v, now_ms, None) for k, v in records)),))
+                                 (PartitionProduce(tp, b"", tuple((k, v, now_ms, None) for k, v in records)),),
+                                 internal=True)
         answer = self._produce.produce(request)[0]
         if answer.error_code is ErrorCode.NONE:
             return None, answer.base_offset

@@ -46,6 +46,7 @@ from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
 from replog.broker.runtime.wait_slots import WaitSlots
 from replog.common.clock import Clock
+from replog.common.core.internal_topics import is_internal
 from replog.common.core.partitions import TopicPartition
 from replog.common.records import (
     ATTRIBUTE_LOG_APPEND_TIME,
@@ -145,6 +146,10 @@ class ProduceHandler:
                 if acks not in VALID_ACKS:
                     answers[index] = PartitionAnswer(tp, ErrorCode.INVALID_REQUIRED_ACKS,
                                                      f"acks must be 0, 1 or -1, not {acks}")
+                elif is_internal(tp.topic) and not request.internal:
+                    answers[index] = PartitionAnswer(tp, ErrorCode.INVALID_TOPIC, (
+                        f"{tp.topic} is an internal topic: only the brokers write to it (commit offsets "
+                        "through the group API instead)"))
                 elif tp in seen:
                     answers[index] = PartitionAnswer(tp, ErrorCode.INVALID_REQUEST,
                                                      f"{tp} appears twice in the request")

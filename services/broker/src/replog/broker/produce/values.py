@@ -26,6 +26,7 @@ class ProduceRequest(NamedTuple):
     acks: int
     timeout_ms: int  # 0: the broker's request_timeout_ms
     partitions: tuple[PartitionProduce, ...]
+    internal: bool = False  # the broker's own write (the group coordinator's); may append to internal topics
 
 
 class PartitionAnswer(NamedTuple):

@@ -13,7 +13,8 @@ The principals are roles, not processes (docs/zookeeper-security.md):
   controllers is the controller epoch's job, not the ACLs'.
 - `gateway`: every gateway, likewise.
 - `brokers`: a group every broker also authenticates as (with a password the brokers
-  share), for what all brokers do: register under /brokers/ids, claim producer ids, read.
+  share), for what all brokers do: register under /brokers/ids, claim producer ids, create the
+  offsets topic when a cluster has none, read.
 - `broker-<id>`: one broker's own identity; it alone may change its registration.
 
 Every principal reads every znode (READ); a client that has not authenticated as one of
@@ -87,14 +88,15 @@ _FIXED: dict[str, tuple[Grant, ...]] = {
     CONTROLLER_EPOCH: _acl(controller=WRITE),
     BROKERS: READ_ONLY,
     BROKER_IDS: _acl(brokers=CREATE),
-    TOPICS: _acl(gateway=CREATE, controller=DELETE),
+    # brokers=CREATE: the first FindCoordinator of a cluster creates the offsets topic (groups/offsets_topic.py).
+    TOPICS: _acl(gateway=CREATE, brokers=CREATE, controller=DELETE),
     ADMIN: _acl(gateway=CREATE, controller=DELETE),
     DELETE_TOPICS: _acl(gateway=CREATE, controller=DELETE),
     REASSIGN_PARTITIONS: _acl(gateway=WRITE, controller=WRITE),
     PREFERRED_REPLICA_ELECTION: READ_ONLY,
     UNCLEAN_LEADER_ELECTION: READ_ONLY,
     CONFIG: _acl(gateway=CREATE | DELETE),
-    CONFIG_TOPICS: _acl(gateway=CREATE, controller=DELETE),
+    CONFIG_TOPICS: _acl(gateway=CREATE, brokers=CREATE, controller=DELETE),
     REASSIGNMENT_THROTTLE: _acl(gateway=WRITE),
     PRODUCER_ID_BLOCK: _acl(brokers=WRITE),
 }

@@ -1,4 +1,4 @@
-"""Which partition of __consumer_offsets holds a group, and the group id's naming rule.
+"""Which partition of the offsets topic (internal_topics.py) holds a group, and the group id's naming rule.
 
 The partition is CRC-32 of the group id's UTF-8 bytes modulo the partition count: stable across
 processes and versions (Python's `hash` of a string is salted per process, so it cannot be used),
@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import zlib
 
-OFFSETS_TOPIC = "__consumer_offsets"
 GROUP_ID_LENGTH_MAX = 249
 _GROUP_ID = re.compile(r"[a-zA-Z0-9._-]+")
 

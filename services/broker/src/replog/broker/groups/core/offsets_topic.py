@@ -1,0 +1,46 @@
+"""What to create when a cluster has no offsets topic yet: its replica assignment and its configs.
+
+The first FindCoordinator that finds no offsets topic asks for one (offsets_topic.py writes it where
+the gateway writes a new topic, and the controller creates its partitions from there). The partition
+count is the configured one (it never changes afterwards: placement.py maps groups by it). The
+replication factor is the configured one capped at the live brokers, so a small dev cluster still
+gets a topic; the plan says when it capped, for a log line. Racks are used when every live broker
+has one, as in topic creation, and ignored otherwise rather than refusing.
+
+The topic keeps its records however old (retention.ms=-1): a committed offset or a group's
+snapshot must not age out of the log while the group still relies on it.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Mapping
+
+from replog.common.core import placement
+
+OFFSETS_TOPIC_CONFIGS = {"retention.ms": "-1"}
+
+
+@dataclass(frozen=True)
+class OffsetsTopicPlan:
+    assignment: dict[int, tuple[int, ...]]
+    configs: Mapping[str, str]
+    replication_factor: int
+    replication_factor_asked: int
+
+    @property
+    def capped(self) -> bool:
+        return self.replication_factor < self.replication_factor_asked
+
+
+def plan_offsets_topic(live_racks: Mapping[int, str | None], partitions: int, replication_factor: int,
+                       rng: random.Random) -> OffsetsTopicPlan | None:
+    """The topic to create over `live_racks` (broker id -> rack or None); None with no live broker."""
+    assert partitions > 0 and replication_factor > 0, (partitions, replication_factor)
+    if not live_racks:
+        return None
+    factor = min(replication_factor, len(live_racks))
+    racks = dict(live_racks) if all(live_racks.values()) else {b: None for b in live_racks}
+    assignment = placement.assign_replicas_to_brokers(racks, partitions, factor, rng)
+    return OffsetsTopicPlan(dict(assignment), dict(OFFSETS_TOPIC_CONFIGS), factor, replication_factor)
