@@ -135,6 +135,16 @@ def create_topic(zk: ZkClient, topic: str, assignment: dict[int, tuple[int, ...]
         raise RuntimeError(f"creating {topic} failed: {results}")
 
 
+def set_topic_config(connect: ZkEndpoint, topic: str, config: dict) -> None:
+    """As the gateway's AlterTopicConfigs does: the topic's config znode rewritten; brokers apply it live."""
+    zk = ZkClient(connect)
+    zk.start()
+    try:
+        zk.kazoo.set(schema.topic_config_path(topic), schema.TopicConfigRecord(config).encode())
+    finally:
+        zk.stop()
+
+
 def read_states(connect: ZkEndpoint, topic: str, partitions: int) -> list[schema.PartitionStateRecord | None]:
     found = bulk.get_many(connect, [schema.partition_state_path(topic, p) for p in range(partitions)])
     return [schema.PartitionStateRecord.decode(f[0]) if f else None for f in found]

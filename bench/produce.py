@@ -80,7 +80,11 @@ For retention to really delete within a run spread over 10,000 partitions the
 segments must be small: `--segment-bytes` sets the topic's segment.bytes. Small
 segments cost rolls of their own (a new file and a directory fsync each), so
 compare with the same `--segment-bytes` without `--retention-bytes`: the
-difference is retention's. The JSON reports both settings under "retention",
+difference is retention's. At 10,000 partitions rolls that small swamp the run
+(docs/perf/retention-10k-partitions.md); `--prefill-segments K` rolls before the
+window instead: K segments per partition, untimed, then segment.bytes goes back
+to the default and only then retention.bytes is set, so the window holds the
+deletions and (almost) no rolls. The JSON reports both settings under "retention",
 with how many partitions' leaders had moved their log start by the end.
 
 `--profile DIR` records py-spy flame graphs (speedscope JSON) of the leader
@@ -180,6 +184,24 @@ def drive_throughput(producer: Producer, args, payload: bytes) -> tuple[Acks, fl
     return acks, acks.last_ack_s - started
 
 
+def prefill(producer: Producer, args, payload: bytes) -> None:
+    """--prefill-segments K: 2K + 1 batches of half a segment into every partition, untimed, so each partition
+    holds K full segments and an active one with room for a window's first batch: the config change that
+    follows (segment.bytes lifted) reaches the brokers before any partition would roll again."""
+    harness.note(f"prefilling {args.prefill_segments} segment(s) of {args.segment_bytes} bytes per partition")
+    per_batch = max(1, (args.segment_bytes // 2 - 100) // (args.record_size + 24))
+    pending = []
+    for _ in range(2 * args.prefill_segments + 1):
+        for p in range(args.partitions):
+            pending.append(producer.send_batch(TOPIC, [payload] * per_batch, partition=p))
+            if len(pending) >= 2000:
+                for future in pending:
+                    future.result(timeout=300)
+                pending.clear()
+    for future in pending:
+        future.result(timeout=300)
+
+
 def drive_fixed_rate(producer: Producer, args, payload: bytes) -> tuple[Acks, float]:
     acks = Acks()
     records_per_s = args.rate_mb_per_s * 1_000_000 / args.record_size
@@ -275,6 +297,10 @@ def main() -> None:
     parser.add_argument("--segment-bytes", type=int, default=0,
                         help="segment.bytes of every partition (0: the brokers' default); small, with "
                              "--retention-bytes, so retention deletes within the run")
+    parser.add_argument("--prefill-segments", type=int, default=0,
+                        help="before the measured window, fill every partition with this many segments of "
+                             "--segment-bytes (untimed), then lift segment.bytes to the default and only then set "
+                             "--retention-bytes: the window measures retention's deletions, not segment rolls")
     parser.add_argument("--retention-check-interval-ms", type=int, default=1000,
                         help="the brokers' log_retention_check_interval_ms with --retention-bytes")
     parser.add_argument("--broker-args", default="", help="extra broker flags, e.g. '--segment-bytes 1073741824'")
@@ -326,9 +352,16 @@ def main() -> None:
                      **({"flush.messages": "1"} if args.durability == "durable" else {})}
     if args.segment_bytes > 0:
         topic_configs["segment.bytes"] = str(args.segment_bytes)
+    if args.prefill_segments and not (latency_mode and args.segment_bytes >= 2 * int(args.rate_mb_per_s * 1000) + 200):
+        parser.error("--prefill-segments needs latency mode and --segment-bytes of at least 2 ticks of records")
+    window_configs = dict(topic_configs)  # what the measured window runs with
     if args.retention_bytes > 0:
         broker_args += ["--log-retention-check-interval-ms", str(args.retention_check_interval_ms)]
-        topic_configs["retention.bytes"] = str(args.retention_bytes)
+        window_configs["retention.bytes"] = str(args.retention_bytes)
+        if not args.prefill_segments:
+            topic_configs["retention.bytes"] = str(args.retention_bytes)
+    if args.prefill_segments:
+        window_configs.pop("segment.bytes", None)
     spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": broker_args},
                        env=env, insecure=args.tls == "off")
     with harness.local_cluster(spec, keep=args.keep) as cluster:
@@ -353,6 +386,9 @@ def main() -> None:
         # Warm up: metadata, connections, the first batches of every partition.
         for p in range(args.partitions):
             producer.send_batch(TOPIC, [payload] * 10, partition=p).result(timeout=30)
+        if args.prefill_segments:
+            prefill(producer, args, payload)
+            harness.set_topic_config(cluster.zookeeper_endpoint, TOPIC, window_configs)
         expected_s = args.seconds if latency_mode else max(5.0, args.records / 150_000)
         profilers = harness.start_profilers(args.profile, {
             "leader": cluster.processes[f"broker-{assignment[0][0]}"].pid,
@@ -408,6 +444,7 @@ def main() -> None:
         **({"tail": tail(results, GOAL_P99_MS_AT_10_MB_PER_S)} if latency_mode else {}),
         **({"hops": hop_table} if hop_table is not None else {}),
         **({"retention": {"retention_bytes": args.retention_bytes, "segment_bytes": args.segment_bytes,
+                          "prefill_segments": args.prefill_segments,
                           "check_interval_ms": args.retention_check_interval_ms if args.retention_bytes > 0 else None,
                           "partitions_with_log_start_moved": trimmed}} if trimmed is not None else {}),
         "goal": ({"p99_ms_at_10_mb_per_s": GOAL_P99_MS_AT_10_MB_PER_S} if latency_mode
