@@ -10,10 +10,11 @@ import time
 
 import pytest
 
-from replog.client import Consumer, GroupConsumer, Producer
+from replog.client import GroupConsumer, Producer
 from replog.common.core.partitions import TopicPartition
 
 from .gateway_helpers import cli_runner
+from .group_helpers import GroupMember
 
 pytestmark = pytest.mark.integration
 
@@ -42,42 +43,6 @@ def until(check, what: str, deadline_s: float = DEADLINE_S):
     raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
 
 
-class Worker:
-    """One group member polling on its own thread, committing after it processed each poll."""
-
-    def __init__(self, bootstrap: list[str], name: str, processed: set, lock: threading.Lock) -> None:
-        self.consumer = Consumer(bootstrap, TOPIC, group_id=GROUP, client_id=name, auto_offset_reset="earliest",
-                                 enable_auto_commit=False, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000,
-                                 max_wait_ms=200)
-        self.processed, self.lock = processed, lock
-        self.running = True
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name=f"worker-{name}", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            while self.running:
-                records = self.consumer.poll(200)
-                with self.lock:
-                    self.processed.update((r.partition, r.offset) for r in records)
-                if records and self.running:
-                    self.consumer.commit()
-        except BaseException as error:  # noqa: BLE001 - reported by the test
-            self.error = error
-
-    def crash(self) -> None:
-        """Stop polling and heartbeating without leaving the group, as a killed process would."""
-        self.running = False
-        self.thread.join(10)
-        self.consumer._membership._stop.set()
-
-    def close(self) -> None:
-        self.running = False
-        self.thread.join(10)
-        self.consumer.close()
-
-
 def produce(bootstrap, start: int, count: int) -> None:
     with Producer(bootstrap) as producer:
         for i in range(start, start + count):
@@ -94,7 +59,8 @@ def test_three_consumers_share_survive_a_death_and_resume(cluster, capsys):
     produce(bootstrap, 0, 240)
     processed: set[tuple[int, int]] = set()
     lock = threading.Lock()
-    workers = [Worker(bootstrap, f"w{i}", processed, lock) for i in range(3)]
+    workers = [GroupMember(bootstrap, TOPIC, GROUP, f"w{i}", processed, lock, session_timeout_ms=SESSION_MS,
+                           heartbeat_interval_ms=1000, max_wait_ms=200) for i in range(3)]
 
     def shares() -> list[tuple[TopicPartition, ...]]:
         return [w.consumer.assignment for w in workers if w.running]

@@ -23,6 +23,7 @@ from replog.devcluster.spec import ClusterSpec
 from replog.v1 import common_pb2, group_pb2, group_pb2_grpc, log_pb2, log_pb2_grpc
 
 from .gateway_helpers import cli_runner
+from .group_helpers import GroupMember
 
 pytestmark = pytest.mark.integration
 
@@ -31,6 +32,8 @@ OFFSETS_PARTITIONS = 4
 TOPIC = "orders"
 DEADLINE_S = 90.0
 SESSION_MS = 6000
+MEMBER_SETTINGS = {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": 1000, "max_wait_ms": 200,
+                   "metadata_max_age_ms": 1000}
 E = common_pb2
 
 
@@ -131,44 +134,13 @@ def test_clients_cannot_produce_to_the_offsets_topic(cluster):
     assert "internal topic" in answer.error_message, answer.error_message
 
 
-class Member:
-    """A group member polling on its own thread and committing what it processed."""
-
-    def __init__(self, bootstrap: list[str], group_id: str, name: str, seen: set, lock: threading.Lock) -> None:
-        self.consumer = GroupConsumer(bootstrap, TOPIC, group_id=group_id, client_id=name,
-                                      auto_offset_reset="earliest", enable_auto_commit=False,
-                                      session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000, max_wait_ms=200,
-                                      metadata_max_age_ms=1000)
-        self.seen, self.lock = seen, lock
-        self.error: BaseException | None = None
-        self.running = True
-        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            while self.running:
-                records = self.consumer.poll(200)
-                with self.lock:
-                    self.seen.update((r.partition, r.offset) for r in records)
-                if records and self.running:
-                    self.consumer.commit()
-        except BaseException as error:  # noqa: BLE001 - reported by the test
-            self.error = error
-
-    def close(self) -> None:
-        self.running = False
-        self.thread.join(30)
-        self.consumer.close()
-
-
 def test_a_group_rebalances_when_its_topic_gains_partitions(cluster, replog):
     until(lambda: (a := find_coordinator(cluster, "growing")) and a.error_code == E.ERROR_CODE_NONE,
           "the offsets topic to exist")
     bootstrap = brokers(cluster)
     seen: set[tuple[int, int]] = set()
     lock = threading.Lock()
-    members = [Member(bootstrap, "growing", f"m{i}", seen, lock) for i in range(2)]
+    members = [GroupMember(bootstrap, TOPIC, "growing", f"m{i}", seen, lock, **MEMBER_SETTINGS) for i in range(2)]
     try:
         def owned() -> list[TopicPartition]:
             return sorted(tp for m in members for tp in m.consumer.assignment)
@@ -202,7 +174,8 @@ def test_a_rebalance_is_one_trace_with_the_members_calls_as_children(cluster):
           "the offsets topic to exist")
     bootstrap = brokers(cluster)
     seen: set[tuple[int, int]] = set()
-    members = [Member(bootstrap, "traced", f"t{i}", seen, threading.Lock()) for i in range(2)]
+    members = [GroupMember(bootstrap, TOPIC, "traced", f"t{i}", seen, threading.Lock(), **MEMBER_SETTINGS)
+               for i in range(2)]
     try:
         until(lambda: all(m.consumer.assignment for m in members), "both members to get partitions")
         member_ids = {m.consumer._membership.member_id for m in members}
