@@ -216,6 +216,22 @@ def test_fsync_stall_mode_delays_fsync_but_not_other_io(disk):
     disk.faults()
 
 
+def test_lifting_the_faults_ends_a_stalled_fsync_at_once(disk):
+    """A test that heals the disk must not wait out the stall it set (its teardown would)."""
+    path = disk.mountpoint / "g"
+    write_file(path, b"base", fsync=True)
+    disk.faults(fsync_stall_s=120.0)
+    worker = threading.Thread(target=write_file, args=(path, b"more"), kwargs={"fsync": True})
+    worker.start()
+    assert not wait_until_joined(worker, 1.0), "the fsync returned although the disk stalls"
+    disk.faults()
+    assert wait_until_joined(worker, 10.0), "the stalled fsync did not return once the faults were lifted"
+
+
+def wait_until_joined(thread: threading.Thread, timeout_s: float) -> bool:
+    thread.join(timeout=timeout_s)
+    return not thread.is_alive()
+
 def test_the_mount_is_gone_after_the_block_even_when_it_raised(tmp_path):
     mountpoint = tmp_path / "mnt"
     with pytest.raises(RuntimeError, match="boom"):

@@ -13,7 +13,8 @@ are answered the same way (control.py is the client):
 - {"op": "ping"}
 - {"op": "power_loss"}: every file goes back to its last fsynced state
 - {"op": "faults", "fsync_error": bool, "write_error": bool, "fsync_stall_s": float,
-  "space_bytes_max": int | null}: fsync or write fail with EIO, fsync waits first,
+  "space_bytes_max": int | null}: fsync or write fail with EIO, fsync waits first
+  (until the stall's time is up or the next "faults" command, whichever comes first),
   writes that would grow the files past the limit fail with ENOSPC
 - {"op": "stats"}: files with unsynced changes, bytes in use, fsync count
 
@@ -30,7 +31,6 @@ import os
 import socketserver
 import sys
 import threading
-import time
 from dataclasses import dataclass
 
 import mfusepy as fuse
@@ -55,6 +55,7 @@ class PowerLossFs(fuse.Operations):
         self.backing = os.path.realpath(backing)
         self.journal = Journal()
         self.faults = Faults()
+        self.stall_over = threading.Event()  # set, and replaced, by every "faults" command: stalls end early
         self.lock = threading.Lock()  # journal, faults, the used-bytes count and every change to BACKING
         self.handles: dict[int, str] = {}  # backing fd -> its path in the filesystem (kept across renames)
         self.fsyncs = 0
@@ -219,9 +220,9 @@ class PowerLossFs(fuse.Operations):
 
     def fsync(self, path, datasync, fh):
         with self.lock:
-            stall_s, fail = self.faults.fsync_stall_s, self.faults.fsync_error
+            stall_s, fail, stall_over = self.faults.fsync_stall_s, self.faults.fsync_error, self.stall_over
         if stall_s > 0:
-            time.sleep(stall_s)  # the stall this mode is for; the lock is not held
+            stall_over.wait(stall_s)  # the stall this mode is for; the lock is not held
         with self.lock:
             if fail:
                 raise fuse.FuseOSError(errno.EIO)
@@ -261,6 +262,8 @@ class PowerLossFs(fuse.Operations):
                 fsync_stall_s=float(request.get("fsync_stall_s", 0.0)),
                 space_bytes_max=request.get("space_bytes_max"),
             )
+            self.stall_over.set()  # fsyncs stalled under the old faults return now
+            self.stall_over = threading.Event()
             return {"faults": vars(self.faults)}
 
     def stats(self) -> dict:
