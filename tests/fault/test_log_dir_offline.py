@@ -1,5 +1,6 @@
 """One failed log directory of several (issue 40): real brokers; broker 1 keeps two log directories, the
-second on the power-loss filesystem (tests/fault/powerloss/), which fails every write on command.
+second on the power-loss filesystem (tests/fault/powerloss/), which on command fails every write (EIO),
+refuses to grow (a full disk: ENOSPC) or stalls every fsync (the broker's probe gives up on it).
 
 Broker 1 leads four partitions replicated on three brokers (min.insync.replicas=2), two in each of its
 directories, and has acknowledged records in all of them; acks=all produce to the second directory's
@@ -41,13 +42,20 @@ pytestmark = pytest.mark.fault
 BROKERS = (1, 2, 3)
 PARTITIONS = 4
 BATCHES = 5
+STALL_MAX_MS = 5000  # the broker's fsync probe: above the real disk's worst under load, below the FUSE stall
+FAULTS = {
+    "write fails": lambda disk: disk.faults(write_error=True),
+    "disk full": lambda disk: disk.faults(space_bytes_max=disk.stats()["used_bytes"]),
+    "fsync stalls": lambda disk: disk.faults(fsync_stall_s=120.0),  # lifted (and returning) at teardown
+}
 
 
 @pytest.fixture
 def two_dir_cluster(cluster_factory, tmp_path):
     """A cluster whose brokers keep two log directories each, broker 1's second on a power-loss mount."""
     # built here, not at import: its certificates come from the session's CA, which the CLI trusts
-    spec = ClusterSpec(controllers=1, gateways=1, zookeeper_session_timeout_ms=4000, broker_log_dirs=2)
+    spec = ClusterSpec(controllers=1, gateways=1, zookeeper_session_timeout_ms=4000, broker_log_dirs=2,
+                       extra_args={"broker": ["--log-dir-fsync-stall-max-ms", str(STALL_MAX_MS)]})
     cluster = cluster_factory(spec, start=False)
     failing_dir = cluster.broker_log_dirs("broker-1", 2)[1]
     with contextlib.ExitStack() as stack:
@@ -113,7 +121,8 @@ def describe(cluster, capsys) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def test_a_failed_directory_goes_offline_alone_and_the_broker_keeps_serving_the_other(two_dir_cluster, capsys):
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_failed_directory_goes_offline_alone_and_the_broker_keeps_serving_the_other(two_dir_cluster, capsys, fault):
     cluster, disk, failing_dir = two_dir_cluster
     topic = "spread"
     with zk_session(cluster) as zk:
@@ -140,7 +149,7 @@ def test_a_failed_directory_goes_offline_alone_and_the_broker_keeps_serving_the_
         try:
             wait_for(lambda: all(len(acknowledged[p]) > BATCHES for p in on_failing), 30,
                      "produce to go on while the disk still works")
-            disk.faults(write_error=True)
+            FAULTS[fault](disk)
             for partition in on_failing:  # leadership moves, and broker 1 leaves the ISR
                 wait_for(lambda: (s := partition_state(zk, topic, partition)) and s.leader in (2, 3)
                          and 1 not in s.isr, 60, f"{topic}-{partition} to move off broker 1")
