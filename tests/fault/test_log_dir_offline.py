@@ -1,6 +1,7 @@
 """One failed log directory of several (issue 40): real brokers; broker 1 keeps two log directories, the
 second on the power-loss filesystem (tests/fault/powerloss/), which on command fails every write (EIO),
-refuses to grow (a full disk: ENOSPC) or stalls every fsync (the broker's probe gives up on it).
+fails every fsync (EIO, with an fsync per append), refuses to grow (a full disk:
+ENOSPC) or stalls every fsync (the broker's probe gives up on it).
 
 Broker 1 leads four partitions replicated on three brokers (min.insync.replicas=2), two in each of its
 directories, and has acknowledged records in all of them; acks=all produce to the second directory's
@@ -43,10 +44,11 @@ BROKERS = (1, 2, 3)
 PARTITIONS = 4
 BATCHES = 5
 STALL_MAX_MS = 5000  # the broker's fsync probe: above the real disk's worst under load, below the FUSE stall
-FAULTS = {
-    "write fails": lambda disk: disk.faults(write_error=True),
-    "disk full": lambda disk: disk.faults(space_bytes_max=disk.stats()["used_bytes"]),
-    "fsync stalls": lambda disk: disk.faults(fsync_stall_s=120.0),  # lifted (and returning) at teardown
+FAULTS = {  # the topic's configs, and how the disk fails
+    "write fails": ({}, lambda disk: disk.faults(write_error=True)),
+    "fsync fails": ({"flush.messages": "1"}, lambda disk: disk.faults(fsync_error=True)),  # an fsync per append
+    "disk full": ({}, lambda disk: disk.faults(space_bytes_max=disk.stats()["used_bytes"])),
+    "fsync stalls": ({}, lambda disk: disk.faults(fsync_stall_s=120.0)),  # lifted (and returning) at teardown
 }
 
 
@@ -126,7 +128,8 @@ def test_a_failed_directory_goes_offline_alone_and_the_broker_keeps_serving_the_
     cluster, disk, failing_dir = two_dir_cluster
     topic = "spread"
     with zk_session(cluster) as zk:
-        create_topic(zk, topic, {p: BROKERS for p in range(PARTITIONS)}, {"min.insync.replicas": "2"})
+        topic_config, fail = FAULTS[fault]
+        create_topic(zk, topic, {p: BROKERS for p in range(PARTITIONS)}, {"min.insync.replicas": "2", **topic_config})
         for partition in range(PARTITIONS):
             wait_for_leader(cluster, zk, topic, 1, 30, partition=partition, followers=(2, 3))
             wait_for_isr(cluster, zk, topic, set(BROKERS), 30, partition=partition)
@@ -149,7 +152,7 @@ def test_a_failed_directory_goes_offline_alone_and_the_broker_keeps_serving_the_
         try:
             wait_for(lambda: all(len(acknowledged[p]) > BATCHES for p in on_failing), 30,
                      "produce to go on while the disk still works")
-            FAULTS[fault](disk)
+            fail(disk)
             for partition in on_failing:  # leadership moves, and broker 1 leaves the ISR
                 wait_for(lambda: (s := partition_state(zk, topic, partition)) and s.leader in (2, 3)
                          and 1 not in s.isr, 60, f"{topic}-{partition} to move off broker 1")
