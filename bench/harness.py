@@ -145,6 +145,32 @@ def set_topic_config(connect: ZkEndpoint, topic: str, config: dict) -> None:
         zk.stop()
 
 
+def metric_by_broker(cluster, name: str) -> dict[str, float]:
+    """One unlabelled sample of metric `name` from every broker's /metrics (0 when absent)."""
+    import urllib.request
+
+    found = {}
+    for process in cluster.of_role("broker"):
+        text = urllib.request.urlopen(f"http://{process.host}:{process.metrics_port}/metrics", timeout=10).read()
+        values = [float(line.split()[-1]) for line in text.decode().splitlines() if line.startswith(name + " ")]
+        found[process.name] = values[0] if values else 0.0
+    return found
+
+
+def drain_writeback(timeout_s: float, settled_kb: int = 65536) -> float:
+    """Wait until the kernel's dirty and under-writeback pages are below `settled_kb` (so that a run does not
+    measure the previous one's writeback); the seconds it took."""
+    started = time.monotonic()
+
+    def settled() -> bool:
+        with open("/proc/meminfo") as meminfo:
+            fields = dict(line.split(":", 1) for line in meminfo)
+        return int(fields["Dirty"].split()[0]) + int(fields["Writeback"].split()[0]) < settled_kb
+
+    wait_until(settled, timeout_s, "the kernel's writeback to drain", 0.5)
+    return time.monotonic() - started
+
+
 def read_states(connect: ZkEndpoint, topic: str, partitions: int) -> list[schema.PartitionStateRecord | None]:
     found = bulk.get_many(connect, [schema.partition_state_path(topic, p) for p in range(partitions)])
     return [schema.PartitionStateRecord.decode(f[0]) if f else None for f in found]
