@@ -456,7 +456,8 @@ def main() -> None:
         **({"hops": hop_table} if hop_table is not None else {}),
         **({"retention": {"retention_bytes": args.retention_bytes, "segment_bytes": args.segment_bytes,
                           "prefill_segments": args.prefill_segments,
-                          "check_interval_ms": args.retention_check_interval_ms if args.retention_bytes > 0 else None,
+                          "check_interval_ms": (args.retention_check_interval_ms
+                                                if args.retention_bytes > 0 or args.prefill_segments else None),
                           "partitions_with_log_start_moved": trimmed}} if trimmed is not None else {}),
         "goal": ({"p99_ms_at_10_mb_per_s": GOAL_P99_MS_AT_10_MB_PER_S} if latency_mode
                  else {"records_per_s": GOAL_RECORDS_PER_S}),
