@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from replog.client import Consumer
 
@@ -43,3 +44,14 @@ class GroupMember:
         self.running = False
         self.thread.join(30)
         self.consumer.close()
+
+
+def until(check, what: str, deadline_s: float):
+    """Poll `check` every 0.1 s until it returns something true (returned), or fail after `deadline_s`."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")

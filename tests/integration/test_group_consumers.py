@@ -15,6 +15,7 @@ from replog.common.core.partitions import TopicPartition
 
 from .gateway_helpers import cli_runner
 from .group_helpers import GroupMember
+from .group_helpers import until as wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -35,12 +36,7 @@ def cluster(tmp_path_factory):
 
 
 def until(check, what: str, deadline_s: float = DEADLINE_S):
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
+    return wait_until(check, what, deadline_s)
 
 
 def produce(bootstrap, start: int, count: int) -> None:

@@ -5,7 +5,6 @@ coordinator's broker is killed the new coordinator has every committed offset an
 from __future__ import annotations
 
 import threading
-import time
 import urllib.request
 
 import grpc
@@ -14,6 +13,7 @@ import pytest
 from replog.v1 import common_pb2, group_pb2, group_pb2_grpc
 
 from .gateway_helpers import cli_runner
+from .group_helpers import until as wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -47,13 +47,7 @@ def any_broker(cluster) -> str:
 
 
 def until(check, what: str, deadline_s: float = DEADLINE_S):
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
+    return wait_until(check, what, deadline_s)
 
 
 def coordinator(cluster, group_id: str) -> tuple[group_pb2_grpc.GroupServiceStub, int]:

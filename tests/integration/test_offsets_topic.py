@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import grpc
 import pytest
@@ -24,6 +23,7 @@ from replog.v1 import common_pb2, group_pb2, group_pb2_grpc, log_pb2, log_pb2_gr
 
 from .gateway_helpers import cli_runner
 from .group_helpers import GroupMember
+from .group_helpers import until as wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -55,13 +55,7 @@ def replog(cluster, capsys):
 
 
 def until(check, what: str, deadline_s: float = DEADLINE_S):
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
+    return wait_until(check, what, deadline_s)
 
 
 def brokers(cluster) -> list[str]:
