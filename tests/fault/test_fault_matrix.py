@@ -16,10 +16,9 @@ from __future__ import annotations
 import pytest
 
 from replog.devcluster import ClusterSpec, LocalCluster
-from tests.fault.history import checker, matrix
+from tests.fault.history import checker, matrix, verdict
 from tests.fault.history.cells import CellResult, run_cell
 from tests.fault.history.history import History
-from tests.fault.history.replica_logs import read_replica
 from tests.integration.broker_helpers import stop_brokers_first, zk_session
 
 pytestmark = pytest.mark.fault
@@ -55,13 +54,7 @@ def test_cell(matrix_cluster, index, fault, kind):
         print(f"history: {history.dump(dump_to)}")
         raise
     RESULTS.append(result)
-    report = result.report
-    missed = {goal: (round(getattr(report, goal), 2), bound, report.slowest(goal)[0])
-              for goal, bound in result.goals.items() if getattr(report, goal) > bound}
-    if report.violations or missed:
-        pytest.fail(f"{fault} on {kind} {result.targets}: {len(report.violations)} violations, goals missed "
-                    f"(value, bound, slowest partition): {missed}\n{checker.evidence(report)}\n"
-                    f"history: {history.dump(dump_to)}; logs: {cluster.log_dir}")
+    verdict.judge_cell(cluster, result, fault, kind, history, dump_to)
 
 
 def test_isr_members_hold_identical_logs_below_the_high_watermark(matrix_cluster, request):
@@ -69,12 +62,7 @@ def test_isr_members_hold_identical_logs_below_the_high_watermark(matrix_cluster
     cluster, _ = matrix_cluster
     assert RESULTS, "no cell ran"
     stop_brokers_first(cluster)
-    violations = []
-    for result in RESULTS:
-        for tp, isr in result.replicas.items():
-            high_watermark = result.high_watermarks[tp]
-            logs = {b: read_replica(cluster.data_dir(f"broker-{b}"), *tp, high_watermark) for b in isr}
-            violations += checker.check_replicas(tp, high_watermark, result.final_digests[tp], logs)
+    violations = verdict.replica_violations(cluster, RESULTS)
     with request.config.pluginmanager.get_plugin("capturemanager").global_and_fixture_disabled():
         print(f"\nfault matrix: {matrix.describe_selection('process')}\n"
               f"{checker.format_table([r.row() for r in RESULTS])}")

@@ -17,11 +17,10 @@ import pytest
 
 from replog.devcluster import ClusterSpec
 from tests.conftest import ClusterFactory
-from tests.fault.history import checker, matrix
+from tests.fault.history import checker, matrix, verdict
 from tests.fault.history.cells import CellResult, run_cell
 from tests.fault.history.history import History
 from tests.fault.history.network_faults import NOT_APPLICABLE
-from tests.fault.history.replica_logs import read_replica
 from tests.integration.broker_helpers import stop_brokers_first, zk_session
 
 pytestmark = pytest.mark.fault
@@ -63,13 +62,7 @@ def test_cell(network_cluster, index, fault, kind):
         print(f"history: {history.dump(dump_to)}")
         raise
     RESULTS.append(result)
-    report = result.report
-    missed = {goal: (round(getattr(report, goal), 2), round(bound, 2), report.slowest(goal)[0])
-              for goal, bound in result.goals.items() if getattr(report, goal) > bound}
-    if report.violations or missed:
-        pytest.fail(f"{fault} on {kind} {result.targets}: {len(report.violations)} violations, goals missed "
-                    f"(value, bound, slowest partition): {missed}\n{checker.evidence(report)}\n"
-                    f"history: {history.dump(dump_to)}; logs: {cluster.log_dir}")
+    verdict.judge_cell(cluster, result, fault, kind, history, dump_to)
 
 
 def test_isr_members_hold_identical_logs_below_the_high_watermark(network_cluster, request):
@@ -77,12 +70,7 @@ def test_isr_members_hold_identical_logs_below_the_high_watermark(network_cluste
     cluster, _ = network_cluster
     assert RESULTS, "no cell ran"
     stop_brokers_first(cluster)
-    violations = []
-    for result in RESULTS:
-        for tp, isr in result.replicas.items():
-            high_watermark = result.high_watermarks[tp]
-            logs = {b: read_replica(cluster.data_dir(f"broker-{b}"), *tp, high_watermark) for b in isr}
-            violations += checker.check_replicas(tp, high_watermark, result.final_digests[tp], logs)
+    violations = verdict.replica_violations(cluster, RESULTS)
     skipped = [(fault, f"{kind} -- {reason}", *["-"] * 5) for (fault, kind), reason in NOT_APPLICABLE.items()]
     with request.config.pluginmanager.get_plugin("capturemanager").global_and_fixture_disabled():
         print(f"\nnetwork fault matrix: {matrix.describe_selection('network')}\n"
