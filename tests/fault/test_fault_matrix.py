@@ -7,8 +7,9 @@ history against the final logs: nothing acknowledged lost, nothing duplicated, e
 records in order, nothing a consumer read changed, and writes again within the goals (5 s after
 the heal; for a leader, the ZooKeeper session timeout plus 2 s after the fault). The last test
 stops the cluster, compares every ISR member's files with the final logs and prints the summary
-table. tests/fault/history/matrix.py says which cells a run covers and how long; docs/testing.md
-tells the whole story.
+table. The default suite runs one round of a seeded rotation of the cells (matrix.py prints the
+seed); `make test-faults` runs them all. tests/fault/history/matrix.py says which cells a run covers
+and how long; docs/testing.md tells the whole story.
 """
 
 from __future__ import annotations

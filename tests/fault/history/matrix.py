@@ -6,12 +6,12 @@ Two matrices share the workload and the checker: the process faults on the loopb
 with a 3-server ensemble (`test_fault_matrix_network.py`, network_faults.py).
 
 `REPLOG_FAULT_LOAD_S` is the seconds of load per cell (half before the fault, at least half after
-the heal). Unset, the short form: `SHORT_LOAD_S`. The process matrix runs every cell in its short
-form; the network matrix does not fit the default suite's budget whole, so its short form runs one
-round of a rotation: its cells in a fixed order cut into rounds of `ROUND_CELLS`, the round chosen
-by a seed (`REPLOG_FAULT_SEED`, else the clock's seconds) modulo the number of rounds. The seed is
-printed; consecutive seeds cover every cell. The long form (`REPLOG_FAULT_LOAD_S` set, as `make
-test-faults` does) runs every cell of both. `REPLOG_FAULT_CELLS` (comma-separated cell names,
+the heal). Unset, the short form: `SHORT_LOAD_S`. Neither matrix fits the default suite's budget
+whole, so the short form runs one round of a rotation of each: its cells, in their fixed order,
+dealt into `ROUNDS[matrix]` rounds (cell i into round i modulo the count, so every round mixes
+faults and targets), the round chosen by a seed (`REPLOG_FAULT_SEED`, else the clock's seconds)
+modulo the number of rounds. The seed is printed; consecutive seeds cover every cell of both. The
+long form (`REPLOG_FAULT_LOAD_S` set, as `make test-faults` does) runs every cell of both. `REPLOG_FAULT_CELLS` (comma-separated cell names,
 `fault-target` as in the test ids) runs only those cells, of either matrix, to repeat one.
 """
 
@@ -24,7 +24,7 @@ from .faults import cells as process_cells
 from .network_faults import network_cells
 
 SHORT_LOAD_S = 2.0
-ROUND_CELLS = 9  # network cells per run in the short form: two rounds cover all 17
+ROUNDS = {"process": 2, "network": 3}  # short-form rounds: 8 of the 16 process cells, 5 or 6 of the 17 network
 
 
 def load_s() -> float:
@@ -59,35 +59,39 @@ def _wanted(every: list[tuple[str, str]]) -> list[str]:
     return wanted
 
 
-def rounds(every: list[tuple[str, str]]) -> list[list[tuple[int, str, str]]]:
-    """The network matrix's cells, indexed, cut into rounds of ROUND_CELLS in their fixed order."""
-    indexed = [(i, fault, kind) for i, (fault, kind) in enumerate(every)]
-    return [indexed[i:i + ROUND_CELLS] for i in range(0, len(indexed), ROUND_CELLS)]
+def rounds(matrix: str = "process") -> list[list[tuple[int, str, str]]]:
+    """The cells of `matrix`, indexed, dealt into its ROUNDS: cell i into round i modulo the count."""
+    indexed = [(i, fault, kind) for i, (fault, kind) in enumerate(_every(matrix))]
+    count = ROUNDS[matrix]
+    return [indexed[r::count] for r in range(count)]
+
+
+def _every(matrix: str) -> list[tuple[str, str]]:
+    return process_cells() if matrix == "process" else network_cells()
 
 
 def chosen_cells(matrix: str = "process") -> list[tuple[int, str, str]]:
     """(index, fault, target kind) of the cells of `matrix` ("process" or "network") to run; the
     index names the cell's topics."""
-    every = process_cells() if matrix == "process" else network_cells()
+    every = _every(matrix)
     wanted = _wanted(every)
     indexed = [(i, fault, kind) for i, (fault, kind) in enumerate(every)]
     if wanted:
         return [cell for cell in indexed if cell_name(*cell[1:]) in wanted]
-    if matrix == "process" or long_form():
+    if long_form():
         return indexed
-    all_rounds = rounds(every)
+    all_rounds = rounds(matrix)
     return all_rounds[seed() % len(all_rounds)]
 
 
 def describe_selection(matrix: str = "process") -> str:
-    every = process_cells() if matrix == "process" else network_cells()
-    picked, total = len(chosen_cells(matrix)), len(every)
+    picked, total = len(chosen_cells(matrix)), len(_every(matrix))
     if os.environ.get("REPLOG_FAULT_CELLS"):
         which = f"{picked} of {total} cells (REPLOG_FAULT_CELLS)"
     elif picked == total:
         which = f"every cell ({total})"
     else:
-        count = len(rounds(every))
+        count = ROUNDS[matrix]
         which = (f"round {seed() % count + 1} of {count} of the rotation, {picked} of {total} cells "
                  f"(REPLOG_FAULT_SEED={seed()} replays it)")
     return f"{which}, {load_s():g} s of load each"

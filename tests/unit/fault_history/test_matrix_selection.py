@@ -1,5 +1,5 @@
-"""Which cells of the fault matrices a run covers: every process cell, a seeded round of the network
-cells in the short form, every cell in the long form, and only the cells named when asked."""
+"""Which cells of the fault matrices a run covers: a seeded round of each matrix's cells in the short
+form, every cell in the long form, and only the cells named when asked."""
 
 from __future__ import annotations
 
@@ -21,22 +21,31 @@ def env(monkeypatch):
     return set_seed
 
 
-def test_consecutive_seeds_cover_every_network_cell_and_a_seed_replays_its_round(env):
-    count = len(matrix.rounds(network_cells()))
-    assert count > 1, "the short form would run every network cell: no rotation needed"
+@pytest.mark.parametrize("which, every", [("process", matrix.process_cells), ("network", network_cells)])
+def test_consecutive_seeds_cover_every_cell_and_a_seed_replays_its_round(env, which, every):
+    count = len(matrix.rounds(which))
+    assert count > 1, "the short form would run every cell: no rotation needed"
     covered = []
     for seed in range(1000, 1000 + count):
         env(seed)
-        covered += matrix.chosen_cells("network")
-        assert f"REPLOG_FAULT_SEED={seed}" in matrix.describe_selection("network")
-    assert sorted(covered) == [(i, f, k) for i, (f, k) in enumerate(network_cells())]
+        chosen = matrix.chosen_cells(which)
+        assert chosen, f"seed {seed} runs no {which} cell"
+        covered += chosen
+        assert f"REPLOG_FAULT_SEED={seed}" in matrix.describe_selection(which)
+    assert sorted(covered) == [(i, f, k) for i, (f, k) in enumerate(every())]
     env(1000)
-    assert matrix.chosen_cells("network") == covered[:len(matrix.chosen_cells("network"))]
+    assert matrix.chosen_cells(which) == covered[:len(matrix.chosen_cells(which))]
 
 
-def test_the_short_form_runs_every_process_cell_and_the_long_form_every_network_cell(env, monkeypatch):
-    assert len(matrix.chosen_cells("process")) == len(matrix.process_cells())
+def test_a_round_mixes_faults_and_targets(env):
+    for which in ("process", "network"):
+        for cells in matrix.rounds(which):
+            assert len({fault for _, fault, _ in cells}) > 1 and len({kind for _, _, kind in cells}) > 1, cells
+
+
+def test_the_long_form_runs_every_cell_of_both(env, monkeypatch):
     monkeypatch.setenv("REPLOG_FAULT_LOAD_S", "300")
+    assert len(matrix.chosen_cells("process")) == len(matrix.process_cells())
     assert len(matrix.chosen_cells("network")) == len(network_cells())
     assert matrix.describe_selection("network").startswith("every cell (17)")
 
