@@ -22,8 +22,8 @@ from replog.broker.control.controller_link import ControllerLink
 from replog.broker.control.isr_changes import IsrChangeSender
 from replog.broker.control.lost_marks import LostMarks, rewrite_registration
 from replog.broker.control.offline_dirs import OfflineDirs
-from replog.broker.control.resignations import Resignations
 from replog.broker.control.registration import register_broker
+from replog.broker.control.resignations import Resignations
 from replog.broker.control.state_changes import ReplicaStateChanges
 from replog.broker.control.topic_configs import TopicConfigs
 from replog.broker.core.effects import NO_EFFECTS
@@ -240,7 +240,8 @@ class BrokerProcess:
                                 partitions_per_round_max=config.log_retention_partitions_per_round_max,
                                 metrics=metrics),
                 Scrubber(replicas.hosted, clock, bytes_per_second=config.log_scrub_bytes_per_second,
-                         on_corrupt=metrics.scrub_corrupt_segments.inc, resign=self.resignations.resign)),
+                         on_corrupt=metrics.scrub_corrupt_segments.inc, resign=self.resignations.resign,
+                         refetch=self.fetchers.position_changed)),
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
