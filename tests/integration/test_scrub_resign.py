@@ -87,7 +87,11 @@ def test_a_leader_with_a_damaged_segment_hands_over_then_repairs_its_copy(cluste
         moved = wait_for(lambda: (s := wait_for_leader(cluster, zk, TOPIC, None, DEADLINE_S)).leader != 1 and s,
                          DEADLINE_S, "leadership of the damaged partition to leave broker 1")
         assert moved.leader_epoch > state.leader_epoch
-        wait_for_isr(cluster, zk, TOPIC, {1, 2, 3}, DEADLINE_S)  # the old leader follows and rejoins
+
+        # the old leader, now a follower, cut the damaged segment and fetched it again: its files read back
+        # the leader's records; and it is back in the ISR
+        wait_for(lambda: values_on_disk(cluster, 1) == VALUES, DEADLINE_S, "broker 1's copy to be whole again")
+        wait_for_isr(cluster, zk, TOPIC, {1, 2, 3}, DEADLINE_S)
 
     with Consumer([p.address for p in cluster.of_role("broker")], TOPIC, start=0) as consumer:
         seen = []
@@ -96,7 +100,4 @@ def test_a_leader_with_a_damaged_segment_hands_over_then_repairs_its_copy(cluste
             seen += consumer.poll(500)
     assert [r.offset for r in seen] == list(range(len(VALUES)))
     assert [r.value for r in seen] == VALUES  # every acknowledged record, as it was written
-
-    # the old leader cut the damaged segment and fetched it again: its files read back the leader's records
-    wait_for(lambda: values_on_disk(cluster, 1) == VALUES, DEADLINE_S, "broker 1's copy to be whole again")
     assert values_on_disk(cluster, moved.leader) == VALUES
