@@ -24,7 +24,7 @@ class Replica:
 
 
 class Controller:
-    """Unreachable, then not the controller, then moves the leadership."""
+    """Gives the `answers` in turn: a ShutdownReply, or an exception to raise."""
 
     def __init__(self, answers) -> None:
         self.asked: list[tuple] = []
@@ -48,7 +48,7 @@ def test_the_request_is_repeated_until_the_controller_answers_none(tmp_path):
     resignations = Resignations(lookup=replicas.get, controller=controller, broker_id=1, broker_epoch_of=lambda: 77)
     resignations.resign(ORDERS_0)
     wait_for(controller.done.is_set, "the third request")
-    wait_for(lambda: resignations._sender is None, "the sender to finish once answered")
+    wait_for(lambda: resignations.pending() == (), "nothing left to ask once answered")
     assert controller.asked == [(1, 77, (ORDERS_0,))] * 3
     resignations.stop()
 
@@ -59,6 +59,6 @@ def test_nothing_is_asked_for_a_partition_the_broker_no_longer_leads(tmp_path):
     resignations = Resignations(lookup=replicas.get, controller=controller, broker_id=1, broker_epoch_of=lambda: 77)
     resignations.resign(ORDERS_0)
     resignations.resign(TopicPartition("gone", 0))
-    wait_for(lambda: resignations._sender is None, "the sender to find nothing to ask")
+    wait_for(lambda: resignations.pending() == (), "the sender to find nothing to ask")
     assert controller.asked == []
     resignations.stop()

@@ -58,6 +58,11 @@ class Resignations:
     def stop(self) -> None:
         self._stopping.set()
 
+    def pending(self) -> tuple[TopicPartition, ...]:
+        """The partitions still to be asked about (the controller has not answered NONE yet)."""
+        with self._lock:
+            return tuple(sorted(self._pending))
+
     def _send_until_answered(self) -> None:
         while not self._stopping.is_set():
             with self._lock:
