@@ -111,3 +111,42 @@ def test_a_leader_keeps_its_rotten_segment_and_serves_an_error_instead(tmp_path)
         offset = records[-1].offset + 1
     assert answer.error_code is ErrorCode.STORAGE_ERROR and "corrupt" in answer.message
     assert served == RECORDS[:offset] and 0 < offset < len(RECORDS)
+
+
+def test_a_leader_gives_up_its_leadership_once_then_cuts_the_segment_as_a_follower(tmp_path):
+    clock = ManualClock()
+    leader, follower = replicated_pair(tmp_path, clock)
+    base_offset = rot(leader, 1)
+    found, resigned, refetched = Counter(), [], []
+    scrubber = Scrubber(lambda: [leader], clock, bytes_per_second=1 << 20, on_corrupt=found.inc,
+                        resign=resigned.append, refetch=refetched.append)
+    for _ in range(3):  # several whole passes over the log while the controller has not moved it yet
+        clock.advance(1000)
+        scrubber()
+    assert resigned == [TP] and found.count == 1
+    assert leader.log.log_end_offset == len(RECORDS)
+
+    decide(follower, 2, 1, isr=(2,))  # the controller moved the leadership; the old leader follows broker 2
+    decide(leader, 2, 1, isr=(2,))
+    clock.advance(1000)
+    scrubber()
+    assert leader.log.log_end_offset == base_offset and refetched == [TP]  # the follower's path: cut, fetch again
+    assert resigned == [TP] and found.count == 1  # one damaged segment: counted and reported once
+    while leader.log.log_end_offset < follower.log.log_end_offset:
+        fetch_round(follower, leader, 1)
+    assert values(leader) == RECORDS and leader.log.verify() == []
+
+
+def test_a_leader_made_leader_again_before_it_cut_the_segment_gives_the_leadership_up_again(tmp_path):
+    clock = ManualClock()
+    leader, _ = replicated_pair(tmp_path, clock)
+    rot(leader, 1)
+    found, resigned = Counter(), []
+    scrubber = Scrubber(lambda: [leader], clock, bytes_per_second=1 << 20, on_corrupt=found.inc,
+                        resign=resigned.append)
+    clock.advance(1000)
+    scrubber()
+    decide(leader, 1, 1)  # the controller moved the leadership away and back before the next pass
+    clock.advance(1000)
+    scrubber()
+    assert resigned == [TP, TP] and found.count == 1

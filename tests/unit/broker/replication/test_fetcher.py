@@ -184,3 +184,24 @@ def test_a_partition_is_named_again_when_it_appended_not_when_it_only_learned_a_
         assert [(p.partition, p.fetch_offset) for p in after.partitions] == [(appended.partition, 1)]
         with replicas[told_hw].lock:
             assert replicas[told_hw].replica.high_watermark == 1  # the HW was taken all the same
+
+
+def test_a_partition_whose_log_was_cut_outside_the_fetcher_is_named_again_at_its_new_end(tmp_path, monkeypatch):
+    replicas = {tp: hosted(tmp_path, tp) for tp in PARTITIONS}
+    cut = PARTITIONS[2]
+    with replicas[cut].lock:
+        replicas[cut].log.append_as_follower(records.with_offset_and_epoch(BATCH, 0, 3))
+    leader = FakeLeader(down=False)
+    with running_fetcher(leader, replicas, monkeypatch) as running:
+        wait_for(lambda: len(leader.requests) >= 3, "idle requests in the session")
+        with leader.lock:
+            assert all(not r.partitions for r in leader.requests[1:])  # idle: nothing named
+        with replicas[cut].lock:
+            replicas[cut].log.truncate_to(0)  # as the scrubber does on a damaged segment
+        running.position_changed(cut)
+
+        def named():
+            with leader.lock:
+                return [(p.partition, p.fetch_offset) for r in leader.requests[1:] for p in r.partitions]
+
+        wait_for(lambda: named() == [(cut.partition, 0)], "the cut partition named at its new end")

@@ -23,6 +23,7 @@ from replog.broker.control.isr_changes import IsrChangeSender
 from replog.broker.control.lost_marks import LostMarks, rewrite_registration
 from replog.broker.control.offline_dirs import OfflineDirs
 from replog.broker.control.registration import register_broker
+from replog.broker.control.resignations import Resignations
 from replog.broker.control.state_changes import ReplicaStateChanges
 from replog.broker.control.topic_configs import TopicConfigs
 from replog.broker.core.effects import NO_EFFECTS
@@ -203,6 +204,8 @@ class BrokerProcess:
                                         controller=self.controller, broker_id=config.broker_id,
                                         broker_epoch_of=lambda: self.broker_epoch)
         self.offline_dirs.connect()
+        self.resignations = Resignations(lookup=replicas.get, controller=self.controller,
+                                         broker_id=config.broker_id, broker_epoch_of=lambda: self.broker_epoch)
         settings = FetchSettings(config.broker_id, config.replica_fetch_wait_max_ms, config.replica_fetch_max_bytes,
                                  config.replica_fetch_max_bytes)
 
@@ -237,7 +240,8 @@ class BrokerProcess:
                                 partitions_per_round_max=config.log_retention_partitions_per_round_max,
                                 metrics=metrics),
                 Scrubber(replicas.hosted, clock, bytes_per_second=config.log_scrub_bytes_per_second,
-                         on_corrupt=metrics.scrub_corrupt_segments.inc)),
+                         on_corrupt=metrics.scrub_corrupt_segments.inc, resign=self.resignations.resign,
+                         refetch=self.fetchers.position_changed)),
         )
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
@@ -350,6 +354,7 @@ class BrokerProcess:
             self.isr_changes.stop()
             self.checkpointer.stop()
             self.offline_dirs.stop()
+            self.resignations.stop()
             for probe in self.fsync_probes:
                 probe.stop()
             self.replication_servicer.end_streams()

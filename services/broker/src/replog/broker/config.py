@@ -102,7 +102,8 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
                "last online one), so another replica leads (0: no probe)", non_negative)
     log_scrub_bytes_per_second: int = setting(
         1024 * 1024, "how fast the scrubber verifies rolled segments (CRC and records) to find bit rot before a "
-                     "reader does; a follower refetches a damaged segment from its leader (0: no scrubbing)",
+                     "reader does; a follower refetches a damaged segment from its leader, a leader gives up the "
+                     "partition's leadership first (0: no scrubbing)",
         non_negative)
     flush_messages: int = setting(0, "fsync after this many records (0: not by count)", non_negative)
     flush_interval_ms: int = setting(0, "fsync at least this often (0: not by time)", non_negative)

@@ -119,6 +119,21 @@ class ControllerLink:
         return ShutdownReply(ErrorCode(response.error_code), response.error_message,
                              tuple(TopicPartition(p.topic, p.partition) for p in response.remaining_partitions))
 
+    def resign_leadership(
+        self, broker_id: int, broker_epoch: int, partitions: Iterable[TopicPartition],
+        timeout_s: float = CONTROL_RPC_TIMEOUT_S,
+    ) -> ShutdownReply:
+        """ControlledShutdown naming `partitions`: the broker keeps running and gives up leading just those."""
+        request = controller_pb2.ControlledShutdownRequest(
+            broker_id=broker_id, broker_epoch=broker_epoch,
+            partitions=[common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition) for tp in partitions])
+        try:
+            response = self._stub().ControlledShutdown(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
+        except grpc.RpcError as exc:
+            raise ControllerUnavailable(f"ControlledShutdown: {exc.code().name}: {exc.details()}") from None
+        return ShutdownReply(ErrorCode(response.error_code), response.error_message,
+                             tuple(TopicPartition(p.topic, p.partition) for p in response.remaining_partitions))
+
     def log_dirs_offline(
         self, broker_id: int, broker_epoch: int, offline_dirs: Iterable[str], partitions: Iterable[TopicPartition],
         timeout_s: float = CONTROL_RPC_TIMEOUT_S,

@@ -9,9 +9,15 @@ record, contiguous offsets). A segment larger than what is left is still verifie
 before the next one, so the rate holds on average. Rolled segments are immutable, so the check reads a
 duplicate of the segment's descriptor without holding the partition's lock.
 
-A damaged segment is logged and counted. On a follower the log is cut at the segment's base offset and the
-fetcher takes the records again from the leader. A leader keeps its log: its reads never serve a batch
-whose check fails (they answer STORAGE_ERROR), and giving up its leadership is not done yet.
+A damaged segment is logged and counted once. On a follower the log is cut at the segment's base offset and
+the fetcher, told so (`refetch`: an idle partition's fetch session still holds the old log end), takes the
+records again from the leader. A leader keeps its log: its reads never serve a batch
+whose check fails (they answer STORAGE_ERROR). It reports the damage once and gives up its leadership
+(`resign`, control/resignations.py): the controller moves it to another live ISR member and this replica
+becomes a follower of it. The next pass over the same segment finds the damage again and, the replica now
+following, takes the follower's path (not reported, nor counted, a second time). With no other ISR member
+to take over, the replica keeps leading and serving what verifies; made leader again before that next pass
+(a preferred election, say), it gives the leadership up again.
 """
 
 from __future__ import annotations
@@ -32,15 +38,20 @@ log = logging.getLogger(__name__)
 
 class Scrubber:
     def __init__(self, hosted: Callable[[], Iterable[HostedPartition]], clock: Clock, *, bytes_per_second: int,
-                 on_corrupt: Callable[[], None] = lambda: None) -> None:
+                 on_corrupt: Callable[[], None] = lambda: None,
+                 resign: Callable[[TopicPartition], None] = lambda topic_partition: None,
+                 refetch: Callable[[TopicPartition], None] = lambda topic_partition: None) -> None:
         self._hosted = hosted
         self._clock = clock
         self._bytes_per_second = bytes_per_second
         self._on_corrupt = on_corrupt
+        self._resign = resign  # asks the controller for another leader of a damaged replica this broker leads
+        self._refetch = refetch  # tells the replica's fetcher that its log was cut (the leader holds the old end)
         self._budget_bytes = 0.0
         self._last_ms = clock.monotonic_ms()
         self._after: tuple[TopicPartition, int] | None = None  # the last segment verified: (replica, base)
-        self._reported: set[tuple[TopicPartition, int]] = set()  # damage already reported (a leader keeps it)
+        # damage reported by a leader, which keeps it: (replica, base offset) -> the leader epoch it reported in
+        self._reported: dict[tuple[TopicPartition, int], int] = {}
 
     def __call__(self) -> None:
         if self._bytes_per_second <= 0:
@@ -87,18 +98,25 @@ class Scrubber:
         return None
 
     def _corrupt(self, hosted: HostedPartition, base_offset: int, name: str, reason: str, problems: int) -> None:
-        if (hosted.topic_partition, base_offset) in self._reported:
-            return
-        self._on_corrupt()
+        damage = (hosted.topic_partition, base_offset)
+        if damage not in self._reported:  # else counted when a leader found it
+            self._on_corrupt()
         truncated = truncate_corrupt_segment(hosted, base_offset)
-        if truncated is None:
-            self._reported.add((hosted.topic_partition, base_offset))
-            log.error("%s: the scrubber found %d problems in segment %s (%s); as the leader the replica keeps it "
-                      "and serves nothing that fails its check", hosted.topic_partition, problems, name, reason)
-        else:
+        if truncated is not None:
+            self._reported.pop(damage, None)
+            self._refetch(hosted.topic_partition)
             log.error("%s: the scrubber found %d problems in segment %s (%s); cut the log from offset %d to "
                       "%d to fetch it again from the leader", hosted.topic_partition, problems, name, reason,
                       truncated.log_end_offset_before, truncated.log_end_offset_after)
+            return
+        leader_epoch = hosted.replica.state.leader_epoch
+        if self._reported.get(damage) == leader_epoch:
+            return  # asked already; a leader again in a later epoch (say, a preferred election) asks again
+        self._reported[damage] = leader_epoch
+        log.error("%s: the scrubber found %d problems in segment %s (%s); as the leader the replica keeps it, "
+                  "serves nothing that fails its check and gives up its leadership", hosted.topic_partition,
+                  problems, name, reason)
+        self._resign(hosted.topic_partition)
 
 
 def _rolled_after(hosted: HostedPartition, base_offset: int):

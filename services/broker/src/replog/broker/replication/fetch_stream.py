@@ -99,3 +99,12 @@ class _Watchdog:
 
 
 _watchdog = _Watchdog()
+
+
+def describe_failure(stream: FetchStream, exc: BaseException) -> str:
+    """Why an exchange on `stream` failed, for the fetcher's log line."""
+    if stream.timed_out:
+        return "no answer in time"
+    if isinstance(exc, StreamEnded):
+        return "the leader ended the stream"
+    return exc.code().name if isinstance(exc, grpc.RpcError) else "CANCELLED"

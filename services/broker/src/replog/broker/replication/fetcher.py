@@ -45,7 +45,7 @@ from replog.broker.core.errors import ErrorCode
 from replog.broker.replicas.follower_side import FetchPosition, fetch_position
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replication.fetch_messages import FetchRequest, fetch_answer, fetch_request
-from replog.broker.replication.fetch_stream import FetchStream, StreamEnded
+from replog.broker.replication.fetch_stream import FetchStream, StreamEnded, describe_failure
 from replog.broker.replication.follower_answers import ERROR_BACKOFF_MS, Follow, LeaderAnswer, handle_answer
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.thread_guard import guarded_round
@@ -166,6 +166,13 @@ class ReplicaFetcher:
             removed = [tp for tp in partitions if self._targets.pop(tp, None) is not None]
             if removed:
                 self._reset_session_locked()  # the next request opens a session without them
+
+    def position_changed(self, topic_partition: TopicPartition) -> None:
+        """Its log was cut outside the fetcher (the scrubber): the leader holds the old position, so name it next."""
+        with self._cond:
+            if topic_partition in self._targets:
+                self._dirty.add(topic_partition)
+                self._cond.notify_all()
 
     def partition_count(self) -> int:
         with self._cond:
@@ -295,7 +302,7 @@ class ReplicaFetcher:
                     self._session_epoch = session_epoch
                     self._resend = True
             if not resend:
-                self._on_transport_failure(address, _describe_failure(stream, exc))
+                self._on_transport_failure(address, describe_failure(stream, exc))
             return
         finally:
             with self._cond:
@@ -390,11 +397,3 @@ class ReplicaFetcher:
         with self._cond:
             if self._targets.get(topic_partition) is target:
                 del self._targets[topic_partition]
-
-
-def _describe_failure(stream: FetchStream, exc: BaseException) -> str:
-    if stream.timed_out:
-        return "no answer in time"
-    if isinstance(exc, StreamEnded):
-        return "the leader ended the stream"
-    return exc.code().name if isinstance(exc, grpc.RpcError) else "CANCELLED"

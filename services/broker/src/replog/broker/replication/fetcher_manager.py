@@ -73,6 +73,14 @@ class FetcherManager:
             for key, topic_partitions in by_fetcher.items():
                 self._fetchers[key].remove(topic_partitions)
 
+    def position_changed(self, topic_partition: TopicPartition) -> None:
+        """The replica's log was cut outside its fetcher: fetch from its new end (ReplicaFetcher.position_changed)."""
+        with self._lock:
+            key = self._fetcher_of.get(topic_partition)
+            fetcher = None if key is None else self._fetchers.get(key)
+        if fetcher is not None:
+            fetcher.position_changed(topic_partition)
+
     def fetched_partitions(self) -> dict[TopicPartition, int]:
         with self._lock:
             return {tp: key[0] for tp, key in self._fetcher_of.items()}

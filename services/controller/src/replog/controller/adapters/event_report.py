@@ -48,6 +48,8 @@ def describe(span, state: ControllerState, event, plan: Plan) -> None:
         span.set_attribute("brokers.new", sorted(after - before))
     if isinstance(event, (ev.ControlledShutdownRequested, ev.LogDirsOfflineReported)):
         span.set_attribute("broker.id", event.broker_id)
+    if isinstance(event, ev.ControlledShutdownRequested) and event.partitions:
+        span.set_attribute("resigned_partitions", _names(event.partitions))  # a running broker's damaged replicas
 
 
 def _names(partitions) -> list[str]:

@@ -18,6 +18,7 @@ from replog.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 NOT_CONTROLLER = common_pb2.ERROR_CODE_NOT_CONTROLLER
 RPC_WAIT_S = 30.0
 TOPIC_NAME_CHARS_MAX = 249  # as Kafka's
+RESIGN_PARTITIONS_MAX = 10000  # partitions one ControlledShutdown may name to give up (controller.proto)
 
 
 class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
@@ -62,7 +63,12 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
                                                      partitions=results)
 
     def ControlledShutdown(self, request, context):
-        event = ev.ControlledShutdownRequested(request.broker_id, request.broker_epoch)
+        problem = _resign_problem(request)
+        if problem:
+            return controller_pb2.ControlledShutdownResponse(error_code=common_pb2.ERROR_CODE_INVALID_REQUEST,
+                                                             error_message=f"ControlledShutdown: {problem}")
+        event = ev.ControlledShutdownRequested(request.broker_id, request.broker_epoch, tuple(
+            TopicPartition(p.topic, p.partition) for p in request.partitions))
         try:
             reply = self._process.loop.call(event, RPC_WAIT_S)
         except NotController:
@@ -104,7 +110,18 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
 def _offline_report_problem(request) -> str | None:
     if not request.offline_log_dirs or not all(request.offline_log_dirs):
         return "name at least one offline log directory, and no empty one"
-    for item in request.partitions:
+    return _partitions_problem(request.partitions)
+
+
+def _resign_problem(request) -> str | None:
+    if len(request.partitions) > RESIGN_PARTITIONS_MAX:
+        return (f"names {len(request.partitions)} partitions to give up, more than {RESIGN_PARTITIONS_MAX}: "
+                "split the request")
+    return _partitions_problem(request.partitions)
+
+
+def _partitions_problem(partitions) -> str | None:
+    for item in partitions:
         if not item.topic or len(item.topic) > TOPIC_NAME_CHARS_MAX or item.partition < 0:
             return (f"bad partition {item.topic[:TOPIC_NAME_CHARS_MAX]!r}-{item.partition}: a topic of 1 to "
                     f"{TOPIC_NAME_CHARS_MAX} characters and a partition from 0")

@@ -126,10 +126,12 @@ class AlterPartitionReceived:
 
 @dataclass(frozen=True, slots=True)
 class ControlledShutdownRequested:
-    """A broker wants to stop and asks for its leaderships to move first."""
+    """A broker wants to stop and asks for its leaderships to move first; with ``partitions`` it keeps
+    running and gives up leadership of just those (a replica its scrubber found damaged, issue 40)."""
 
     broker_id: int
     broker_epoch: int
+    partitions: tuple[TopicPartition, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

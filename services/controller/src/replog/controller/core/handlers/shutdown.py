@@ -21,6 +21,9 @@ repeats the request until ``remaining`` is empty or it gives up; repeating is
 harmless.  Partitions with one replica are never "remaining": nothing can take
 them over.
 A broker stops being "shutting down" when its registration disappears.
+
+A request naming ``partitions`` is not a shutdown: after the same fencing, the broker
+gives up leadership of just those and keeps running (``resign.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from ..election import controlled_shutdown_leader
 from ..errors import ErrorCode
 from ..events import ControlledShutdownRequested
 from ..plan import ControlledShutdownReply
+from .resign import resign_leaderships
 
 
 def on_controlled_shutdown(b: PlanBuilder, event: ControlledShutdownRequested) -> None:
@@ -45,6 +49,9 @@ def on_controlled_shutdown(b: PlanBuilder, event: ControlledShutdownRequested) -
         b.reply = ControlledShutdownReply(
             ErrorCode.STALE_BROKER_EPOCH,
             f"broker epoch {event.broker_epoch} is not the registered {info.broker_epoch}", ())
+        return
+    if event.partitions:  # the broker keeps running and gives up just these leaderships (resign.py)
+        resign_leaderships(b, broker_id, event.partitions)
         return
     if broker_id not in b.shutting_down:
         b.set_shutting_down(b.shutting_down | {broker_id})
