@@ -1,13 +1,13 @@
-"""Checkpoint files: round trips, atomic replacement, clear errors on malformed files."""
+"""Checkpoint files: round trips, atomic replacement, clear errors on malformed or damaged files."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+from crc32c import crc32c
 
-from replog.broker.log import CheckpointError, read_offsets_checkpoint, write_offsets_checkpoint
-from replog.broker.log import checkpoints
+from replog.broker.log import CheckpointError, checkpoints, read_offsets_checkpoint, write_offsets_checkpoint
 from replog.broker.log.checkpoints import read_leader_epoch_checkpoint, write_leader_epoch_checkpoint
 
 
@@ -16,7 +16,36 @@ def test_offsets_round_trip_in_a_versioned_text_format(tmp_path):
     offsets = {("orders", 1): 998, ("orders", 0): 1200, ("audit.log", 3): 0}
     write_offsets_checkpoint(path, offsets)
     assert read_offsets_checkpoint(path) == offsets
-    assert path.read_text() == "0\n3\naudit.log 3 0\norders 0 1200\norders 1 998\n"
+    body = "1\n3\naudit.log 3 0\norders 0 1200\norders 1 998\n"
+    assert path.read_text() == f"{body}crc32c {crc32c(body.encode()):08x}\n"
+
+
+def test_a_version_0_file_without_a_checksum_is_still_read(tmp_path):
+    path = tmp_path / "replication-offset-checkpoint"
+    path.write_text("0\n2\norders 0 1200\norders 1 998\n")
+    assert read_offsets_checkpoint(path) == {("orders", 0): 1200, ("orders", 1): 998}
+
+
+def test_every_single_bit_flip_of_a_checkpoint_is_refused_not_misread(tmp_path):
+    path = tmp_path / "replication-offset-checkpoint"
+    write_offsets_checkpoint(path, {("orders", 0): 1200, ("orders", 1): 998})
+    good = path.read_bytes()
+    for bit in range(len(good) * 8):
+        damaged = bytearray(good)
+        damaged[bit // 8] ^= 1 << (bit % 8)
+        path.write_bytes(bytes(damaged))
+        with pytest.raises(CheckpointError):
+            read_offsets_checkpoint(path)
+
+
+def test_a_checkpoint_cut_short_is_refused(tmp_path):
+    path = tmp_path / "leader-epoch-checkpoint"
+    write_leader_epoch_checkpoint(path, [(0, 0), (3, 120)])
+    good = path.read_bytes()
+    for length in range(len(good)):
+        path.write_bytes(good[:length])
+        with pytest.raises(CheckpointError):
+            read_leader_epoch_checkpoint(path)
 
 
 def test_missing_file_reads_as_empty(tmp_path):
@@ -34,7 +63,9 @@ def test_empty_checkpoint(tmp_path):
     ("text", "message"),
     [
         ("", "at least a version and a count"),
-        ("1\n0\n", "line 1: unsupported version"),
+        ("2\n0\n", "line 1: unsupported version"),
+        ("1\n0\n", "expected the closing 'crc32c <hex>' line"),
+        ("1\n0\ncrc32c 00000000\n", "does not match the file's contents"),
         ("0\nx\n", "line 2: 'x' is not an integer"),
         ("0\n2\norders 0 5\n", "line 2: count says 2 entries, the file has 1"),
         ("0\n1\norders 0\n", "line 3: expected 3 space-separated fields"),

@@ -8,10 +8,15 @@ the old file or the new one, never a mix; a leftover `.tmp` is garbage.
 
 Format (text, one entry per line, fields separated by one space)::
 
-    0            <- format version
-    2            <- number of entries
+    1                  <- format version
+    2                  <- number of entries
     orders 0 1200
     orders 1 998
+    crc32c 8fe58fb9    <- CRC-32C of every byte above this line, 8 hex digits
+
+The checksum line is what makes bit rot in a checkpoint visible: without it a
+flipped bit in a digit reads as another offset. Version 0 (the same without the
+checksum line, as brokers before it wrote) is still read.
 
 Offsets checkpoints (the broker-wide `replication-offset-checkpoint` of high
 watermarks, `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`,
@@ -20,9 +25,9 @@ first segment after DeleteRecords) have entries
 `topic partition offset`. The leader-epoch checkpoint of one partition
 (`leader-epoch-checkpoint`) has entries `leader_epoch start_offset`.
 
-A missing file reads as empty. A malformed one raises `CheckpointError`
-naming the file and the line: a broker must not start on a silently
-misread high watermark.
+A missing file reads as empty. A malformed one, or one whose checksum does not
+match, raises `CheckpointError` naming the file and the line: a broker must not
+start on a silently misread high watermark.
 """
 
 from __future__ import annotations
@@ -31,7 +36,11 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-CHECKPOINT_VERSION = 0
+from crc32c import crc32c
+
+CHECKPOINT_VERSION = 1  # written; version 0 (no checksum line) is still read
+UNCHECKED_VERSION = 0
+CHECKSUM_TAG = "crc32c"
 TEMP_SUFFIX = ".tmp"
 
 HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
@@ -68,7 +77,8 @@ def write_checkpoint(path: Path, entries: Sequence[Sequence[object]], *, durable
             bad = next(text for text in texts if not text or text.split() != [text])
             raise ValueError(f"checkpoint field {bad!r} is empty or contains whitespace")
         lines.append(line)
-    data = ("\n".join(lines) + "\n").encode()
+    body = ("\n".join(lines) + "\n").encode()
+    data = body + f"{CHECKSUM_TAG} {crc32c(body):08x}\n".encode()
     temp_path = path.with_name(path.name + TEMP_SUFFIX)
     fd = os.open(temp_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -89,7 +99,8 @@ def read_checkpoint(path: Path, fields_per_entry: int) -> list[list[str]]:
     """The entries of the checkpoint at `path` as rows of strings; [] if it does not exist."""
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
+        text = data.decode()
     except FileNotFoundError:
         return []
     except UnicodeDecodeError as exc:  # bit rot in a text file
@@ -97,8 +108,11 @@ def read_checkpoint(path: Path, fields_per_entry: int) -> list[list[str]]:
     lines = text.splitlines()
     if len(lines) < 2:
         raise CheckpointError(f"{path}: {len(lines)} lines, a checkpoint has at least a version and a count")
-    if lines[0].strip() != str(CHECKPOINT_VERSION):
-        raise CheckpointError(f"{path}: line 1: unsupported version {lines[0]!r}, expected {CHECKPOINT_VERSION}")
+    if lines[0] == str(CHECKPOINT_VERSION):
+        lines = _checked(path, data, lines)
+    elif lines[0] != str(UNCHECKED_VERSION):
+        raise CheckpointError(f"{path}: line 1: unsupported version {lines[0]!r}, expected {CHECKPOINT_VERSION} "
+                              f"(or {UNCHECKED_VERSION})")
     count = _parse_int(path, 2, lines[1])
     body = lines[2:]
     if count != len(body):
@@ -112,6 +126,19 @@ def read_checkpoint(path: Path, fields_per_entry: int) -> list[list[str]]:
             )
         rows.append(fields)
     return rows
+
+
+def _checked(path: Path, data: bytes, lines: list[str]) -> list[str]:
+    """`lines` less the checksum line, once it matches the bytes above it."""
+    tag, _, digest = lines[-1].partition(" ")
+    if len(lines) < 3 or tag != CHECKSUM_TAG or not data.endswith(b"\n"):
+        raise CheckpointError(f"{path}: line {len(lines)}: expected the closing '{CHECKSUM_TAG} <hex>' line, got "
+                              f"{lines[-1][:40]!r} (a cut file?)")
+    body = data[:data.rindex(b"\n", 0, len(data) - 1) + 1]
+    if digest != f"{crc32c(body):08x}":
+        raise CheckpointError(f"{path}: the checksum {digest[:16]!r} does not match the file's contents "
+                              f"({crc32c(body):08x}): the file is damaged")
+    return lines[:-1]
 
 
 def _parse_int(path: Path, line_number: int, text: str) -> int:
