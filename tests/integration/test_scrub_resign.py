@@ -62,11 +62,12 @@ def flip_a_byte(path: Path) -> None:
 
 
 def values_on_disk(cluster, broker_id: int) -> list[bytes] | None:
-    """The broker's copy of the partition read from its segment files; None while a batch fails its check."""
-    data = b"".join(path.read_bytes() for path in segment_files(cluster, broker_id))
+    """The broker's copy of the partition read from its segment files; None while a batch fails its check
+    or a segment listed is gone before it is read (the broker is cutting the log)."""
     try:
+        data = b"".join(path.read_bytes() for path in segment_files(cluster, broker_id))
         records = decode_records(data)
-    except CorruptRecordError:
+    except (CorruptRecordError, FileNotFoundError):
         return None
     return [r.value for r in records]
 
