@@ -7,16 +7,19 @@ records are acknowledged by the new leaders; a byte of its second directory's HW
 checkpoint's CRC-32C no longer matches). Started again, broker 1 becomes healthy: `replog cluster
 describe` and its metrics show the second directory offline, no partition whose replica lived there has
 broker 1 as leader or in its ISR, and broker 1 did not create an empty replica of one in its first
-directory; the partitions of its first directory rejoin the ISR. Every acknowledged record reads back.
+directory; the partitions of its first directory rejoin the ISR, and a preferred-leader election gives
+broker 1 those back and none of the others. Every acknowledged record reads back.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from replog.broker.log.checkpoints import HW_CHECKPOINT_FILE
+from replog.cli.main import main
 from replog.devcluster import ClusterSpec
 from replog.v1 import common_pb2
 from tests.fault.log_dir_helpers import describe, in_order_within, log_dir_online, read_back
@@ -105,8 +108,15 @@ def test_a_directory_with_a_damaged_checkpoint_goes_offline_and_the_broker_start
             state = partition_state(zk, TOPIC, partition)
             assert state.leader in (2, 3) and 1 not in state.isr, state
             assert not (kept_dir / f"{TOPIC}-{partition}").exists(), "an empty replica was created elsewhere"
+        capsys.readouterr()  # the preferred leader of every partition is broker 1: it is refused where offline
+        code = main(["--gateway", cluster.gateway_address, "-o", "json", "elect-leaders", "--preferred", "--all"])
+        results = {r["partition"]: r["result"] for r in json.loads(capsys.readouterr().out)["partitions"]}
+        assert code == 1 and results == {p: "NONE" if p in kept else "PREFERRED_LEADER_NOT_AVAILABLE"
+                                         for p in range(PARTITIONS)}, results
+        for partition in kept:  # broker 1, the preferred leader, leads its first directory's partitions again
+            wait_for_leader(cluster, zk, TOPIC, 1, DEADLINE_S, partition=partition)
         produce_to_leaders(cluster, zk, lambda p: f"after-{p}".encode(), acknowledged)
-        for partition in on_damaged:  # still out after the broker has settled and taken more produce
+        for partition in on_damaged:  # never elected, even preferred, and never in the ISR
             state = partition_state(zk, TOPIC, partition)
             assert state.leader in (2, 3) and 1 not in state.isr, state
 
