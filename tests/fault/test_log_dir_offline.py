@@ -15,21 +15,18 @@ the partitions in its first directory. Every acknowledged record reads back, and
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
-import urllib.request
 
 import grpc
 import pytest
 
-from replog.cli.main import main
 from replog.devcluster import ClusterSpec
-from replog.v1 import common_pb2, log_pb2
+from replog.v1 import common_pb2
+from tests.fault.log_dir_helpers import describe, in_order_within, log_dir_online, read_back
 from tests.fault.powerloss.control import powerloss_mount
 from tests.integration.broker_helpers import (
     batch_of,
     create_topic,
-    log_stub,
     partition_state,
     produce_raw,
     wait_for,
@@ -72,18 +69,6 @@ def two_dir_cluster(cluster_factory, tmp_path):
             cluster.down()
 
 
-def read_back(cluster, zk, topic: str, partition: int) -> list[bytes]:
-    state = wait_for(lambda: (s := partition_state(zk, topic, partition)) and s.leader in BROKERS and s, 60,
-                     f"a leader of {topic}-{partition}")
-    wait_for_leader(cluster, zk, topic, state.leader, 60, partition=partition)
-    reply = log_stub(cluster, state.leader).Fetch(log_pb2.FetchRequest(
-        partitions=[log_pb2.FetchPartition(topic=topic, partition=partition, fetch_offset=0, current_leader_epoch=-1)],
-        max_bytes=1 << 20, decode_records=True), timeout=20)
-    (answer,) = reply.partitions
-    assert answer.error_code == common_pb2.ERROR_CODE_NONE, answer
-    return [record.value for record in answer.decoded_records]
-
-
 def produce_meanwhile(cluster, zk, topic: str, partitions: list[int], acknowledged: dict, stop: threading.Event):
     """acks=all produce to the current leader of each partition, in turns, until `stop`; what is acknowledged
     is noted, what is refused or lost in transit is not (and need not be in the log)."""
@@ -102,25 +87,6 @@ def produce_meanwhile(cluster, zk, topic: str, partitions: list[int], acknowledg
             if answer.error_code == common_pb2.ERROR_CODE_NONE:
                 acknowledged[partition].append(value)
         index += 1
-
-
-def in_order_within(wanted: list[bytes], found: list[bytes]) -> bool:
-    remaining = iter(found)
-    return all(value in remaining for value in wanted)
-
-
-def log_dir_online(cluster, broker_id: int, path) -> float:
-    port = cluster.processes[f"broker-{broker_id}"].metrics_port
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    prefix = f'replog_broker_log_dir_online{{dir="{path}"}} '
-    (line,) = [line for line in text.splitlines() if line.startswith(prefix)]
-    return float(line.split()[-1])
-
-
-def describe(cluster, capsys) -> dict:
-    capsys.readouterr()
-    assert main(["--gateway", cluster.gateway_address, "-o", "json", "cluster", "describe"]) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
@@ -182,7 +148,7 @@ def test_a_failed_directory_goes_offline_alone_and_the_broker_keeps_serving_the_
             acknowledged[partition].append(value)
 
         for partition in range(PARTITIONS):
-            committed = read_back(cluster, zk, topic, partition)
+            committed = read_back(cluster, zk, topic, partition, BROKERS)
             # a batch whose answer was lost (a timeout, a refused connection) may be there too: never one
             # that was acknowledged missing, nor out of order
             assert in_order_within(acknowledged[partition], committed), \

@@ -35,7 +35,7 @@ from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.replication_servicer import ReplicationServicer
 from replog.broker.entrypoints.servicers import bindings
 from replog.broker.groups.wiring import build_groups
-from replog.broker.log import CheckpointError, LogConfig
+from replog.broker.log import LogConfig
 from replog.broker.log.descriptors import process_budget
 from replog.broker.produce.delayed_produces import DelayedProduces
 from replog.broker.produce.produce_handler import ProduceHandler
@@ -43,7 +43,7 @@ from replog.broker.produce.producer_ids import ProducerIdAllocator
 from replog.broker.replicas.assignments import assigned_here
 from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
 from replog.broker.replicas.fsync_probe import FsyncProbe
-from replog.broker.replicas.log_dirs import DuplicateReplicaError
+from replog.broker.replicas.log_dirs import DuplicateReplicaError, NoOnlineLogDirError
 from replog.broker.replicas.producer_expiry import ProducerExpiry
 from replog.broker.replicas.recovery_losses import report_recovery
 from replog.broker.replicas.replica_manager import ReplicaManager
@@ -181,11 +181,11 @@ class BrokerProcess:
         for directory in replicas.directories:
             directory.failures.on_descriptor_shortage = self.metrics.out_of_descriptors.inc
         try:
-            replicas.load()
-        except CheckpointError as exc:
-            raise StartupError(f"unreadable checkpoint, refusing to guess high watermarks: {exc}") from None
-        except DuplicateReplicaError as exc:
+            replicas.load()  # a directory that cannot be read goes offline; the broker starts on the others
+        except (NoOnlineLogDirError, DuplicateReplicaError) as exc:
             raise StartupError(str(exc)) from None
+        except OSError as exc:  # EMFILE / ENFILE (log_dir_failures.py): no disk is at fault
+            raise StartupError(f"cannot open the local logs: {exc}; raise the open-files limit") from None
         return replicas
 
     def _build(self) -> None:

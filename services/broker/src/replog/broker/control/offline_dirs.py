@@ -14,6 +14,11 @@ partition's lock):
   every ISR, elects other leaders and does not make them leader again while the broker's registration
   stands. The call is repeated, `RETRY_BACKOFF_S` apart, until the controller accepts it or the broker
   stops; a new registration (after a restart or a session expiry) carries the offline set again.
+
+A directory can also be offline from the start (replicas/directory_load.py: it could not be read). Its
+replicas are recorded when this is connected, before the broker registers, so the first registration
+names them and the controller loads them with the broker, as a newly elected controller would: there is
+nothing to report by RPC.
 """
 
 from __future__ import annotations
@@ -52,8 +57,17 @@ class OfflineDirs:
         self._reporter: threading.Thread | None = None
 
     def connect(self) -> None:
+        """Follow each directory's failures; one already offline (it could not be read at start) is recorded
+        with its replicas at once, for the broker's first registration to name them."""
         for directory in self._replicas.directories:
             directory.failures.connect(lambda reason, d=directory: self._went_offline(d, reason))
+            if not directory.online:
+                partitions = self._replicas.offline_partitions(directory)
+                log.error("log directory %s was offline at start (%s): its %d replicas stay offline until it is "
+                          "repaired and the broker restarted", directory.path, directory.failures.offline_reason,
+                          len(partitions))
+                with self._lock:
+                    self._partitions.update(partitions)
 
     def stop(self) -> None:
         self._stopping.set()

@@ -201,13 +201,15 @@ class ReplicaStateChanges:
         if self._broker_id not in decision.replicas:
             return PartitionResult(topic_partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                    f"broker {self._broker_id} is not assigned {topic_partition}")
+        offline_dir = self._replicas.offline_directory_of(topic_partition)
+        if offline_dir is not None:  # its directory went offline at start: never created afresh elsewhere
+            return _in_offline_dir(topic_partition, offline_dir.path)
         try:  # an OSError took the chosen directory offline (replica_manager.py)
             hosted = self._replicas.get_or_create(topic_partition)
         except OSError as exc:
             return PartitionResult(topic_partition, ErrorCode.STORAGE_ERROR, str(exc))
         if hosted.dir_failures.offline:  # stopped with its directory: it neither leads nor follows
-            return PartitionResult(topic_partition, ErrorCode.STORAGE_ERROR,
-                                   f"{topic_partition} is in the offline log directory {hosted.dir_failures.log_dir}")
+            return _in_offline_dir(topic_partition, hosted.dir_failures.log_dir)
         if topic_partition.topic not in watched:
             watched.add(topic_partition.topic)
             self._topic_configs.watch(topic_partition.topic)
@@ -251,12 +253,14 @@ class ReplicaStateChanges:
     def _stop(self, request: StopRequest) -> PartitionResult:
         topic_partition = request.topic_partition
         hosted = self._replicas.get(topic_partition)
+        offline_dir = self._replicas.offline_directory_of(topic_partition)
+        if request.delete and offline_dir is not None:  # offline since start: as below
+            return _in_offline_dir(topic_partition, offline_dir.path)
         if hosted is None:
             self._unfetch.append(topic_partition)
             return PartitionResult(topic_partition, ErrorCode.NONE, "not hosted here")
         if request.delete and hosted.dir_failures.offline:  # nothing is written there; a restart deletes it
-            return PartitionResult(topic_partition, ErrorCode.STORAGE_ERROR,
-                                   f"{topic_partition} is in the offline log directory {hosted.dir_failures.log_dir}")
+            return _in_offline_dir(topic_partition, hosted.dir_failures.log_dir)
         outcome = hosted.stop(leader_epoch=request.leader_epoch, delete=request.delete)
         if isinstance(outcome, Refusal):
             return PartitionResult(topic_partition, outcome.code, outcome.reason)
@@ -274,6 +278,12 @@ class ReplicaStateChanges:
             self._replicas.delete(topic_partition)
             if not self._replicas.hosts_topic(topic_partition.topic):
                 self._topic_configs.unwatch(topic_partition.topic)
+
+
+def _in_offline_dir(topic_partition: TopicPartition, log_dir) -> PartitionResult:
+    """The answer for a replica whose log directory is offline: it neither leads, follows nor is deleted."""
+    return PartitionResult(topic_partition, ErrorCode.STORAGE_ERROR,
+                           f"{topic_partition} is in the offline log directory {log_dir}")
 
 
 def _log_summary(what: str, results: list[PartitionResult], *, extra: str) -> None:

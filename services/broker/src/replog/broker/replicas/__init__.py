@@ -18,6 +18,7 @@
 - fsync_probe.py        a stalled fsync is a storage error: a probe with a deadline
 - log_dir_failures.py   a storage error takes the log directory offline: nothing retried, appended or served
 - log_dirs.py           the broker's log directories: placement of new replicas, per-directory checkpoints
+- directory_load.py     one log directory at start: its logs opened and recovered, or the directory offline
 - directory_remover.py  removes deleted replicas' directories on a thread of its own
 - assignments.py        start-up deletion of replicas no longer assigned here
 - checkpointer.py       the periodic fsync of rolled segments, interval flushes, checkpoint files, and its chores

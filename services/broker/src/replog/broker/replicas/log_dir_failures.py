@@ -6,7 +6,10 @@ After a failed write or fsync (EIO, ENOSPC) Linux may already have dropped the d
 second fsync can "succeed" and the recovery point would move past data that never reached the disk.
 Nothing is therefore retried: the first OSError on an append, flush or checkpoint takes the directory
 offline. From then on it takes no append (leader or follower) and serves no replica fetch, and the
-broker is told once (`on_offline`).
+broker is told once (`on_offline`). At start the same holds for a directory that cannot be listed, a
+log in it that cannot be opened, or an HW or log-start checkpoint that cannot be read
+(replicas/directory_load.py): it is offline before the broker serves anything, and `on_offline` is not
+connected yet; control/offline_dirs.py picks such directories up when it is.
 
 Each log directory of the broker has its own `LogDirFailures` (log_dirs.py), shared by the replicas
 that live there. What the broker does then is control/offline_dirs.py's: while another directory is
@@ -65,10 +68,11 @@ class LogDirFailures:
     def offline_reason(self) -> str | None:
         return self._offline_reason
 
-    def failed(self, during: str, exc: OSError) -> None:
-        """An OSError while `during` (e.g. "append to orders-0"): the directory is offline from now on,
-        unless the error is EMFILE / ENFILE (see the module docstring), which is only noted."""
-        if is_out_of_descriptors(exc):
+    def failed(self, during: str, exc: Exception) -> None:
+        """An OSError while `during` (e.g. "append to orders-0"), or at start a checkpoint that cannot be
+        read (directory_load.py): the directory is offline from now on, unless the error is EMFILE / ENFILE
+        (see the module docstring), which is only noted."""
+        if isinstance(exc, OSError) and is_out_of_descriptors(exc):
             self._note_shortage(during, exc)
             return
         with self._lock:

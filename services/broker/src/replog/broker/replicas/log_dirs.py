@@ -7,7 +7,8 @@ costs it only the replicas on that disk (issue 40). Each `LogDirectory` owns wha
 directory: its storage-error channel (log_dir_failures.py), its free-space reserve (log_dir_space.py),
 its clean-shutdown marker and its three checkpoint files (HW, recovery point, log start), which name
 only the replicas that live in it. A replica lives in exactly one directory: start-up refuses a
-partition found in two.
+partition found in two. A directory whose files cannot be read at start goes offline then, and the broker
+starts on the others (directory_load.py); with none left it does not start.
 
 A new replica goes to the online directory that holds the fewest replicas (the first listed on a tie),
 as Kafka places them; `place` decides that from counts alone. Once a directory is offline nothing is
@@ -40,6 +41,10 @@ Offsets = dict[tuple[str, int], tuple[int, int, int]]
 
 class DuplicateReplicaError(Exception):
     """A partition's directory exists in two log directories: which copy is current cannot be known."""
+
+
+class NoOnlineLogDirError(Exception):
+    """Every log directory went offline at start (directory_load.py): the broker has nowhere to keep a replica."""
 
 
 class LogDirectory:

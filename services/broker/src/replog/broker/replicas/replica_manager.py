@@ -7,13 +7,17 @@ only membership (which partitions exist); each partition has its own lock for
 everything else. The broker's log directories are log_dirs.py's: a new replica
 goes to the online one with the fewest replicas, and each keeps its own checkpoint
 files and clean-shutdown marker. At start-up `load()` opens every partition
-directory under every log directory, running each log's recovery from its checkpointed recovery point
-(a torn or corrupt tail is cut and reported), loads the HW checkpoint and
+directory under every log directory (directory_load.py), running each log's recovery from its
+checkpointed recovery point (a torn or corrupt tail is cut and reported), loads the HW checkpoint and
 rebuilds each replica's producer table from its log. It takes the clean-shutdown
 marker first (log/clean_shutdown.py): without it the last stop was a crash or a
 power loss, and a replica whose recovered log ends below its checkpointed HW has
 lost committed records; those are listed in `lost_records` for the broker to
-report (the HW is still clamped to the log end, now loudly). Partitions no longer
+report (the HW is still clamped to the log end, now loudly). A directory that cannot
+be read at start (an OSError, an unreadable HW or log-start checkpoint) goes offline
+then, as after a storage error at run time: the partitions found in it are not
+hosted, are reported as its offline replicas (`offline_partitions`), and are never
+created afresh in another directory (`offline_directory_of`). Partitions no longer
 assigned here are deleted (`delete_unassigned`, seed v3 §E) before the broker
 registers. `write_checkpoints()` atomically rewrites, in each online directory,
 the HW file and the recovery-point and log-start files (checkpoints.py: temp,
@@ -34,27 +38,24 @@ from typing import Callable
 from replog.broker.core.effects import NO_EFFECTS
 from replog.broker.core.partition import ReplicaRole
 from replog.broker.core.produce import ProduceProgress
-from replog.broker.core.producer_state import ProducerStateLimits
-from replog.broker.log import (
-    LogConfig,
-    LostRecords,
-    PartitionLog,
-    lost_committed_records,
-    take_clean_shutdown_marker,
-    write_clean_shutdown_marker,
-)
+from replog.broker.core.producer_state import ProducerStateLimits, ProducerStateTable
+from replog.broker.log import LogConfig, LostRecords, PartitionLog, write_clean_shutdown_marker
 from replog.broker.log.descriptors import DescriptorBudget
+from replog.broker.replicas import directory_load
 from replog.broker.replicas.consequences import Consequences
 from replog.broker.replicas.directory_remover import DirectoryRemover
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import produce_progress
-from replog.broker.replicas.log_dirs import DuplicateReplicaError, LogDirectory, Offsets, build_directories, place
-from replog.broker.replicas.log_maintenance import update_log_config
-from replog.broker.replicas.partition_dirs import (
-    local_partition_directories,
-    partition_directory,
-    set_aside_directories,
+from replog.broker.replicas.log_dirs import (
+    DuplicateReplicaError,
+    LogDirectory,
+    NoOnlineLogDirError,
+    Offsets,
+    build_directories,
+    place,
 )
+from replog.broker.replicas.log_maintenance import update_log_config
+from replog.broker.replicas.partition_dirs import partition_directory
 from replog.broker.replicas.producer_headers import rebuild_from_log
 from replog.broker.runtime.metrics import PartitionSummary
 from replog.common.clock import Clock
@@ -87,6 +88,8 @@ class ReplicaManager:
         self._remover = DirectoryRemover()  # deleted replicas' directories, renamed aside, go here
         self.clean_start = True  # the last stop left the clean-shutdown marker (set by `load`)
         self.lost_records: list[LostRecords] = []  # committed records recovery could not find (set by `load`)
+        # replicas found at start in a directory that went offline then: never hosted, never created elsewhere
+        self._offline_at_start: dict[TopicPartition, LogDirectory] = {}
         # What the steps on every hosted replica set off (consequences.py); bootstrap.py connects it.
         self.consequences = Consequences()
         self.descriptor_budget = descriptor_budget  # bounds the descriptors the hosted logs hold (None: unbounded)
@@ -94,58 +97,48 @@ class ReplicaManager:
     # --- start-up -----------------------------------------------------------------
 
     def load(self) -> None:
-        """Open and recover every local partition log of every directory; HW from the checkpoints (a bad
-        file stops start-up, and so does a partition found in two directories)."""
+        """Open and recover every local partition log of every directory, HWs from the checkpoints
+        (directory_load.py). A directory that cannot be listed, whose HW or log-start checkpoint is
+        unreadable or one of whose logs cannot be opened goes offline at start, the replicas found in it
+        with it, and the others are loaded; start-up stops when no directory is left
+        (`NoOnlineLogDirError`) or a partition is found in two (`DuplicateReplicaError`)."""
+        scans = [directory_load.scan(directory) for directory in self.directories]
         found: dict[TopicPartition, Path] = {}
-        cleans = []
+        for topic_partition, path in ((tp, p) for s in scans for tp, p in s.partitions.items()):
+            if topic_partition in found:
+                raise DuplicateReplicaError(f"{topic_partition} is in both {found[topic_partition]} and {path}; "
+                                            f"remove the stale copy")
+            found[topic_partition] = path
         dropped = 0
-        for directory in self.directories:
-            directory.path.mkdir(parents=True, exist_ok=True)
-            cleans.append(take_clean_shutdown_marker(directory.path))
-            for leftover in set_aside_directories(directory.path):
+        for directory, scan in zip(self.directories, scans):
+            loaded = None if not directory.online else directory_load.open_logs(
+                directory, scan, log_config_of=self.log_config_of, clock=self._clock,
+                producer_state_limits=self._producer_state_limits)
+            if loaded is None:
+                self._offline_at_start.update((tp, directory) for tp in scan.partitions)
+                continue
+            for leftover in scan.leftovers:
                 self._remover.remove_later(leftover)  # deleted before the last stop, not yet removed
-            for topic_partition, path in local_partition_directories(directory.path).items():
-                if topic_partition in found:
-                    raise DuplicateReplicaError(f"{topic_partition} is in both {found[topic_partition]} and {path}; "
-                                                f"remove the stale copy")
-                found[topic_partition] = path
-        self.clean_start = all(cleans)
-        for directory, clean in zip(self.directories, cleans):
-            dropped += self._load_directory(directory, clean)
-        log.info("loaded %d local replicas from %s after %s (recovery dropped %d bytes in all)",
-                 len(self._partitions), ", ".join(str(d.path) for d in self.directories),
-                 "a clean stop" if self.clean_start else "an unclean shutdown", dropped)
-
-    def _load_directory(self, directory: LogDirectory, clean: bool) -> int:
-        """Open the logs of one directory; the bytes recovery dropped."""
-        high_watermarks, recovery_points, log_starts = directory.read_checkpoints()
-        dropped = 0
-        for topic_partition, path in local_partition_directories(directory.path).items():
-            key = (topic_partition.topic, topic_partition.partition)
-            # No recovery point recorded: scan every segment (rolled ones may never have been fsynced).
-            partition_log = PartitionLog.open(path, self.log_config_of(topic_partition.topic), self._clock,
-                                              recovery_point=recovery_points.get(key, 0),
-                                              log_start_offset=log_starts.get(key, 0))
-            report = partition_log.recovery_report
-            if not report.clean:
-                dropped += report.bytes_dropped
-                log.warning("%s: start-up recovery dropped %d bytes from %s (%s)", topic_partition,
-                            report.bytes_dropped, report.segment, report.reason)
-            high_watermark = high_watermarks.get(key, 0)
-            lost = lost_committed_records(*key, high_watermark, partition_log.log_end_offset)
-            if lost is not None:
-                self.lost_records.append(lost)
-                log.error("%s: lost %d committed records: the high watermark was checkpointed at %d, the log "
-                          "recovered after %s ends at %d", topic_partition, lost.count, high_watermark,
-                          "a clean stop" if clean else "an unclean shutdown", partition_log.log_end_offset)
-            self._put(topic_partition, self._hosted(directory, topic_partition, partition_log, high_watermark))
-        return dropped
+            self.lost_records.extend(loaded.lost_records)
+            dropped += loaded.bytes_dropped
+            for replica in loaded.replicas:
+                self._put(replica.topic_partition, self._hosted(directory, *replica))
+        online = [d for d in self.directories if d.online]
+        if not online:
+            raise NoOnlineLogDirError("no log directory can be used: " + "; ".join(
+                f"{d.path} ({d.failures.offline_reason})" for d in self.directories))
+        self.clean_start = all(s.clean for d, s in zip(self.directories, scans) if d.online)
+        log.info("loaded %d local replicas from %s after %s (recovery dropped %d bytes in all)%s",
+                 len(self._partitions), ", ".join(str(d.path) for d in online),
+                 "a clean stop" if self.clean_start else "an unclean shutdown", dropped,
+                 f"; {len(self._offline_at_start)} more are offline with their directories"
+                 if self._offline_at_start else "")
 
     def _hosted(self, directory: LogDirectory, topic_partition: TopicPartition, partition_log: PartitionLog,
-                high_watermark: int) -> HostedPartition:
+                high_watermark: int, producer_state: ProducerStateTable) -> HostedPartition:
         return HostedPartition(
             topic_partition, self.broker_id, partition_log, high_watermark=high_watermark,
-            producer_state=rebuild_from_log(partition_log, self._producer_state_limits),
+            producer_state=producer_state,
             remove_directory=self._remover.remove_later, consequences=self.consequences,
             dir_failures=directory.failures, dir_space=directory.space, descriptor_budget=self.descriptor_budget,
         )
@@ -169,6 +162,7 @@ class ReplicaManager:
         with self._lock:
             hosted = self._partitions.get(topic_partition)
             if hosted is None or not hosted.usable:
+                assert topic_partition not in self._offline_at_start, f"{topic_partition}: its directory is offline"
                 log_directory = place(self.directories, self._per_directory)
                 if log_directory is None:
                     raise OSError(f"every log directory is offline: {topic_partition} cannot be created")
@@ -179,7 +173,8 @@ class ReplicaManager:
                 except OSError as exc:  # never retried (log_dir_failures.py)
                     log_directory.failures.failed(f"opening the log of {topic_partition}", exc)
                     raise
-                hosted = self._hosted(log_directory, topic_partition, partition_log, 0)
+                hosted = self._hosted(log_directory, topic_partition, partition_log, 0,
+                                      rebuild_from_log(partition_log, self._producer_state_limits))
                 self._put(topic_partition, hosted)
                 self._created_since_settle += 1
                 log.debug("%s: hosting a new replica at %s", topic_partition, directory)
@@ -266,8 +261,15 @@ class ReplicaManager:
             return dict(self._per_directory)
 
     def offline_partitions(self, directory: LogDirectory) -> list[TopicPartition]:
-        """The replicas that live in `directory` (all offline once it is)."""
-        return sorted(h.topic_partition for h in self.hosted() if h.log.directory.parent == directory.path)
+        """The replicas that live in `directory` (all offline once it is), those it had when it went
+        offline at start included."""
+        hosted_here = {h.topic_partition for h in self.hosted() if h.log.directory.parent == directory.path}
+        return sorted(hosted_here | {tp for tp, d in self._offline_at_start.items() if d is directory})
+
+    def offline_directory_of(self, topic_partition: TopicPartition) -> LogDirectory | None:
+        """The directory a replica was found in at start when that directory went offline then (`load`):
+        such a replica is not hosted, and must not be created afresh in another directory."""
+        return self._offline_at_start.get(topic_partition)
 
     def _by_directory(self) -> dict[Path, list[HostedPartition]]:
         grouped: dict[Path, list[HostedPartition]] = {d.path: [] for d in self.directories}
@@ -355,3 +357,4 @@ class ReplicaManager:
 
 def _state(hosted: HostedPartition):
     return hosted.replica.state, NO_EFFECTS
+
