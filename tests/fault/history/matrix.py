@@ -11,8 +11,9 @@ whole, so the short form runs one round of a rotation of each: its cells, in the
 dealt into `ROUNDS[matrix]` rounds (cell i into round i modulo the count, so every round mixes
 faults and targets), the round chosen by a seed (`REPLOG_FAULT_SEED`, else the clock's seconds)
 modulo the number of rounds. The seed is printed; consecutive seeds cover every cell of both. The
-long form (`REPLOG_FAULT_LOAD_S` set, as `make test-faults` does) runs every cell of both. `REPLOG_FAULT_CELLS` (comma-separated cell names,
-`fault-target` as in the test ids) runs only those cells, of either matrix, to repeat one.
+long form (`REPLOG_FAULT_LOAD_S` set, as `make test-faults` does) runs every cell of both.
+`REPLOG_FAULT_CELLS` (comma-separated cell names, `fault-target` as in the test ids) runs only those
+cells, of either matrix, to repeat one.
 """
 
 from __future__ import annotations

@@ -287,7 +287,8 @@ class BrokerProcess:
             unclean_start=not self.replicas.clean_start, **self._offline_fields(),
         )
         self._registration = registration
-        self.broker_epoch = register_broker(self.zk, registration, wait_s=config.zookeeper_session_timeout_ms / 1000 + 2)
+        self.broker_epoch = register_broker(self.zk, registration,
+                                            wait_s=config.zookeeper_session_timeout_ms / 1000 + 2)
 
     def _offline_fields(self) -> dict:
         return dict(offline_log_dirs=self.offline_dirs.offline_dirs(),

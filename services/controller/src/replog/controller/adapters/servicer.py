@@ -43,7 +43,8 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
         try:
             reply = self._process.loop.call(event, RPC_WAIT_S, links=links)
         except NotController:
-            return controller_pb2.AlterPartitionResponse(error_code=NOT_CONTROLLER, error_message=self._standby_message())
+            return controller_pb2.AlterPartitionResponse(error_code=NOT_CONTROLLER,
+                                                         error_message=self._standby_message())
         except concurrent.futures.TimeoutError:
             return controller_pb2.AlterPartitionResponse(error_code=common_pb2.ERROR_CODE_REQUEST_TIMED_OUT,
                                                          error_message="the controller did not decide in time")
