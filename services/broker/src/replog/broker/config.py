@@ -49,7 +49,8 @@ log_dir_list.rule = "comma-separated, no empty or repeated entry"  # type: ignor
 @dataclass(frozen=True)
 class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
     broker_id: int = setting(1, "id of this broker, unique in the cluster", non_negative)
-    zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
+    zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]",
+                             zookeeper_connect)
     zookeeper_credentials_file: str = credentials_file_setting()
     port: int = setting(9290, "gRPC port", tcp_port)
     rack: str = setting("", "rack (failure domain) label; empty when rack-unaware")
@@ -95,7 +96,8 @@ class BrokerConfig(TlsSettings, AclSettings, AdvertiseSettings):
     log_dir_free_bytes_min: int = setting(
         64 * 1024 * 1024, "free space the log directory keeps: below it a leader refuses produce with STORAGE_ERROR "
                           "(measured once a checkpointer round) rather than meet a full disk, which takes the "
-                          "directory offline, and stops the broker when it was its last online one (0: no reserve)", non_negative)
+                          "directory offline, and stops the broker when it was its last online one (0: no reserve)",
+        non_negative)
     log_dir_fsync_stall_max_ms: int = setting(
         30000, "a probe fsyncs a small file in the log directory every third of this; an fsync that does not "
                "return within it is a storage error: the directory goes offline (the broker stops if it was its "
