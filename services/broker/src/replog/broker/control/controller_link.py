@@ -111,22 +111,21 @@ class ControllerLink:
     def controlled_shutdown(
         self, broker_id: int, broker_epoch: int, timeout_s: float = CONTROL_RPC_TIMEOUT_S
     ) -> ShutdownReply:
-        request = controller_pb2.ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch)
-        try:
-            response = self._stub().ControlledShutdown(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
-        except grpc.RpcError as exc:
-            raise ControllerUnavailable(f"ControlledShutdown: {exc.code().name}: {exc.details()}") from None
-        return ShutdownReply(ErrorCode(response.error_code), response.error_message,
-                             tuple(TopicPartition(p.topic, p.partition) for p in response.remaining_partitions))
+        """Move every leadership off this broker, which is stopping."""
+        return self._controlled_shutdown(controller_pb2.ControlledShutdownRequest(
+            broker_id=broker_id, broker_epoch=broker_epoch), timeout_s)
 
     def resign_leadership(
         self, broker_id: int, broker_epoch: int, partitions: Iterable[TopicPartition],
         timeout_s: float = CONTROL_RPC_TIMEOUT_S,
     ) -> ShutdownReply:
         """ControlledShutdown naming `partitions`: the broker keeps running and gives up leading just those."""
-        request = controller_pb2.ControlledShutdownRequest(
+        return self._controlled_shutdown(controller_pb2.ControlledShutdownRequest(
             broker_id=broker_id, broker_epoch=broker_epoch,
-            partitions=[common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition) for tp in partitions])
+            partitions=[common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition) for tp in partitions]),
+            timeout_s)
+
+    def _controlled_shutdown(self, request, timeout_s: float) -> ShutdownReply:
         try:
             response = self._stub().ControlledShutdown(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
         except grpc.RpcError as exc:
