@@ -5,20 +5,10 @@ acknowledged only once the ISR has it: exactly the promise an acknowledged recor
 reads a partition this broker leads from its log start to the high watermark, once the new
 leader's high watermark is settled (it is then at or past every record an earlier leader had
 acknowledged, KIP-207), so nothing acknowledged is missed.
-
-Group commit: appends to one offsets partition are made one at a time, and those that arrive while
-one is being replicated wait and then go together, as one batch, appended by the first of them
-(the others only wait for the answer). Each caller's records stay consecutive, in its order, so
-each learns its own base offset; a refusal is every caller's of that batch. A batch takes queued
-appends up to `GROUP_BYTES_MAX` of keys and values (at least one append), so it stays well inside
-the offsets topic's `max.message.bytes`. Under many concurrent commits one replicated append then
-carries many of them, instead of each paying for its own round of follower fetches.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
 from typing import Callable, Iterator
 
 from replog.broker.core.errors import ErrorCode, Refusal
@@ -29,31 +19,13 @@ from replog.broker.replicas.leader_side import list_offset, read_for_consumer
 from replog.common.core.partitions import TopicPartition
 from replog.common.records.reading import decode_records
 
-log = logging.getLogger(__name__)
-
 ACKS_ALL = -1
-GROUP_BYTES_MAX = 256 * 1024  # keys and values of the appends one batch carries (at least one append)
 READ_BYTES_MAX = 1 << 20
 LOAD_BATCHES_MAX = 1_000_000  # a bound on the load loop; a partition holding more is a bug elsewhere
 
 
 class NotReady(Exception):
     """The partition cannot be loaded yet (leadership lost, or its high watermark not settled)."""
-
-
-class _Append:
-    """One caller's records waiting for (or in) a batch."""
-
-    __slots__ = ("records", "size_bytes", "wake", "lead", "done", "refusal", "base_offset")
-
-    def __init__(self, records: list[tuple[bytes, bytes]]) -> None:
-        self.records = records
-        self.size_bytes = sum(len(k) + len(v) for k, v in records)
-        self.wake = threading.Event()  # set once done, or once this caller is to append the next batch
-        self.lead = False
-        self.done = False
-        self.refusal: Refusal | None = None
-        self.base_offset = -1
 
 
 class OffsetsLog:
@@ -63,53 +35,9 @@ class OffsetsLog:
         self._lookup = lookup
         self._append_timeout_ms = append_timeout_ms
         self._now_ms = now_ms
-        self._lock = threading.Lock()
-        self._queued: dict[TopicPartition, list[_Append]] = {}  # a partition is here while an append is made
 
     def append(self, tp: TopicPartition, records: list[tuple[bytes, bytes]]) -> tuple[Refusal | None, int]:
-        """Append (key, value) records, acks=all, consecutive and in order, perhaps in one batch with other
-        callers' (module docstring): (None, the offset of the first of them) once replicated."""
-        mine = _Append(records)
-        with self._lock:
-            queue = self._queued.get(tp)
-            if queue is None:
-                self._queued[tp] = [mine]
-                mine.lead = True
-            else:
-                queue.append(mine)
-        if not mine.lead:
-            mine.wake.wait()
-        if not mine.done:
-            self._append_queued(tp)
-        return mine.refusal, mine.base_offset
-
-    def _append_queued(self, tp: TopicPartition) -> None:
-        """Append what is queued for `tp` (this caller's first) as one batch; then hand the turn on."""
-        with self._lock:
-            queue = self._queued[tp]
-            taken, size_bytes = 0, 0
-            while taken < len(queue) and (taken == 0 or size_bytes + queue[taken].size_bytes <= GROUP_BYTES_MAX):
-                size_bytes += queue[taken].size_bytes
-                taken += 1
-            batch, queue[:taken] = queue[:taken], []
-        try:
-            refusal, base_offset = self._append_now(tp, [record for each in batch for record in each.records])
-        except Exception as exc:  # every caller of the batch must get an answer
-            log.exception("appending %d commits to %s failed", len(batch), tp)
-            refusal, base_offset = Refusal(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"storing in {tp} failed: {exc}"), -1
-        for each in batch:
-            each.refusal, each.base_offset, each.done = refusal, base_offset if refusal is None else -1, True
-            base_offset += len(each.records)
-            each.wake.set()
-        with self._lock:
-            queue = self._queued[tp]
-            if queue:
-                queue[0].lead = True
-                queue[0].wake.set()
-            else:
-                del self._queued[tp]
-
-    def _append_now(self, tp: TopicPartition, records: list[tuple[bytes, bytes]]) -> tuple[Refusal | None, int]:
+        """Append (key, value) records in one batch, acks=all: (None, the batch's base offset) once replicated."""
         now_ms = self._now_ms()
         request = ProduceRequest(ACKS_ALL, self._append_timeout_ms,
                                  (PartitionProduce(tp, b"", tuple((k, v, now_ms, None) for k, v in records)),),
