@@ -95,12 +95,12 @@ class SimCluster:
         if not broker.alive or not broker.inbox:
             return False
         decision = broker.inbox.popleft()
-        was_leading_epoch = broker.leader_epoch if broker.replica.leader is not None else None
         hw_before = broker.replica.high_watermark
         outcome = broker.replica.on_leader_and_isr(decision, log=broker.log, now_ms=self.now_ms)
         if isinstance(outcome, Applied):
-            if broker.replica.leader is not None and broker.leader_epoch == was_leading_epoch:
-                # An ISR update at our epoch may commit more (the adapter sees CompleteDelayedOperations).
+            if broker.replica.leader is not None:
+                # An ISR update at our epoch may commit more, and so may taking over with an ISR of only
+                # ourselves (the adapter sees CompleteDelayedOperations, or the state change).
                 self._after_leader_hw(broker, HighWatermarkUpdate(hw_before, broker.replica.high_watermark))
             self._run_effects(broker, outcome)
         return True

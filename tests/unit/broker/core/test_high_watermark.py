@@ -59,6 +59,22 @@ def test_alone_in_the_isr_the_leader_commits_on_append():
     assert (update.previous, update.current) == (0, 1)
 
 
+def test_a_leader_alone_in_its_isr_commits_its_whole_log_as_it_takes_over():
+    # Elected with only itself in the ISR and records past its HW (replicated from the old leader,
+    # not yet known committed), a leader that waited for an append or a fetch to count them would
+    # hold a producer's retries of exactly those records -- duplicates, so no append -- until a
+    # follower came back (the fault matrix's kill-9-leader cell, seen at 5.1 s).
+    log = FakeLog.with_epochs(0, 0, 0, 0)  # LEO 4
+    leader = start_leader(log, isr=(1,), high_watermark=1)
+    assert leader.high_watermark == 4 and leader.high_watermark_settled
+
+
+def test_a_leader_with_followers_in_its_isr_keeps_the_inherited_hw_as_it_takes_over():
+    log = FakeLog.with_epochs(0, 0, 0, 0)
+    leader = start_leader(log, isr=(1, 2), high_watermark=1)
+    assert leader.high_watermark == 1  # follower 2 not heard from in this epoch
+
+
 def test_new_leader_keeps_inherited_hw_until_followers_pass_its_epoch_start():
     log = FakeLog.with_epochs(0, 0, 0, 0)  # LEO 4; the old leader had published HW 4
     leader = start_leader(log, high_watermark=1)  # we only knew HW 1 as a follower

@@ -119,8 +119,11 @@ class LeaderReplica:
         log: LogView,
         now_ms: int,
     ) -> LeaderReplica:
-        """Take over leadership: the epoch starts at our LEO; the inherited HW is kept (clamped to LEO)."""
-        return cls(
+        """Take over leadership: the epoch starts at our LEO; the inherited HW is kept (clamped to LEO),
+        unless the ISR is only us: then the whole log is committed at once (Kafka's makeLeader). No
+        append or fetch may come to move it: a producer's retries of records already here are
+        duplicates, and no follower fetches."""
+        leader = cls(
             topic_partition=topic_partition,
             broker_id=broker_id,
             leader_epoch=leader_epoch,
@@ -131,6 +134,8 @@ class LeaderReplica:
             high_watermark=min(high_watermark, log.log_end_offset),
             now_ms=now_ms,
         )
+        leader._update_high_watermark(log)
+        return leader
 
     # --- read-only views ---------------------------------------------------
 
