@@ -171,6 +171,23 @@ def drain_writeback(timeout_s: float, settled_kb: int = 65536) -> float:
     return time.monotonic() - started
 
 
+def wait_for_disk(directory: Path, syncs_per_s_min: float, timeout_s: float, probe_s: float = 1.0) -> dict:
+    """Wait until a short write + fdatasync loop on `directory` reaches `syncs_per_s_min` (after a run
+    with many files the disk stays slow for minutes after the kernel's own writeback drained, which
+    `drain_writeback` cannot see); {"waited_s", "probe_syncs_per_s"} of the probe that passed."""
+    import floor_fdatasync  # bench/ is on sys.path for every bench script
+
+    started = time.monotonic()
+    last: dict = {}
+
+    def fast_enough() -> bool:
+        last.update(floor_fdatasync.floor_fdatasync(directory, 4096, seconds=probe_s))
+        return last["syncs_per_s"] >= syncs_per_s_min
+
+    wait_until(fast_enough, timeout_s, f"the disk to reach {syncs_per_s_min:g} fdatasyncs/s", 2.0)
+    return {"waited_s": round(time.monotonic() - started, 1), "probe_syncs_per_s": last["syncs_per_s"]}
+
+
 def read_states(connect: ZkEndpoint, topic: str, partitions: int) -> list[schema.PartitionStateRecord | None]:
     found = bulk.get_many(connect, [schema.partition_state_path(topic, p) for p in range(partitions)])
     return [schema.PartitionStateRecord.decode(f[0]) if f else None for f in found]

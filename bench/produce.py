@@ -304,6 +304,12 @@ def main() -> None:
                              "--retention-bytes: the window measures retention's deletions, not segment rolls")
     parser.add_argument("--retention-check-interval-ms", type=int, default=1000,
                         help="the brokers' log_retention_check_interval_ms with --retention-bytes")
+    parser.add_argument("--disk-syncs-per-s-min", type=float, default=0.0,
+                        help="before the cluster starts and again before the measured window, wait (up to "
+                             "--disk-wait-s) until 4 KB write + fdatasync reaches this rate on the data disk "
+                             "(half an idle probe's, say), so that a run does not measure the last one's files "
+                             "still being written out; 0: no wait")
+    parser.add_argument("--disk-wait-s", type=float, default=1200.0, help="the longest --disk-syncs-per-s-min wait")
     parser.add_argument("--broker-args", default="", help="extra broker flags, e.g. '--segment-bytes 1073741824'")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
     parser.add_argument("--durability", choices=("default", "durable"), default="default",
@@ -367,6 +373,12 @@ def main() -> None:
         window_configs.pop("segment.bytes", None)
         if args.retention_bytes <= 0:  # retention passes run in both runs of a pair; only one deletes
             broker_args += ["--log-retention-check-interval-ms", str(args.retention_check_interval_ms)]
+    disk_waits: dict = {}
+    if args.disk_syncs_per_s_min > 0:
+        harness.note(f"waiting for the disk to reach {args.disk_syncs_per_s_min:g} fdatasyncs/s")
+        disk_waits["before_start"] = harness.wait_for_disk(Path(tempfile.gettempdir()), args.disk_syncs_per_s_min,
+                                                           args.disk_wait_s)
+        harness.note(f"disk: {disk_waits['before_start']}")
     spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": broker_args},
                        env=env, insecure=args.tls == "off")
     with harness.local_cluster(spec, keep=args.keep) as cluster:
@@ -400,6 +412,10 @@ def main() -> None:
             harness.wait_until(lambda: all(v > rounds[b] for b, v in harness.metric_by_broker(
                 cluster, RETENTION_ROUNDS).items()), 600, "a retention round on every broker after the prefill", 1.0)
             harness.note(f"writeback drained after {harness.drain_writeback(600):.1f} s")
+        if args.disk_syncs_per_s_min > 0:
+            disk_waits["before_window"] = harness.wait_for_disk(
+                cluster.data_dir(f"broker-{assignment[0][0]}"), args.disk_syncs_per_s_min, args.disk_wait_s)
+            harness.note(f"disk: {disk_waits['before_window']}")
         expected_s = args.seconds if latency_mode else max(5.0, args.records / 150_000)
         profilers = harness.start_profilers(args.profile, {
             "leader": cluster.processes[f"broker-{assignment[0][0]}"].pid,
@@ -448,6 +464,7 @@ def main() -> None:
         "cpu_scheduling": policy,
         "floor_grpc_stream_mb_per_s": round(floor, 1),
         "floor_fdatasync": fdatasync,
+        **({"disk_settle": {"syncs_per_s_min": args.disk_syncs_per_s_min, **disk_waits}} if disk_waits else {}),
         **({"floor_grpc_stream_round_trip_ms": round_trips["sync"],
             "floor_grpc_aio_stream_round_trip_ms": round_trips["aio"]} if latency_mode else {}),
         **({"floor_acks_all_chain_ms": {"p50": chain["p50"], "p99": chain["p99"]}} if chain else {}),
