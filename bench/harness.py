@@ -32,6 +32,8 @@ from replog.common.zk.auth import ZkEndpoint
 from replog.common.zk.client import ZkClient
 from replog.devcluster import ClusterSpec, LocalCluster
 
+import floor_fdatasync  # noqa: E402 - bench/ is on sys.path for every script that imports this module
+
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
@@ -175,8 +177,6 @@ def wait_for_disk(directory: Path, syncs_per_s_min: float, timeout_s: float, pro
     """Wait until a short write + fdatasync loop on `directory` reaches `syncs_per_s_min` (after a run
     with many files the disk stays slow for minutes after the kernel's own writeback drained, which
     `drain_writeback` cannot see); {"waited_s", "probe_syncs_per_s"} of the probe that passed."""
-    import floor_fdatasync  # bench/ is on sys.path for every bench script
-
     started = time.monotonic()
     last: dict = {}
 

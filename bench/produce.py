@@ -374,11 +374,13 @@ def main() -> None:
         if args.retention_bytes <= 0:  # retention passes run in both runs of a pair; only one deletes
             broker_args += ["--log-retention-check-interval-ms", str(args.retention_check_interval_ms)]
     disk_waits: dict = {}
-    if args.disk_syncs_per_s_min > 0:
-        harness.note(f"waiting for the disk to reach {args.disk_syncs_per_s_min:g} fdatasyncs/s")
-        disk_waits["before_start"] = harness.wait_for_disk(Path(tempfile.gettempdir()), args.disk_syncs_per_s_min,
-                                                           args.disk_wait_s)
-        harness.note(f"disk: {disk_waits['before_start']}")
+
+    def settle_disk(when: str, directory: Path) -> None:
+        if args.disk_syncs_per_s_min > 0:
+            disk_waits[when] = harness.wait_for_disk(directory, args.disk_syncs_per_s_min, args.disk_wait_s)
+            harness.note(f"disk {when}: {disk_waits[when]}")
+
+    settle_disk("before_start", Path(tempfile.gettempdir()))
     spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": broker_args},
                        env=env, insecure=args.tls == "off")
     with harness.local_cluster(spec, keep=args.keep) as cluster:
@@ -412,10 +414,7 @@ def main() -> None:
             harness.wait_until(lambda: all(v > rounds[b] for b, v in harness.metric_by_broker(
                 cluster, RETENTION_ROUNDS).items()), 600, "a retention round on every broker after the prefill", 1.0)
             harness.note(f"writeback drained after {harness.drain_writeback(600):.1f} s")
-        if args.disk_syncs_per_s_min > 0:
-            disk_waits["before_window"] = harness.wait_for_disk(
-                cluster.data_dir(f"broker-{assignment[0][0]}"), args.disk_syncs_per_s_min, args.disk_wait_s)
-            harness.note(f"disk: {disk_waits['before_window']}")
+        settle_disk("before_window", cluster.data_dir(f"broker-{assignment[0][0]}"))
         expected_s = args.seconds if latency_mode else max(5.0, args.records / 150_000)
         profilers = harness.start_profilers(args.profile, {
             "leader": cluster.processes[f"broker-{assignment[0][0]}"].pid,
