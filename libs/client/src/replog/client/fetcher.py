@@ -15,8 +15,10 @@ consumer thread as a chunk (which raises it, or seeks, as the consumer is config
 other partition error, or a failed Fetch, refreshes metadata and fetches again. Metadata is also
 refreshed every `retry_backoff_s` while a partition has no known leader, and every
 `metadata_max_age_s` in any case. A Fetch gets `FETCH_SLACK_S` past its long-poll wait: a leader
-that stopped answering (paused, cut off) costs that much before metadata names its successor; the
-other leaders' partitions are read meanwhile.
+that stopped answering (paused, cut off) costs that much once; from then on it is *suspect* (until a
+Fetch to it is answered) and metadata is refreshed every `retry_backoff_s` while a partition is led by
+a suspect broker, so its partitions move to their new leader as soon as metadata names it, not after
+another Fetch to the silent one times out. The other leaders' partitions are read meanwhile.
 
 `lock` (a Condition) guards the positions, generations and the buffer; the thread alone owns the
 calls in flight.
@@ -74,6 +76,7 @@ class Fetcher:
         self._buffered_bytes = 0
         self._closed = False
         self._in_flight: dict[str, object] = {}  # leader address -> its Fetch call (this thread only)
+        self._suspect: set[str] = set()  # addresses whose last Fetch failed (this thread only)
         self._answers: queue.SimpleQueue = queue.SimpleQueue()
         self._metadata_due_s = time.monotonic() + metadata_max_age_s
         self._metadata_tried_at_s = float("-inf")
@@ -144,8 +147,9 @@ class Fetcher:
             if now >= self._metadata_due_s:
                 self._refresh()
             self._send_fetches()
+            wait_s = IDLE_WAIT_S if not self._in_flight else min(0.5, self._metadata_due_s - time.monotonic())
             try:
-                answer = self._answers.get(timeout=IDLE_WAIT_S if not self._in_flight else 0.5)
+                answer = self._answers.get(timeout=max(wait_s, 0.001))
             except queue.Empty:
                 continue
             while answer is not None:
@@ -167,6 +171,8 @@ class Fetcher:
             if leader is None:
                 self._refresh_by(self._metadata_tried_at_s + self.retry_backoff_s)  # until it has one
                 continue
+            if leader[0] in self._suspect:
+                self._refresh_by(self._metadata_tried_at_s + self.retry_backoff_s)  # until it moves or answers
             by_leader.setdefault(leader[0], {})[p] = sent
         for address, sent in by_leader.items():
             if address in self._in_flight:
@@ -191,6 +197,7 @@ class Fetcher:
         except (grpc.RpcError, grpc.FutureCancelledError):
             self._failed(address)
             return
+        self._suspect.discard(address)
         with self.lock:
             for data in reply.partitions:
                 p = data.partition
@@ -214,6 +221,7 @@ class Fetcher:
                 self.lock.notify_all()
 
     def _failed(self, address: str) -> None:
+        self._suspect.add(address)
         self.metadata.mark_unreachable(address)
         self._refresh()
 
