@@ -22,8 +22,7 @@ from replog.devcluster import LocalCluster
 from .session_expiry import expire_session
 
 # A broker started after kill -9 re-reads its logs from the recovery point before it serves. In the long
-# form every cell's topics stay: by the last cell a broker holds about 5 M batches, and after kill-all
-# the brokers took 78 s to recover them (the deadline was 60 s). The short form's take a second.
+# form every cell's topics stay, so after kill-all that takes minutes, not seconds (docs/operations.md).
 RESTART_TIMEOUT_S = 300.0
 
 

@@ -168,12 +168,10 @@ class Fetcher:
         by_leader: dict[str, dict[int, tuple[int, int]]] = {}
         for p, sent in wanted.items():
             leader = self.metadata.leader_address(self.topic, p)
-            if leader is None:
-                self._refresh_by(self._metadata_tried_at_s + self.retry_backoff_s)  # until it has one
-                continue
-            if leader[0] in self._suspect:
-                self._refresh_by(self._metadata_tried_at_s + self.retry_backoff_s)  # until it moves or answers
-            by_leader.setdefault(leader[0], {})[p] = sent
+            if leader is None or leader[0] in self._suspect:  # until it has a leader that answers
+                self._refresh_by(self._metadata_tried_at_s + self.retry_backoff_s)
+            if leader is not None:
+                by_leader.setdefault(leader[0], {})[p] = sent
         for address, sent in by_leader.items():
             if address in self._in_flight:
                 continue
