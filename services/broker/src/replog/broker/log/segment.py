@@ -365,7 +365,8 @@ class LogSegment:
             last_entry = index.last_entry()
             self._bytes_since_index_entry = self.size_bytes - (last_entry[1] if last_entry else 0)
             return False
-        entries, bytes_since_index_entry, damage = index_entries(self.iter_headers(), self._index_interval_bytes)
+        entries, bytes_since_index_entry, damage = index_entries(self.iter_headers(), self._index_interval_bytes,
+                                                                 self.base_offset)
         if damage:  # kept as it is: reads stop there, verify() and the scrubber report it
             logger.error("%s: damaged after it was written, indexed up to the damage: %s", self.log_path, damage)
         self.index = OffsetIndex.rebuild(self.index_path, self.base_offset, entries)

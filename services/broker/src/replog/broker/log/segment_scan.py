@@ -190,14 +190,21 @@ def checked_prefix(data: bytes, start_offset: int) -> tuple[int, int, str | None
     return position, -1, None
 
 
-def index_entries(headers: Iterator[tuple[int, BatchHeader]],
-                  index_interval_bytes: int) -> tuple[list[tuple[int, int]], int, str | None]:
+def index_entries(headers: Iterator[tuple[int, BatchHeader]], index_interval_bytes: int,
+                  base_offset: int) -> tuple[list[tuple[int, int]], int, str | None]:
     """The index entries of a segment from its (position, header) pairs, the bytes after the last entry,
-    and the damage that ended the walk early (None when it reached the end)."""
+    and the damage that ended the walk early (None when it reached the end). A batch out of sequence
+    (its base offset, outside the CRC, damaged) ends the walk too: an entry for it would send a read of
+    its false offsets there, past the batch that really holds them."""
     entries: list[tuple[int, int]] = []
     bytes_since_index_entry = 0
+    expected_offset = base_offset
     try:
         for position, header in headers:
+            if header.base_offset != expected_offset:
+                return entries, bytes_since_index_entry, (f"batch at position {position} has base offset "
+                                                          f"{header.base_offset}, expected {expected_offset}")
+            expected_offset = header.next_offset
             if bytes_since_index_entry >= index_interval_bytes and position > 0:
                 entries.append((header.base_offset, position))
                 bytes_since_index_entry = 0
