@@ -18,6 +18,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from replog.common.security import local
 from replog.common.security.certificates import issue, new_authority
@@ -26,6 +27,11 @@ from replog.devcluster.tls import CA_DIR_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 _live_clusters: list[LocalCluster] = []
+
+# Property tests assert behaviour, not speed: on a busy machine one example can outlast Hypothesis's
+# default 200 ms deadline, and the test would fail for the machine's load alone (benchmarks time things).
+settings.register_profile("replog", deadline=None)
+settings.load_profile("replog")
 
 
 @pytest.fixture(scope="session", autouse=True)
