@@ -109,6 +109,18 @@ def test_broker_registration_says_whether_it_started_without_the_clean_shutdown_
         schema.BrokerRegistration.decode(4, json.dumps(wrong).encode())
 
 
+def test_broker_registration_carries_its_default_min_insync_replicas_and_an_older_one_reads_as_1():
+    registration = schema.BrokerRegistration(4, "10.0.0.4", 9092, None, 9999, 123, min_insync_replicas_default=2)
+    assert json.loads(registration.encode())["min_insync_replicas"] == 2
+    assert schema.BrokerRegistration.decode(4, registration.encode()) == registration
+    older = json.loads(registration.encode())
+    del older["min_insync_replicas"]  # a broker from before the field
+    assert schema.BrokerRegistration.decode(4, json.dumps(older).encode()).min_insync_replicas_default == 1
+    for wrong in (0, "2", True, None):
+        with pytest.raises(schema.ZkDataError, match="min_insync_replicas"):
+            schema.BrokerRegistration.decode(4, json.dumps({**older, "min_insync_replicas": wrong}).encode())
+
+
 def test_reassignment_request_uses_kafkas_file_format():
     request = schema.ReassignmentRequest({("t", 0): (1, 2, 3), ("t", 1): (2, 3, 4)})
     decoded = json.loads(request.encode())

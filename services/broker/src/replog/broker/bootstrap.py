@@ -284,7 +284,8 @@ class BrokerProcess:
             rack=config.rack or None,
             metrics_port=metrics_port, timestamp_ms=int(time.time() * 1000),
             lost_partitions=self.lost_marks.partitions(), log_dirs=tuple(str(d) for d in log_directories(config)),
-            unclean_start=not self.replicas.clean_start, **self._offline_fields(),
+            unclean_start=not self.replicas.clean_start, min_insync_replicas_default=config.min_insync_replicas,
+            **self._offline_fields(),
         )
         self._registration = registration
         self.broker_epoch = register_broker(self.zk, registration,

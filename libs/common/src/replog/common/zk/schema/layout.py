@@ -74,10 +74,11 @@ LAYOUT: tuple[Znode, ...] = (
           "whose committed records it lost in an unclean shutdown, until it has caught up; unclean_start says it "
           "started without the clean-shutdown marker; log_dirs are its log directories, offline_log_dirs those a "
           "storage error took offline since it registered, and offline_partitions the replicas that lived there "
-          "(no ISR, no leadership until it registers again)",
+          "(no ISR, no leadership until it registers again); min_insync_replicas is its default "
+          "min.insync.replicas (1 when absent), of which the controller takes the lowest for topics without their own",
           BrokerRegistration(2, "10.0.0.6", 9290, "b", 9390, 1767225600000, (("orders", 3),),
                              ("/disk1/replog", "/disk2/replog"), ("/disk2/replog",), (("audit", 0),),
-                             unclean_start=True).encode()),
+                             unclean_start=True, min_insync_replicas_default=2).encode()),
     Znode(topic_path("<topic>"), "persistent", "the gateway (create, add partitions); the controller (reassignment)",
           "the topic's replica assignment, and the replicas being added or removed",
           TopicAssignment({0: (1, 2, 3), 1: (2, 3, 4)}, {1: (4,)}, {1: (1,)}).encode()),

@@ -78,10 +78,14 @@ class BrokerRegistration:
     # The broker started without the clean-shutdown marker: its logs may have lost records it had, so the
     # controller takes it out of every ELR (KIP-966). Absent (False) in registrations of older brokers.
     unclean_start: bool = False
+    # The broker's `min_insync_replicas`, the min.insync.replicas its leaders enforce for topics without their
+    # own: the controller takes the lowest of the live brokers' for its ELR rules (controller/core/elr.py).
+    # Absent (1) in registrations of older brokers.
+    min_insync_replicas_default: int = 1
 
     def encode(self) -> bytes:
         return dump_json({
-            "version": 6,
+            "version": 7,
             "host": self.host,
             "port": self.port,
             "rack": self.rack,
@@ -95,6 +99,7 @@ class BrokerRegistration:
             "offline_partitions": [{"topic": topic, "partition": partition}
                                    for topic, partition in sorted(self.offline_partitions)],
             "unclean_start": self.unclean_start,
+            "min_insync_replicas": self.min_insync_replicas_default,
         })
 
     @staticmethod
@@ -121,6 +126,9 @@ class BrokerRegistration:
         unclean_start = value.get("unclean_start", False)
         if not isinstance(unclean_start, bool):
             raise ZkDataError(f"{path}: 'unclean_start' must be true or false")
+        min_insync_replicas = value.get("min_insync_replicas", 1)
+        if type(min_insync_replicas) is not int or min_insync_replicas < 1:
+            raise ZkDataError(f"{path}: 'min_insync_replicas' must be an integer of at least 1")
         return BrokerRegistration(
             broker_id=broker_id,
             host=host,
@@ -133,6 +141,7 @@ class BrokerRegistration:
             offline_log_dirs=tuple(offline_dirs),
             offline_partitions=tuple((item["topic"], item["partition"]) for item in offline),
             unclean_start=unclean_start,
+            min_insync_replicas_default=min_insync_replicas,
         )
 
 
