@@ -3,7 +3,8 @@
 A partition is replicated on brokers 1, 2 and 3 with min.insync.replicas=2, broker 1 leading. Broker 3
 stops (a clean, controlled shutdown): the ISR is {1, 2}, still at min.insync.replicas, and acks=all
 writes go on. Broker 2 stops too: the ISR falls below min.insync.replicas, and broker 2, which holds
-every acknowledged record, becomes an eligible leader replica (ELR) instead of being forgotten. Then
+every acknowledged record, becomes an eligible leader replica (ELR) instead of being forgotten; an acks=1
+write to the lone leader is taken but not committed (the HW stays: strict min ISR). Then
 the leader, broker 1, is killed with SIGKILL (an unclean shutdown). Nothing leads.
 
 - Broker 3, in neither the ISR nor the ELR, comes back alone: the partition stays offline (no
@@ -93,6 +94,11 @@ def kill_the_isr_one_by_one(cluster, zk, topic: str) -> list[bytes]:
     assert state.elr == (2,), state
     refused = produce_raw(cluster, 1, topic, batch_of([b"refused"]), acks=-1)
     assert refused.error_code == common_pb2.ERROR_CODE_NOT_ENOUGH_REPLICAS, refused
+    # Strict min ISR: an acks=1 write is taken, but the HW stays where it was, so no reader sees a
+    # record that the ELR member, broker 2, does not hold.
+    taken = produce_raw(cluster, 1, topic, batch_of([b"leader-only"]), acks=1)
+    assert taken.error_code == common_pb2.ERROR_CODE_NONE, taken
+    assert committed_values(cluster, zk, topic) == acknowledged, "a record on the lone leader became visible"
 
     cluster.kill("broker-1")
     state = wait_for(lambda: (s := partition_state(zk, topic)) and s.leader == -1 and s, 30, "the partition offline")

@@ -196,6 +196,7 @@ class BrokerProcess:
         self.topic_configs = TopicConfigs(self.zk, default_min_insync_replicas=config.min_insync_replicas,
                                           default_log_config=replicas.log_config_of(""),
                                           on_log_config=replicas.apply_log_config,
+                                          on_min_insync_replicas=replicas.apply_min_insync_replicas,
                                           fsync_each_append_always=config.fsync_acks_all)
         replicas.log_config_of = self.topic_configs.log_config  # new replicas open with their topic's settings
         self.delayed_produces = DelayedProduces(replicas.produce_progress, clock)

@@ -213,7 +213,7 @@ class ReplicaStateChanges:
         if topic_partition.topic not in watched:
             watched.add(topic_partition.topic)
             self._topic_configs.watch(topic_partition.topic)
-        outcome, _ = hosted.apply_leader_and_isr(decision, now_ms)
+        outcome, _ = hosted.apply_leader_and_isr(decision, now_ms, self._topic_configs.min_insync_replicas)
         if isinstance(outcome, Refusal):
             return PartitionResult(topic_partition, outcome.code, outcome.reason)
         if isinstance(outcome, Applied):

@@ -1,7 +1,9 @@
 """Per-topic settings the broker enforces, watched in /config/topics/<topic>.
 
 Every key a topic may set takes effect here: `min.insync.replicas` (acks=-1
-needs that many ISR members, read by produce), `message.timestamp.type` (with
+needs that many ISR members, read by produce; a leader's HW does not move while
+its ISR is smaller, and `on_min_insync_replicas` tells the running leaders of a
+change), `message.timestamp.type` (with
 LogAppendTime the leader stamps each batch with its own clock;
 replog.common.records.batch says how), and the log's keys (`retention.*`,
 `segment.*`, `max.message.bytes`, `flush.*`), laid over the broker's defaults
@@ -39,11 +41,13 @@ MIN_INSYNC_REPLICAS = "min.insync.replicas"
 class TopicConfigs:
     def __init__(self, zk: ZkClient, *, default_min_insync_replicas: int, default_log_config: LogConfig | None = None,
                  on_log_config: Callable[[str, LogConfig], None] = lambda topic, config: None,
+                 on_min_insync_replicas: Callable[[str, int], None] = lambda topic, value: None,
                  fsync_each_append_always: bool = False) -> None:
         self._zk = zk
         self._default = default_min_insync_replicas
         self._default_log_config = LogConfig() if default_log_config is None else default_log_config
         self._on_log_config = on_log_config
+        self._on_min_insync = on_min_insync_replicas
         self._fsync_always = fsync_each_append_always  # the broker's `fsync_acks_all`: every topic is durable
         self._lock = threading.Lock()
         self._min_insync: dict[str, int] = {}
@@ -83,7 +87,7 @@ class TopicConfigs:
                     self._forget(topic)
                     return False  # stops the watch
             overrides = self._overrides(topic, data)
-            self._min_insync[topic] = self._parse_min_insync(topic, overrides)
+            self._set_min_insync(topic, self._parse_min_insync(topic, overrides))
             if self._parse_log_append_time(topic, overrides):
                 self._log_append_time.add(topic)
             else:
@@ -102,6 +106,13 @@ class TopicConfigs:
         self._min_insync.pop(topic, None)
         self._log_configs.pop(topic, None)
         self._log_append_time.discard(topic)
+
+    def _set_min_insync(self, topic: str, value: int) -> None:
+        before = self.min_insync_replicas(topic)
+        self._min_insync[topic] = value  # before the call: a leadership starting meanwhile reads it (state_changes.py)
+        if value != before:
+            log.info("topic %s: min.insync.replicas now %d", topic, value)
+            self._on_min_insync(topic, value)
 
     def _set_log_config(self, topic: str, config: LogConfig) -> None:
         if config == self.log_config(topic):

@@ -8,10 +8,11 @@ it changed as one `Effects` value: facts, not actions. The adapter acts on them
 once the lock is released, in one place (replicas/consequences.py), by the rules
 decided here:
 
-- delayed produces watching the partition are checked when the HW advanced or
-  the replica's state changed (a lost leadership answers NOT_LEADER at once). An
-  ISR change alone completes none: a wait ends only once the HW reaches its
-  offset, and min.insync.replicas is judged at that moment (core/produce.py);
+- delayed produces watching the partition are checked when the HW advanced,
+  the replica's state changed (a lost leadership answers NOT_LEADER at once) or
+  the committed ISR changed: an ISR below min.insync.replicas holds the HW
+  (strict min ISR, high_watermark.py), so the waits answer at once instead of
+  at their deadline (core/produce.py);
 - long polls parked on the partition are woken by `wake`: everyone after an
   append or a state change; consumers after a HW move (followers' sessions are
   only noted: they wait for records, which a HW move does not bring); only the
@@ -69,7 +70,7 @@ class Effects:
         self.isr_proposed = isr_proposed
         self.isr = isr
         self.log_start_moved = log_start_moved
-        self.completes_delayed_produces = hw_advanced or state_changed
+        self.completes_delayed_produces = hw_advanced or state_changed or isr_changed
         if records_appended or state_changed or proposal_settled or log_start_moved or (isr_changed and hw_advanced):
             self.wake = Wake.EVERYONE
         elif hw_advanced:

@@ -14,6 +14,17 @@ KIP-207, KIP-497):
    moves the HW only forward (monotonic) and only to a candidate at or past the
    start offset of the leader's current epoch (its LEO when it became leader).
 
+3. Strict min ISR (KIP-966). `held_below_min_isr(isr_size, min_insync_replicas,
+   replica_count)`: while the *committed* ISR has fewer members than
+   min.insync.replicas (capped at the replica count, so a topic asking for more
+   replicas than it has is not frozen), the HW does not move at all. Every
+   record below the HW is then on at least min.insync.replicas replicas, which
+   is what the controller's eligible leader replicas (ELR) vouch for: a replica
+   the ISR dropped below that size holds every committed record, acks=1 ones
+   included, not only the acks=all ones. The price, as in Kafka: records written
+   with acks=0/1 while the ISR is that small stay invisible to consumers until
+   it grows back (or min.insync.replicas is lowered).
+
 What each rule is for (checked by mutation against the seeded simulation in
 tests/scenario/broker):
 
@@ -59,6 +70,19 @@ def high_watermark_candidate(isr: Iterable[int], log_end_offsets: Mapping[int, i
     members = tuple(isr)
     assert members, "the ISR always holds at least the leader"
     return min(log_end_offsets.get(replica_id, NO_OFFSET) for replica_id in members)
+
+
+def held_below_min_isr(isr_size: int, min_insync_replicas: int, replica_count: int) -> bool:
+    """The committed ISR is below min.insync.replicas (capped at the replica count): the HW stays."""
+    return isr_size < min(min_insync_replicas, replica_count)
+
+
+def leader_high_watermark(current: int, *, maximal_isr: Iterable[int], log_end_offsets: Mapping[int, int],
+                          epoch_start_offset: int, held: bool) -> int:
+    """The leader's HW once one of its inputs changed, by rules 1 to 3 (`held`: rule 3 applies)."""
+    if held:
+        return current
+    return next_high_watermark(current, high_watermark_candidate(maximal_isr, log_end_offsets), epoch_start_offset)
 
 
 def next_high_watermark(current: int, candidate: int, epoch_start_offset: int) -> int:

@@ -17,6 +17,7 @@ Events and what they return (every result is a frozen value):
   tells the adapter the range to send, the HW to put in the response, and its
   effects (effects.py): whether the HW advanced, and an ISR expansion to send.
 - `on_local_append(log)`: HighWatermarkUpdate (an ISR of one commits at once).
+- `set_min_insync_replicas(value, log)`: HighWatermarkUpdate (strict min ISR, high_watermark.py).
 - `maybe_shrink_isr(...)`: an AlterPartitionProposal or None.
 - `on_alter_partition_answer(...)`: an outcome of isr_answer.py, which also
   holds the rules; `proposal_to_resend` says what the adapter sends again
@@ -34,8 +35,6 @@ controller's state, or on a LeaderAndIsr (isr_answer.py).
 
 from __future__ import annotations
 
-from typing import Mapping
-
 from replog.broker.core.effects import after_follower_fetch
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
@@ -46,7 +45,7 @@ from replog.broker.core.follower_progress import (
     is_out_of_sync,
     may_rejoin_isr,
 )
-from replog.broker.core.high_watermark import HighWatermarkUpdate, high_watermark_candidate, next_high_watermark
+from replog.broker.core.high_watermark import HighWatermarkUpdate, held_below_min_isr, leader_high_watermark
 from replog.broker.core.isr_answer import (
     AdoptState,
     AlterPartitionOutcome,
@@ -87,6 +86,7 @@ class LeaderReplica:
         epoch_start_offset: int,
         high_watermark: int,
         now_ms: int,
+        min_insync_replicas: int = 1,
     ) -> None:
         assert high_watermark <= epoch_start_offset, (high_watermark, epoch_start_offset)
         self._topic_partition = topic_partition
@@ -94,6 +94,7 @@ class LeaderReplica:
         self._leader_epoch = leader_epoch
         self._epoch_start_offset = epoch_start_offset
         self._high_watermark = high_watermark
+        self._min_insync_replicas = min_insync_replicas
         self._pending: AlterPartitionProposal | None = None
         self._awaiting_new_state = False
         self._replicas: tuple[int, ...] = ()
@@ -118,11 +119,12 @@ class LeaderReplica:
         high_watermark: int,
         log: LogView,
         now_ms: int,
+        min_insync_replicas: int = 1,
     ) -> LeaderReplica:
         """Take over leadership: the epoch starts at our LEO; the inherited HW is kept (clamped to LEO),
-        unless the ISR is only us: then the whole log is committed at once (Kafka's makeLeader). No
-        append or fetch may come to move it: a producer's retries of records already here are
-        duplicates, and no follower fetches."""
+        unless the ISR is only us (and min.insync.replicas allows it): then the whole log is committed at
+        once (Kafka's makeLeader). No append or fetch may come to move it: a producer's retries of records
+        already here are duplicates, and no follower fetches."""
         leader = cls(
             topic_partition=topic_partition,
             broker_id=broker_id,
@@ -133,6 +135,7 @@ class LeaderReplica:
             epoch_start_offset=log.log_end_offset,
             high_watermark=min(high_watermark, log.log_end_offset),
             now_ms=now_ms,
+            min_insync_replicas=min_insync_replicas,
         )
         leader._update_high_watermark(log)
         return leader
@@ -159,6 +162,11 @@ class LeaderReplica:
     def high_watermark_settled(self) -> bool:
         """True once the HW reached this epoch's start (>= any HW published before; KIP-207)."""
         return self._high_watermark >= self._epoch_start_offset
+
+    @property
+    def high_watermark_held(self) -> bool:
+        """The committed ISR is below min.insync.replicas: the HW does not move (strict min ISR)."""
+        return held_below_min_isr(len(self._isr), self._min_insync_replicas, len(self._replicas))
 
     @property
     def isr(self) -> tuple[int, ...]:
@@ -242,6 +250,11 @@ class LeaderReplica:
 
     def on_local_append(self, log: LogView) -> HighWatermarkUpdate:
         """After the adapter appended to the leader's log (the HW moves at once if the ISR is only us)."""
+        return self._update_high_watermark(log)
+
+    def set_min_insync_replicas(self, value: int, log: LogView) -> HighWatermarkUpdate:
+        """The topic's min.insync.replicas changed: a lower one may release a held HW at once."""
+        self._min_insync_replicas = value
         return self._update_high_watermark(log)
 
     def maybe_shrink_isr(
@@ -332,18 +345,12 @@ class LeaderReplica:
         return check_leader_epoch(current_leader_epoch, self._leader_epoch, unset_allowed=False)
 
     def _update_high_watermark(self, log: LogView) -> HighWatermarkUpdate:
-        leos: Mapping[int, int] = {
-            **{r: p.log_end_offset for r, p in self._followers.items()},
-            self._broker_id: log.log_end_offset,
-        }
+        leos = {**{r: p.log_end_offset for r, p in self._followers.items()}, self._broker_id: log.log_end_offset}
         previous = self._high_watermark
-        candidate = high_watermark_candidate(self.maximal_isr, leos)
-        self._high_watermark = next_high_watermark(previous, candidate, self._epoch_start_offset)
-        assert previous <= self._high_watermark <= log.log_end_offset, (
-            previous,
-            self._high_watermark,
-            log.log_end_offset,
-        )
+        self._high_watermark = leader_high_watermark(previous, maximal_isr=self.maximal_isr, log_end_offsets=leos,
+                                                     epoch_start_offset=self._epoch_start_offset,
+                                                     held=self.high_watermark_held)
+        assert previous <= self._high_watermark <= log.log_end_offset, (previous, self._high_watermark)
         return HighWatermarkUpdate(previous, self._high_watermark)
 
     def _maybe_expand_isr(self, replica_id: int, now_ms: int) -> AlterPartitionProposal | None:

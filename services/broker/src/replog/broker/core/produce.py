@@ -27,6 +27,12 @@ A wait is resolved when (`produce_completion`):
 - HW >= last_offset + 1 -> NONE if the committed ISR still has
   min.insync.replicas members, else NOT_ENOUGH_REPLICAS_AFTER_APPEND (the batch
   is committed, but on fewer replicas than asked),
+- the HW held below the batch because the committed ISR is smaller than
+  min.insync.replicas (strict min ISR, high_watermark.py) ->
+  NOT_ENOUGH_REPLICAS_AFTER_APPEND at once: the batch is in the leader's log but
+  cannot be committed until the ISR grows back, and the client, told now, may
+  retry (an idempotent retry is answered as a duplicate) instead of waiting out
+  its timeout,
 and an unresolved wait at the deadline -> REQUEST_TIMED_OUT. A resolved
 partition keeps its result; the op completes when every partition resolved.
 """
@@ -77,6 +83,7 @@ class ProduceProgress(NamedTuple):
     high_watermark: int
     isr_size: int
     leading_since_epoch: int  # the first leader epoch of this broker's unbroken leadership (-1: not leading)
+    high_watermark_held: bool = False  # the committed ISR is below min.insync.replicas: the HW does not move
 
 
 class ProduceWait(NamedTuple):
@@ -105,7 +112,7 @@ def produce_completion(wait: ProduceWait, progress: ProduceProgress) -> ProduceR
     if not progress.is_leader or not progress.leading_since_epoch <= wait.leader_epoch <= progress.leader_epoch:
         return _result(wait, ErrorCode.NOT_LEADER)
     if progress.high_watermark < wait.required_offset:
-        return None
+        return _result(wait, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND) if progress.high_watermark_held else None
     if progress.isr_size < wait.min_insync_replicas:
         return _result(wait, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
     return _result(wait, ErrorCode.NONE)

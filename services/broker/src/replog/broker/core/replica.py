@@ -87,12 +87,16 @@ class PartitionReplica:
 
     # --- controller requests -------------------------------------------------
 
-    def on_leader_and_isr(self, decision: LeaderAndIsrDecision, *, log: LogView, now_ms: int) -> PartitionOutcome:
-        return self.leader_and_isr_step(decision, log=log, now_ms=now_ms).outcome
+    def on_leader_and_isr(self, decision: LeaderAndIsrDecision, *, log: LogView, now_ms: int,
+                          min_insync_replicas: int = 1) -> PartitionOutcome:
+        return self.leader_and_isr_step(decision, log=log, now_ms=now_ms,
+                                        min_insync_replicas=min_insync_replicas).outcome
 
-    def leader_and_isr_step(self, decision: LeaderAndIsrDecision, *, log: LogView, now_ms: int) -> LeaderAndIsrStep:
+    def leader_and_isr_step(self, decision: LeaderAndIsrDecision, *, log: LogView, now_ms: int,
+                            min_insync_replicas: int = 1) -> LeaderAndIsrStep:
         """`on_leader_and_isr`, with its effects: an update at the leader's own epoch changes its ISR (and
-        the assignment, perhaps); anything else applied changes the replica's state."""
+        the assignment, perhaps); anything else applied changes the replica's state. `min_insync_replicas`
+        is the topic's, for a leadership this decision starts (strict min ISR, high_watermark.py)."""
         leader_before = self._leader
         replicas_before = None if leader_before is None else leader_before.replicas
         high_watermark_before = self.high_watermark
@@ -101,7 +105,7 @@ class PartitionReplica:
                                        log_leader_epoch=log.latest_epoch() if held == NO_LEADER_EPOCH else held)
         if not isinstance(outcome, Applied):
             return LeaderAndIsrStep(outcome, None, NO_EFFECTS)
-        self._apply(outcome, log=log, now_ms=now_ms)
+        self._apply(outcome, log=log, now_ms=now_ms, min_insync_replicas=min_insync_replicas)
         leader = self._leader
         if leader is None or leader is not leader_before:
             return LeaderAndIsrStep(outcome, None, STATE_CHANGED)
@@ -167,6 +171,14 @@ class PartitionReplica:
         update = self._leader.on_local_append(log)
         return LeaderAppended(update, after_append(update.advanced))
 
+    def on_min_insync_replicas(self, value: int, *, log: LogView) -> tuple[HighWatermarkUpdate | None, Effects]:
+        """The topic's min.insync.replicas changed. A leader's HW may be released (or held from now on),
+        so waiting produces are judged again as after an ISR change."""
+        if self._leader is None:
+            return None, NO_EFFECTS
+        update = self._leader.set_min_insync_replicas(value, log)
+        return update, after_isr_change(isr=self._leader.isr, hw_advanced=update.advanced, proposal_settled=False)
+
     def admit_produce(self, *, acks: int, min_insync_replicas: int) -> ProduceAdmitted | Refusal:
         return admit_produce(
             acks=acks,
@@ -182,6 +194,7 @@ class PartitionReplica:
             high_watermark=self.high_watermark,
             isr_size=len(self._state.isr),
             leading_since_epoch=self._leading_since_epoch,
+            high_watermark_held=self._leader is not None and self._leader.high_watermark_held,
         )
 
     def plan_consumer_fetch(
@@ -215,7 +228,7 @@ class PartitionReplica:
 
     # --- internals -----------------------------------------------------------------
 
-    def _apply(self, outcome: Applied, *, log: LogView, now_ms: int) -> None:
+    def _apply(self, outcome: Applied, *, log: LogView, now_ms: int, min_insync_replicas: int) -> None:
         state = outcome.state
         if outcome.change is ChangeKind.ISR_UPDATE:
             if self._leader is not None:
@@ -237,6 +250,7 @@ class PartitionReplica:
                     high_watermark=self._high_watermark,
                     log=log,
                     now_ms=now_ms,
+                    min_insync_replicas=min_insync_replicas,
                 )
         self._state = state
         assert (self._leader is not None) == (self._state.role is ReplicaRole.LEADER)

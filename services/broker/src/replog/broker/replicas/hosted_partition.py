@@ -133,10 +133,16 @@ class HostedPartition:
     # --- controller requests ------------------------------------------------------
 
     def apply_leader_and_isr(
-        self, decision: LeaderAndIsrDecision, now_ms: int
+        self, decision: LeaderAndIsrDecision, now_ms: int, min_insync_replicas_of: Callable[[str], int] = lambda t: 1
     ) -> tuple[PartitionOutcome, HighWatermarkUpdate | None]:
-        """Apply one decision; also returns the leader's HW change for an update at its own epoch."""
-        return self.run(_apply_leader_and_isr, decision, now_ms)
+        """Apply one decision; also returns the leader's HW change for an update at its own epoch.
+        `min_insync_replicas_of(topic)` is read under the lock, so a config change that finds this replica
+        not leading yet cannot be missed by a leadership this decision starts."""
+        return self.run(_apply_leader_and_isr, decision, now_ms, min_insync_replicas_of)
+
+    def apply_min_insync_replicas(self, value: int) -> HighWatermarkUpdate | None:
+        """The topic's min.insync.replicas changed (a leader may release or hold its HW)."""
+        return self.run(_apply_min_insync_replicas, value)
 
     def stop(self, *, leader_epoch: int, delete: bool) -> PartitionOutcome:
         """StopReplica: a stopped replica is forgotten (a fresh core, same log), or deleted."""
@@ -182,10 +188,19 @@ class HostedPartition:
 # --- the steps above, each run under the partition's lock -------------------------------
 
 
-def _apply_leader_and_isr(hosted: HostedPartition, decision: LeaderAndIsrDecision, now_ms: int):
+def _apply_leader_and_isr(hosted: HostedPartition, decision: LeaderAndIsrDecision, now_ms: int,
+                          min_insync_replicas_of: Callable[[str], int]):
     assert hosted.usable, hosted.topic_partition
-    step = hosted.replica.leader_and_isr_step(decision, log=hosted.log, now_ms=now_ms)
+    min_insync_replicas = min_insync_replicas_of(decision.topic_partition.topic)
+    step = hosted.replica.leader_and_isr_step(decision, log=hosted.log, now_ms=now_ms,
+                                              min_insync_replicas=min_insync_replicas)
     return (step.outcome, step.high_watermark_update), step.effects
+
+
+def _apply_min_insync_replicas(hosted: HostedPartition, value: int):
+    if not hosted.usable:
+        return None, NO_EFFECTS
+    return hosted.replica.on_min_insync_replicas(value, log=hosted.log)
 
 
 def _stop(hosted: HostedPartition, leader_epoch: int, delete: bool):

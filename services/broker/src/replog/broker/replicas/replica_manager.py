@@ -212,6 +212,14 @@ class ReplicaManager:
             if hosted.topic_partition.topic == topic:
                 update_log_config(hosted, config)
 
+    def apply_min_insync_replicas(self, topic: str, value: int) -> None:
+        """A topic's min.insync.replicas changed: its leaders here judge their HW by it now."""
+        if not self.hosts_topic(topic):
+            return
+        for hosted in self.hosted():
+            if hosted.topic_partition.topic == topic:
+                hosted.apply_min_insync_replicas(value)
+
     # --- removal -----------------------------------------------------------------------
 
     def delete(self, topic_partition: TopicPartition) -> None:
