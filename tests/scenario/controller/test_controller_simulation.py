@@ -29,7 +29,6 @@ import pytest
 
 from replog.common.core.partitions import NO_LEADER, TopicPartition
 from replog.common.core.placement import assign_replicas_to_brokers
-from replog.common.core.topic_config import TopicConfig
 from replog.controller.core import apply, decide
 from replog.controller.core.errors import ErrorCode
 from replog.controller.core.events import (
@@ -49,7 +48,13 @@ from replog.controller.core.events import (
     UncleanElectionRequested,
 )
 from replog.controller.core.invariants import violations
-from replog.controller.core.model import BrokerInfo, ClusterSnapshot, ControllerSettings, ControllerState
+from replog.controller.core.model import (
+    BrokerInfo,
+    ClusterSnapshot,
+    ControllerSettings,
+    ControllerState,
+    TopicElectionConfig,
+)
 from replog.controller.core.plan import CreatePartitionState, Plan, SetPartitionState
 from replog.controller.core.steps import Answer, Apply, Write
 
@@ -210,8 +215,8 @@ class World:
         rf = self.rng.randint(1, min(3, len(self.live)))
         assignment = assign_replicas_to_brokers({b: i.rack for b, i in self.live.items()},
                                                 self.rng.randint(1, 4), rf, self.rng)
-        config = TopicConfig(min_insync_replicas=self.rng.randint(1, rf),
-                             unclean_leader_election=self.rng.random() < 0.3)
+        config = TopicElectionConfig(min_insync_replicas=self.rng.randint(1, rf),
+                                     unclean_leader_election=self.rng.random() < 0.3)
         return TopicsCreated({topic: assignment}, {topic: config})
 
     def add_partitions(self):
@@ -241,8 +246,8 @@ class World:
             return None
         topic = self.rng.choice(topics)
         config = self.state.config_of(topic)
-        return TopicConfigChanged(topic, dataclasses.replace(config,
-                                                             unclean_leader_election=not config.unclean_leader_election))
+        return TopicConfigChanged(topic, dataclasses.replace(
+            config, unclean_leader_election=not config.unclean_leader_election))
 
     def failover(self):
         self.controller_epoch += 1

@@ -7,7 +7,6 @@ import random
 from collections.abc import Iterable, Mapping
 
 from replog.common.core.partitions import TopicPartition
-from replog.common.core.topic_config import TopicConfig
 from replog.controller.core import apply, decide
 from replog.controller.core.invariants import violations
 from replog.controller.core.model import (
@@ -16,6 +15,7 @@ from replog.controller.core.model import (
     ControllerState,
     LeaderAndIsr,
     ReplicaAssignment,
+    TopicElectionConfig,
 )
 from replog.controller.core.plan import CreatePartitionState, LeaderAndIsrRequest, Plan, SetPartitionState
 from replog.controller.core.steps import NEW_LEADERS, Send, Write
@@ -42,7 +42,7 @@ def cluster(
     topics: Mapping[str, list[tuple[int, ...]]] | None = None,
     states: Mapping[tuple[str, int], tuple[int, tuple[int, ...]] | LeaderAndIsr | None] | None = None,
     assignments: Mapping[tuple[str, int], ReplicaAssignment] | None = None,
-    configs: Mapping[str, TopicConfig] | None = None,
+    configs: Mapping[str, TopicElectionConfig] | None = None,
     deleting: Mapping[str, frozenset[tuple[int, int]]] | None = None,
     reassignments: Mapping[tuple[str, int], tuple[int, ...]] | None = None,
     shutting_down: Iterable[int] = (),

@@ -5,9 +5,8 @@ import dataclasses
 from controller_story import broker, cluster, leader_and_isr, run, sent_partitions, tp, wave, writes, writes_before
 
 from replog.common.core.partitions import NO_LEADER
-from replog.common.core.topic_config import TopicConfig
 from replog.controller.core.events import BrokersChanged
-from replog.controller.core.model import LeaderAndIsr
+from replog.controller.core.model import LeaderAndIsr, TopicElectionConfig
 from replog.controller.core.sequencing import without_delivered
 from replog.controller.core.steps import NEW_LEADERS, REQUESTS
 
@@ -148,7 +147,7 @@ def test_unclean_election_only_where_the_topic_allows_it_and_it_is_counted():
     state = cluster(
         topics={"logs": [(1, 2, 3)], "orders": [(1, 2, 3)]},
         states={("logs", 0): (1, (1,)), ("orders", 0): (1, (1,))},
-        configs={"logs": TopicConfig(unclean_leader_election=True)},
+        configs={"logs": TopicElectionConfig(unclean_leader_election=True)},
     )
     plan, _ = kill(state, 1)
     assert writes(plan)[tp("logs", 0)] == LeaderAndIsr(2, 1, (2,), 7, 1, unclean_leader_epoch=1)

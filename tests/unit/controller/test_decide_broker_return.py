@@ -5,9 +5,8 @@ from dataclasses import replace
 from controller_story import brokers, cluster, leader_and_isr, run, tp, writes
 
 from replog.common.core.partitions import NO_LEADER
-from replog.common.core.topic_config import TopicConfig
 from replog.controller.core.events import BrokersChanged
-from replog.controller.core.model import LeaderAndIsr
+from replog.controller.core.model import LeaderAndIsr, TopicElectionConfig
 
 
 def test_a_returning_broker_gets_init_with_all_its_replicas_and_rejoins_as_a_follower():
@@ -36,7 +35,7 @@ def test_an_offline_partition_is_elected_when_its_kept_isr_member_returns():
 def test_an_offline_partition_of_an_unclean_topic_takes_any_returning_replica():
     state = cluster(live=(4,), topics={"logs": [(1, 2, 3)]},
                     states={("logs", 0): LeaderAndIsr(NO_LEADER, 1, (1,), 6, 1)},
-                    configs={"logs": TopicConfig(unclean_leader_election=True)})
+                    configs={"logs": TopicElectionConfig(unclean_leader_election=True)})
     plan, _ = run(state, BrokersChanged(brokers(2, 4)))
     assert writes(plan)[tp("logs", 0)] == LeaderAndIsr(2, 2, (2,), 7, 2, unclean_leader_epoch=2)
     assert plan.metrics.unclean_leader_elections == 1

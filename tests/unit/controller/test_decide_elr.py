@@ -5,7 +5,6 @@ from dataclasses import replace
 from controller_story import brokers, cluster, run, tp, writes
 
 from replog.common.core.partitions import NO_LEADER
-from replog.common.core.topic_config import TopicConfig
 from replog.controller.core.errors import ErrorCode
 from replog.controller.core.events import (
     AlterPartitionItem,
@@ -13,9 +12,10 @@ from replog.controller.core.events import (
     BrokersChanged,
     UncleanElectionRequested,
 )
+from replog.controller.core.model import TopicElectionConfig
 
 ORDERS = tp("orders", 0)
-MIN_ISR_2 = {"orders": TopicConfig(min_insync_replicas=2)}
+MIN_ISR_2 = {"orders": TopicElectionConfig(min_insync_replicas=2)}
 
 
 def whole_isr_dead():

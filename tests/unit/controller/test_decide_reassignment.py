@@ -2,10 +2,15 @@
 
 from controller_story import cluster, leader_and_isr, run, stops, tp, writes
 
-from replog.common.core.topic_config import TopicConfig
 from replog.controller.core.errors import ErrorCode
 from replog.controller.core.events import AlterPartitionItem, AlterPartitionReceived, ReassignmentRequested, Startup
-from replog.controller.core.model import ClusterSnapshot, ControllerState, LeaderAndIsr, ReplicaAssignment
+from replog.controller.core.model import (
+    ClusterSnapshot,
+    ControllerState,
+    LeaderAndIsr,
+    ReplicaAssignment,
+    TopicElectionConfig,
+)
 from replog.controller.core.plan import ClearReassignment, SetAssignment, SetPartitionState
 
 ORDERS_0 = tp("orders", 0)
@@ -141,7 +146,7 @@ def test_an_offline_partition_of_an_unclean_topic_leads_again_on_an_added_replic
     # broker must not leave it offline when the topic allows unclean election.
     state = cluster(live=(4,), topics={"logs": [(1, 2)]},
                     states={("logs", 0): LeaderAndIsr(-1, 3, (1,), 6, 5)},
-                    configs={"logs": TopicConfig(unclean_leader_election=True)})
+                    configs={"logs": TopicElectionConfig(unclean_leader_election=True)})
     plan, after = run(state, ReassignmentRequested({tp("logs", 0): (4,)}))
     assert after.partition_states[tp("logs", 0)].leader == 4
     assert plan.metrics.unclean_leader_elections == 1

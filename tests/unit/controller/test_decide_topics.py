@@ -3,9 +3,8 @@
 from controller_story import cluster, leader_and_isr, run, tp, writes
 
 from replog.common.core.partitions import NO_LEADER
-from replog.common.core.topic_config import TopicConfig
 from replog.controller.core.events import PartitionsAdded, TopicConfigChanged, TopicsCreated
-from replog.controller.core.model import LeaderAndIsr
+from replog.controller.core.model import LeaderAndIsr, TopicElectionConfig
 from replog.controller.core.plan import CreatePartitionState
 
 
@@ -35,7 +34,7 @@ def test_a_partition_with_no_live_replica_waits_without_a_state():
 
 
 def test_the_topic_config_comes_with_the_topic():
-    config = TopicConfig(min_insync_replicas=2)
+    config = TopicElectionConfig(min_insync_replicas=2)
     _, after = run(cluster(), TopicsCreated({"orders": {0: (1, 2)}}, {"orders": config}))
     assert after.config_of("orders") == config
 
@@ -56,14 +55,14 @@ def test_added_partitions_start_and_known_ones_are_ignored():
 def test_turning_on_unclean_election_elects_leaders_for_offline_partitions_at_once():
     state = cluster(live=(1, 2), topics={"logs": [(3, 1, 2)]},
                     states={("logs", 0): LeaderAndIsr(NO_LEADER, 3, (3,), 6, 4)})
-    plan, after = run(state, TopicConfigChanged("logs", TopicConfig(unclean_leader_election=True)))
+    plan, after = run(state, TopicConfigChanged("logs", TopicElectionConfig(unclean_leader_election=True)))
     assert writes(plan)[tp("logs", 0)] == LeaderAndIsr(1, 4, (1,), 7, 5, unclean_leader_epoch=4)
     assert plan.metrics.unclean_leader_elections == 1
     assert after.config_of("logs").unclean_leader_election
 
 
 def test_a_config_for_a_topic_not_known_yet_is_kept_for_when_it_arrives():
-    config = TopicConfig(retention_ms=1000)
+    config = TopicElectionConfig(min_insync_replicas=2)
     _, after = run(cluster(), TopicConfigChanged("later", config))
     assert after.config_of("later") == config
 
@@ -72,6 +71,6 @@ def test_a_topic_whose_partitions_arrived_first_still_gets_its_config():
     # The topic znode's watch can deliver PartitionsAdded before TopicsCreated; the config must not be lost.
     state = cluster(live=(1, 2, 3))
     _, state = run(state, PartitionsAdded("risky", {0: (1, 2)}))
-    config = TopicConfig(unclean_leader_election=True)
+    config = TopicElectionConfig(unclean_leader_election=True)
     _, after = run(state, TopicsCreated({"risky": {0: (1, 2)}}, {"risky": config}))
     assert after.config_of("risky").unclean_leader_election

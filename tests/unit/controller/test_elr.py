@@ -4,7 +4,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from replog.controller.core.election import OfflineElection, offline_partition_leader
-from replog.controller.core.elr import next_elr, without
+from replog.controller.core.elr import lowest_default, next_elr, without
+from replog.controller.core.model import BrokerInfo
 
 REPLICAS = (1, 2, 3)
 
@@ -28,6 +29,19 @@ def test_an_isr_back_at_min_isr_empties_the_elr():
 
 def test_a_member_back_in_the_isr_leaves_the_elr_and_the_rest_stay():
     assert next_elr(isr_before=(1,), elr_before=(2, 3), isr_after=(1, 2), min_isr=3, replicas=REPLICAS) == (3,)
+
+
+def test_with_min_isr_unknown_the_elr_gains_nobody_and_loses_only_members_back_in_the_isr():
+    # No live broker to say what its leaders enforce, and no leader either to commit anything meanwhile.
+    assert next_elr(isr_before=(1,), elr_before=(2, 3), isr_after=(1,), min_isr=None, replicas=REPLICAS) == (2, 3)
+    assert next_elr(isr_before=(1, 2), elr_before=(3,), isr_after=(1,), min_isr=None, replicas=REPLICAS) == (3,)
+    assert next_elr(isr_before=(1,), elr_before=(2, 3), isr_after=(3,), min_isr=None, replicas=REPLICAS) == (2,)
+
+
+def test_the_default_taken_is_the_lowest_of_the_live_brokers_and_unknown_without_any():
+    live = {b: BrokerInfo(b, "h", 9000 + b, min_insync_replicas_default=m) for b, m in ((1, 3), (2, 2), (3, 2))}
+    assert lowest_default(live) == 2
+    assert lowest_default({}) is None
 
 
 def test_without_drops_the_named_brokers_only():

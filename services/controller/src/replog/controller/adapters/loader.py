@@ -12,12 +12,16 @@ import logging
 import time
 
 from replog.common.core.partitions import TopicPartition
-from replog.common.core.topic_config import TopicConfig
 from replog.common.zk import bulk, schema
 from replog.common.zk.auth import ZkEndpoint
 from replog.controller.adapters import registrations
-from replog.controller.adapters.registrations import lost_partitions, offline_partitions
-from replog.controller.core.model import BrokerInfo, ClusterSnapshot, LeaderAndIsr, ReplicaAssignment
+from replog.controller.core.model import (
+    BrokerInfo,
+    ClusterSnapshot,
+    LeaderAndIsr,
+    ReplicaAssignment,
+    TopicElectionConfig,
+)
 
 log = logging.getLogger(__name__)
 
@@ -37,21 +41,18 @@ def read_live_brokers(connect: ZkEndpoint) -> dict[int, BrokerInfo]:
         if not registrations.believed(broker_id, entries, connect.credentials) or item is None:
             continue  # refused (and logged), or gone between the listing and the read
         registration = schema.BrokerRegistration.decode(broker_id, item[0])
-        brokers[broker_id] = BrokerInfo(broker_id, registration.host, registration.port, registration.rack,
-                                        item[1].czxid, lost_partitions(registration),
-                                        offline_partitions(registration),
-                                        unclean_start=registration.unclean_start)
+        brokers[broker_id] = registrations.broker_info(registration, item[1].czxid)
     return brokers
 
 
-def read_topic_configs(connect: ZkEndpoint, topics: list[str]) -> dict[str, TopicConfig]:
-    configs: dict[str, TopicConfig] = {}
+def read_topic_configs(connect: ZkEndpoint, topics: list[str]) -> dict[str, TopicElectionConfig]:
+    configs: dict[str, TopicElectionConfig] = {}
     found = bulk.get_many(connect, [schema.topic_config_path(t) for t in topics])
     for topic, item in zip(topics, found):
         if item is None:
             continue
         try:
-            configs[topic] = TopicConfig.from_map(schema.TopicConfigRecord.decode(topic, item[0]).config)
+            configs[topic] = TopicElectionConfig.from_map(schema.TopicConfigRecord.decode(topic, item[0]).config)
         except Exception as exc:  # noqa: BLE001 - a bad config must not stop the controller
             log.error("ignoring invalid config of topic %s: %s", topic, exc)
     return configs

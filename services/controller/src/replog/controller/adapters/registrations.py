@@ -8,7 +8,8 @@ ACL names another writer (schema.znode_acls.registration_acl_problem). With the 
 `broker-<id>` in its credentials file the check is exact; without it, the name is checked.
 With authentication off there are no ACLs to check and every registration counts.
 
-`lost_partitions` reads which partitions a registration says the broker lost committed records of.
+`broker_info` is what the controller keeps of a registration; `lost_partitions` reads which partitions it
+says the broker lost committed records of.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from replog.common.core.partitions import TopicPartition
 from replog.common.zk import schema
 from replog.common.zk.auth import ZkCredentials
 from replog.common.zk.schema import znode_acls as acls
+from replog.controller.core.model import BrokerInfo
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,14 @@ def read_acl(kazoo, path: str) -> list[tuple[str, str, int]]:
     except NoAuthError:
         return []
     return [(entry.id.scheme, entry.id.id, entry.perms) for entry in acl_list]
+
+
+def broker_info(registration: schema.BrokerRegistration, broker_epoch: int) -> BrokerInfo:
+    """What the controller keeps of a registration; `broker_epoch` is its znode's czxid."""
+    return BrokerInfo(registration.broker_id, registration.host, registration.port, registration.rack, broker_epoch,
+                      lost_partitions(registration), offline_partitions(registration),
+                      unclean_start=registration.unclean_start,
+                      min_insync_replicas_default=registration.min_insync_replicas_default)
 
 
 def offline_partitions(registration: schema.BrokerRegistration) -> frozenset[TopicPartition]:

@@ -32,7 +32,6 @@ import threading
 import time
 
 from replog.common.core.partitions import TopicPartition
-from replog.common.core.topic_config import TopicConfig
 from replog.common.zk import bulk, schema
 from replog.common.zk.auth import ZkEndpoint
 from replog.common.zk.change_feed import ChangeFeed
@@ -42,7 +41,7 @@ from replog.controller.adapters.loader import (
     read_partition_states,
     read_topic_configs,
 )
-from replog.controller.core.model import ClusterSnapshot, LeaderAndIsr, ReplicaAssignment
+from replog.controller.core.model import ClusterSnapshot, LeaderAndIsr, ReplicaAssignment, TopicElectionConfig
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +64,7 @@ class StandbyMirror:
         self._feed: ChangeFeed | None = None
         self._assignments: dict[str, dict[int, ReplicaAssignment]] = {}
         self._states: dict[TopicPartition, LeaderAndIsr] = {}
-        self._configs: dict[str, TopicConfig] = {}
+        self._configs: dict[str, TopicElectionConfig] = {}
         self._thread = threading.Thread(target=self._run, name="standby-mirror", daemon=True)
 
     def start(self) -> None:

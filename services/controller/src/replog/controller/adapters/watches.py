@@ -25,14 +25,12 @@ from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from replog.common.core.partitions import TopicPartition
-from replog.common.core.topic_config import TopicConfig
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
 from replog.controller.adapters import registrations
 from replog.controller.adapters.loader import read_reassignment_request
-from replog.controller.adapters.registrations import lost_partitions, offline_partitions
 from replog.controller.core import events as ev
-from replog.controller.core.model import BrokerInfo
+from replog.controller.core.model import BrokerInfo, TopicElectionConfig
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +85,7 @@ class Watches:
             except (NoNodeError, NoAuthError):
                 continue  # gone, or made by someone who kept the controller out (and logged above)
             registration = schema.BrokerRegistration.decode(int(child), data)
-            live[int(child)] = BrokerInfo(registration.broker_id, registration.host, registration.port,
-                                          registration.rack, stat.czxid, lost_partitions(registration),
-                                          offline_partitions(registration),
-                                          unclean_start=registration.unclean_start)
+            live[int(child)] = registrations.broker_info(registration, stat.czxid)
         self._enqueue(ev.BrokersChanged(live), notice_ms=notice_ms)
         return True
 
@@ -134,13 +129,13 @@ class Watches:
             self._enqueue(ev.TopicDeletionRequested(tuple(sorted(children))))
         return True
 
-    def _read_config(self, topic: str) -> TopicConfig | None:
+    def _read_config(self, topic: str) -> TopicElectionConfig | None:
         try:
             data, _ = self._zk.kazoo.get(schema.topic_config_path(topic))
         except NoNodeError:
             return None
         try:
-            return TopicConfig.from_map(schema.TopicConfigRecord.decode(topic, data).config)
+            return TopicElectionConfig.from_map(schema.TopicConfigRecord.decode(topic, data).config)
         except Exception as exc:  # noqa: BLE001 - keep the controller running on a bad config
             log.error("ignoring invalid config of topic %s: %s", topic, exc)
             return None

@@ -2,33 +2,27 @@
 
 Theory of operation
 -------------------
-Handlers never touch the state; they tell a builder what should change, and read
-through it (``state_of``, ``assignment_of``, ...) so a later step of the same
-decision sees an earlier one (a reassignment that starts and completes in one
-plan, an election after a broker left the ISR).  ``finish()`` turns the overlay
-into a :class:`~.plan.Plan`: the requests come from ``requests.py`` (who hears
-what), the order of its steps from ``sequencing.py``.  The builder owns the
-rules every write must keep, so handlers cannot forget them:
+Handlers never touch the state; they tell a builder what should change, and read through it (``state_of``,
+``assignment_of``, ...) so a later step of the same decision sees an earlier one (a reassignment that starts and
+completes in one plan, an election after a broker left the ISR).  ``finish()`` turns the overlay into a
+:class:`~.plan.Plan`: the requests come from ``requests.py`` (who hears what), the order of its steps from
+``sequencing.py``.  The builder owns the rules every write must keep, so handlers cannot forget them:
 
-* one znode write per partition per plan: ``partition_epoch`` is the base
-  version + 1 (0 for a created znode) however many steps touched it, and
-  ``leader_epoch`` is the base + 1 if any step changed the leader or asked for
-  a bump, else unchanged; writing what is already there writes nothing;
-* every write keeps the ISR non-empty, inside the assignment, free of
-  duplicates, and the leader in it or ``NO_LEADER`` (asserts: a violation is a
-  controller bug);
+* one znode write per partition per plan: ``partition_epoch`` is the base version + 1 (0 for a created
+  znode) however many steps touched it, and ``leader_epoch`` is the base + 1 if any step changed the
+  leader or asked for a bump, else unchanged; writing what is already there writes nothing;
+* every write keeps the ISR non-empty, inside the assignment, free of duplicates, and the leader in it
+  or ``NO_LEADER`` (asserts: a violation is a controller bug);
 * every write keeps the ELR by ``elr.py``'s rules unless the handler names it;
 * ZooKeeper writes come in a crash-safe order (``_zk_writes``);
 * never a StopReplica and a LeaderAndIsr for the same replica in one plan.
 
-The pending changes (``pending_states`` ... ``live_changed``) are public so that
-``requests.py`` can read them when the plan is finished; handlers change them
-only through the methods.
+The pending changes (``pending_states`` ... ``live_changed``) are public so that ``requests.py`` can
+read them when the plan is finished; handlers change them only through the methods.
 
-Speed: a broker failure may rewrite 100K partitions, so ``write()`` does a
-handful of dict operations per partition.  Written partitions live in one
-insertion-ordered dict (``pending_states``), which is also the write order and
-the notification order.
+Speed: a broker failure may rewrite 100K partitions, so ``write()`` does a handful of dict operations
+per partition.  Written partitions live in one insertion-ordered dict (``pending_states``), which is
+also the write order and the notification order.
 """
 
 from __future__ import annotations
@@ -36,11 +30,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from replog.common.core.partitions import NO_LEADER, TopicPartition
-from replog.common.core.topic_config import TopicConfig
 
-from .elr import next_elr
+from .elr import lowest_default, next_elr
 from .errors import IllegalStateTransition
-from .model import BrokerInfo, ControllerState, LeaderAndIsr, ReplicaAssignment
+from .model import BrokerInfo, ControllerState, LeaderAndIsr, ReplicaAssignment, TopicElectionConfig
 from .plan import (
     ClearReassignment,
     CreatePartitionState,
@@ -84,11 +77,12 @@ class PlanBuilder:
         self.live: Mapping[int, BrokerInfo] = state.live_brokers
         self.shutting_down: frozenset[int] = state.shutting_down_brokers
         self.eligible: frozenset[int] = frozenset(state.live_brokers) - state.shutting_down_brokers
+        self.brokers_min_isr = lowest_default(state.live_brokers)  # for topics without their own (elr.py)
         # pending changes
         self.pending_states: dict[TopicPartition, LeaderAndIsr] = {}
         self.created: set[TopicPartition] = set()
         self.pending_assignments: dict[TopicPartition, ReplicaAssignment] = {}
-        self._configs: dict[str, TopicConfig] = {}
+        self._configs: dict[str, TopicElectionConfig] = {}
         self.pending_deleting: dict[str, frozenset[tuple[int, int]] | None] = {}
         self._reassignments: dict[TopicPartition, tuple[int, ...] | None] = {}
         self._offline_delta = 0
@@ -129,8 +123,13 @@ class PlanBuilder:
         pending = self.pending_assignments.get(tp)
         return pending if pending is not None else self.base_assignments.get(tp)
 
-    def config_of(self, topic: str) -> TopicConfig:
+    def config_of(self, topic: str) -> TopicElectionConfig:
         return self._configs.get(topic) or self.base.config_of(topic)
+
+    def min_isr_of(self, topic: str) -> int | None:
+        """min.insync.replicas as the ELR rules take it: the topic's own, else the live brokers' lowest default."""
+        own = self.config_of(topic).min_insync_replicas
+        return self.brokers_min_isr if own is None else own
 
     def is_deleting(self, topic: str) -> bool:
         if topic in self.pending_deleting:
@@ -202,7 +201,7 @@ class PlanBuilder:
         if elr is None:
             elr = () if unclean or current is None else next_elr(
                 isr_before=current.isr, elr_before=current.elr, isr_after=isr,
-                min_isr=self.config_of(tp.topic).min_insync_replicas, replicas=replicas)
+                min_isr=self.min_isr_of(tp.topic), replicas=replicas)
         if (current is not None and leader == current.leader and isr == current.isr and elr == current.elr
                 and not bump_leader_epoch):
             return current  # nothing changes: no write, no request
@@ -265,7 +264,7 @@ class PlanBuilder:
             self.pending_assignments[tp] = replica_assignment
         self._state_updates.append(LearnPartitions(topic, dict(assignment)))
 
-    def set_config(self, topic: str, config: TopicConfig) -> None:
+    def set_config(self, topic: str, config: TopicElectionConfig) -> None:
         self._configs[topic] = config
         self._state_updates.append(SetTopicConfig(topic, config))
 
@@ -304,6 +303,7 @@ class PlanBuilder:
         self.live_changed = True
         self._state_updates.append(SetLiveBrokers(dict(live)))
         self.live = live
+        self.brokers_min_isr = lowest_default(live)
         if shutting_down != self.shutting_down:
             self.set_shutting_down(shutting_down)
         self.eligible = frozenset(live) - shutting_down

@@ -22,9 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from replog.common.core.partitions import TopicPartition
-from replog.common.core.topic_config import TopicConfig
 
-from .model import BrokerInfo, ClusterSnapshot
+from .model import BrokerInfo, ClusterSnapshot, TopicElectionConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +53,7 @@ class TopicsCreated:
     """
 
     assignments: Mapping[str, Mapping[int, tuple[int, ...]]]
-    configs: Mapping[str, TopicConfig] = field(default_factory=dict)
+    configs: Mapping[str, TopicElectionConfig] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +172,10 @@ class AutoRebalanceTick:
 
 @dataclass(frozen=True, slots=True)
 class TopicConfigChanged:
-    """``/config/topics/<topic>`` changed; ``config`` is the parsed effective config."""
+    """``/config/topics/<topic>`` changed; ``config`` is what the controller keeps of it."""
 
     topic: str
-    config: TopicConfig
+    config: TopicElectionConfig
 
 
 @dataclass(frozen=True, slots=True)

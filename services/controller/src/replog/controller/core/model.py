@@ -64,10 +64,31 @@ class BrokerInfo:
     offline_partitions: frozenset[TopicPartition] = frozenset()
     # The broker started without the clean-shutdown marker: it leaves every ELR when it registers (elr.py).
     unclean_start: bool = False
+    # Its `min_insync_replicas`: what its leaders enforce for topics without their own (elr.py takes the lowest).
+    min_insync_replicas_default: int = 1
 
     def serves(self, tp: TopicPartition) -> bool:
         """False while the broker's replica of `tp` is in an offline log directory."""
         return not self.offline_partitions or tp not in self.offline_partitions
+
+
+@dataclass(frozen=True, slots=True)
+class TopicElectionConfig:
+    """What the controller keeps of a topic's ``/config/topics`` entry: the two settings that decide who may lead.
+
+    ``min_insync_replicas`` is ``None`` when the entry does not set it: the topic's leaders then enforce
+    their broker's default, and the ELR rules take the lowest default of the live brokers (elr.py).
+    """
+
+    unclean_leader_election: bool = False
+    min_insync_replicas: int | None = None
+
+    @classmethod
+    def from_map(cls, configs: Mapping[str, str]) -> TopicElectionConfig:
+        """From the entry's ``str -> str`` map; an invalid map raises as ``TopicConfig.from_map`` does."""
+        parsed = TopicConfig.from_map(configs)
+        own = parsed.min_insync_replicas if "min.insync.replicas" in configs else None
+        return cls(parsed.unclean_leader_election, own)
 
 
 class LeaderAndIsr(NamedTuple):
@@ -144,14 +165,14 @@ class ClusterSnapshot:
     live_brokers: Mapping[int, BrokerInfo]
     assignments: Mapping[TopicPartition, ReplicaAssignment]
     partition_states: Mapping[TopicPartition, LeaderAndIsr]
-    topic_configs: Mapping[str, TopicConfig] = field(default_factory=dict)
+    topic_configs: Mapping[str, TopicElectionConfig] = field(default_factory=dict)
     topics_being_deleted: frozenset[str] = frozenset()
     reassignment_requests: Mapping[TopicPartition, tuple[int, ...] | None] = field(
         default_factory=dict
     )
 
 
-_DEFAULT_TOPIC_CONFIG = TopicConfig()
+_DEFAULT_TOPIC_CONFIG = TopicElectionConfig()
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +192,7 @@ class ControllerState:
     live_brokers: Mapping[int, BrokerInfo]
     assignments: Mapping[TopicPartition, ReplicaAssignment]
     partition_states: Mapping[TopicPartition, LeaderAndIsr]
-    topic_configs: Mapping[str, TopicConfig]
+    topic_configs: Mapping[str, TopicElectionConfig]
     topics_being_deleted: Mapping[str, frozenset[tuple[int, int]]]
     reassignments: Mapping[TopicPartition, tuple[int, ...]]
     shutting_down_brokers: frozenset[int]
@@ -190,7 +211,7 @@ class ControllerState:
         live_brokers: Mapping[int, BrokerInfo] | None = None,
         assignments: Mapping[TopicPartition, ReplicaAssignment] | None = None,
         partition_states: Mapping[TopicPartition, LeaderAndIsr] | None = None,
-        topic_configs: Mapping[str, TopicConfig] | None = None,
+        topic_configs: Mapping[str, TopicElectionConfig] | None = None,
         topics_being_deleted: Mapping[str, frozenset[tuple[int, int]]] | None = None,
         reassignments: Mapping[TopicPartition, tuple[int, ...]] | None = None,
         shutting_down_brokers: Iterable[int] = (),
@@ -229,8 +250,8 @@ class ControllerState:
         """The state of a controller that has not taken its seat yet."""
         return cls.build(settings=settings)
 
-    def config_of(self, topic: str) -> TopicConfig:
-        """The topic's effective config (defaults when it has none of its own)."""
+    def config_of(self, topic: str) -> TopicElectionConfig:
+        """The topic's config (defaults when it has none of its own)."""
         return self.topic_configs.get(topic, _DEFAULT_TOPIC_CONFIG)
 
     def eligible_broker_ids(self) -> frozenset[int]:

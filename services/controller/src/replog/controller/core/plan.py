@@ -31,10 +31,9 @@ from itertools import chain
 from typing import TYPE_CHECKING, NamedTuple
 
 from replog.common.core.partitions import TopicPartition
-from replog.common.core.topic_config import TopicConfig
 
 from .errors import ErrorCode
-from .model import BrokerInfo, ControllerState, LeaderAndIsr, ReplicaAssignment
+from .model import BrokerInfo, ControllerState, LeaderAndIsr, ReplicaAssignment, TopicElectionConfig
 from .steps import Answer, Apply, Send, Step, Write
 
 if TYPE_CHECKING:
@@ -139,7 +138,7 @@ class LearnPartitions:
 @dataclass(frozen=True, slots=True)
 class SetTopicConfig:
     topic: str
-    config: TopicConfig
+    config: TopicElectionConfig
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,7 +91,7 @@ def restore_leadership(b: PlanBuilder, tp: TopicPartition, *, force_unclean: boo
         return b.write(tp, new_leader, (new_leader,), unclean=True)
     if from_elr:
         elr = next_elr(isr_before=isr, elr_before=state.elr, isr_after=(new_leader,),
-                       min_isr=b.config_of(tp.topic).min_insync_replicas, replicas=assignment.replicas)
+                       min_isr=b.min_isr_of(tp.topic), replicas=assignment.replicas)
         return b.write(tp, new_leader, (new_leader,), elr=without(elr, (*lost, *unclean_started)))
     return b.write(tp, new_leader, live_isr)
 
