@@ -1,12 +1,13 @@
 """Seeded simulation of the controller core: random events, invariants after every step.
 
-A small cluster (six brokers, a few topics, min.insync.replicas up to their
-replication factor) lives through a random schedule of broker deaths, returns
-and restarts (some of them unclean starts), leaders shrinking and expanding ISRs (and
-sometimes sending stale proposals), controlled shutdowns, reassignments and
-cancellations, elections, topic creation, growth, deletion, config changes and
-controller failovers.  The simulated executor applies every plan, answers
-StopReplica(delete) (occasionally with a failure) and feeds follow-ups back.
+A small cluster (six brokers with differing default min.insync.replicas, a few
+topics, each with its own up to its replication factor or none) lives through a
+random schedule of broker deaths, returns and restarts (some of them unclean
+starts), leaders shrinking and expanding ISRs (and sometimes sending stale
+proposals), controlled shutdowns, reassignments and cancellations, elections,
+topic creation, growth, deletion, config changes and controller failovers.  The
+simulated executor applies every plan, answers StopReplica(delete) (occasionally
+with a failure) and feeds follow-ups back.
 
 After every step it checks the state (``invariants.violations``: leader in the
 ISR and alive or -1, ISR inside the assignment and never empty, no dead leader
@@ -70,6 +71,7 @@ class World:
         self.rng = random.Random(seed)
         self.decide_rng = random.Random(seed + 1_000_000)
         self.registrations = {b: 100 * b for b in BROKER_IDS}
+        self.min_isr_defaults = {b: self.rng.choice((1, 2, 2)) for b in BROKER_IDS}  # the brokers' own, differing
         self.live = {b: self._info(b) for b in BROKER_IDS}
         self.queue: deque = deque()
         self.history: deque = deque(maxlen=12)
@@ -83,8 +85,9 @@ class World:
             self.run(self.create_topic())
 
     def _info(self, broker_id: int, unclean_start: bool = False) -> BrokerInfo:
-        return BrokerInfo(broker_id, f"broker-{broker_id}", 9090 + broker_id,
-                          f"rack-{broker_id % 3}", self.registrations[broker_id], unclean_start=unclean_start)
+        return BrokerInfo(broker_id, f"broker-{broker_id}", 9090 + broker_id, f"rack-{broker_id % 3}",
+                          self.registrations[broker_id], unclean_start=unclean_start,
+                          min_insync_replicas_default=self.min_isr_defaults[broker_id])
 
     def snapshot(self) -> ClusterSnapshot:
         """What ZooKeeper holds now, as a new controller would read it."""
@@ -215,8 +218,8 @@ class World:
         rf = self.rng.randint(1, min(3, len(self.live)))
         assignment = assign_replicas_to_brokers({b: i.rack for b, i in self.live.items()},
                                                 self.rng.randint(1, 4), rf, self.rng)
-        config = TopicElectionConfig(min_insync_replicas=self.rng.randint(1, rf),
-                                     unclean_leader_election=self.rng.random() < 0.3)
+        own_min_isr = None if self.rng.random() < 0.4 else self.rng.randint(1, rf)  # None: the brokers' default
+        config = TopicElectionConfig(min_insync_replicas=own_min_isr, unclean_leader_election=self.rng.random() < 0.3)
         return TopicsCreated({topic: assignment}, {topic: config})
 
     def add_partitions(self):

@@ -141,6 +141,21 @@ def test_a_reassignment_recorded_in_zookeeper_resumes_and_completes_after_failov
     assert ClearReassignment((ORDERS_0,)) in plan.zk_writes
 
 
+def test_an_elr_member_the_assignment_dropped_before_the_state_write_landed_is_stopped_after_failover():
+    # Found by the simulation: the multi with the state write (ELR without broker 3) failed, the one with
+    # the assignment without broker 3 landed. Broker 3 is put back as a removing replica, as an ISR member is.
+    state = cluster(live=(1, 2, 3), assignments={("orders", 0): ReplicaAssignment((1, 2))},
+                    states={("orders", 0): LeaderAndIsr(1, 3, (1, 2), 6, 8, elr=(3,))},
+                    configs={"orders": TopicElectionConfig(min_insync_replicas=3)})
+    snapshot = ClusterSnapshot(controller_id=1, controller_epoch=8, live_brokers=state.live_brokers,
+                               assignments=state.assignments, partition_states=state.partition_states,
+                               topic_configs=state.topic_configs)
+    plan, after = run(ControllerState.empty(), Startup(snapshot))
+    assert after.assignments[ORDERS_0] == ReplicaAssignment((1, 2))
+    assert (after.partition_states[ORDERS_0].isr, after.partition_states[ORDERS_0].elr) == ((1, 2), ())
+    assert stops(plan) == {3: {ORDERS_0: True}}
+
+
 def test_an_offline_partition_of_an_unclean_topic_leads_again_on_an_added_replica():
     # Found by the simulation (seed 1): moving an offline partition onto a live
     # broker must not leave it offline when the topic allows unclean election.

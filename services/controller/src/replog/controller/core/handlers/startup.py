@@ -78,13 +78,14 @@ def startup_builder(state: ControllerState, event: Startup) -> PlanBuilder:
 
 
 def _resume_half_written_reassignments(b: PlanBuilder, loaded: ControllerState) -> None:
-    """Put back replicas an ISR still names but the assignment has already dropped.
+    """Put back replicas an ISR or ELR still names but the assignment has already dropped.
 
     A plan's writes go out in several ``multi``s; if one failed after a later
-    one landed (a reassignment's AR := RAR without its ISR := ISR ∩ RAR), the
-    ISR names replicas outside the assignment.  They are re-added as
-    *removing* replicas, which makes it a reassignment in progress again; it
-    then finishes the normal way.  Nothing is lost and no ISR is trusted less.
+    one landed (a reassignment's AR := RAR without its ISR := ISR ∩ RAR, or
+    without the ELR's cut, ``keep_elr_inside``), the ISR or ELR names replicas
+    outside the assignment.  They are re-added as *removing* replicas, which
+    makes it a reassignment in progress again; it then finishes the normal way.
+    Nothing is lost and no ISR is trusted less.
     """
     inside: dict[tuple[tuple[int, ...], tuple[int, ...]], bool] = {}  # (ISR, replicas) -> ISR within; few pairs
     for tp, state in loaded.partition_states.items():
@@ -93,9 +94,9 @@ def _resume_half_written_reassignments(b: PlanBuilder, loaded: ControllerState) 
         ok = inside.get(key)
         if ok is None:
             ok = inside[key] = all(x in assignment.replicas for x in state.isr)
-        if ok:
+        if ok and all(x in assignment.replicas for x in state.elr):
             continue
-        strays = tuple(x for x in state.isr if x not in assignment.replicas)
+        strays = tuple(x for x in (*state.isr, *state.elr) if x not in assignment.replicas)
         if strays:
             b.set_assignment(tp, ReplicaAssignment(
                 assignment.replicas + strays, assignment.adding, assignment.removing + strays))
