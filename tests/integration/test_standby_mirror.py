@@ -58,7 +58,8 @@ def test_the_copy_taken_equals_a_full_load_after_every_kind_of_change(zk_client,
         write_state(zk, "new", 0, 2, (2, 1))  # one partition started, the other not yet
         zk.kazoo.delete(schema.topic_path("gone"), recursive=True)
         zk.kazoo.delete(schema.topic_config_path("gone"))
-        zk.kazoo.set(schema.topic_config_path("kept"), schema.TopicConfigRecord({"retention.ms": "5"}).encode())
+        zk.kazoo.set(schema.topic_config_path("kept"),
+                     schema.TopicConfigRecord({"retention.ms": "5", "min.insync.replicas": "2"}).encode())
         zk.kazoo.create(schema.delete_topic_path("kept"))
         # Some changes are refreshed before the take-over (a refresh has brought "new" in), some only at it.
         wait_for(lambda: "new" in mirror.topics(), 10, "a refresh that brings in the new topic")
@@ -72,7 +73,7 @@ def test_the_copy_taken_equals_a_full_load_after_every_kind_of_change(zk_client,
     assert set(taken.assignments) == {("kept", 0), ("kept", 1), ("new", 0), ("new", 1)}
     assert taken.partition_states[("kept", 1)].leader_epoch == 3
     assert ("new", 1) not in taken.partition_states
-    assert taken.topic_configs["kept"].retention_ms == 5 and "gone" not in taken.topic_configs
+    assert taken.topic_configs["kept"].min_insync_replicas == 2 and "gone" not in taken.topic_configs
     assert taken.topics_being_deleted == frozenset({"kept"}) and set(taken.live_brokers) == {1}
 
 
