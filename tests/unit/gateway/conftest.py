@@ -8,11 +8,12 @@ from replog.common.zk.schema import BrokerRegistration, PartitionStateRecord, Re
 from replog.gateway.core.model import ClusterView, TopicView
 
 
-def _view(brokers=(1, 2, 3), racks=None, topics=None, reassignment=None, deleting=()):
-    """brokers: live ids; topics: name -> {"partitions": {p: replicas}, "states": {p: (leader, isr)},
+def _view(brokers=(1, 2, 3), racks=None, topics=None, reassignment=None, deleting=(), min_isr=None):
+    """brokers: live ids; min_isr: broker id -> its default min.insync.replicas (1 if not given); topics: name -> {"partitions": {p: replicas}, "states": {p: (leader, isr)},
     "configs": {...}, "adding": {...}, "removing": {...}}."""
     registrations = {
-        b: BrokerRegistration(b, "127.0.0.1", 9000 + b, rack=(racks or {}).get(b)) for b in brokers
+        b: BrokerRegistration(b, "127.0.0.1", 9000 + b, rack=(racks or {}).get(b),
+                              min_insync_replicas_default=(min_isr or {}).get(b, 1)) for b in brokers
     }
     views = {}
     for name, spec in (topics or {}).items():

@@ -175,3 +175,15 @@ def test_describe_filters_and_leaves_out_topics_without_matches(make_view):
     assert unavailable[0].partitions[0].health.offline_replicas == (3,)
     assert refused(topics.describe_topics, view, ["healthy", "nope", "gone"], Filter.NONE).message == \
         "Unknown topics: 'gone', 'nope'."
+
+
+def test_describe_judges_a_topic_without_its_own_min_isr_by_its_leaders_broker_default(make_view):
+    view = make_view(brokers=(1, 2, 3), min_isr={1: 2, 2: 2, 3: 3}, topics={
+        "plain": {"partitions": {0: [1, 2, 3], 1: [3, 1, 2], 2: [2, 3, 1]},
+                  "states": {0: (1, [1, 2]), 1: (3, [3, 1]), 2: (-1, [2])}},
+        "own": {"partitions": {0: [3, 1, 2]}, "states": {0: (3, [3])}, "configs": {"min.insync.replicas": "1"}},
+    })
+    own, plain = topics.describe_topics(view, [], Filter.NONE)
+    shown = [(p.min_insync_replicas, p.health.under_min_isr, p.health.at_min_isr) for p in plain.partitions]
+    assert shown == [(2, False, True), (3, True, False), (2, True, False)]  # no leader: the lowest live default
+    assert [(p.min_insync_replicas, p.health.under_min_isr) for p in own.partitions] == [(1, False)]

@@ -96,11 +96,10 @@ def _rows(view, stats, exported_at_ms: int, batch_size: int) -> Iterator[admin_p
 
 
 def _partition_rows(view, stats: log_stats.ReplicasByBroker) -> Iterator[admin_pb2.PartitionRow]:
-    live = view.live_broker_ids
     Row = admin_pb2.PartitionRow
     unknown = log_stats.UNKNOWN
     for name in sorted(view.topics):
-        for d in describe_partitions(view.topics[name], live):
+        for d in describe_partitions(view.topics[name], view.brokers):
             h = d.health
             leader_stats = log_stats.leader_replica(stats, h.leader, (name, d.partition)) if stats else None
             yield Row(

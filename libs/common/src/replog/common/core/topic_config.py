@@ -10,9 +10,9 @@ raises :class:`~.errors.InvalidConfigError` naming the key, the value and what
 was expected.  Keys absent from the map take the defaults below (Kafka's
 defaults), and :meth:`TopicConfig.to_map` gives the effective configs back.
 
-The controller itself reads only ``unclean_leader_election`` (may the offline
-election pick a replica outside the ISR; docs/architecture.md, "A broker failure"); the other values are
-carried for the brokers and the admin API.  ``None`` means "the broker's own
+The controller reads ``unclean_leader_election`` (may the offline election pick a replica outside the
+ISR; docs/architecture.md, "A broker failure") and ``min.insync.replicas`` (for the eligible leader
+replicas, docs/durability.md); the other values are carried for the brokers and the admin API.  ``None`` means "the broker's own
 default" for the flush settings.
 """
 
@@ -28,6 +28,9 @@ _LONG_MAX = 2**63 - 1
 # Whose clock record timestamps are from: the producer's (CreateTime) or the leader's at append
 # (LogAppendTime); the brokers read it (replog.common.records.batch says what the leader does).
 MESSAGE_TIMESTAMP_TYPE = "message.timestamp.type"
+# How many ISR members an acks=all write needs and, below it, the HW stops (strict min ISR); a topic
+# without its own value takes its leader's broker default (the controller, for the ELR, the lowest).
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +120,7 @@ def _boolean(key: str, text: str) -> bool:
 
 # config key -> (TopicConfig field, parser).  Ranges follow Kafka's LogConfig.
 _SPECS: dict[str, tuple[str, Callable[[str, str], object]]] = {
-    "min.insync.replicas": ("min_insync_replicas", _integer(1, 2**31 - 1)),
+    MIN_INSYNC_REPLICAS: ("min_insync_replicas", _integer(1, 2**31 - 1)),
     "unclean.leader.election.enable": ("unclean_leader_election", _boolean),
     "retention.ms": ("retention_ms", _integer(-1)),
     "retention.bytes": ("retention_bytes", _integer(-1)),

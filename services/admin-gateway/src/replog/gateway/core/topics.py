@@ -27,8 +27,8 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 from replog.common.core import placement
 from replog.common.core.errors import BrokerNotAvailableError, InvalidConfigError, InvalidRequestError, RequestError
-from replog.common.core.topic_config import TopicConfig
-from replog.common.zk.schema import TopicAssignment, TopicConfigRecord
+from replog.common.core.topic_config import MIN_INSYNC_REPLICAS, TopicConfig
+from replog.common.zk.schema import BrokerRegistration, TopicAssignment, TopicConfigRecord
 
 from .health import Filter, PartitionHealth, partition_health
 from .model import ClusterView, TopicView
@@ -313,20 +313,28 @@ def describe_topics(view: ClusterView, names: Sequence[str], wanted: Filter) -> 
     described = []
     for name in chosen:
         topic = view.topics[name]
-        partitions = [d for d in describe_partitions(topic, view.live_broker_ids) if d.health.matches(wanted)]
+        partitions = [d for d in describe_partitions(topic, view.brokers) if d.health.matches(wanted)]
         if wanted is not Filter.NONE and not partitions:
             continue
         described.append(TopicDescription(name, topic.config().to_map(), topic.deleting, partitions))
     return described
 
 
-def describe_partitions(topic: TopicView, live: frozenset[int]) -> Iterator[PartitionDescription]:
-    min_isr = topic.config().min_insync_replicas
+def describe_partitions(topic: TopicView, brokers: Mapping[int, BrokerRegistration]) -> Iterator[PartitionDescription]:
+    """Each partition's health against the min.insync.replicas its leader enforces: the topic's own, else
+    the leader's broker default from its registration (the lowest live one while nothing leads)."""
+    own = MIN_INSYNC_REPLICAS in topic.config_overrides
+    topic_min_isr = topic.config().min_insync_replicas
+    lowest_default = min((b.min_insync_replicas_default for b in brokers.values()), default=1)
+    live = frozenset(brokers)
     assignment = topic.assignment
     for partition in sorted(assignment.partitions):
         replicas = assignment.partitions[partition]
         adding = assignment.adding_replicas.get(partition, ())
-        health = partition_health(replicas, adding, topic.states.get(partition), live, min_isr)
+        state = topic.states.get(partition)
+        leader = brokers.get(state.leader) if state else None
+        min_isr = topic_min_isr if own else leader.min_insync_replicas_default if leader else lowest_default
+        health = partition_health(replicas, adding, state, live, min_isr)
         yield PartitionDescription(
             topic.name, partition, replicas, adding, assignment.removing_replicas.get(partition, ()),
             health, min_isr,

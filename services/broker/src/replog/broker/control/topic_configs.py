@@ -28,14 +28,12 @@ from kazoo.recipe.watchers import DataWatch
 
 from replog.broker.log import LogConfig
 from replog.common.core.errors import InvalidConfigError
-from replog.common.core.topic_config import MESSAGE_TIMESTAMP_TYPE
+from replog.common.core.topic_config import MESSAGE_TIMESTAMP_TYPE, MIN_INSYNC_REPLICAS
 from replog.common.records import TimestampType
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
 
 log = logging.getLogger(__name__)
-
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
 
 
 class TopicConfigs:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from replog.common.core.partitions import NO_LEADER, TopicPartition
-from replog.common.core.topic_config import TopicConfig
+from replog.common.core.topic_config import MIN_INSYNC_REPLICAS, TopicConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ class TopicElectionConfig:
     def from_map(cls, configs: Mapping[str, str]) -> TopicElectionConfig:
         """From the entry's ``str -> str`` map; an invalid map raises as ``TopicConfig.from_map`` does."""
         parsed = TopicConfig.from_map(configs)
-        own = parsed.min_insync_replicas if "min.insync.replicas" in configs else None
+        own = parsed.min_insync_replicas if MIN_INSYNC_REPLICAS in configs else None
         return cls(parsed.unclean_leader_election, own)
 
 
