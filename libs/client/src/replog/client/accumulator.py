@@ -167,9 +167,10 @@ class Accumulator:
 
     # --- batches out (the sender thread) ---------------------------------------------------------
 
-    def drain(self) -> tuple[list[ProducerBatch], bool, bool] | None:
-        """The batches that may leave now, each counted in flight; whether a batch waits for a timer
-        (a linger, a retry backoff) rather than an answer; and whether a partition recovers.
+    def drain(self) -> tuple[list[ProducerBatch], float | None, bool] | None:
+        """The batches that may leave now, each counted in flight; when the first timer a batch waits
+        for ends (a linger, a retry backoff; None: every batch held back waits for an answer), so the
+        sender sleeps until then and no longer; and whether a partition recovers.
         None once closed with nothing left: the sender ends."""
         with self.lock:
             if self.closed and not self.ready and not self.open and not self.in_flight:
@@ -183,14 +184,15 @@ class Accumulator:
             waiting_keys = {key for key, n in self.in_flight.items() if n >= self.max_in_flight}
             waiting_keys |= self.recovering
             waiting_keys |= {(b.topic, b.partition) for b in self.ready}
-            lingering = False  # an open batch that may leave once its linger ends
+            lingering_until = None  # the first end of a linger of an open batch that may leave then
             for key, batch in list(self.open.items()):
                 if key in waiting_keys:
                     continue
                 if now - batch.created_s >= self.linger_s:
                     self.ready.append(self.open.pop(key))
                 else:
-                    lingering = True
+                    ends = batch.created_s + self.linger_s
+                    lingering_until = ends if lingering_until is None else min(lingering_until, ends)
             sendable = []
             waiting = collections.deque()
             # A partition's batches leave in order: one held back (its partition has
@@ -210,8 +212,10 @@ class Accumulator:
                     sendable.append(batch)
             self.ready = waiting
             # A batch held back by a request in flight waits for its completion, not for a timer.
-            timed = lingering or any(b.retry_at_s > now for b in waiting)
-        return sendable, timed, troubled
+            timers = [b.retry_at_s for b in waiting if b.retry_at_s > now]
+            if lingering_until is not None:
+                timers.append(lingering_until)
+        return sendable, min(timers) if timers else None, troubled
 
     def _end_recoveries_locked(self) -> None:
         """A partition has recovered once none of its batches is in flight and none waits to be

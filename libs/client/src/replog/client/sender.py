@@ -49,6 +49,8 @@ UNANSWERED_CHECK_S = 1.0
 # A stream's request unanswered this long past the request timeout (by which the broker answers an
 # acks=all write) is given up: the broker stopped answering.
 ANSWER_GRACE_S = 5.0
+# The longest the loop sleeps with nothing due: it looks at its streams and metadata this often.
+IDLE_WAIT_S = 0.05
 
 RETRIABLE = {
     common_pb2.ERROR_CODE_NOT_LEADER,
@@ -110,7 +112,7 @@ class Sender:
             drained = self._accumulator.drain()
             if drained is None:
                 return
-            sendable, timed, troubled = drained
+            sendable, next_timer_s, troubled = drained
             if sendable:
                 self._send(sendable)
             self._encode_waiting()
@@ -120,8 +122,11 @@ class Sender:
                 self._refresh_metadata_by(self._metadata_tried_at_s + self.retry_backoff_s)
             if now >= self._metadata_due_s:
                 self._refresh_metadata(now)
+            # Until the next answer, or the first timer's end: waiting `linger_s` there spun the thread
+            # through a retry backoff whenever linger_s was 0.
+            wait_s = IDLE_WAIT_S if next_timer_s is None else min(IDLE_WAIT_S, max(0.0, next_timer_s - now))
             try:
-                completion = self._completions.get(timeout=self._accumulator.linger_s if timed else 0.05)
+                completion = self._completions.get(timeout=wait_s)
             except queue.Empty:
                 continue
             while completion is not None:
