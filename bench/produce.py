@@ -132,6 +132,7 @@ GOAL_RECORDS_PER_S = 421_823
 GOAL_P99_MS_AT_10_MB_PER_S = 5.0
 MIB = 1024 * 1024
 RETENTION_ROUNDS = "replog_broker_retention_round_ms_count"
+UNDER_REPLICATED = "replog_broker_under_replicated_partitions"
 TAIL_WINDOW_S = 0.1  # latency mode: the tail's time windows
 TAIL_WORST_WINDOWS = 5
 CHAIN_FLOOR_SECONDS = 5.0  # the acks=all chain floor's measured time (after a 1 s warm-up)
@@ -414,6 +415,12 @@ def main() -> None:
             harness.wait_until(lambda: all(v > rounds[b] for b, v in harness.metric_by_broker(
                 cluster, RETENTION_ROUNDS).items()), 600, "a retention round on every broker after the prefill", 1.0)
             harness.note(f"writeback drained after {harness.drain_writeback(600):.1f} s")
+            # ... and with every ISR whole again: the prefill outruns the followers (throughput mode), and a
+            # window opened while they still catch up measured their catch-up and the ISR changes it causes.
+            started = time.monotonic()
+            harness.wait_until(lambda: not any(harness.metric_by_broker(cluster, UNDER_REPLICATED).values()), 600,
+                               "every partition's ISR whole after the prefill", 1.0)
+            harness.note(f"every ISR whole after {time.monotonic() - started:.1f} s")
         settle_disk("before_window", cluster.data_dir(f"broker-{assignment[0][0]}"))
         expected_s = args.seconds if latency_mode else max(5.0, args.records / 150_000)
         profilers = harness.start_profilers(args.profile, {
