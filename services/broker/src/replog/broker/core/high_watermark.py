@@ -77,11 +77,9 @@ def held_below_min_isr(isr_size: int, min_insync_replicas: int, replica_count: i
     return isr_size < min(min_insync_replicas, replica_count)
 
 
-def leader_high_watermark(current: int, *, maximal_isr: Iterable[int], log_end_offsets: Mapping[int, int],
-                          epoch_start_offset: int, held: bool) -> int:
-    """The leader's HW once one of its inputs changed, by rules 1 to 3 (`held`: rule 3 applies)."""
-    if held:
-        return current
+def leader_high_watermark(current: int, maximal_isr: Iterable[int], log_end_offsets: Mapping[int, int],
+                          epoch_start_offset: int) -> int:
+    """The leader's HW once one of its inputs changed, by rules 1 and 2 (rule 3 is the caller's check)."""
     return next_high_watermark(current, high_watermark_candidate(maximal_isr, log_end_offsets), epoch_start_offset)
 
 

@@ -16,8 +16,7 @@ Events and what they return (every result is a frozen value):
 - `on_follower_fetch(...)`: Refusal | DivergingEpoch | FollowerRead (follower_fetch.py). A read
   tells the adapter the range to send, the HW to put in the response, and its
   effects (effects.py): whether the HW advanced, and an ISR expansion to send.
-- `on_local_append(log)`: HighWatermarkUpdate (an ISR of one commits at once).
-- `set_min_insync_replicas(value, log)`: HighWatermarkUpdate (strict min ISR, high_watermark.py).
+- `on_local_append(log)` (an ISR of one commits at once), `set_min_insync_replicas(value, log)`: HighWatermarkUpdate.
 - `maybe_shrink_isr(...)`: an AlterPartitionProposal or None.
 - `on_alter_partition_answer(...)`: an outcome of isr_answer.py, which also
   holds the rules; `proposal_to_resend` says what the adapter sends again
@@ -164,11 +163,6 @@ class LeaderReplica:
         return self._high_watermark >= self._epoch_start_offset
 
     @property
-    def high_watermark_held(self) -> bool:
-        """The committed ISR is below min.insync.replicas: the HW does not move (strict min ISR)."""
-        return held_below_min_isr(len(self._isr), self._min_insync_replicas, len(self._replicas))
-
-    @property
     def isr(self) -> tuple[int, ...]:
         """The committed ISR (what the controller holds)."""
         return self._isr
@@ -255,6 +249,7 @@ class LeaderReplica:
     def set_min_insync_replicas(self, value: int, log: LogView) -> HighWatermarkUpdate:
         """The topic's min.insync.replicas changed: a lower one may release a held HW at once."""
         self._min_insync_replicas = value
+        self._judge_min_isr()
         return self._update_high_watermark(log)
 
     def maybe_shrink_isr(
@@ -291,6 +286,7 @@ class LeaderReplica:
             if is_pending:
                 self._clear_pending()
             self._isr = in_assignment_order(answer.isr, self._replicas)
+            self._judge_min_isr()
             self._partition_epoch = answer.partition_epoch
             hw_update = self._update_high_watermark(log)
             if verdict.accepts_pending:
@@ -345,13 +341,16 @@ class LeaderReplica:
         return check_leader_epoch(current_leader_epoch, self._leader_epoch, unset_allowed=False)
 
     def _update_high_watermark(self, log: LogView) -> HighWatermarkUpdate:
-        leos = {**{r: p.log_end_offset for r, p in self._followers.items()}, self._broker_id: log.log_end_offset}
         previous = self._high_watermark
-        self._high_watermark = leader_high_watermark(previous, maximal_isr=self.maximal_isr, log_end_offsets=leos,
-                                                     epoch_start_offset=self._epoch_start_offset,
-                                                     held=self.high_watermark_held)
+        if not self.high_watermark_held:  # one attribute on this hot path: judged when its inputs change
+            leos = {**{r: p.log_end_offset for r, p in self._followers.items()}, self._broker_id: log.log_end_offset}
+            self._high_watermark = leader_high_watermark(previous, self.maximal_isr, leos, self._epoch_start_offset)
         assert previous <= self._high_watermark <= log.log_end_offset, (previous, self._high_watermark)
         return HighWatermarkUpdate(previous, self._high_watermark)
+
+    def _judge_min_isr(self) -> None:
+        """`high_watermark_held`: the committed ISR is below min.insync.replicas (strict min ISR)."""
+        self.high_watermark_held = held_below_min_isr(len(self._isr), self._min_insync_replicas, len(self._replicas))
 
     def _maybe_expand_isr(self, replica_id: int, now_ms: int) -> AlterPartitionProposal | None:
         if self._pending is not None or replica_id in self._isr:
@@ -384,9 +383,9 @@ class LeaderReplica:
     def _set_membership(self, replicas: tuple[int, ...], isr: tuple[int, ...], *, now_ms: int) -> None:
         assert self._broker_id in isr, (self._broker_id, isr)
         if replicas == self._replicas:
-            # An ISR-only change (a dead follower leaving): every follower is tracked already, and
-            # in_assignment_order checks the ISR is within the assignment.
+            # ISR only (a dead follower leaving): followers all tracked; in_assignment_order checks the ISR
             self._isr = in_assignment_order(isr, self._replicas)
+            self._judge_min_isr()
             return
         assert set(isr) <= set(replicas), (isr, replicas)
         self._replicas = tuple(replicas)
@@ -398,3 +397,4 @@ class LeaderReplica:
                 in_isr = replica_id in self._isr
                 kept[replica_id] = FollowerProgress.in_sync_since(now_ms) if in_isr else FollowerProgress()
         self._followers = kept
+        self._judge_min_isr()

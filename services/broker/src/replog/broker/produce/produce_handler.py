@@ -248,6 +248,7 @@ class ProduceHandler:
 _WAIT_MESSAGES = {
     ErrorCode.REQUEST_TIMED_OUT: "the ISR did not replicate the batch within the timeout",
     ErrorCode.NOT_LEADER: "leadership moved before the batch was committed",
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: "committed, but the ISR shrank below min.insync.replicas",
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ("the ISR fell below min.insync.replicas after the append: the "
+                                                 "batch is on fewer replicas than asked (retry it)"),
 }
 
