@@ -74,6 +74,7 @@ def test_every_replica_back_from_a_power_loss_in_one_decision_elects_the_kept_me
     plan, after = run(state, BrokersChanged(live))
     written = writes(plan)[ORDERS]
     assert (written.leader, written.isr, written.elr) == (1, (1,), ())
+    assert written.unclean_leader_epoch == written.leader_epoch  # describe flags it
     assert plan.metrics.lossy_leader_elections == ((ORDERS, 1),)
 
 
