@@ -60,12 +60,12 @@ demo: setup
 test: setup lint
 	bash tests/run.sh
 
-# The fault matrix in its long form: every process, network and ZooKeeper cell, REPLOG_FAULT_LOAD_S
+# The fault matrix in its long form: every process, network, ZooKeeper and power-loss cell, REPLOG_FAULT_LOAD_S
 # seconds of load each (default 300; docs/testing.md). The default suite runs a short form.
 REPLOG_FAULT_LOAD_S ?= 300
 test-faults: setup
 	REPLOG_FAULT_LOAD_S=$(REPLOG_FAULT_LOAD_S) $(BIN)/python -m pytest tests/fault/test_fault_matrix.py \
-		tests/fault/test_fault_matrix_network.py -q \
+		tests/fault/test_fault_matrix_network.py tests/fault/test_power_loss_matrix.py -q \
 		-p no:cacheprovider --durations=0
 
 clean: down

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -60,11 +61,18 @@ SPEC = ClusterSpec(
 def powerloss_cluster(cluster_factory, tmp_path):
     """A cluster whose brokers' log directories and ZooKeeper's data directory are power-loss mounts;
     {process name: disk}."""
-    cluster = cluster_factory(SPEC, start=False)
+    with on_powerloss_disks(cluster_factory(SPEC, start=False), tmp_path / "backing") as (cluster, disks):
+        yield cluster, disks
+
+
+@contextlib.contextmanager
+def on_powerloss_disks(cluster, backing: Path):
+    """Start `cluster` (not started yet) with its brokers' log directories and ZooKeeper's data directory
+    on power-loss mounts backed under `backing`; yields (cluster, {process name: disk})."""
     directories = {f"broker-{broker_id}": cluster.data_dir(f"broker-{broker_id}") for broker_id in BROKERS}
     directories["zookeeper"] = cluster.state_dir / "zookeeper" / "data"  # devcluster/zookeeper.py's dataDir
     with contextlib.ExitStack() as stack:
-        disks = {name: stack.enter_context(powerloss_mount(tmp_path / "backing" / name, directory))
+        disks = {name: stack.enter_context(powerloss_mount(backing / name, directory))
                  for name, directory in directories.items()}
         try:
             cluster.up()

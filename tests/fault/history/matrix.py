@@ -1,17 +1,18 @@
 """Which cells a run covers and for how long: the short form of the default suite, the long form
 of `make test-faults`.
 
-Two matrices share the workload and the checker: the process faults on the loopback cluster
-(`test_fault_matrix.py`, faults.py) and the network and ZooKeeper faults on a multi-host cluster
-with a 3-server ensemble (`test_fault_matrix_network.py`, network_faults.py).
+Three matrices share the workload and the checker: the process faults on the loopback cluster
+(`test_fault_matrix.py`, faults.py), the network and ZooKeeper faults on a multi-host cluster
+with a 3-server ensemble (`test_fault_matrix_network.py`, network_faults.py), and power loss on
+clusters whose disks forget what was not fsynced (`test_power_loss_matrix.py`, power_loss.py).
 
 `REPLOG_FAULT_LOAD_S` is the seconds of load per cell (half before the fault, at least half after
 the heal). Unset, the short form: `SHORT_LOAD_S`. Neither matrix fits the default suite's budget
 whole, so the short form runs one round of a rotation of each: its cells, in their fixed order,
 dealt into `ROUNDS[matrix]` rounds (cell i into round i modulo the count, so every round mixes
 faults and targets), the round chosen by a seed (`REPLOG_FAULT_SEED`, else the clock's seconds)
-modulo the number of rounds. The seed is printed; consecutive seeds cover every cell of both. The
-long form (`REPLOG_FAULT_LOAD_S` set, as `make test-faults` does) runs every cell of both.
+modulo the number of rounds. The seed is printed; consecutive seeds cover every cell of each. The
+long form (`REPLOG_FAULT_LOAD_S` set, as `make test-faults` does) runs every cell of each.
 `REPLOG_FAULT_CELLS` (comma-separated cell names, `fault-target` as in the test ids) runs only those
 cells, of either matrix, to repeat one.
 """
@@ -23,9 +24,11 @@ import time
 
 from .faults import cells as process_cells
 from .network_faults import network_cells
+from .power_loss import power_loss_cells
 
 SHORT_LOAD_S = 2.0
-ROUNDS = {"process": 2, "network": 3}  # short-form rounds: 8 of the 16 process cells, 5 or 6 of the 17 network
+# short-form rounds: 8 of the 16 process cells, 5 or 6 of the 17 network, 2 of the 6 power-loss
+ROUNDS = {"process": 2, "network": 3, "powerloss": 3}
 
 
 def load_s() -> float:
@@ -53,7 +56,7 @@ _seed: int | None = None
 
 def _wanted(every: list[tuple[str, str]]) -> list[str]:
     wanted = [name for name in os.environ.get("REPLOG_FAULT_CELLS", "").split(",") if name]
-    known = {cell_name(f, k) for f, k in [*process_cells(), *network_cells()]}
+    known = {cell_name(f, k) for f, k in [*process_cells(), *network_cells(), *power_loss_cells()]}
     unknown = set(wanted) - known
     if unknown:
         raise ValueError(f"REPLOG_FAULT_CELLS names no cell {sorted(unknown)}; the cells are {sorted(known)}")
@@ -68,7 +71,7 @@ def rounds(matrix: str = "process") -> list[list[tuple[int, str, str]]]:
 
 
 def _every(matrix: str) -> list[tuple[str, str]]:
-    return process_cells() if matrix == "process" else network_cells()
+    return {"process": process_cells, "network": network_cells, "powerloss": power_loss_cells}[matrix]()
 
 
 def chosen_cells(matrix: str = "process") -> list[tuple[int, str, str]]:
