@@ -14,6 +14,13 @@ every batch of it in flight has answered, and the batches to retry go one at a t
 sequence order (`retry`); once none is in flight and none waits to be retried, the
 partition sends as before, its open batch included.
 
+`drain` costs what changed since its last pass, not the partition count: it looks at the open
+batches of the partitions in `movable` only -- a partition enters it when it opens a batch, when a
+request of it is answered, when its recovery ends and when one of its batches leaves, and leaves it
+when its open batch left or cannot leave yet (a request in flight at the limit, a recovery, ready
+batches ahead of it), until one of those events puts it back. At 10,000 partitions a pass over all
+of them on every answer made the sender the producer's bottleneck.
+
 Every field is guarded by `lock`, a Condition over `mutex` (the plain lock the per-record path
 takes directly): senders of records wait on it for buffer space, and `wait_until_delivered` for
 the buffered count to reach zero.
@@ -67,6 +74,9 @@ class Accumulator:
         self.ready: collections.deque[ProducerBatch] = collections.deque()
         self.in_flight: dict[tuple[str, int], int] = {}  # batches in flight per partition
         self.recovering: set[tuple[str, int]] = set()  # partitions retrying: one batch at a time, in order
+        # partitions whose open batch `drain` looks at (an ordered set; the module docstring says when)
+        self.movable: dict[tuple[str, int], None] = {}
+        self.ready_keys: set[tuple[str, int]] = set()  # partitions with a batch in `ready` (a superset)
         self.unfinished: dict[tuple[str, int], set[int]] = {}  # ordinals encoded and not yet answered for good
         self.buffered = 0
         self.buffered_max = buffered_records_max
@@ -90,6 +100,7 @@ class Accumulator:
                     return None, False
                 wake = self.in_flight.get((topic, partition), 0) < self.max_in_flight
                 batch = self.open[(topic, partition)] = ProducerBatch(topic, partition)
+                self.movable[(topic, partition)] = None
             else:
                 wake = False
             builder = batch.records
@@ -102,6 +113,7 @@ class Accumulator:
             self.buffered += 1
             if builder.count >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
                 self.ready.append(self.open.pop((topic, partition)))
+                self.ready_keys.add((topic, partition))
                 self.lock.notify_all()
                 return handle, True
         return handle, wake
@@ -120,10 +132,12 @@ class Accumulator:
             wake = batch is None and self._may_send_locked((topic, partition))
             if batch is not None and batch.size_bytes + size > self.batch_bytes_max:
                 self.ready.append(self.open.pop((topic, partition)))
+                self.ready_keys.add((topic, partition))
                 batch = None
                 wake = True
             if batch is None:
                 batch = self.open[(topic, partition)] = ProducerBatch(topic, partition)
+                self.movable[(topic, partition)] = None
             batch.futures.append((future, batch.records.count))
             # Built here, under the lock, in one step with the append: built outside it, the sender's
             # thread ran alongside this one for the whole list and the producer used more CPU.
@@ -132,6 +146,7 @@ class Accumulator:
             self.buffered += len(values)
             if batch.records.count >= self.batch_records_max or batch.size_bytes >= self.batch_bytes_max:
                 self.ready.append(self.open.pop((topic, partition)))
+                self.ready_keys.add((topic, partition))
                 self.lock.notify_all()
                 wake = True
         return wake
@@ -147,6 +162,7 @@ class Accumulator:
         """Every open batch is ready now, lingering or not (a flush)."""
         with self.lock:
             self.ready.extend(self.open.values())
+            self.ready_keys.update(self.open)
             self.open.clear()
             self.lock.notify_all()
 
@@ -181,15 +197,16 @@ class Accumulator:
             # A lingered batch leaves only when its partition can send: while it has all
             # the requests in flight it may (or a full batch waits) it keeps filling, as
             # Kafka's accumulator does, instead of splitting into one small request per linger.
-            waiting_keys = {key for key, n in self.in_flight.items() if n >= self.max_in_flight}
-            waiting_keys |= self.recovering
-            waiting_keys |= {(b.topic, b.partition) for b in self.ready}
             lingering_until = None  # the first end of a linger of an open batch that may leave then
-            for key, batch in list(self.open.items()):
-                if key in waiting_keys:
-                    continue
-                if now - batch.created_s >= self.linger_s:
+            for key in list(self.movable):
+                batch = self.open.get(key)
+                if (batch is None or self.in_flight.get(key, 0) >= self.max_in_flight or key in self.recovering
+                        or key in self.ready_keys):
+                    del self.movable[key]  # back when a request of it is answered, or a batch of it leaves
+                elif now - batch.created_s >= self.linger_s:
+                    del self.movable[key]
                     self.ready.append(self.open.pop(key))
+                    self.ready_keys.add(key)
                 else:
                     ends = batch.created_s + self.linger_s
                     lingering_until = ends if lingering_until is None else min(lingering_until, ends)
@@ -211,6 +228,9 @@ class Accumulator:
                     self.in_flight[key] = in_flight + 1
                     sendable.append(batch)
             self.ready = waiting
+            self.ready_keys = blocked
+            for batch in sendable:  # its partition's open batch may follow once nothing is ahead of it
+                self._may_move_locked((batch.topic, batch.partition))
             # A batch held back by a request in flight waits for its completion, not for a timer.
             timers = [b.retry_at_s for b in waiting if b.retry_at_s > now]
             if lingering_until is not None:
@@ -223,6 +243,7 @@ class Accumulator:
         for key in [k for k in self.recovering if k not in self.in_flight]:
             if not any(b.attempts and (b.topic, b.partition) == key for b in self.ready):
                 self.recovering.discard(key)
+                self._may_move_locked(key)
 
     def unencoded_ready(self) -> list[ProducerBatch]:
         """The ready batches not encoded yet (they wait behind a request in flight)."""
@@ -281,10 +302,17 @@ class Accumulator:
             self.in_flight[key] = left
         else:
             self.in_flight.pop(key, None)
+        self._may_move_locked(key)
+
+    def _may_move_locked(self, key: tuple[str, int]) -> None:
+        """Have `drain` look at this partition's open batch again (under the lock)."""
+        if key in self.open:
+            self.movable[key] = None
 
     def _requeue(self, batch: ProducerBatch) -> None:
         """Put a batch to retry among the ready ones, in its partition's order (under the lock)."""
         key = (batch.topic, batch.partition)
+        self.ready_keys.add(key)
         after = None  # index of the partition's last ready batch that goes before this one
         for index, other in enumerate(self.ready):
             if (other.topic, other.partition) == key:
