@@ -2,7 +2,9 @@
 
 - A torn write (the segment cut mid-batch while the broker was stopped) is cut
   back to the last whole batch at start-up; the broker logs how many bytes it
-  dropped and serves everything before it.
+  dropped and serves everything before it. Its only replica lost committed
+  records, so the partition stays offline until the operator allows an unclean
+  election for the topic.
 - A corrupted byte in the middle of a follower's segment is detected at start-up
   (CRC mismatch, reported with the bytes dropped); the follower then fetches the
   lost records again from the leader and ends byte-identical to it.
@@ -15,6 +17,7 @@ import json
 import pytest
 
 from replog.common.records import iter_batches
+from replog.common.zk import schema
 from replog.devcluster import ClusterSpec
 from replog.v1 import common_pb2
 
@@ -22,6 +25,7 @@ from tests.integration.broker_helpers import (  # noqa: F401 - start_cluster is 
     batch_of,
     create_topic,
     describe,
+    partition_state,
     produce_raw,
     start_cluster,
     wait_caught_up,
@@ -70,7 +74,12 @@ def test_torn_write_at_the_end_of_a_segment_is_cut_at_start_up(start_cluster):
             f.truncate(size - 7)  # the last batch loses its tail: a write torn by a crash
         cluster.start("broker-1")
         cluster.wait_healthy(["broker-1"], 30)
+        # Its only replica lost the torn batch, which was committed: no clean leader until the operator says so.
+        wait_for(lambda: partition_state(zk, "torn").leader == -1, 30, "torn-0 offline")
+        zk.kazoo.set(schema.topic_config_path("torn"),
+                     schema.TopicConfigRecord({"unclean.leader.election.enable": "true"}).encode())
         wait_for_leader(cluster, zk, "torn", 1, 30)
+        assert partition_state(zk, "torn").unclean_leader_epoch == partition_state(zk, "torn").leader_epoch
     recovered = describe(cluster, 1, "torn")
     kept = (BATCHES - 1) * RECORDS_PER_BATCH
     assert recovered.log_end_offset == kept and recovered.high_watermark == kept

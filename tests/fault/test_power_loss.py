@@ -8,8 +8,9 @@ not fsynced, on one broker or on all three at once, and the brokers start again.
   broker reports a loss.
 - With the default policy (no fsync per append), a power loss of every broker loses acknowledged
   records, and each broker says so (a log line and `replog_broker_recovery_lost_records`) with the
-  count the test itself finds missing, and the controller reports that it elected a leader that
-  lost them; a power loss of one broker loses nothing in the cluster (the broker reports its local
+  count the test itself finds missing. No replica holds every committed record, so the partition
+  stays offline until unclean elections are allowed for it; then the controller elects the last ISR
+  member and reports that it lost them; a power loss of one broker loses nothing in the cluster (the broker reports its local
   loss, registers as having lost records of the partition, fetches them again from the leader and
   then drops the mark from its registration).
 - Every broker and the ZooKeeper server (its transaction log fsynced) losing power at once, with the
@@ -178,6 +179,12 @@ def test_default_policy_reports_the_loss_when_every_broker_loses_power(powerloss
 
         lose_power(cluster, disks, EVERY_BROKER)
 
+        # Every broker registers again with its loss of lazy-0, and the partition is offline: no replica
+        # holds every committed record, and the topic does not allow an unclean election yet.
+        wait_for(lambda: all(registration(zk, b).lost_partitions == (("lazy", 0),) for b in BROKERS)
+                 and partition_state(zk, "lazy").leader == -1, 30, "every broker's loss and lazy-0 offline")
+        zk.kazoo.set(schema.topic_config_path("lazy"), schema.TopicConfigRecord(
+            {"min.insync.replicas": "2", "unclean.leader.election.enable": "true"}).encode())
         survivors = committed_values(cluster, zk, "lazy")
     missing = len([value for value in acknowledged if value not in survivors])
     assert missing > 0, "nothing was fsynced, yet every acknowledged record survived the power loss"
@@ -185,8 +192,9 @@ def test_default_policy_reports_the_loss_when_every_broker_loses_power(powerloss
         assert metric(cluster, broker_id, "replog_broker_recovery_lost_records_total") == missing
         (line,) = loss_lines(cluster, broker_id, "lazy")
         assert f"lost {missing} committed records" in line and "unclean shutdown" in line
-    # Every replica lost the records: the controller elected one all the same, and said what that cost.
+    # Every replica lost the records: once allowed, the controller elected one uncleanly and said what that cost.
     assert metric(cluster, 1, "replog_controller_lossy_leader_elections_total", "controller") >= 1
+    assert metric(cluster, 1, "replog_controller_unclean_leader_elections_total", "controller") >= 1
     assert "lost committed records of it in an unclean shutdown" in cluster.log_path("controller-1").read_text()
 
 

@@ -8,9 +8,11 @@ every broker and the ZooKeeper server.
   loss, whoever loses power.
 - Default policy, one broker: the cluster loses nothing (the broker reports its own loss and fetches the
   records again).
-- Default policy, every broker: the loss is never silent. For each partition the checker's count of lost
-  acknowledged records equals the count its new leader reported (log line and metric), the controller
-  counts a lossy election, and `replog topics describe` flags the partition's leader as unclean.
+- Default policy, every broker: the loss is never silent. No replica holds every committed record, so
+  every partition stays offline until the operator asks for an unclean election (`replog elect-leaders
+  --unclean --all`). Then, for each partition, the checker's count of lost acknowledged records equals
+  the count its new leader reported (log line and metric), the controller counts a lossy election, and
+  `replog topics describe` flags the partition's leader as unclean.
 
 The default suite runs one round of a seeded rotation of the six cells; `make test-faults` runs them all.
 """
@@ -24,15 +26,25 @@ import pytest
 from replog.devcluster import ClusterSpec
 from tests.fault.history import matrix
 from tests.fault.history.history import History
-from tests.fault.history.power_loss import reported_losses, run_power_loss_cell
+from tests.fault.history.power_loss import PARTITIONS, reported_losses, run_power_loss_cell
 from tests.fault.test_eligible_leader_replicas import replog
 from tests.fault.test_power_loss import SPEC, lose_power, metric, on_powerloss_disks
-from tests.integration.broker_helpers import zk_session
+from tests.integration.broker_helpers import partition_state, wait_for, zk_session
 
 pytestmark = pytest.mark.fault
 
 CELLS = matrix.chosen_cells("powerloss")
 ALLOWED_AFTER_LOSS = {"lost", "changed_after_read", "client_error"}  # a consumer past the new log end is told
+
+
+def offline_until_an_unclean_election(cluster, zk, topic: str) -> None:
+    """Every partition offline once the brokers are back (none holds every committed record), shown so by
+    describe; then the operator's explicit unclean election."""
+    wait_for(lambda: all(partition_state(zk, topic, p).leader == -1 for p in range(PARTITIONS)), 60,
+             f"every partition of {topic} offline after the power loss")
+    (shown,) = json.loads(replog(cluster, "topics", "describe", topic, "-o", "json"))["topics"]
+    assert all(p["unavailable"] for p in shown["partitions"]), shown
+    replog(cluster, "elect-leaders", "--unclean", "--all")
 
 
 @pytest.mark.timeout(matrix.load_s() + 400)
@@ -48,8 +60,10 @@ def test_power_loss_cell(cluster_factory, tmp_path, index, fault, target):
     with on_powerloss_disks(cluster, tmp_path / "backing") as (cluster, disks), zk_session(cluster) as zk:
         dump_to = cluster.log_dir / f"history-{matrix.cell_name(fault, target)}.jsonl"
         try:
+            lossy = policy == "default" and target != "one-broker"
             result = run_power_loss_cell(cluster, zk, disks, history, policy, target, index,
-                                         load_s=matrix.load_s(), lose_power=lose_power)
+                                         load_s=matrix.load_s(), lose_power=lose_power,
+                                         after_power_loss=offline_until_an_unclean_election if lossy else None)
         except BaseException:
             print(f"history: {history.dump(dump_to)}")
             raise

@@ -49,8 +49,9 @@ class PowerLossResult:
 
 
 def run_power_loss_cell(cluster, zk, disks, history: History, policy: str, target: str, index: int, *,
-                        load_s: float, lose_power) -> PowerLossResult:
-    """`lose_power(cluster, disks, names)` kills the processes, drops their unsynced writes and starts them."""
+                        load_s: float, lose_power, after_power_loss=None) -> PowerLossResult:
+    """`lose_power(cluster, disks, names)` kills the processes, drops their unsynced writes and starts them;
+    `after_power_loss(cluster, zk, topic)`, if given, runs before the second load (an operator's action)."""
     topic = f"cell{index}-rf3"
     partitions = {topic: PARTITIONS}
     create_topic(zk, topic, {p: tuple(BROKERS[(p + index + i) % 3] for i in range(3)) for p in range(PARTITIONS)},
@@ -65,6 +66,8 @@ def run_power_loss_cell(cluster, zk, disks, history: History, policy: str, targe
     targets = choose(zk, topic, target)
     history.mark("fault", time.monotonic())
     lose_power(cluster, disks, targets)
+    if after_power_loss is not None:
+        after_power_loss(cluster, zk, topic)
     healed_at = time.monotonic()
     history.mark("heal", healed_at)
     run_load(history, bootstrap, partitions, load_s / 2, since_s=healed_at, first_producer=3)

@@ -68,14 +68,19 @@ def test_a_returning_isr_member_that_lost_committed_records_leads_only_when_no_o
     assert plan.metrics.lossy_leader_elections == ()
 
 
-def test_electing_the_only_isr_member_that_lost_committed_records_is_reported_as_loss():
+def test_the_only_isr_member_that_lost_committed_records_leads_only_where_unclean_elections_are_allowed():
     state = cluster(live=(2, 3), topics={"orders": [(1, 2, 3)]},
                     states={("orders", 0): LeaderAndIsr(NO_LEADER, 4, (1,), 6, 9)})
     live = brokers(1, 2, 3)
     live[1] = replace(live[1], lost_partitions=frozenset({tp("orders", 0)}))
     plan, after = run(state, BrokersChanged(live))
-    # available, as before; its leader epoch recorded as the unclean one, so describe flags the loss
+    assert tp("orders", 0) not in writes(plan), "no replica holds every committed record: the partition waits"
+    assert after.offline_partition_count == 1 and plan.metrics.lossy_leader_elections == ()
+
+    state = replace(state, topic_configs={"orders": TopicElectionConfig(unclean_leader_election=True)})
+    plan, after = run(state, BrokersChanged(live))
+    # an unclean election, the last ISR member first: its leader epoch recorded as the unclean one
     assert writes(plan)[tp("orders", 0)] == LeaderAndIsr(1, 5, (1,), 7, 10, 5)
     assert plan.metrics.lossy_leader_elections == ((tp("orders", 0), 1),)
-    assert plan.metrics.unclean_leader_elections == 0
+    assert plan.metrics.unclean_leader_elections == 1 and after.offline_partition_count == 0
     assert after.offline_partition_count == 0

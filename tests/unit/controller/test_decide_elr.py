@@ -65,17 +65,19 @@ def test_the_elr_comes_before_the_kept_isr_member_back_from_an_unclean_start():
     assert (written.leader, written.isr, written.elr) == (2, (2,), ())  # broker 1 is not eligible any more
 
 
-def test_every_replica_back_from_a_power_loss_in_one_decision_elects_the_kept_member_as_lossy():
+def test_every_replica_back_from_a_power_loss_stays_offline_until_an_explicit_unclean_election():
     state = cluster(live=(1, 2, 3), topics={"orders": [(1, 2, 3)]}, configs=MIN_ISR_2)
     _, state = run(state, BrokersChanged({}))
     assert (state.partition_states[ORDERS].isr, state.partition_states[ORDERS].elr) == ((1,), (2, 3))
     live = {b: replace(info, broker_epoch=info.broker_epoch + 1, unclean_start=True,
                        lost_partitions=frozenset({ORDERS})) for b, info in brokers(1, 2, 3).items()}
-    plan, after = run(state, BrokersChanged(live))
+    plan, state = run(state, BrokersChanged(live))
+    assert state.partition_states[ORDERS].leader == NO_LEADER and state.partition_states[ORDERS].elr == ()
+    plan, after = run(state, UncleanElectionRequested((ORDERS,)))
     written = writes(plan)[ORDERS]
-    assert (written.leader, written.isr, written.elr) == (1, (1,), ())
+    assert (written.leader, written.isr, written.elr) == (1, (1,), ())  # the last ISR member first
     assert written.unclean_leader_epoch == written.leader_epoch  # describe flags it
-    assert plan.metrics.lossy_leader_elections == ((ORDERS, 1),)
+    assert plan.metrics.lossy_leader_elections == ((ORDERS, 1),) and plan.metrics.unclean_leader_elections == 1
 
 
 def test_an_explicit_unclean_election_empties_the_elr_and_is_reported():

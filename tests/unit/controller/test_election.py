@@ -61,6 +61,8 @@ def test_offline_election_skips_isr_members_that_lost_committed_records_while_an
         == OfflineElection(2, unclean=False, lossy=False)
 
 
-def test_offline_election_takes_a_lossy_isr_member_when_it_is_the_only_one_and_says_so():
+def test_an_isr_member_that_lost_records_leads_only_in_an_unclean_election_and_says_so():
     assert offline_partition_leader((1, 2, 3), isr=(1,), eligible={1, 2, 3}, unclean_allowed=False, lost={1}) \
-        == OfflineElection(1, unclean=False, lossy=True)
+        == OfflineElection(None, unclean=False), "no replica holds every committed record: offline"
+    assert offline_partition_leader((1, 2, 3), isr=(1,), eligible={1, 2, 3}, unclean_allowed=True, lost={1}) \
+        == OfflineElection(1, unclean=True, lossy=True), "the last ISR member comes first in an unclean election"

@@ -15,13 +15,15 @@ new leaderships).  Nothing here knows about epochs or ZooKeeper.
              2. an eligible ELR member that has not reported lost records (clean,
                 ``from_elr``: the ISR becomes that leader alone); a broker back from
                 an unclean start left every ELR before any election (brokers.py);
-             3. an eligible ISR member all the same (``lost``: its registration says
-                an unclean shutdown took records it had not fetched again) --
-                flagged ``lossy``, since the partition comes back without them; an
-                unclean start without a reported loss is elected cleanly: this is
-                KIP-966's "last known leader";
-             4. only when the topic allows it, the first eligible replica at all --
-                flagged unclean, because it may lack committed records.
+             3. an eligible ISR member that started uncleanly but reported no loss,
+                cleanly: KIP-966's "last known leader";
+             4. only when the topic allows unclean elections (or an operator asks for
+                one): an eligible ISR member that lost committed records (``lost``: its
+                registration says an unclean shutdown took records it has not fetched
+                again) -- flagged unclean and ``lossy``, since the partition comes back
+                without them -- else the first eligible replica at all, flagged
+                unclean, because it may lack committed records. Otherwise the
+                partition stays offline: no replica holds every committed record.
 * reassign:  first replica of the *target* list that is eligible and in the ISR.
 * preferred: the preferred (first) replica, if eligible and in the ISR.
 * controlled shutdown: first replica that is in the ISR, alive, and not shutting down.
@@ -58,10 +60,10 @@ def offline_partition_leader(
     for broker in assignment:
         if broker in eligible and broker in isr and broker not in lost:
             return OfflineElection(broker, False)
-    for broker in assignment:
-        if broker in eligible and broker in isr:
-            return OfflineElection(broker, False, lossy=True)
     if unclean_allowed:
+        for broker in assignment:
+            if broker in eligible and broker in isr:
+                return OfflineElection(broker, True, lossy=True)
         for broker in assignment:
             if broker in eligible:
                 return OfflineElection(broker, True)

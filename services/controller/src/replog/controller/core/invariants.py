@@ -65,8 +65,8 @@ def violations(state: ControllerState, *, limit: int = 20) -> list[str]:
             if s.leader != NO_LEADER and s.leader not in live:
                 problems.append(f"dead leader {s.leader}")
             if s.leader == NO_LEADER:
-                if any(may_lead(b, tp) for b in s.isr):
-                    problems.append(f"no leader although ISR {s.isr} has an eligible member")
+                if any(may_lead(b, tp) and tp not in live[b].lost_partitions for b in s.isr):
+                    problems.append(f"no leader although ISR {s.isr} has an eligible member that lost no records")
                 elif any(may_lead(b, tp) for b in s.elr):
                     problems.append(f"no leader although ELR {s.elr} has an eligible member")
                 elif state.config_of(tp.topic).unclean_leader_election and any(may_lead(b, tp) for b in replicas):

@@ -10,13 +10,12 @@ Seed A step 3 / seed B ``init_leaders`` / docs/architecture.md, "Control flow", 
   registration says they lost committed records of it (docs/durability.md) or
   started uncleanly while another member -- of the ISR, else of the ELR
   (``elr.py``) -- can lead; a leader from the ELR leads an ISR of itself alone, and
-  the ISR members passed over join no ELR; an ISR member that lost records
-  elected all the same is recorded as a lossy election (metrics and the
-  controller's log) and its leader epoch as the partition's unclean one, so
-  `topics describe` flags it as it flags an unclean leader (it may lack committed
-  records, as one does; its ELR is emptied too); unclean only where the topic allows it (or an operator
-  forces it), recorded in the metrics and with the ISR reset to the new leader
-  alone and the ELR emptied.
+  the ISR members passed over join no ELR; unclean only where the topic allows it
+  (or an operator forces it), recorded in the metrics and with the ISR reset to
+  the new leader alone and the ELR emptied -- an ISR member that lost records
+  comes first there, and is also recorded as a lossy election (metrics and the
+  controller's log): every ISR member lost records, so the partition stays
+  offline without it.
 * A broker that registers after an unclean start, or with lost records of the
   partition, leaves its ELR (``forget_unclean_replicas``).
 * With nobody to elect, the leader is ``NO_LEADER`` (offline) and the ISR keeps
@@ -95,7 +94,7 @@ def restore_leadership(b: PlanBuilder, tp: TopicPartition, *, force_unclean: boo
         elr = next_elr(isr_before=isr, elr_before=state.elr, isr_after=(new_leader,),
                        min_isr=b.min_isr_of(tp.topic), replicas=assignment.replicas)
         return b.write(tp, new_leader, (new_leader,), elr=without(elr, (*lost, *unclean_started)))
-    return b.write(tp, new_leader, live_isr, unclean=lossy)
+    return b.write(tp, new_leader, live_isr)
 
 
 def forget_unclean_replicas(b: PlanBuilder, info: BrokerInfo) -> None:
