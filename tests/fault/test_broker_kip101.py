@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import pytest
 
+from replog.broker.log import HW_CHECKPOINT_FILE, read_offsets_checkpoint
 from replog.common.records import decode_records, iter_batches
 from replog.common.zk import schema
 from replog.devcluster import ClusterSpec
@@ -61,14 +62,10 @@ def values_on_disk(cluster, broker_id: int, topic: str) -> list[bytes]:
 
 
 def hw_checkpoint(cluster, broker_id: int, topic: str) -> int | None:
-    path = cluster.data_dir(f"broker-{broker_id}") / "replication-offset-checkpoint"
-    if not path.exists():
-        return None
-    for line in path.read_text().splitlines()[2:]:
-        name, partition, offset = line.split(" ")
-        if name == topic and partition == "0":
-            return int(offset)
-    return None
+    """The HW broker `broker_id` checkpointed for `topic`-0, read by the broker's own reader (the file ends
+    with a checksum line: a hand-made parser met it whenever the file held no entry yet)."""
+    path = cluster.data_dir(f"broker-{broker_id}") / HW_CHECKPOINT_FILE
+    return read_offsets_checkpoint(path).get((topic, 0))
 
 
 def test_scenario_1_restarted_follower_keeps_records_above_its_stale_hw(start_cluster):

@@ -14,7 +14,7 @@ every broker and the ZooKeeper server.
   the count its new leader reported (log line and metric), the controller counts a lossy election, and
   `replog topics describe` flags the partition's leader as unclean.
 
-The default suite runs one round of a seeded rotation of the six cells; `make test-faults` runs them all.
+The default suite runs one cell, picked by a seeded rotation; `make test-faults` runs all six.
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ from .network_faults import network_cells
 from .power_loss import power_loss_cells
 
 SHORT_LOAD_S = 2.0
-# short-form rounds: 8 of the 16 process cells, 5 or 6 of the 17 network, 2 of the 6 power-loss
-ROUNDS = {"process": 2, "network": 3, "powerloss": 3}
+# short-form rounds: 8 of the 16 process cells, 5 or 6 of the 17 network, 1 of the 6 power-loss
+ROUNDS = {"process": 2, "network": 3, "powerloss": 6}
 
 
 def load_s() -> float:
