@@ -15,8 +15,9 @@ restarted follower keeps everything above its stale HW, so nothing is lost.
 tests/scenario/broker/test_replication_story.py::test_kip101_hw_truncation_...)
 
 Scenario 2, "replica divergence on restart after multiple hard failures": both
-replicas die; the one elected next lost its unflushed tail (m2) in the power
-failure (simulated by cutting its segment file), takes m3 at the same offset,
+replicas die; the one that comes back first lost its unflushed tail (m2) in the
+power failure (simulated by cutting its segment file), so it leads only once an
+operator asks for an unclean election; it takes m3 at the same offset,
 and the other comes back holding m2 there with a HW that covers it. The seed's
 rule truncates nothing (HW 2 = its LEO) and the logs diverge forever; the
 diverging-epoch answer makes it cut m2 and fetch m3, so the logs end identical.
@@ -59,6 +60,10 @@ def segment_path(cluster, broker_id: int, topic: str):
 
 def values_on_disk(cluster, broker_id: int, topic: str) -> list[bytes]:
     return [r.value for r in decode_records(segment_path(cluster, broker_id, topic).read_bytes())]
+
+
+def registration_of(zk, broker_id: int) -> schema.BrokerRegistration:
+    return schema.BrokerRegistration.decode(broker_id, zk.get(schema.broker_path(broker_id))[0])
 
 
 def hw_checkpoint(cluster, broker_id: int, topic: str) -> int | None:
@@ -136,6 +141,11 @@ def test_scenario_2_diverged_replica_truncates_to_the_last_common_epoch(start_cl
 
         cluster.start("broker-2")
         cluster.wait_healthy(["broker-2"], 30)
+        # Broker 2 lost m2, which its HW checkpoint said was committed: it is no clean leader, and the
+        # partition waits offline until an operator asks for an unclean election.
+        wait_for(lambda: registration_of(zk, 2).lost_partitions == ((topic, 0),)
+                 and partition_state(zk, topic).leader == -1, 20, "broker 2's loss registered, the partition offline")
+        zk.kazoo.create(schema.UNCLEAN_LEADER_ELECTION, schema.ElectionRequest(((topic, 0),)).encode())
         wait_for_leader(cluster, zk, topic, 2, 20)
         assert describe(cluster, 2, topic).log_end_offset == 1
         m3 = produce_raw(cluster, 2, topic, batch_of([b"m3"]), acks=1)
