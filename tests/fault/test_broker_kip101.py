@@ -34,6 +34,7 @@ from replog.common.zk import schema
 from replog.devcluster import ClusterSpec
 from replog.v1 import common_pb2
 
+from tests.fault.test_power_loss import registration
 from tests.integration.broker_helpers import (  # noqa: F401 - start_cluster is a fixture
     batch_of,
     create_topic,
@@ -60,10 +61,6 @@ def segment_path(cluster, broker_id: int, topic: str):
 
 def values_on_disk(cluster, broker_id: int, topic: str) -> list[bytes]:
     return [r.value for r in decode_records(segment_path(cluster, broker_id, topic).read_bytes())]
-
-
-def registration_of(zk, broker_id: int) -> schema.BrokerRegistration:
-    return schema.BrokerRegistration.decode(broker_id, zk.get(schema.broker_path(broker_id))[0])
 
 
 def hw_checkpoint(cluster, broker_id: int, topic: str) -> int | None:
@@ -143,7 +140,7 @@ def test_scenario_2_diverged_replica_truncates_to_the_last_common_epoch(start_cl
         cluster.wait_healthy(["broker-2"], 30)
         # Broker 2 lost m2, which its HW checkpoint said was committed: it is no clean leader, and the
         # partition waits offline until an operator asks for an unclean election.
-        wait_for(lambda: registration_of(zk, 2).lost_partitions == ((topic, 0),)
+        wait_for(lambda: registration(zk, 2).lost_partitions == ((topic, 0),)
                  and partition_state(zk, topic).leader == -1, 20, "broker 2's loss registered, the partition offline")
         zk.kazoo.create(schema.UNCLEAN_LEADER_ELECTION, schema.ElectionRequest(((topic, 0),)).encode())
         wait_for_leader(cluster, zk, topic, 2, 20)
