@@ -1,14 +1,18 @@
 """Channels from `ChannelCache` against a real gRPC server on loopback: calls made one at a
-time do not start a thread each, the keeper calls do not hold the server's threads, and an
-idle channel's keepalive pings are accepted by our servers rather than answered with GOAWAY."""
+time do not start a thread each, the keeper calls do not hold the server's threads, keepers
+opening while others close never freeze the server, and an idle channel's keepalive pings are
+accepted by our servers rather than answered with GOAWAY."""
 
 from __future__ import annotations
 
 import socket
 import struct
+import subprocess
+import sys
 import threading
 import time
 
+import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from replog.common.channels import ChannelCache
@@ -65,6 +69,77 @@ def test_a_server_stops_without_waiting_for_its_peers_keepers():
         assert time.monotonic() - started < 1.0  # the grace is for real requests, not for keepers
     finally:
         channels.close()
+
+
+# A server in a process of its own: a frozen one is killed at the end instead of hanging this one's exit.
+SERVER_PROCESS = """
+import sys
+from replog.common.grpc_server import start_server
+server = start_server([], host="127.0.0.1", port=0)
+print(server.port, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_watches_opening_while_others_close_never_freeze_the_server():
+    """Peers reconnecting while their old connections close (a network cut healing) open health watches
+    as others end. The health library sent a new watch's first status under its lock, waiting for the
+    server's event thread, which meanwhile ran an ending watch's callback that takes the same lock: the
+    event thread stopped, and the whole server with it (a broker answered nothing after a cut healed).
+    Here it happened within a second; the deadlines are room for a loaded machine, not for a freeze."""
+    process = subprocess.Popen([sys.executable, "-c", SERVER_PROCESS], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True)
+    done = threading.Event()
+    churners = []
+    try:
+        address = f"127.0.0.1:{int(process.stdout.readline())}"
+
+        def churn():
+            while not done.is_set():
+                with grpc.insecure_channel(address) as channel:
+                    watches = [health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(), timeout=10)
+                               for _ in range(5)]
+                    for watch in watches:
+                        try:
+                            next(watch)
+                        except grpc.RpcError:
+                            pass  # a freeze shows in the checks below
+                    for watch in watches:
+                        watch.cancel()
+
+        churners = [threading.Thread(target=churn, daemon=True) for _ in range(8)]
+        for thread in churners:
+            thread.start()
+        checks = 0
+        with grpc.insecure_channel(address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            until = time.monotonic() + 3.0
+            while time.monotonic() < until:
+                reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=10)
+                assert reply.status == health_pb2.HealthCheckResponse.SERVING
+                checks += 1
+        assert checks > 1
+    finally:
+        done.set()
+        for thread in churners:
+            thread.join(timeout=15)
+        process.kill()
+        process.wait(timeout=10)
+
+
+def test_a_watch_hears_every_change_of_status():
+    server = start_server([], host="127.0.0.1", port=0)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(), timeout=10)
+            assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+            server.set_serving(False)
+            assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING
+            server.set_serving(True)
+            assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+            watch.cancel()
+    finally:
+        server.stop(0)
 
 
 HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"

@@ -92,38 +92,77 @@ class _HealthServicer(health.HealthServicer):
     """The standard health service, whose `Watch` streams end when the server stops.
 
     Every peer's cached channel holds a `Watch` open (its keeper, channels.py). Answered
-    without holding a handler thread (`experimental_non_blocking`)."""
+    without holding a handler thread (`experimental_non_blocking`).
+
+    No status is sent while the library's lock is held. A send waits until the server's event
+    thread completes it, and that thread runs each ending watch's close callback, which takes
+    the lock: a send under the lock and a watch closing meanwhile wait for each other for good,
+    and with the event thread stuck the whole server stops answering. The library sends a new
+    watch's first status under its lock, so peers reconnecting while their old connections
+    close (after a network cut heals) froze a broker; `Watch` and `set` here send after it."""
 
     def __init__(self) -> None:
         super().__init__(experimental_non_blocking=True)
         self._watches = OpenStreams()
-        # `set` below works on the library's own state: fail at start-up, not at a stop, if it moves.
+        # `Watch` and `set` work on the library's own state: fail at start-up, not at a stop, if it moves.
         assert all(hasattr(self, name) for name in (
-            "_lock", "_server_status", "_send_response_callbacks", "_gracefully_shutting_down")), \
-            "grpcio-health-checking changed its HealthServicer's state; review _HealthServicer.set"
+            "_lock", "_server_status", "_send_response_callbacks", "_gracefully_shutting_down",
+            "_on_close_callback")), "grpcio-health-checking changed its HealthServicer's state; review _HealthServicer"
 
     def set(self, service: str, status) -> None:
-        """The library's `set`, but sending to the watchers after its lock is released.
-
-        The library sends while holding its lock, and each send waits until the server's event
-        thread completes it. That thread may meanwhile be running a closing watch's callback,
-        which takes the same lock: both wait for good, as happens at a server stop while peers'
-        channels close their keeper watches. A send to a watch that has ended since is dropped
-        by gRPC."""
+        """The library's `set`, but sending to the watchers after its lock is released."""
         with self._lock:
             if self._gracefully_shutting_down:
                 return
             self._server_status[service] = status
             watchers = list(self._send_response_callbacks.get(service, ()))
-        for send_response in watchers:
-            send_response(health_pb2.HealthCheckResponse(status=status))
+        for watcher in watchers:
+            watcher.send_latest()
 
     def Watch(self, request, context, send_response_callback=None):
+        assert send_response_callback is not None, "served non-blocking (experimental_non_blocking)"
         self._watches.track(context)
-        return super().Watch(request, context, send_response_callback)
+        watcher = _Watcher(send_response_callback, lambda: self._status_of(request.service))
+        with self._lock:
+            self._send_response_callbacks.setdefault(request.service, set()).add(watcher)
+            # The library's close callback: forgets the watcher under the lock, then ends the call.
+            context.add_callback(self._on_close_callback(watcher, request.service))
+        watcher.send_latest()
+
+    def _status_of(self, service: str):
+        with self._lock:
+            return self._server_status.get(service, health_pb2.HealthCheckResponse.SERVICE_UNKNOWN)
 
     def end_watches(self) -> None:
         self._watches.cancel_all()
+
+
+class _Watcher:
+    """One `Watch` call: sends its service's status whenever it differs from the last one sent.
+
+    Sends one at a time, each the status current when it is sent, so a watcher never ends on a
+    stale status however `Watch` and `set` interleave. Called with None (by the library's close
+    callback, on the event thread) it ends the call without taking the lock, which a send may be
+    holding while it waits for that thread."""
+
+    def __init__(self, send: Callable[[Any], None], current: Callable[[], Any]) -> None:
+        self._send = send
+        self._current = current
+        self._lock = threading.Lock()
+        self._sent = None
+
+    def send_latest(self) -> None:
+        with self._lock:
+            status = self._current()
+            if status != self._sent:
+                self._sent = status
+                self._send(health_pb2.HealthCheckResponse(status=status))
+
+    def __call__(self, response) -> None:
+        if response is None:
+            self._send(None)
+        else:
+            self.send_latest()  # a status from the library's own code: send the current one instead
 
 
 @dataclass
