@@ -3,7 +3,8 @@
 `cluster_factory` starts a LocalCluster (the same code as `make up`) in a
 temporary state directory and always tears it down, also when a test fails.
 When a test fails, the last lines of every process's log are attached to the
-report, so the failure shows what each service said.
+report, so the failure shows what each service said, and so is a stack dump of
+every service process that does not answer its health check: what it was stuck on.
 
 Clusters run with mutual TLS, as `make up` does. Every cluster of the session is signed by one CA,
 and the environment names an operator certificate of that CA (REPLOG_TLS_*), so the client library
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,6 +63,22 @@ def pytest_runtest_makereport(item, call):
         for cluster in _live_clusters:
             for name in cluster.processes:
                 report.sections.append((f"log of {name} ({cluster.state_dir.name})", cluster.tail(name, 30)))
+            for name, stacks in _stacks_of_unhealthy(cluster):
+                report.sections.append((f"threads of unhealthy {name} ({cluster.state_dir.name})", stacks))
+
+
+def _stacks_of_unhealthy(cluster: LocalCluster):
+    """(name, thread dump) of each running service process that fails its health check."""
+    py_spy = Path(sys.executable).parent / "py-spy"
+    for name, info in cluster.processes.items():
+        if info.role == "zookeeper" or not cluster.is_running(name) or cluster.healthy(name):
+            continue
+        try:
+            dump = subprocess.run([str(py_spy), "dump", "--pid", str(info.pid)], capture_output=True, text=True,
+                                  timeout=30)
+            yield name, dump.stdout + dump.stderr
+        except (OSError, subprocess.TimeoutExpired) as error:
+            yield name, f"no dump: {error}"
 
 
 class ClusterFactory:
