@@ -74,8 +74,10 @@ def _stacks_of_unhealthy(cluster: LocalCluster):
         if info.role == "zookeeper" or not cluster.is_running(name) or cluster.healthy(name):
             continue
         try:
-            dump = subprocess.run([str(py_spy), "dump", "--pid", str(info.pid)], capture_output=True, text=True,
-                                  timeout=30)
+            # Without suspending it: a thread stuck in the kernel (a stalled fsync) would hold the whole
+            # process stopped for as long as the dump waits.
+            dump = subprocess.run([str(py_spy), "dump", "--nonblocking", "--pid", str(info.pid)], capture_output=True,
+                                  text=True, timeout=30)
             yield name, dump.stdout + dump.stderr
         except (OSError, subprocess.TimeoutExpired) as error:
             yield name, f"no dump: {error}"
