@@ -30,17 +30,17 @@ import pytest
 
 from replog.broker.log import HW_CHECKPOINT_FILE, read_offsets_checkpoint
 from replog.common.records import decode_records, iter_batches
-from replog.common.zk import schema
 from replog.devcluster import ClusterSpec
 from replog.v1 import common_pb2
 
-from tests.fault.test_power_loss import registration
 from tests.integration.broker_helpers import (  # noqa: F401 - start_cluster is a fixture
     batch_of,
     create_topic,
     describe,
     partition_state,
     produce_raw,
+    registration,
+    request_unclean_election,
     start_cluster,
     wait_caught_up,
     wait_for,
@@ -95,7 +95,7 @@ def test_scenario_1_restarted_follower_keeps_records_above_its_stale_hw(start_cl
         # Broker 1's session expires; the partition goes offline (broker 2 is not in the ISR) and an
         # operator forces the only live replica, broker 2, to lead (an unclean election).
         wait_for(lambda: partition_state(zk, topic).leader == -1, SCENARIO_1_SESSION_MS / 1000 + 10, "offline")
-        zk.kazoo.create(schema.UNCLEAN_LEADER_ELECTION, schema.ElectionRequest(((topic, 0),)).encode())
+        request_unclean_election(zk, topic)
         state = wait_for(lambda: (s := partition_state(zk, topic)).leader == 2 and s, 10, "broker 2 elected")
     assert state.leader_epoch >= 1
     leader = wait_for(lambda: (d := describe(cluster, 2, topic)) and d.leader and d, 30, "broker 2 leading")
@@ -142,7 +142,7 @@ def test_scenario_2_diverged_replica_truncates_to_the_last_common_epoch(start_cl
         # partition waits offline until an operator asks for an unclean election.
         wait_for(lambda: registration(zk, 2).lost_partitions == ((topic, 0),)
                  and partition_state(zk, topic).leader == -1, 20, "broker 2's loss registered, the partition offline")
-        zk.kazoo.create(schema.UNCLEAN_LEADER_ELECTION, schema.ElectionRequest(((topic, 0),)).encode())
+        request_unclean_election(zk, topic)
         wait_for_leader(cluster, zk, topic, 2, 20)
         assert describe(cluster, 2, topic).log_end_offset == 1
         m3 = produce_raw(cluster, 2, topic, batch_of([b"m3"]), acks=1)

@@ -40,6 +40,7 @@ from tests.integration.broker_helpers import (
     log_stub,
     partition_state,
     produce_raw,
+    registration,
     wait_caught_up,
     wait_for,
     wait_for_isr,
@@ -131,10 +132,6 @@ def metric(cluster, broker_id: int, name: str, process: str = "broker") -> float
         if line.startswith(name + " "):
             return float(line.split()[1])
     raise AssertionError(f"{process} {broker_id} has no metric {name}")
-
-
-def registration(zk, broker_id: int) -> schema.BrokerRegistration:
-    return schema.BrokerRegistration.decode(broker_id, zk.get(schema.broker_path(broker_id))[0])
 
 
 def loss_lines(cluster, broker_id: int, topic: str) -> list[str]:

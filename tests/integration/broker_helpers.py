@@ -77,6 +77,16 @@ def partition_state(zk: ZkClient, topic: str, partition: int = 0) -> schema.Part
     return schema.PartitionStateRecord.decode(found[0]) if found else None
 
 
+def registration(zk: ZkClient, broker_id: int) -> schema.BrokerRegistration:
+    """What broker `broker_id` registered in ZooKeeper (its lost and offline partitions among it)."""
+    return schema.BrokerRegistration.decode(broker_id, zk.get(schema.broker_path(broker_id))[0])
+
+
+def request_unclean_election(zk: ZkClient, topic: str, partition: int = 0) -> None:
+    """Ask the controller for an unclean election of one partition, as `replog elect-leaders --unclean` does."""
+    zk.kazoo.create(schema.UNCLEAN_LEADER_ELECTION, schema.ElectionRequest(((topic, partition),)).encode())
+
+
 def wait_for_isr(cluster, zk: ZkClient, topic: str, isr: set[int], timeout_s: float, partition: int = 0):
     """Wait until ZooKeeper holds `isr` and the partition's leader, asked itself, holds the same ISR.
 
