@@ -148,7 +148,9 @@ class SimCluster:
                 target.leader_epoch, payload, producer_id=producer_id, producer_epoch=0, sequence=sequence
             )
             target.producer_state.record(target.log.record_at(ticket.base_offset).header())
-            self._after_leader_hw(target, target.replica.leader.on_local_append(target.log))
+            update = target.replica.leader.on_local_append(
+                target.log, appended_from=ticket.base_offset, now_ms=self.now_ms)
+            self._after_leader_hw(target, update)
         if acks != -1:
             ticket.error_code = ErrorCode.NONE
             return ticket

@@ -51,7 +51,8 @@ def fetch_as_prefix(leader: LeaderReplica, log: FakeLog, replica_id: int, fetch_
     return result
 
 
-def append(log: FakeLog, leader: LeaderReplica, count: int = 1) -> None:
+def append(log: FakeLog, leader: LeaderReplica, count: int = 1, now_ms: int = 0) -> None:
+    appended_from = log.log_end_offset
     for _ in range(count):
         log.append(leader.leader_epoch, f"r{log.log_end_offset}")
-    leader.on_local_append(log)
+    leader.on_local_append(log, appended_from=appended_from, now_ms=now_ms)

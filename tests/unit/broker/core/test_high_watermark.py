@@ -55,7 +55,7 @@ def test_alone_in_the_isr_the_leader_commits_on_append():
     log = FakeLog()
     leader = start_leader(log, isr=(1,))
     log.append(1, "a")
-    update = leader.on_local_append(log)
+    update = leader.on_local_append(log, appended_from=0, now_ms=0)
     assert (update.previous, update.current) == (0, 1)
 
 

@@ -50,6 +50,22 @@ def test_an_idle_follower_at_the_leader_leo_stays_but_a_silent_one_goes():
     assert proposal is not None and proposal.new_isr == (1, 2)
 
 
+def test_an_append_after_a_long_idle_does_not_push_out_followers_that_held_the_whole_log():
+    # An idle follower at the leader's LEO is not fetched again (its session reads nothing for it), so its
+    # last fetch ages; the append ending the idle must not make it lag by more than the limit at once.
+    log = FakeLog()
+    leader = start_leader(log, now_ms=0)
+    append(log, leader, 2, now_ms=0)
+    fetch_as_prefix(leader, log, 2, 2, now_ms=10)
+    fetch_as_prefix(leader, log, 3, 2, now_ms=10)
+    append(log, leader, 1, now_ms=10 * LAG_MS)
+    assert leader.maybe_shrink_isr(now_ms=10 * LAG_MS + 1, replica_lag_time_max_ms=LAG_MS, log=log) is None
+    fetch_as_prefix(leader, log, 2, 3, now_ms=10 * LAG_MS + 5)  # replica 3 never fetches the new record
+    assert leader.maybe_shrink_isr(now_ms=11 * LAG_MS, replica_lag_time_max_ms=LAG_MS, log=log) is None
+    proposal = leader.maybe_shrink_isr(now_ms=11 * LAG_MS + 1, replica_lag_time_max_ms=LAG_MS, log=log)
+    assert proposal is not None and proposal.new_isr == (1, 2)
+
+
 def test_one_proposal_in_flight_and_maximal_isr_while_shrinking():
     log = FakeLog()
     leader = start_leader(log, now_ms=0)

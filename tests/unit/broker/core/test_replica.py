@@ -43,7 +43,7 @@ def test_leaving_leadership_keeps_the_hw_and_refuses_leader_work():
     replica.on_leader_and_isr(decision(1, 1, isr=(1,)), log=log, now_ms=0)
     log.assign_epoch(1)
     log.append(1, "a")
-    replica.leader.on_local_append(log)
+    replica.leader.on_local_append(log, appended_from=0, now_ms=0)
     replica.on_leader_and_isr(decision(2, 2, isr=(1, 2)), log=log, now_ms=0)
     assert replica.leader is None and replica.state.role is ReplicaRole.FOLLOWER and replica.high_watermark == 1
     admitted = replica.admit_produce(acks=1, min_insync_replicas=1)
@@ -103,7 +103,7 @@ def _parked_write(replica, log):
     epoch = replica.state.leader_epoch
     log.assign_epoch(epoch)
     log.append(epoch, "pending")
-    replica.on_leader_append(log=log)
+    replica.on_leader_append(log=log, appended_from=log.log_end_offset - 1, now_ms=0)
     offset = log.log_end_offset - 1
     return ProduceWait(TP, epoch, offset, offset, 2)
 

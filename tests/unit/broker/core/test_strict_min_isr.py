@@ -26,7 +26,7 @@ def leading(log, *, isr=(1, 2, 3), replicas=(1, 2, 3), min_insync_replicas=2, hi
 
 def write(replica, log, value="r"):
     log.append(1, value)
-    return replica.on_leader_append(log=log)
+    return replica.on_leader_append(log=log, appended_from=log.log_end_offset - 1, now_ms=0)
 
 
 def fetch_to_end(replica, log, follower_id):

@@ -35,7 +35,7 @@ def lead_and_append(manager: ReplicaManager, tp: TopicPartition, records: int):
     for _ in range(records):
         batch = encode_batch([(None, b"v", 0)])
         append_produced(hosted, acks=-1, min_insync_replicas=1, batch=batch, header=validate_batch(batch),
-                        fsync=False)
+                        fsync=False, now_ms=0)
     return hosted
 
 

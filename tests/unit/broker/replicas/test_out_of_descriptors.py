@@ -30,7 +30,7 @@ TP = TopicPartition("orders", 0)
 def produce(leader, value: bytes):
     batch = encode_batch([(None, value, 1000)])
     return append_produced(leader, acks=1, min_insync_replicas=1, batch=batch, header=validate_batch(batch),
-                           fsync=False)
+                           fsync=False, now_ms=0)
 
 
 def test_an_emfile_is_noted_and_counted_an_eio_takes_the_directory_offline(tmp_path):

@@ -36,7 +36,7 @@ def leader(tmp_path: Path, clock: ManualClock) -> HostedPartition:
 def first_batch(hosted: HostedPartition, producer_id: int, clock: ManualClock):
     batch = encode_batch([(None, b"v", clock.now_ms())], producer_id=producer_id, producer_epoch=0, base_sequence=0)
     return append_produced(hosted, acks=1, min_insync_replicas=1, batch=batch, header=validate_batch(batch),
-                           fsync=False)
+                           fsync=False, now_ms=0)
 
 
 def sample(metrics_registry: CollectorRegistry) -> float:

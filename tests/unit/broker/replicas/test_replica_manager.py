@@ -33,7 +33,7 @@ def test_checkpoints_are_rewritten_only_when_they_would_change(tmp_path):
 
     batch = encode_batch([(None, b"v", 0)])
     appended = append_produced(hosted, acks=-1, min_insync_replicas=1, batch=batch, header=validate_batch(batch),
-                               fsync=False)
+                               fsync=False, now_ms=0)
     assert appended.high_watermark_update.current == 1
     manager.write_checkpoints()
     assert path.stat().st_ino != first.st_ino
@@ -47,7 +47,8 @@ def test_a_deleted_replica_is_renamed_aside_at_once_and_removed_in_the_backgroun
     hosted = manager.get_or_create(tp)
     hosted.apply_leader_and_isr(LeaderAndIsrDecision(tp, 1, 1, (1,), 1, (1,)), now_ms=0)
     batch = encode_batch([(None, b"v", 0)])
-    append_produced(hosted, acks=1, min_insync_replicas=1, batch=batch, header=validate_batch(batch), fsync=False)
+    append_produced(hosted, acks=1, min_insync_replicas=1, batch=batch, header=validate_batch(batch), fsync=False,
+                    now_ms=0)
     directory = hosted.log.directory
 
     hosted.stop(leader_epoch=1, delete=True)
@@ -75,7 +76,7 @@ def produce_committed(manager: ReplicaManager, tp: TopicPartition, count: int) -
     for _ in range(count):
         batch = encode_batch([(None, b"v", 0)])
         append_produced(hosted, acks=-1, min_insync_replicas=1, batch=batch, header=validate_batch(batch),
-                        fsync=False)
+                        fsync=False, now_ms=0)
     manager.write_checkpoints(flush_if_due=False)
 
 
@@ -120,7 +121,7 @@ def test_an_unreadable_recovery_point_checkpoint_scans_every_log_instead_of_stop
     for value in range(10):
         batch = encode_batch([(None, b"value-%d" % value, 0)])
         append_produced(hosted, acks=1, min_insync_replicas=1, batch=batch, header=validate_batch(batch),
-                        fsync=False)
+                        fsync=False, now_ms=0)
     manager.close()
     (tmp_path / "recovery-point-offset-checkpoint").write_bytes(b"\xb0 rot\n")
 

@@ -45,7 +45,7 @@ def produce(leader: HostedPartition, values: list[bytes], *, acks: int = -1, pro
     batch = encode_batch([(None, v, 1000) for v in values], producer_id=producer_id,
                          producer_epoch=0 if producer_id >= 0 else -1, base_sequence=sequence)
     return append_produced(leader, acks=acks, min_insync_replicas=1, batch=batch, header=validate_batch(batch),
-                           fsync=False)
+                           fsync=False, now_ms=0)
 
 
 def fetch_round(leader: HostedPartition, follower: HostedPartition, leader_epoch: int):
@@ -128,10 +128,10 @@ def test_refused_produce_changes_nothing(tmp_path):
     decide(follower, 1, 0)
     batch = encode_batch([(None, b"x", 1000)])
     refused = append_produced(leader, acks=-1, min_insync_replicas=3, batch=batch, header=validate_batch(batch),
-                              fsync=False)
+                              fsync=False, now_ms=0)
     assert refused.error_code is ErrorCode.NOT_ENOUGH_REPLICAS
     not_leader = append_produced(follower, acks=1, min_insync_replicas=1, batch=batch, header=validate_batch(batch),
-                                 fsync=False)
+                                 fsync=False, now_ms=0)
     assert not_leader.error_code is ErrorCode.NOT_LEADER
     assert leader.log.log_end_offset == follower.log.log_end_offset == 0
 

@@ -19,6 +19,15 @@ A follower whose last_caught_up_ms is older than `replica_lag_time_max_ms`
 is out of sync -- unless its LEO equals the leader's LEO right now (an idle
 partition does not push its followers out).
 
+Append rule. A follower whose LEO equals the leader's LEO just before an append
+held everything the leader held until that moment, so it was caught up then
+(`before_append`). An idle follower is not fetched again (its fetch session reads
+nothing for it; replication/fetch_sessions.py), so without this rule its
+last_caught_up_ms would date from its last fetch, and once that is older than
+the lag limit the next append would put it out of sync at once, before its next
+fetch could show it caught up: at thousands of partitions, each appended every
+few seconds, the periodic check found hundreds of such followers at a time.
+
 Rejoin rule. A non-ISR follower may rejoin when its LEO >= the leader's HW
 and >= the start offset of the leader's current epoch (it holds every
 committed record and has replicated into this epoch).
@@ -61,6 +70,14 @@ def after_fetch(
         leader_log_end_offset_at_last_fetch=leader_log_end_offset,
         last_caught_up_ms=caught_up_ms,
     )
+
+
+def before_append(progress: FollowerProgress, *, leader_log_end_offset: int, now_ms: int) -> FollowerProgress:
+    """The follower's progress as the leader appends at `leader_log_end_offset` (its LEO before the append)."""
+    if progress.log_end_offset != leader_log_end_offset:
+        return progress
+    return FollowerProgress(progress.log_end_offset, progress.last_fetch_ms,
+                            progress.leader_log_end_offset_at_last_fetch, _later(progress.last_caught_up_ms, now_ms))
 
 
 def is_out_of_sync(

@@ -41,6 +41,7 @@ from replog.broker.core.follower_fetch import DivergingEpoch, FollowerFetchResul
 from replog.broker.core.follower_progress import (
     FollowerProgress,
     after_fetch,
+    before_append,
     is_out_of_sync,
     may_rejoin_isr,
 )
@@ -125,15 +126,9 @@ class LeaderReplica:
         once (Kafka's makeLeader). No append or fetch may come to move it: a producer's retries of records
         already here are duplicates, and no follower fetches."""
         leader = cls(
-            topic_partition=topic_partition,
-            broker_id=broker_id,
-            leader_epoch=leader_epoch,
-            replicas=replicas,
-            isr=isr,
-            partition_epoch=partition_epoch,
-            epoch_start_offset=log.log_end_offset,
-            high_watermark=min(high_watermark, log.log_end_offset),
-            now_ms=now_ms,
+            topic_partition=topic_partition, broker_id=broker_id, leader_epoch=leader_epoch, replicas=replicas,
+            isr=isr, partition_epoch=partition_epoch, epoch_start_offset=log.log_end_offset,
+            high_watermark=min(high_watermark, log.log_end_offset), now_ms=now_ms,
             min_insync_replicas=min_insync_replicas,
         )
         leader._update_high_watermark(log)
@@ -242,8 +237,10 @@ class LeaderReplica:
             effects=after_follower_fetch(hw_update.current > hw_update.previous, proposal is not None),
         )
 
-    def on_local_append(self, log: LogView) -> HighWatermarkUpdate:
-        """After the adapter appended to the leader's log (the HW moves at once if the ISR is only us)."""
+    def on_local_append(self, log: LogView, *, appended_from: int, now_ms: int) -> HighWatermarkUpdate:
+        """After an append at `appended_from` (the LEO before it); see follower_progress.py's append rule."""
+        self._followers = {r: before_append(p, leader_log_end_offset=appended_from, now_ms=now_ms)
+                           for r, p in self._followers.items()}
         return self._update_high_watermark(log)
 
     def set_min_insync_replicas(self, value: int, log: LogView) -> HighWatermarkUpdate:

@@ -165,10 +165,11 @@ class PartitionReplica:
             current_leader_epoch=current_leader_epoch, requested_leader_epoch=requested_leader_epoch, log=log
         )
 
-    def on_leader_append(self, *, log: LogView) -> LeaderAppended:
-        """After the adapter appended to the leader's log: the HW moves at once if the ISR is only us."""
+    def on_leader_append(self, *, log: LogView, appended_from: int, now_ms: int) -> LeaderAppended:
+        """After the adapter appended at `appended_from` (the LEO before): the HW moves at once if the ISR is
+        only us, and followers that held the whole log were caught up until `now_ms` (monotonic)."""
         assert self._leader is not None, "only a leader appends a producer's batches"
-        update = self._leader.on_local_append(log)
+        update = self._leader.on_local_append(log, appended_from=appended_from, now_ms=now_ms)
         return LeaderAppended(update, after_append(update.advanced))
 
     def on_min_insync_replicas(self, value: int, *, log: LogView) -> tuple[HighWatermarkUpdate | None, Effects]:

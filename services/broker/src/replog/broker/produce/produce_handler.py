@@ -200,7 +200,7 @@ class ProduceHandler:
         min_insync_replicas = self._topic_configs.min_insync_replicas(tp.topic)
         appended = append_produced(
             hosted, acks=acks, min_insync_replicas=min_insync_replicas, batch=batch, header=header,
-            fsync=self._topic_configs.fsync_each_append(tp.topic), deferred=deferred,
+            fsync=self._topic_configs.fsync_each_append(tp.topic), now_ms=self._clock.monotonic_ms(), deferred=deferred,
         )
         if appended.error_code is not ErrorCode.NONE:
             return PartitionAnswer(tp, appended.error_code, appended.message), None

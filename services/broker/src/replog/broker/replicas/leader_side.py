@@ -48,7 +48,7 @@ class LeaderAppend:
 
 def append_produced(
     hosted: HostedPartition, *, acks: int, min_insync_replicas: int, batch: bytes, header: BatchHeader, fsync: bool,
-    deferred: list | None = None,
+    now_ms: int, deferred: list | None = None,
 ) -> LeaderAppend:
     """Append one validated producer batch (or answer a retried one with its original offsets).
 
@@ -56,11 +56,11 @@ def append_produced(
     which appends every partition of a request first: a follower woken by the first append would
     otherwise come back for each of the others, one round trip per partition.
     """
-    return hosted.run(_append_produced, acks, min_insync_replicas, batch, header, fsync, deferred=deferred)
+    return hosted.run(_append_produced, acks, min_insync_replicas, batch, header, fsync, now_ms, deferred=deferred)
 
 
 def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: int, batch: bytes, header: BatchHeader,
-                     fsync: bool):
+                     fsync: bool, now_ms: int):
     if not hosted.usable:
         return LeaderAppend(*_GONE), NO_EFFECTS
     if hosted.dir_failures.offline:
@@ -98,7 +98,7 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
         stored = producer_header(header.stamped(info.base_offset, header.partition_leader_epoch))
         if stored is not None:
             hosted.producer_state.record(stored)
-    appended = replica.on_leader_append(log=log)
+    appended = replica.on_leader_append(log=log, appended_from=info.base_offset, now_ms=now_ms)
     return LeaderAppend(
         ErrorCode.NONE, "", info.base_offset, info.last_offset, leader_epoch, log.log_start_offset,
         high_watermark_update=appended.high_watermark_update,

@@ -16,11 +16,12 @@ moves and role changes accumulate between requests. A request then reads only:
   reassignment throttle, replication_throttle.py, left unsent),
 and long-polls on the waiter if none has anything to send. A partition left
 unread has nothing new: its follower sits at the position the leader knows,
-and one that is at the leader's LEO is in sync however long it idles
-(follower_progress.py). A leader that can act on an idle follower again (an
-ISR answer cleared its pending proposal) wakes the partition's waiters; and
-every SWEEP_INTERVAL_MS a request reads again the partitions whose follower
-is outside the ISR, since whether it may rejoin can change with time alone.
+and one that is at the leader's LEO is in sync however long it idles, and
+caught up until the append that ends the idle (follower_progress.py). A
+leader that can act on an idle follower again (an ISR answer cleared its
+pending proposal) wakes the partition's waiters; and every SWEEP_INTERVAL_MS
+a request reads again the partitions whose follower is outside the ISR, since
+whether it may rejoin can change with time alone.
 
 `session_epoch` 0 opens a session. It replaces the previous one of the same
 follower fetcher (`fetcher_id`: a follower may split the partitions it follows
