@@ -49,7 +49,9 @@ class Scrubber:
         self._refetch = refetch  # tells the replica's fetcher that its log was cut (the leader holds the old end)
         self._budget_bytes = 0.0
         self._last_ms = clock.monotonic_ms()
-        self._after: tuple[TopicPartition, int] | None = None  # the last segment verified: (replica, base)
+        self._pass: list[HostedPartition] = []  # this pass's replicas, in order; _position: the one scrubbed now
+        self._position = 0
+        self._after_base = -1  # the base offset of the last segment verified in it
         # damage reported by a leader, which keeps it: (replica, base offset) -> the leader epoch it reported in
         self._reported: dict[tuple[TopicPartition, int], int] = {}
 
@@ -80,22 +82,26 @@ class Scrubber:
 
     def _next_segment(self):
         """The rolled segment after the last one verified, in (replica, base offset) order, wrapping around."""
-        # read without the lock: a replica that just rolled waits for the next cycle
-        replicas = sorted((h for h in self._hosted() if h.usable and h.log.segment_count > 1),
-                          key=lambda h: h.topic_partition)
-        if not replicas:
-            return None
-        after_tp, after_base = self._after if self._after is not None else (None, -1)
-        ordered = ([h for h in replicas if after_tp is None or h.topic_partition >= after_tp]
-                   + [h for h in replicas if after_tp is not None and h.topic_partition < after_tp])
-        for i, hosted in enumerate(ordered + ordered[:1]):
-            base = after_base if (i == 0 and hosted.topic_partition == after_tp) else -1
-            found = hosted.run(_rolled_after, base)
-            if found is not None:
-                self._after = (hosted.topic_partition, found[0])
-                return (hosted, *found)
-        self._after = None
+        for _ in range(2):  # the rest of this pass; then, once, a new pass from the start
+            while self._position < len(self._pass):
+                hosted = self._pass[self._position]
+                found = hosted.run(_rolled_after, self._after_base)
+                if found is not None:
+                    self._after_base = found[0]
+                    return (hosted, *found)
+                self._position, self._after_base = self._position + 1, -1
+            self._begin_pass()
+            if not self._pass:
+                return None
         return None
+
+    def _begin_pass(self) -> None:
+        """Take the replicas with a rolled segment, in order, once per pass: sorting every hosted replica for
+        each segment cost a checkpointer thread a quarter of a core at 10,000 partitions."""
+        # read without the lock: a replica that just rolled waits for the next pass
+        self._pass = sorted((h for h in self._hosted() if h.usable and h.log.segment_count > 1),
+                            key=lambda h: h.topic_partition)
+        self._position, self._after_base = 0, -1
 
     def _corrupt(self, hosted: HostedPartition, base_offset: int, name: str, reason: str, problems: int) -> None:
         damage = (hosted.topic_partition, base_offset)
