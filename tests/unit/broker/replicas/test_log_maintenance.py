@@ -3,6 +3,8 @@ the steps over real partition logs, in one process."""
 
 from __future__ import annotations
 
+import logging
+
 from replog.broker.core.delete_records import delete_records_offset
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.log import LogConfig
@@ -79,3 +81,23 @@ def test_retention_runs_in_slices_of_bounded_size(tmp_path):
     starts = [r.log.log_start_offset for r in replicas]
     rounds()  # the pass is over: nothing until the next interval
     assert [r.log.log_start_offset for r in replicas] == starts and rounds.segments_deleted > 0
+
+
+def test_a_round_that_deleted_logs_one_line_for_all_its_partitions(tmp_path, caplog):
+    # a line per partition was 10,000 lines a pass, on each replica of a 10,000-partition topic
+    clock = ManualClock()
+    replicas = []
+    for index in range(3):
+        replica = hosted(tmp_path / f"partition-{index}", 1, clock)
+        decide(replica, 1, 1, isr=(1,))
+        update_log_config(replica, LogConfig(segment_bytes=200, retention_bytes=1))
+        for _ in range(6):
+            produce(replica, [b"x" * 40])
+        replicas.append(replica)
+    rounds = RetentionRounds(lambda: list(replicas), clock, check_interval_ms=1000, partitions_per_round_max=10)
+    caplog.set_level(logging.INFO)
+    clock.advance(1000)
+    rounds()
+    assert all(r.log.log_start_offset > 0 for r in replicas)
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert len(lines) == 1 and f"retention deleted {rounds.segments_deleted} segment(s) of 3 partition(s)" in lines[0]

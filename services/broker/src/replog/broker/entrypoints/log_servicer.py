@@ -291,6 +291,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
                     log_start_offset=-1))
                 continue
             moved = True
+            log.info("DeleteRecords: %s now starts at offset %d", tp, outcome)
             results.append(log_pb2.LogStartOffsetResult(topic=tp.topic, partition=tp.partition,
                                                          log_start_offset=outcome))
         if moved:

@@ -36,7 +36,8 @@ class LogStart:
             return False
         doomed = self._segments.advance_start(offset)
         self._after_start_moved()
-        logger.info("%s: log start moved to %d (%d segments deleted)", self.directory, offset, len(doomed))
+        # debug: a follower moves its start after every move of its leader's, thousands in one retention pass
+        logger.debug("%s: log start moved to %d (%d segments deleted)", self.directory, offset, len(doomed))
         return True
 
     @property
@@ -73,5 +74,7 @@ class LogStart:
         doomed = self._segments.delete_oldest(count)
         self._after_start_moved()
         names = [segment.name for segment in doomed]
-        logger.info("%s: retention deleted %d segments, log starts at %d", self.directory, count, self.log_start_offset)
+        # debug: RetentionRounds logs each round's sum (a line per partition was 10,000 a pass at that many)
+        logger.debug("%s: retention deleted %d segments, log starts at %d", self.directory, count,
+                     self.log_start_offset)
         return names

@@ -50,16 +50,23 @@ class RetentionRounds:
             self._pass, self._cursor = self._hosted(), 0
         end = min(self._cursor + self._partitions_per_round_max, len(self._pass))
         wall_ms, started_ms = self._clock.now_ms(), self._clock.monotonic_ms()
-        deleted = 0
+        deleted = trimmed = 0
         for hosted in self._pass[self._cursor:end]:
             try:
-                deleted += apply_retention(hosted, wall_ms)
+                count = apply_retention(hosted, wall_ms)
             except OSError as exc:  # the files stay; the next pass tries again
                 log.error("%s: retention could not delete segments: %s", hosted.topic_partition, exc)
+                continue
+            deleted += count
+            trimmed += count > 0
         self.segments_deleted += deleted
+        round_ms = self._clock.monotonic_ms() - started_ms
+        if deleted:
+            log.info("retention deleted %d segment(s) of %d partition(s) in %d ms (%d of %d checked in this pass)",
+                     deleted, trimmed, round_ms, end, len(self._pass))
         if self._metrics is not None:
             self._metrics.retention_segments_deleted.inc(deleted)
-            self._metrics.retention_round_ms.observe(self._clock.monotonic_ms() - started_ms)
+            self._metrics.retention_round_ms.observe(round_ms)
         self._cursor = end
         if end >= len(self._pass):
             self._pass, self._cursor = [], 0
