@@ -59,16 +59,22 @@ def test_delete_records_moves_the_leaders_start_and_the_follower_takes_it(tmp_pa
     assert not follow_once(leader, follower, 1)  # nothing new the next time
 
 
-def test_retention_runs_in_slices_of_bounded_size(tmp_path):
-    clock = ManualClock()
+def led_replicas_over_their_retention(tmp_path, clock, count: int) -> list:
+    """`count` partitions led here alone, each with rolled segments that retention.bytes=1 lets go."""
     replicas = []
-    for index in range(5):  # five partitions led here
+    for index in range(count):
         replica = hosted(tmp_path / f"partition-{index}", 1, clock)
         decide(replica, 1, 1, isr=(1,))
         update_log_config(replica, LogConfig(segment_bytes=200, retention_bytes=1))
         for _ in range(6):
             produce(replica, [b"x" * 40])
         replicas.append(replica)
+    return replicas
+
+
+def test_retention_runs_in_slices_of_bounded_size(tmp_path):
+    clock = ManualClock()
+    replicas = led_replicas_over_their_retention(tmp_path, clock, 5)
     rounds = RetentionRounds(lambda: list(replicas), clock, check_interval_ms=1000, partitions_per_round_max=2)
     rounds()
     assert all(r.log.log_start_offset == 0 for r in replicas)  # the first pass begins after one interval
@@ -86,14 +92,7 @@ def test_retention_runs_in_slices_of_bounded_size(tmp_path):
 def test_a_round_that_deleted_logs_one_line_for_all_its_partitions(tmp_path, caplog):
     # a line per partition was 10,000 lines a pass, on each replica of a 10,000-partition topic
     clock = ManualClock()
-    replicas = []
-    for index in range(3):
-        replica = hosted(tmp_path / f"partition-{index}", 1, clock)
-        decide(replica, 1, 1, isr=(1,))
-        update_log_config(replica, LogConfig(segment_bytes=200, retention_bytes=1))
-        for _ in range(6):
-            produce(replica, [b"x" * 40])
-        replicas.append(replica)
+    replicas = led_replicas_over_their_retention(tmp_path, clock, 3)
     rounds = RetentionRounds(lambda: list(replicas), clock, check_interval_ms=1000, partitions_per_round_max=10)
     caplog.set_level(logging.INFO)
     clock.advance(1000)
