@@ -18,8 +18,16 @@ BIN = Path(sys.executable).parent
 JOBS_DIR = Path(__file__).resolve().parents[3] / "spark" / "src" / "replog" / "spark"
 
 
-def replog_spark(*args, timeout=120):
-    return subprocess.run([str(BIN / "replog-spark"), *args], capture_output=True, text=True, timeout=timeout)
+def replog_spark(*args, timeout=120, env=None):
+    return subprocess.run([str(BIN / "replog-spark"), *args], capture_output=True, text=True, timeout=timeout,
+                          env=env)
+
+
+def temp_dir(tmp_path) -> tuple[Path, dict]:
+    """A temp dir of the run's own, and the environment that gives it (TMPDIR): what the run leaves there."""
+    path = tmp_path / "tmp"
+    path.mkdir()
+    return path, {**os.environ, "TMPDIR": str(path)}
 
 
 @pytest.mark.parametrize("job", ["report", "plan", "failovers"])
@@ -74,9 +82,12 @@ def test_bad_inputs_fail_in_one_line_before_spark_starts(tmp_path):
 
 
 def test_a_plan_that_cannot_be_made_is_one_line(tmp_path):
+    temp, env = temp_dir(tmp_path)
     line = one_line_error(replog_spark("plan", "--export", str(export(tmp_path)), "--add-brokers", "3",
-                                       "--out", str(tmp_path / "p.json"), "--master", "local[1]", timeout=180))
+                                       "--out", str(tmp_path / "p.json"), "--master", "local[1]", timeout=180,
+                                       env=env))
     assert line.endswith("broker(s) 3 have no rack while others do (give every broker a rack, e.g. --racks 3:a)")
+    assert not list(temp.glob("replog-spark-*.log"))  # the JVM's log: kept only for a failure that names it
 
 
 def test_spark_submit_runs_a_job_file(tmp_path):
@@ -85,7 +96,8 @@ def test_spark_submit_runs_a_job_file(tmp_path):
     path = synthetic.write_export(tmp_path / "export", {"broker_id": list(racks), "rack": list(racks.values())},
                                   synthetic.round_robin(racks, 2, 30, 3))
     out = tmp_path / "plan.json"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    temp, env = temp_dir(tmp_path)
+    env["PYSPARK_PYTHON"] = sys.executable
     result = subprocess.run(
         [str(BIN / "spark-submit"), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
          str(JOBS_DIR / "planner.py"), "--export", str(path), "--add-brokers", "7,8,9", "--racks", "7:a,8:b,9:c",
@@ -94,3 +106,4 @@ def test_spark_submit_runs_a_job_file(tmp_path):
     assert "moves_lower_bound" in result.stdout
     plan = json.loads(out.read_text())
     assert plan["version"] == 1 and {7, 8, 9} <= {b for p in plan["partitions"] for b in p["replicas"]}
+    assert not list(temp.glob("replog-spark-*.log"))

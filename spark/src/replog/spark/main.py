@@ -14,6 +14,7 @@ master spark-submit was given). Exit codes: 0 ok, 1 error (one line on stderr),
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -58,11 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def execute(name: str, args: argparse.Namespace) -> int:
-    """Build the session, run the job, turn every expected failure into one line."""
+    """Build the session, run the job, turn every expected failure into one line. The JVM's log is kept only
+    when a failure points at it; every other run removes it (one file a run would pile up in the temp dir)."""
     from replog.spark.schema import ExportError
 
     module = importlib.import_module(JOBS[name][0])
     jvm_log = os.path.join(tempfile.gettempdir(), f"replog-spark-{os.getpid()}.log")
+    keep_log = False
     try:
         check = getattr(module, "check_inputs", None)
         if check is not None:
@@ -79,11 +82,16 @@ def execute(name: str, args: argparse.Namespace) -> int:
     except Exception as exc:
         from pyspark.errors import PySparkException
 
+        keep_log = True
         if isinstance(exc, PySparkException):
             return fail(f"{_first_line(exc)} (Spark's log: {jvm_log})")
         raise
     except KeyboardInterrupt:
         return fail("interrupted")
+    finally:
+        if not keep_log:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(jvm_log)
 
 
 def _first_line(exc: BaseException) -> str:
