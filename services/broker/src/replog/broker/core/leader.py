@@ -240,9 +240,7 @@ class LeaderReplica:
     def on_local_append(self, log: LogView, *, appended_from: int, now_ms: int) -> HighWatermarkUpdate:
         """After an append at `appended_from` (the LEO before it); see follower_progress.py's append rule."""
         for replica_id, progress in self._followers.items():  # values only: the dict keeps its size
-            if progress.log_end_offset == appended_from:
-                self._followers[replica_id] = before_append(progress, leader_log_end_offset=appended_from,
-                                                            now_ms=now_ms)
+            self._followers[replica_id] = before_append(progress, leader_log_end_offset=appended_from, now_ms=now_ms)
         return self._update_high_watermark(log)
 
     def set_min_insync_replicas(self, value: int, log: LogView) -> HighWatermarkUpdate:
