@@ -1,37 +1,23 @@
-"""Kafka's topic-name rules (``org.apache.kafka.common.internals.Topic``).
+"""Topic names at the gateway: Kafka's rule (replog.common.core.names, which every service checks),
+and the collisions Kafka also refuses.
 
-Legal: 1 to 249 characters of ASCII letters, digits, '.', '_' and '-', and not
-"." or ".." (they are directory names on the brokers' disks). Two names that
-differ only by '.' versus '_' collide in metric names, so Kafka refuses the
+Two names that differ only by '.' versus '_' collide in metric names, so Kafka refuses the
 second; so do we.
 """
 
 from __future__ import annotations
 
-import re
+from replog.common.core.names import TOPIC_NAME_LENGTH_MAX, topic_name_problem
 
 from .refusal import invalid
 
-TOPIC_NAME_LENGTH_MAX = 249
-_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+__all__ = ["TOPIC_NAME_LENGTH_MAX", "check_topic_name", "collision_key"]
 
 
 def check_topic_name(name: str) -> None:
-    if not name:
-        raise invalid("Topic name is illegal, it can't be empty.")
-    if name in (".", ".."):
-        raise invalid(f"Topic name '{name}' is illegal, it cannot be '.' or '..'.")
-    if len(name) > TOPIC_NAME_LENGTH_MAX:
-        raise invalid(
-            f"Topic name '{name[:40]}...' is illegal, it is {len(name)} characters long, "
-            f"longer than the {TOPIC_NAME_LENGTH_MAX} allowed."
-        )
-    if not _LEGAL.fullmatch(name):
-        bad = sorted({c for c in name if not _LEGAL.fullmatch(c)})
-        raise invalid(
-            f"Topic name '{name}' is illegal, it contains {', '.join(repr(c) for c in bad)}; "
-            "only ASCII alphanumerics, '.', '_' and '-' are allowed."
-        )
+    problem = topic_name_problem(name)
+    if problem:
+        raise invalid(problem)
 
 
 def collision_key(name: str) -> str:
