@@ -43,4 +43,20 @@ def test_the_fence_never_goes_down_and_only_holds_confirmed_epochs(request, fenc
     verdict = judge(request, fence, confirmed if asked else None)
     assert verdict.fence >= fence
     assert verdict.fence == fence or (asked and verdict.fence == confirmed)
-    assert (verdict.refusal is None) == (request == verdict.fence and (request == fence or request == confirmed))
+    confirmed_here = (request == fence and fence != NO_CONTROLLER_EPOCH) or (asked and request == confirmed)
+    assert (verdict.refusal is None) == (request >= 0 and request == verdict.fence and confirmed_here)
+
+
+def test_a_restarted_broker_asks_zookeeper_before_obeying_any_epoch():
+    """A broker starts with no fence: a request naming -1 (or any epoch) is not obeyed on its word."""
+    assert needs_confirmation(0, NO_CONTROLLER_EPOCH) and needs_confirmation(7, NO_CONTROLLER_EPOCH)
+    assert judge(7, NO_CONTROLLER_EPOCH, confirmed_epoch=7) == (7, None)
+    refused = judge(7, NO_CONTROLLER_EPOCH, confirmed_epoch=8)
+    assert refused.fence == 8 and refused.refusal.code is ErrorCode.STALE_CONTROLLER_EPOCH
+
+
+def test_a_negative_epoch_is_never_obeyed():
+    for fence in (NO_CONTROLLER_EPOCH, 0, 5):
+        verdict = judge(-1, fence)
+        assert verdict.fence == fence and verdict.refusal.code is ErrorCode.STALE_CONTROLLER_EPOCH
+        assert "negative" in verdict.refusal.reason
