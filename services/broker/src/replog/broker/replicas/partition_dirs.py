@@ -9,7 +9,14 @@ A deleted replica's directory is first renamed aside, to
 in the background: a rename is one metadata operation, removing the files is
 several (docs/perf/replica-deletion.md).
 Such a name is not a partition (its last '-' is followed by "delete"); one left
-by a crash is removed at the next start.
+by a crash is removed at the next start. The set-aside name keeps as much of the
+directory's name as fits a file system's 255-byte limit (a topic's name may be
+249 characters long), as Kafka does.
+
+Every directory name is built from a legal topic name (core/names.py) and a partition
+number, so it names one directory inside its log directory and fits a file name: the
+services refuse any request naming another, and `partition_directory` refuses one too
+rather than touch a path outside the log directory.
 """
 
 from __future__ import annotations
@@ -17,10 +24,18 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from replog.common.core.names import FILE_NAME_BYTES_MAX, partition_directory_name_problem
 from replog.common.core.partitions import TopicPartition
 
 
+class IllegalPartitionName(ValueError):
+    """A partition whose directory would not be one legal name inside its log directory."""
+
+
 def partition_directory(log_dir: Path, topic_partition: TopicPartition) -> Path:
+    problem = partition_directory_name_problem(topic_partition.topic, topic_partition.partition)
+    if problem is not None:
+        raise IllegalPartitionName(problem)
     return log_dir / f"{topic_partition.topic}-{topic_partition.partition}"
 
 
@@ -44,8 +59,10 @@ SET_ASIDE_SUFFIX = "-delete"
 
 
 def set_aside_directory(directory: Path) -> Path:
-    """Where a deleted replica's `directory` is renamed to before it is removed."""
-    return directory.with_name(f"{directory.name}.{uuid.uuid4().hex}{SET_ASIDE_SUFFIX}")
+    """Where a deleted replica's `directory` is renamed to before it is removed (within a file name's limit)."""
+    suffix = f".{uuid.uuid4().hex}{SET_ASIDE_SUFFIX}"
+    kept = directory.name[:FILE_NAME_BYTES_MAX - len(suffix)]  # ASCII: characters are bytes
+    return directory.with_name(f"{kept}{suffix}")
 
 
 def set_aside_directories(log_dir: Path) -> list[Path]:
