@@ -4,7 +4,8 @@
 - docs/configuration.md from each service's typed configuration (its `setting(...)` fields);
 - docs/metrics.md from each service's Prometheus metrics;
 - docs/zookeeper.md from the ZooKeeper layout table (`replog.common.zk.schema.LAYOUT`);
-- docs/export-schema.md from the topology export's tables (`replog.common.export_schema.TABLES`).
+- docs/export-schema.md from the topology export's tables (`replog.common.export_schema.TABLES`);
+- docs/authorization.md from the method table (`replog.common.security.rules.RULES`).
 
 `make docs` runs it. With `--check` it writes nothing and exits 1 naming every page that
 differs from what it would write; tests/unit/test_generated_docs.py runs that check, so a
@@ -284,10 +285,46 @@ def render_export_schema() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+# --- authorization.md ---------------------------------------------------------------------------
+
+def render_authorization() -> str:
+    from replog.common.security.rules import RULES, service_of
+
+    lines = [HEADER.format(source="replog.common.security.rules.RULES").rstrip(), "",
+             "# Who may call what", "",
+             "Every method of every service has one rule, applied before its handler runs (docs/security.md). A "
+             "service identity may call a method only if its kind is listed: it has the rights of its role, and no "
+             "ACL widens them. A user may call a method only if the rule says what it needs from the ACLs "
+             "(docs/acls.md); super users pass every ACL check. *speaks for*: the request field naming the broker "
+             "a broker's call is about, which must be the caller's own id. A method without a rule is refused to "
+             "everyone.", ""]
+    by_service: dict[str, list[str]] = {}
+    for method in RULES:
+        by_service.setdefault(service_of(method), []).append(method)
+    for service, methods in by_service.items():
+        lines += [f"## `{service}`", "", "| method | services | speaks for | a user needs | answer trimmed |",
+                  "|---|---|---|---|---|"]
+        for method in methods:
+            rule = RULES[method]
+            services = ", ".join(sorted(rule.services)) or "none"
+            speaks = f"`{rule.speaks_for}`" if rule.speaks_for else ""
+            if rule.user is None:
+                needs = "may not call"
+            else:
+                needs = rule.user.text
+                if rule.user_to_open is not None:
+                    needs = f"to open: {rule.user_to_open.text}; each request: {needs}"
+            trimmed = "to what the user may describe" if rule.trim is not None else ""
+            lines.append(f"| {method.rpartition('/')[2]} | {services} | {speaks} | {_cell(needs)} | {trimmed} |")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
 # --- main --------------------------------------------------------------------------------------
 
 PAGES = {"api.md": render_api, "configuration.md": render_configuration, "metrics.md": render_metrics,
-         "zookeeper.md": render_zookeeper, "export-schema.md": render_export_schema}
+         "zookeeper.md": render_zookeeper, "export-schema.md": render_export_schema,
+         "authorization.md": render_authorization}
 
 
 def stale_pages() -> list[str]:

@@ -248,3 +248,23 @@ def test_a_dropped_channel_is_replaced_by_one_with_a_connection_of_its_own():
         channels.close()
         server.stop(0)
         proxy.close()
+
+
+def test_watches_of_made_up_services_leave_nothing_behind():
+    """A health watch of a service the server does not serve answers SERVICE_UNKNOWN and is remembered
+    nowhere; a served one's entry goes once its last watch ends (review finding: every distinct service
+    string was kept for good)."""
+    server = start_server([], host="127.0.0.1", port=0)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            watches = [stub.Watch(health_pb2.HealthCheckRequest(service=f"made-up-{i}")) for i in range(200)]
+            served = stub.Watch(health_pb2.HealthCheckRequest(service=""))
+            assert next(watches[0]).status == health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+            assert next(served).status == health_pb2.HealthCheckResponse.SERVING
+            for watch in watches + [served]:
+                watch.cancel()
+            wait_for(lambda: not server.health._send_response_callbacks, 10, "every watch to be forgotten")
+        assert not any(name.startswith("made-up") for name in server.health._server_status)
+    finally:
+        server.stop(0)

@@ -1,4 +1,5 @@
-"""Identities, the authorization table, TLS settings at start, and how clients find their certificate."""
+"""Identities, TLS settings at start, and how clients find their certificate (the method table:
+test_method_rules.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from replog.common.security.certificates import issue, new_authority
 from replog.common.security.files import TlsFiles, TlsFilesError
 from replog.common.security.local import ClientTlsError, resolve_client_tls
 from replog.common.security.principal import Principal, parse_uri, principal_of_identities
-from replog.common.security.rules import PERMISSION_DENIED, RULES, UNAUTHENTICATED, decide, decide_speaks_for
 from replog.common.security.settings import certificate_principal, tls_files
 from replog.controller.config import ControllerConfig
 from replog.gateway.config import GatewayConfig
@@ -49,53 +49,6 @@ def test_a_certificate_naming_two_principals_names_none():
     assert principal_of_identities([b"localhost", b"replog://broker/2", b"127.0.0.1"]) == BROKER_2
     assert principal_of_identities([b"replog://broker/2", b"replog://controller/1"]) is None
     assert principal_of_identities([]) is None
-
-
-# --- the rules -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("method, allowed", [
-    ("/replog.v1.BrokerControlService/LeaderAndIsr", {"controller"}),
-    ("/replog.v1.BrokerControlService/UpdateMetadata", {"controller"}),
-    ("/replog.v1.ReplicationService/ReplicaFetchStream", {"broker"}),
-    ("/replog.v1.ControllerService/AlterPartition", {"broker"}),
-    ("/replog.v1.LogService/Produce", {"controller", "broker", "gateway", "user"}),
-    ("/replog.v1.AdminService/CreateTopic", {"controller", "broker", "gateway", "user"}),
-    ("/grpc.health.v1.Health/Check", {"controller", "broker", "gateway", "user"}),
-    ("/replog.v1.SomethingNew/Call", set()),
-])
-def test_each_service_admits_exactly_its_kinds(method, allowed):
-    for kind in ("controller", "broker", "gateway", "user"):
-        refusal = decide(Principal(kind, "7"), method)
-        assert (refusal is None) == (kind in allowed), (kind, method)
-        if refusal is not None:
-            assert refusal.code == PERMISSION_DENIED and method in refusal.message
-
-
-def test_no_identity_is_unauthenticated_and_told_what_to_pass():
-    refusal = decide(None, "/replog.v1.LogService/Produce")
-    assert refusal.code == UNAUTHENTICATED
-    assert "--tls-cert-file" in refusal.message
-
-
-def test_a_broker_speaks_only_for_itself():
-    assert decide_speaks_for(BROKER_2, "/replog.v1.ControllerService/AlterPartition", 2) is None
-    refusal = decide_speaks_for(BROKER_2, "/replog.v1.ControllerService/AlterPartition", 1)
-    assert refusal.code == PERMISSION_DENIED and "for broker 1" in refusal.message
-
-
-def test_every_service_of_the_protos_has_a_rule():
-    """A new service is refused to everyone until rules.py says who may call it: this names the one missing."""
-    import importlib
-    import pkgutil
-
-    import replog.v1
-
-    modules = [importlib.import_module(f"replog.v1.{m.name}") for m in pkgutil.iter_modules(replog.v1.__path__)
-               if m.name.endswith("_pb2")]
-    services = {s.full_name for m in modules for s in m.DESCRIPTOR.services_by_name.values()}
-    assert "replog.v1.LogService" in services
-    assert not services - set(RULES), "services without an authorization rule in security/rules.py"
 
 
 # --- settings at start -----------------------------------------------------------------------

@@ -3,14 +3,17 @@
 `start_server` binds the services a process offers, and on every server adds
 the standard health service (SERVING per service and for "") and server
 reflection, so grpcurl and clients in any language can discover the API.
-With TLS files it serves mutual TLS only and authorizes every call (security/);
-without (a process run with --insecure) it serves plaintext to anyone.
+With TLS files it serves mutual TLS only and authorizes every call against the
+method table (security/); without (a process run with --insecure) it serves
+plaintext to anyone. Either way every call then passes the edge (edge/): bounds
+on its fields, with identities the limits per identity, and idle streams ended.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent import futures
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -19,6 +22,13 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from replog.common.acls.enforcement import Enforcer
+from replog.common.edge.admission import Admission
+from replog.common.edge.guard import EdgeGuard
+from replog.common.edge.idle_streams import IdleStreams
+from replog.common.edge.settings import EdgeSettings
+from replog.common.edge.validation import RequestChecker
+from replog.common.refusal_log import RefusalLog
 from replog.common.security.authorization import Authorizer
 from replog.common.security.credentials import ReloadingServerCredentials
 from replog.common.security.files import TlsFiles
@@ -31,6 +41,12 @@ MESSAGE_BYTES_MAX = 64 * 1024 * 1024
 # long (channels.py says why).
 KEEPALIVE_TIME_MS = 1000
 KEEPALIVE_TIMEOUT_MS = 2000
+SERVER_KEEPALIVE_TIME_MS = 30_000
+SERVER_KEEPALIVE_TIMEOUT_MS = 10_000
+CONNECTION_IDLE_MS_MAX = 10 * 60_000
+CONNECTION_AGE_MS_MAX = 60 * 60_000
+CONNECTION_AGE_GRACE_MS = 5 * 60_000
+HANDLER_THREADS_DEFAULT = 32
 SERVER_OPTIONS = [
     ("grpc.max_receive_message_length", MESSAGE_BYTES_MAX),
     ("grpc.max_send_message_length", MESSAGE_BYTES_MAX),
@@ -40,6 +56,15 @@ SERVER_OPTIONS = [
     # Half the clients' interval: a ping that arrives early (timers are not exact) is not a strike.
     ("grpc.http2.min_ping_interval_without_data_ms", KEEPALIVE_TIME_MS // 2),
     ("grpc.keepalive_permit_without_calls", 1),  # pings on a connection with no call open, too
+    # The server's own pings find a peer that vanished without closing its connection (one that does
+    # not ping, as grpcurl or another language's client may not): its calls end, their threads return.
+    ("grpc.keepalive_time_ms", SERVER_KEEPALIVE_TIME_MS),
+    ("grpc.keepalive_timeout_ms", SERVER_KEEPALIVE_TIMEOUT_MS),
+    # A connection with no call for this long is closed; every connection is closed after its age
+    # (GOAWAY, then the grace for the calls on it): clients reconnect, and no connection lives forever.
+    ("grpc.max_connection_idle_ms", CONNECTION_IDLE_MS_MAX),
+    ("grpc.max_connection_age_ms", CONNECTION_AGE_MS_MAX),
+    ("grpc.max_connection_age_grace_ms", CONNECTION_AGE_GRACE_MS),
 ]
 
 
@@ -106,8 +131,8 @@ class _HealthServicer(health.HealthServicer):
         self._watches = OpenStreams()
         # `Watch` and `set` work on the library's own state: fail at start-up, not at a stop, if it moves.
         assert all(hasattr(self, name) for name in (
-            "_lock", "_server_status", "_send_response_callbacks", "_gracefully_shutting_down",
-            "_on_close_callback")), "grpcio-health-checking changed its HealthServicer's state; review _HealthServicer"
+            "_lock", "_server_status", "_send_response_callbacks", "_gracefully_shutting_down")), \
+            "grpcio-health-checking changed its HealthServicer's state; review _HealthServicer"
 
     def set(self, service: str, status) -> None:
         """The library's `set`, but sending to the watchers after its lock is released."""
@@ -122,12 +147,31 @@ class _HealthServicer(health.HealthServicer):
     def Watch(self, request, context, send_response_callback=None):
         assert send_response_callback is not None, "served non-blocking (experimental_non_blocking)"
         self._watches.track(context)
-        watcher = _Watcher(send_response_callback, lambda: self._status_of(request.service))
+        service = request.service
+        watcher = _Watcher(send_response_callback, lambda: self._status_of(service))
         with self._lock:
-            self._send_response_callbacks.setdefault(request.service, set()).add(watcher)
-            # The library's close callback: forgets the watcher under the lock, then ends the call.
-            context.add_callback(self._on_close_callback(watcher, request.service))
+            # A service this server does not serve stays SERVICE_UNKNOWN (the services are fixed at start):
+            # its watch is answered once and remembered nowhere, so made-up names cost no memory after it.
+            known = service in self._server_status
+            if known:
+                self._send_response_callbacks.setdefault(service, set()).add(watcher)
+            context.add_callback(self._forget(watcher, service if known else None))
         watcher.send_latest()
+
+    def _forget(self, watcher: "_Watcher", service: str | None) -> Callable[[], None]:
+        """The close callback: forgets the watcher (and its service's entry once it has no watcher left)
+        under the lock, then ends the call."""
+        def callback() -> None:
+            if service is not None:
+                with self._lock:
+                    watchers = self._send_response_callbacks.get(service)
+                    if watchers is not None:
+                        watchers.discard(watcher)
+                        if not watchers:
+                            del self._send_response_callbacks[service]
+            watcher(None)
+
+        return callback
 
     def _status_of(self, service: str):
         with self._lock:
@@ -141,8 +185,8 @@ class _Watcher:
     """One `Watch` call: sends its service's status whenever it differs from the last one sent.
 
     Sends one at a time, each the status current when it is sent, so a watcher never ends on a
-    stale status however `Watch` and `set` interleave. Called with None (by the library's close
-    callback, on the event thread) it ends the call without taking the lock, which a send may be
+    stale status however `Watch` and `set` interleave. Called with None (by the close callback, on the
+    event thread) it ends the call without taking the lock, which a send may be
     holding while it waits for that thread."""
 
     def __init__(self, send: Callable[[Any], None], current: Callable[[], Any]) -> None:
@@ -170,6 +214,7 @@ class RunningServer:
     server: grpc.Server
     port: int
     health: _HealthServicer
+    idle_streams: IdleStreams | None = None
 
     def set_serving(self, serving: bool) -> None:
         status = (
@@ -184,6 +229,8 @@ class RunningServer:
         self.set_serving(False)
         self.health.end_watches()  # peers' channel keepers; the grace is for real requests
         self.server.stop(grace_s).wait()
+        if self.idle_streams is not None:
+            self.idle_streams.stop()
 
 
 def start_server(
@@ -191,12 +238,15 @@ def start_server(
     *,
     host: str,
     port: int,
-    max_workers: int = 32,
+    max_workers: int = HANDLER_THREADS_DEFAULT,
     interceptors: Sequence[grpc.ServerInterceptor] = (),
     serving: bool = True,
     tls: TlsFiles | None = None,
     receive_bytes_max: int = MESSAGE_BYTES_MAX,
     concurrent_rpcs_max: int | None = None,
+    edge: EdgeSettings = EdgeSettings(),
+    enforcer: Enforcer | None = None,
+    super_users: Sequence[str] = (),
 ) -> RunningServer:
     """Start serving `bindings` plus health and reflection; returns the bound port.
 
@@ -207,11 +257,20 @@ def start_server(
     bound), both by gRPC before any handler or interceptor runs.
 
     With `tls`, the port takes only TLS connections from peers with a certificate of the cluster, and
-    the authorization rules run before every other interceptor; the files are reloaded when they change.
+    the authorization rules run before every other interceptor (`enforcer` answers the ACL questions of
+    a server holding ACLs); the files are reloaded when they change. The edge (edge/guard.py) runs next:
+    request bounds, the limits per identity of `edge` (with TLS; `super_users` are not counted among the
+    users), idle streams.
     """
     credentials = ReloadingServerCredentials(tls) if tls is not None else None
+    idle_streams = IdleStreams(edge.stream_idle_ms_max)
+    guard = EdgeGuard(
+        checker=RequestChecker(), idle=idle_streams, refusals=RefusalLog(log, time.monotonic),
+        admission=Admission(edge.edge_limits(max_workers)) if credentials is not None else None,
+        super_users=frozenset(super_users))
+    interceptors = [guard, *interceptors]
     if credentials is not None:
-        interceptors = [Authorizer(), *interceptors]
+        interceptors = [Authorizer(enforcer), *interceptors]
     options = [o for o in SERVER_OPTIONS if o[0] != "grpc.max_receive_message_length"]
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
@@ -235,7 +294,8 @@ def start_server(
     if bound == 0:
         raise OSError(f"cannot listen on {host}:{port} (in use or not allowed)")
     server.start()
-    running = RunningServer(server=server, port=bound, health=health_servicer, health_names=("", *names))
+    running = RunningServer(server=server, port=bound, health=health_servicer, idle_streams=idle_streams,
+                            health_names=("", *names))
     running.set_serving(serving)
     log.info("serving %s on %s:%d (%s)", ", ".join(names), host, bound,
              f"mutual TLS, certificate {tls.cert_file}" if tls is not None else "plaintext, no authorization")

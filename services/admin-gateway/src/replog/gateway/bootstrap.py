@@ -61,8 +61,7 @@ class GatewayProcess:
             [ServiceBinding(
                 admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
                 admin_pb2_grpc.add_AdminServiceServicer_to_server,
-                # with --insecure calls carry no identity: the ACLs are watched but not checked
-                AdminServicer(deps, Enforcer(self.authorizer, enabled=self.tls is not None)),
+                AdminServicer(deps),
             )],
             host=self.config.host,
             port=self.config.port,
@@ -70,6 +69,7 @@ class GatewayProcess:
             interceptors=[self.gate],
             tls=self.tls,
             concurrent_rpcs_max=self.config.grpc_concurrent_rpcs_max,
+            edge=self.config, enforcer=Enforcer(self.authorizer), super_users=self.config.super_user_principals,
         )
         if not self.zk.connect(stopping):
             return False

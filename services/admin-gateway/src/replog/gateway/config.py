@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from replog.common.acls.settings import AclSettings
+from replog.common.edge.settings import EdgeSettings
 from replog.common.config import one_of, positive, setting, tcp_port, zookeeper_connect
 from replog.common.listen import ListenSettings
 from replog.common.security.settings import TlsSettings
@@ -13,7 +14,7 @@ from replog.common.zk.auth import credentials_file_setting
 
 
 @dataclass(frozen=True)
-class GatewayConfig(TlsSettings, AclSettings, ListenSettings):
+class GatewayConfig(TlsSettings, AclSettings, EdgeSettings, ListenSettings):
     gateway_id: str = setting("1", "instance name of this gateway (for logs and traces)")
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     zookeeper_credentials_file: str = credentials_file_setting()

@@ -1,6 +1,8 @@
-"""gRPC AdminService: a thin edge. Each method checks the caller's ACLs (authorization.py),
-hands the request to its handler (topics, cluster, reassignments, elections, export, acls)
-and maps refusals and ZooKeeper failures to gRPC statuses whose message names the bad value."""
+"""gRPC AdminService: a thin edge. Each method hands the request to its handler (topics, cluster,
+reassignments, elections, export, acls) and maps refusals and ZooKeeper failures to gRPC statuses
+whose message names the bad value. Who may call each method (users only: a service certificate
+administers nothing) and the ACLs a user needs, and the trimming of listings to what the user may
+describe, are the method table's (replog.common.security.rules), applied before a handler runs."""
 
 from __future__ import annotations
 
@@ -11,13 +13,11 @@ import grpc
 from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
 from kazoo.handlers.threading import KazooTimeoutError
 
-from replog.common.acls.enforcement import Enforcer
 from replog.common.errors import AdminError
 from replog.common.zk.bulk import BulkReadError
 from replog.common.zk.client import ZkUnavailableError
 from replog.common.zk.schema import ZkDataError
 from replog.gateway import acls, cluster, elections, export, reassignments, records, topics
-from replog.gateway.authorization import RULES
 from replog.gateway.core.refusal import Refusal
 from replog.gateway.deps import GatewayDeps
 from replog.v1 import admin_pb2_grpc
@@ -42,35 +42,22 @@ def admin_error(exc: BaseException) -> AdminError | None:
 
 
 def _unary(name: str, handler):
-    rule = RULES[name]
-
     @functools.wraps(handler)
     def method(self, request, context):
-        caller = self._authorize(name, request, context)
         try:
-            response = handler(self._deps, request)
+            return handler(self._deps, request)
         except Exception as exc:
             error = admin_error(exc)
             if error is None:
                 raise
             context.abort(error.status, error.message)
-        return rule.trim(self._enforcer, caller, request, response) if rule.trim else response
 
     return method
 
 
 class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
-    def __init__(self, deps: GatewayDeps, enforcer: Enforcer) -> None:
+    def __init__(self, deps: GatewayDeps) -> None:
         self._deps = deps
-        self._enforcer = enforcer
-
-    def _authorize(self, name: str, request, context):
-        """The caller the ACLs govern (None if none); aborts with PERMISSION_DENIED when refused."""
-        caller = self._enforcer.caller(context)
-        refusal = RULES[name].check(self._enforcer, caller, request)
-        if refusal is not None:
-            context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
-        return caller
 
     CreateTopic = _unary("CreateTopic", topics.create_topic)
     DeleteTopic = _unary("DeleteTopic", topics.delete_topic)
@@ -91,7 +78,6 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     DeleteRecords = _unary("DeleteRecords", records.delete_records)
 
     def ExportTopology(self, request, context):
-        self._authorize("ExportTopology", request, context)
         try:
             rows = export.export_topology(self._deps, request)
         except Exception as exc:

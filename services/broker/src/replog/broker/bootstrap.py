@@ -131,6 +131,7 @@ class BrokerProcess:
                                                      "request_partitions_max", self.refusals)],
             tls=self.tls, receive_bytes_max=request_bytes_max(config),
             concurrent_rpcs_max=config.grpc_concurrent_rpcs_max,
+            edge=config, enforcer=Enforcer(self.authorizer), super_users=config.super_user_principals,
         )
         if not self.zk.connect(stopping):
             return False
@@ -260,21 +261,18 @@ class BrokerProcess:
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
             wait_slots=wait_slots, turn=turn, clock=clock,
         )
-        # with --insecure calls carry no identity: the ACLs are watched but not checked
-        enforcer = Enforcer(self.authorizer, enabled=self.tls is not None)
         self.log_servicer = LogServicer(
             broker_id=config.broker_id, produce=ProduceEdge(produce, clock), lookup=replicas.get,
             hosted=replicas.hosted,
             metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
-            enforcer=enforcer,
             topic_config_defaults={**self.topic_configs.default_log_config.as_topic_configs(),
                                    "min.insync.replicas": str(config.min_insync_replicas)},
             checkpoint=lambda: replicas.write_checkpoints(flush_if_due=False, strict=True),
         )
         self.groups, self.group_servicer = build_groups(config, produce=produce, lookup=replicas.get,
-                                                        metadata=self.metadata, zk=self.zk, enforcer=enforcer,
-                                                        clock=clock, metrics=metrics)
+                                                        metadata=self.metadata, zk=self.zk, clock=clock,
+                                                        metrics=metrics)
 
     # --- registration --------------------------------------------------------------------
 

@@ -69,6 +69,7 @@ class ControllerProcess:
             interceptors=[self.gate],
             tls=self.tls,
             concurrent_rpcs_max=config.grpc_concurrent_rpcs_max,
+            edge=config,
         )
         if not self.zk.connect(stopping):
             return False

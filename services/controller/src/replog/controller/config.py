@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from replog.common.config import non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
+from replog.common.edge.settings import EdgeSettings
 from replog.common.listen import AdvertiseSettings
 from replog.common.security.settings import TlsSettings
 from replog.common.zk.auth import credentials_file_setting
 
 
 @dataclass(frozen=True)
-class ControllerConfig(TlsSettings, AdvertiseSettings):
+class ControllerConfig(TlsSettings, EdgeSettings, AdvertiseSettings):
     controller_id: int = setting(1, "id of this controller process, unique among controllers", non_negative)
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     zookeeper_credentials_file: str = credentials_file_setting()

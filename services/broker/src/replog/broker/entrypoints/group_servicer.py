@@ -1,9 +1,11 @@
 """GroupService on the broker: protobuf in, the coordinator's domain calls, protobuf out.
 
 Thin: requests are checked and converted by groups/requests.py (a malformed field is
-INVALID_ARGUMENT, a bad group id the typed INVALID_GROUP_ID), ACLs are checked here (docs/acls.md:
-consume on the group to take part or commit, and consume on each committed topic; describe to look;
-delete to delete), and every other decision is the coordinator's.
+INVALID_ARGUMENT, a bad group id the typed INVALID_GROUP_ID), and every other decision is the
+coordinator's. Who may call each method and the ACLs a user needs (docs/acls.md: consume on the
+group to take part or commit, and consume on each committed topic; describe to look; delete to
+delete) are checked before a handler runs, by the method table (replog.common.security.rules),
+which also trims listings to what the user may describe.
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ from replog.broker.groups.core.model import NO_GENERATION, NO_LEADER_EPOCH, NO_O
 from replog.broker.groups.core.placement import group_id_problem, offsets_partition
 from replog.broker.groups.offsets_topic import OffsetsTopicCreator
 from replog.common import telemetry
-from replog.common.acls.core.model import CONSUME, DELETE, DESCRIBE, GROUP, TOPIC
-from replog.common.acls.enforcement import Enforcer
 from replog.common.core.internal_topics import OFFSETS_TOPIC
 from replog.v1 import common_pb2, group_pb2, group_pb2_grpc
 
@@ -38,28 +38,25 @@ def _error(refusal: Refusal | None) -> dict:
 
 
 class GroupServicer(group_pb2_grpc.GroupServiceServicer):
-    def __init__(self, *, coordinator: GroupCoordinator, metadata: MetadataCache, enforcer: Enforcer,
-                 now_ms: Callable[[], int], offsets_topic: OffsetsTopicCreator) -> None:
+    def __init__(self, *, coordinator: GroupCoordinator, metadata: MetadataCache, now_ms: Callable[[], int],
+                 offsets_topic: OffsetsTopicCreator) -> None:
         self._coordinator = coordinator
         self._offsets_topic = offsets_topic
         self._metadata = metadata
-        self._enforcer = enforcer
         self._now_ms = now_ms
 
-    def _checked(self, context, operation: str, group_id: str) -> Refusal | None:
-        """INVALID_GROUP_ID as a value; an ACL refusal aborts the call."""
+    @staticmethod
+    def _checked(group_id: str) -> Refusal | None:
+        """INVALID_GROUP_ID as a value."""
         problem = group_id_problem(group_id)
-        if problem:
-            return Refusal(ErrorCode.INVALID_GROUP_ID, problem)
-        self._enforcer.check(context, operation, GROUP, (group_id,))
-        return None
+        return None if problem is None else Refusal(ErrorCode.INVALID_GROUP_ID, problem)
 
     @staticmethod
     def _bad(context, error: checks.BadRequest):
         context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(error))
 
     def FindCoordinator(self, request, context):
-        refusal = self._checked(context, DESCRIBE, request.group_id)
+        refusal = self._checked(request.group_id)
         if refusal:
             return group_pb2.FindCoordinatorResponse(**_error(refusal))
         answer = self._metadata.metadata_response([OFFSETS_TOPIC])
@@ -76,7 +73,7 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
         return group_pb2.FindCoordinatorResponse(coordinator=endpoint, offsets_partition=partition)
 
     def JoinGroup(self, request, context):
-        refusal = self._checked(context, CONSUME, request.group_id)
+        refusal = self._checked(request.group_id)
         if refusal:
             return group_pb2.JoinGroupResponse(member_id=request.member_id, **_error(refusal))
         try:
@@ -94,7 +91,7 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
             member_id=answer.member_id, members=members)
 
     def SyncGroup(self, request, context):
-        refusal = self._checked(context, CONSUME, request.group_id)
+        refusal = self._checked(request.group_id)
         if refusal:
             return group_pb2.SyncGroupResponse(**_error(refusal))
         try:
@@ -109,7 +106,7 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
                                                   user_data=answer.user_data))
 
     def Heartbeat(self, request, context):
-        refusal = self._checked(context, CONSUME, request.group_id)
+        refusal = self._checked(request.group_id)
         if refusal:
             return group_pb2.HeartbeatResponse(**_error(refusal))
         try:
@@ -120,7 +117,7 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
         return group_pb2.HeartbeatResponse(**_error(refusal))
 
     def LeaveGroup(self, request, context):
-        refusal = self._checked(context, CONSUME, request.group_id)
+        refusal = self._checked(request.group_id)
         if refusal:
             return group_pb2.LeaveGroupResponse(**_error(refusal))
         if not request.member_id:
@@ -128,7 +125,7 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
         return group_pb2.LeaveGroupResponse(**_error(self._coordinator.leave(request.group_id, request.member_id)))
 
     def OffsetCommit(self, request, context):
-        refusal = self._checked(context, CONSUME, request.group_id)
+        refusal = self._checked(request.group_id)
         if refusal:
             return group_pb2.OffsetCommitResponse(**_error(refusal))
         try:
@@ -136,19 +133,17 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
             offsets = checks.commit_offsets(request.partitions, self._now_ms())
         except checks.BadRequest as error:
             return self._bad(context, error)
-        self._enforcer.check(context, CONSUME, TOPIC, sorted({tp.topic for tp, _ in offsets}))
         refusal = self._coordinator.commit(request.group_id, request.generation_id, request.member_id, offsets)
         return self._per_partition(group_pb2.OffsetCommitResponse, offsets, refusal)
 
     def AlterGroupOffsets(self, request, context):
-        refusal = self._checked(context, CONSUME, request.group_id)
+        refusal = self._checked(request.group_id)
         if refusal:
             return group_pb2.AlterGroupOffsetsResponse(**_error(refusal))
         try:
             offsets = checks.commit_offsets(request.partitions, self._now_ms())
         except checks.BadRequest as error:
             return self._bad(context, error)
-        self._enforcer.check(context, CONSUME, TOPIC, sorted({tp.topic for tp, _ in offsets}))
         refusal = self._coordinator.commit(request.group_id, NO_GENERATION, "", offsets, admin=True)
         return self._per_partition(group_pb2.AlterGroupOffsetsResponse, offsets, refusal)
 
@@ -160,7 +155,7 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
                                          for tp, _ in offsets])
 
     def OffsetFetch(self, request, context):
-        refusal = self._checked(context, DESCRIBE, request.group_id)
+        refusal = self._checked(request.group_id)
         if refusal:
             return group_pb2.OffsetFetchResponse(**_error(refusal))
         try:
@@ -182,11 +177,8 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
         return group_pb2.OffsetFetchResponse(offsets=offsets)
 
     def ListGroups(self, request, context):
-        caller = self._enforcer.caller(context)
         listed = []
         for group_id, group in self._coordinator.groups():
-            if not self._enforcer.allows(caller, DESCRIBE, GROUP, group_id):
-                continue
             with self._coordinator.described:
                 state = group.state if group is not None else GroupState.EMPTY
                 protocol_type = group.protocol_type if group is not None else ""
@@ -200,7 +192,7 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
             return self._bad(context, error)
         described = []
         for group_id in ids:
-            refusal = self._checked(context, DESCRIBE, group_id)
+            refusal = self._checked(group_id)
             found = refusal or self._coordinator.describe(group_id)
             if isinstance(found, Refusal):
                 described.append(group_pb2.DescribedGroup(group_id=group_id, **_error(found)))
@@ -228,6 +220,6 @@ class GroupServicer(group_pb2_grpc.GroupServiceServicer):
             return self._bad(context, error)
         results = []
         for group_id in ids:
-            refusal = self._checked(context, DELETE, group_id) or self._coordinator.delete(group_id)
+            refusal = self._checked(group_id) or self._coordinator.delete(group_id)
             results.append(group_pb2.GroupResult(group_id=group_id, **_error(refusal)))
         return group_pb2.DeleteGroupsResponse(groups=results)

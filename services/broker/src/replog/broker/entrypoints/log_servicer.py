@@ -8,16 +8,13 @@ long-polling on the partitions' wake-up events; with `decode_records` the
 records at or after the fetch offset are also returned decoded. Metadata is
 answered from the controller's UpdateMetadata.
 
-ACLs (replog.common.acls) are checked first, on every topic a request names:
-produce for Produce and ProduceStream, consume for Fetch, describe for ListOffsets
-and Metadata, delete for AdvanceLogStartOffset (DeleteRecords, as in Kafka); InitProducerId
-needs produce on some topic. A refusal answers
-PERMISSION_DENIED before anything is appended or read; a ProduceStream ends with it
-at its first refused request, after answering those before it. A Metadata request
-for every topic lists only those the caller may describe. DescribeReplicas is the
-gateway's, which is a service and not subject to topic ACLs. AdvanceLogStartOffset
-checkpoints the log starts before it answers, so deleted records stay deleted
-after a crash.
+Who may call each method, and the ACLs a user needs for it (produce for Produce and
+ProduceStream, consume for Fetch, describe for ListOffsets, Metadata and DescribeReplicas,
+delete for AdvanceLogStartOffset), are checked before a handler runs, by the method table
+(replog.common.security.rules); so are the bounds on every field (replog.common.edge), and
+answers listing every topic or replica are trimmed there to what the user may describe.
+AdvanceLogStartOffset checkpoints the log starts before it answers, so deleted records stay
+deleted after a crash.
 """
 
 from __future__ import annotations
@@ -41,8 +38,6 @@ from replog.broker.replicas.log_maintenance import delete_records
 from replog.broker.replicas.long_poll import long_poll
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.wait_slots import WaitSlots
-from replog.common.acls.core.model import CONSUME, DELETE, DESCRIBE, PRODUCE, TOPIC
-from replog.common.acls.enforcement import Caller, Enforcer
 from replog.common.clock import Clock
 from replog.common.core.partitions import TopicPartition
 from replog.common.grpc_server import OpenStreams
@@ -73,14 +68,12 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         fetch_bytes_max: int,
         stopping: Callable[[], bool],
         wait_slots: WaitSlots,
-        enforcer: Enforcer,
         topic_config_defaults: dict[str, str] | None = None,
         checkpoint: Callable[[], None] = lambda: None,
     ) -> None:
         self._topic_config_defaults = dict(topic_config_defaults or {})
         self._checkpoint = checkpoint
         self._wait_slots = wait_slots
-        self._enforcer = enforcer
         self._broker_id = broker_id
         self._produce = produce
         self._lookup = lookup
@@ -94,37 +87,22 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         self._streams = OpenStreams()  # the open ProduceStreams
 
     def Produce(self, request, context):
-        self._enforcer.check(context, PRODUCE, TOPIC, (p.topic for p in request.partitions))
         return self._produce.produce(request)
 
     def ProduceStream(self, request_iterator, context):
         """Produce over a stream (produce_stream.py). The stream holds a handler thread for its life,
-        so it takes a wait slot (wait_slots.py) and is refused with RESOURCE_EXHAUSTED without one."""
+        so it takes a wait slot (wait_slots.py) and is refused with RESOURCE_EXHAUSTED without one; the
+        caller was authorized to open it, and admitted within its identity's limits, before."""
         if not self._wait_slots.try_take():
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                           f"this broker already holds {self._wait_slots.capacity} waiting requests and streams; "
                           "retry, or use Produce")
-        refused: list[str] = []
-        caller = self._enforcer.caller(context)
-        if caller is not None:
-            request_iterator = self._authorized(request_iterator, caller, refused)
         try:
             self._streams.track(context)
             yield from serve_produce_stream(self._produce, request_iterator, self._clock,
                                             lambda: self._stopping() or not context.is_active())
         finally:
             self._wait_slots.give_back()
-        if refused:
-            context.abort(grpc.StatusCode.PERMISSION_DENIED, refused[0])
-
-    def _authorized(self, requests, caller: Caller, refused: list[str]):
-        """The stream's requests up to the first the caller may not produce (its refusal goes into `refused`)."""
-        for message in requests:
-            refusal = self._enforcer.refusal(caller, PRODUCE, TOPIC, (p.topic for p in message.produce.partitions))
-            if refusal is not None:
-                refused.append(refusal)
-                return
-            yield message
 
     def end_streams(self) -> None:
         """Cancel every open produce stream (the broker is stopping)."""
@@ -133,7 +111,6 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     # --- Fetch --------------------------------------------------------------------------
 
     def Fetch(self, request, context):
-        self._enforcer.check(context, CONSUME, TOPIC, (p.topic for p in request.partitions))
         started = time.perf_counter()
         topic_partitions = [TopicPartition(p.topic, p.partition) for p in request.partitions]
         hosted = {tp: self._lookup(tp) for tp in topic_partitions}
@@ -202,7 +179,6 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     # --- ListOffsets, Metadata ------------------------------------------------------------
 
     def ListOffsets(self, request, context):
-        self._enforcer.check(context, DESCRIBE, TOPIC, (p.topic for p in request.partitions))
         results = []
         for item in request.partitions:
             tp = TopicPartition(item.topic, item.partition)
@@ -224,26 +200,11 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         return log_pb2.ListOffsetsResponse(partitions=results)
 
     def Metadata(self, request, context):
-        caller = self._enforcer.caller(context)
-        refusal = self._enforcer.refusal(caller, DESCRIBE, TOPIC, request.topics)
-        if refusal is not None:
-            context.abort(grpc.StatusCode.PERMISSION_DENIED, refusal)
-        response = self._metadata.metadata_response(list(request.topics))
-        if caller is not None and not request.topics:  # every topic: only those the caller may describe
-            kept = [t for t in response.topics if self._enforcer.allows(caller, DESCRIBE, TOPIC, t.name)]
-            del response.topics[:]
-            response.topics.extend(kept)
-        return response
+        return self._metadata.metadata_response(list(request.topics))
 
     # --- InitProducerId -------------------------------------------------------------------
 
     def InitProducerId(self, request, context):
-        caller = self._enforcer.caller(context)
-        if caller is not None and not self._enforcer.authorizer.may_produce_somewhere(caller.principal):
-            context.abort(grpc.StatusCode.PERMISSION_DENIED,
-                          f"{caller.principal} is not authorized to produce on any topic, so gets no producer id "
-                          "(an operator can grant it: replog acls add --allow-principal "
-                          f"{caller.principal} --operation produce --topic <topic>)")
         try:
             if request.producer_id >= 0 and 0 <= request.producer_epoch < PRODUCER_EPOCH_MAX:
                 # Re-initialising an instance: the same id with a higher epoch fences the old one.
@@ -274,7 +235,6 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     # --- AdvanceLogStartOffset (DeleteRecords) ---------------------------------------------------
 
     def AdvanceLogStartOffset(self, request, context):
-        self._enforcer.check(context, DELETE, TOPIC, (p.topic for p in request.partitions))
         results, moved = [], False
         for item in request.partitions:
             tp = TopicPartition(item.topic, item.partition)

@@ -13,14 +13,13 @@ from replog.broker.groups.offsets_log import OffsetsLog
 from replog.broker.groups.offsets_topic import OffsetsTopicCreator
 from replog.broker.produce.produce_handler import ProduceHandler
 from replog.broker.runtime.metrics import BrokerMetrics
-from replog.common.acls.enforcement import Enforcer
 from replog.common.clock import Clock
 from replog.common.core.internal_topics import OFFSETS_TOPIC
 from replog.common.zk.client import ZkClient
 
 
 def build_groups(config: BrokerConfig, *, produce: ProduceHandler, lookup, metadata: MetadataCache, zk: ZkClient,
-                 enforcer: Enforcer, clock: Clock, metrics: BrokerMetrics) -> tuple[GroupCoordinator, GroupServicer]:
+                 clock: Clock, metrics: BrokerMetrics) -> tuple[GroupCoordinator, GroupServicer]:
     policy = GroupPolicy(session_timeout_ms_min=config.group_min_session_timeout_ms,
                          session_timeout_ms_max=config.group_max_session_timeout_ms,
                          initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
@@ -36,6 +35,6 @@ def build_groups(config: BrokerConfig, *, produce: ProduceHandler, lookup, metad
     metrics.watch_groups(lambda: coordinator.metric_rows(high_watermark))
     offsets_topic = OffsetsTopicCreator(zk, config.offsets_topic_num_partitions,
                                         config.offsets_topic_replication_factor, random.Random())
-    servicer = GroupServicer(coordinator=coordinator, metadata=metadata, enforcer=enforcer, now_ms=clock.now_ms,
+    servicer = GroupServicer(coordinator=coordinator, metadata=metadata, now_ms=clock.now_ms,
                              offsets_topic=offsets_topic)
     return coordinator, servicer
