@@ -18,7 +18,9 @@ from replog.common.grpc_server import ServiceBinding, start_server
 from replog.common.security import local
 from replog.common.security.certificates import issue, load_authority, new_authority
 from replog.common.security.credentials import open_channel
+from replog.common.security.acl_needs import Nothing
 from replog.common.security.principal import Principal, peer_principal
+from replog.common.security.rules import RULES, Rule
 from replog.devcluster import ClusterSpec
 
 from .controller_helpers import wait_for
@@ -86,7 +88,8 @@ def test_outbound_channels_carry_the_new_certificate_once_the_files_change(tmp_p
     authority = new_authority(tmp_path)
     server_files = issue(authority, Principal("broker", "1"), tmp_path)
     client_files = issue(authority, Principal("user", "alice"), tmp_path, stem="client")
-    server = start_server([ServiceBinding(WHOAMI, _add_whoami, None)], host="127.0.0.1", port=0, tls=server_files)
+    server = start_server([ServiceBinding(WHOAMI, _add_whoami, None)], host="127.0.0.1", port=0, tls=server_files,
+                          rules={**RULES, f"/{WHOAMI}/WhoAmI": Rule(user=Nothing())})
     channels = ChannelCache(client_files)
     address = f"127.0.0.1:{server.port}"
 

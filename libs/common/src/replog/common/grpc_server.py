@@ -16,7 +16,7 @@ import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -32,6 +32,7 @@ from replog.common.refusal_log import RefusalLog
 from replog.common.security.authorization import Authorizer
 from replog.common.security.credentials import ReloadingServerCredentials
 from replog.common.security.files import TlsFiles
+from replog.common.security.rules import RULES, Rule
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +248,7 @@ def start_server(
     edge: EdgeSettings = EdgeSettings(),
     enforcer: Enforcer | None = None,
     super_users: Sequence[str] = (),
+    rules: Mapping[str, Rule] = RULES,
 ) -> RunningServer:
     """Start serving `bindings` plus health and reflection; returns the bound port.
 
@@ -258,7 +260,8 @@ def start_server(
 
     With `tls`, the port takes only TLS connections from peers with a certificate of the cluster, and
     the authorization rules run before every other interceptor (`enforcer` answers the ACL questions of
-    a server holding ACLs); the files are reloaded when they change. The edge (edge/guard.py) runs next:
+    a server holding ACLs; `rules` is the method table, every service's but for a test's own); the files
+    are reloaded when they change. The edge (edge/guard.py) runs next:
     request bounds, the limits per identity of `edge` (with TLS; `super_users` are not counted among the
     users), idle streams.
     """
@@ -270,7 +273,7 @@ def start_server(
         super_users=frozenset(super_users))
     interceptors = [guard, *interceptors]
     if credentials is not None:
-        interceptors = [Authorizer(enforcer), *interceptors]
+        interceptors = [Authorizer(enforcer, dict(rules)), *interceptors]
     options = [o for o in SERVER_OPTIONS if o[0] != "grpc.max_receive_message_length"]
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),

@@ -96,8 +96,8 @@ class EdgeGuard(grpc.ServerInterceptor):
             self._refusals.refused(context.peer(), method, "RESOURCE_EXHAUSTED", refused)
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refused)
         ticket = _Ticket(admission, name, kind, as_user)
-        if at_call_end:
-            context.add_callback(ticket.give_back)
+        if at_call_end and not context.add_callback(ticket.give_back):
+            ticket.give_back()  # the call has ended already: its callbacks will not run
         return ticket
 
     # --- wrapping -------------------------------------------------------------------------------
