@@ -74,9 +74,9 @@ def test_consume_with_a_group_then_describe_reset_and_delete(cluster, replog):
                            enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=1000)
     try:
         deadline = time.monotonic() + 60
-        while not member.assignment and time.monotonic() < deadline:
+        while not member.assignment() and time.monotonic() < deadline:
             member.poll(200)
-        assert member.assignment, "the member never got its partition"
+        assert member.assignment(), "the member never got its partition"
         code, _, err = replog("groups", "reset-offsets", "--group", GROUP, "--topic", TOPIC, "--to-earliest")
         assert code == 1 and "active member" in err
         assert describe(replog)["partitions"][0]["member_id"] is not None

@@ -59,7 +59,7 @@ def test_three_consumers_share_survive_a_death_and_resume(cluster, capsys):
                            heartbeat_interval_ms=1000, max_wait_ms=200) for i in range(3)]
 
     def shares() -> list[tuple[TopicPartition, ...]]:
-        return [w.consumer.assignment for w in workers if w.running]
+        return [w.consumer.assignment() for w in workers if w.running]
 
     def shared_once() -> bool:
         owned = [tp for share in shares() for tp in share]

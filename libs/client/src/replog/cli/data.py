@@ -147,7 +147,7 @@ def run_consume(args, channel) -> int:
     try:
         while args.max_records is None or count < args.max_records:
             batch = consumer.poll(500)
-            if batch or (args.group is not None and not consumer.assignment):
+            if batch or (args.group is not None and not consumer.assignment()):
                 idle_since = time.monotonic()  # a group member is idle only once it has partitions
             elif not args.follow and (time.monotonic() - idle_since) * 1000 >= args.timeout_ms:
                 break
