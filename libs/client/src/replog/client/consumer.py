@@ -154,6 +154,7 @@ class Consumer:
         self._batch_ends: dict[TopicPartition, tuple[tuple[int, int, int], ...]] = {}  # of the last chunk read
         self._seeks = 0  # counts seeks: records decoded before one are not returned after it
         self._taken: TopicPartition | None = None  # the partition of the records _next_records returned last
+        self._rebalanced_at = float("-inf")  # time.monotonic() when the group last rebalanced this member
         self._fetcher = Fetcher(self.metadata, fetch_max_bytes=fetch_max_bytes, max_wait_ms=max_wait_ms,
                                 buffer_bytes_max=fetch_buffer_bytes_max, retry_backoff_s=retry_backoff_ms / 1000,
                                 metadata_max_age_s=metadata_max_age_ms / 1000)
@@ -305,6 +306,7 @@ class Consumer:
         while True:
             records = self._next_records(self.max_wait_ms / 1000 if wait_s is None else min(wait_s, 0.5))
             if not records:
+                idle_since = max(idle_since, self._rebalanced_at)  # a rebalance is not idleness
                 if wait_s is not None and time.monotonic() - idle_since >= wait_s:
                     return
                 continue
@@ -336,7 +338,8 @@ class Consumer:
         while True:
             if group is not None:
                 if group.maintain():
-                    deadline = time.monotonic() + timeout_s
+                    self._rebalanced_at = time.monotonic()
+                    deadline = self._rebalanced_at + timeout_s
                 if not self._assigned:
                     if not group.wait_for_partitions(max(deadline - time.monotonic(), 0.0)):
                         return []
