@@ -13,12 +13,12 @@ A `seek` moves a partition's fetch position and bumps its *generation*: chunks b
 answers in flight from before the seek are dropped, so nothing is read twice or skipped. A
 partition answered with OFFSET_OUT_OF_RANGE stops being fetched and its error is handed to the
 consumer thread as a chunk (which raises it, or seeks, as the consumer is configured); any
-other partition error, or a failed Fetch, refreshes metadata and fetches again. Metadata is also
-refreshed every `retry_backoff_s` while a partition has no known leader, and every
-`metadata_max_age_s` in any case. A Fetch gets `FETCH_SLACK_S` past its long-poll wait: a leader
-that stopped answering (paused, cut off) costs that much once; from then on it is *suspect* (until a
-Fetch to it is answered) and metadata is refreshed every `retry_backoff_s` while a partition is led by
-a suspect broker, so its partitions move to their new leader as soon as metadata names it, not after
+other partition error refreshes metadata and asks for the partition again after `retry_backoff_s`,
+and a failed Fetch refreshes metadata. Metadata is also refreshed every `retry_backoff_s` while a
+partition has no known leader, and every `metadata_max_age_s` in any case. A Fetch gets
+`FETCH_SLACK_S` past its long-poll wait: a leader that stopped answering (paused, cut off) costs
+that much once; from then on it is *suspect* (until a Fetch to it is answered) and metadata is
+refreshed every `retry_backoff_s` while a partition is led by a suspect broker, so its partitions move to their new leader as soon as metadata names it, not after
 another Fetch to the silent one times out. The other leaders' partitions are read meanwhile.
 
 Leader epochs (KIP-320, the consumer's half). Every Fetch carries the leader epoch metadata names
@@ -95,6 +95,7 @@ class Fetcher:
         self._validated: dict[TopicPartition, int] = {}  # the leader epoch the position was validated at
         self._stopped: set[TopicPartition] = set()  # out of range or diverged, until a seek
         self._paused: set[TopicPartition] = set()
+        self._backoff_until_s: dict[TopicPartition, float] = {}  # a partition refused: not asked again before
         self._chunks: collections.deque[Chunk] = collections.deque()
         self._buffered_bytes = 0
         self._closed = False
@@ -120,6 +121,7 @@ class Fetcher:
             self._generations[tp] = self._generations.get(tp, 0) + 1
             self._epochs[tp] = leader_epoch
             self._validated.pop(tp, None)
+            self._backoff_until_s.pop(tp, None)
             self._stopped.discard(tp)
             self._drop_locked(lambda c: c.tp == tp)
         self._answers.put(None)  # the thread sends at once
@@ -225,9 +227,11 @@ class Fetcher:
         with self.lock:
             if self._buffered_bytes >= self.buffer_bytes_max:
                 return
+            now_s = time.monotonic()
             wanted = {tp: (offset, self._generations[tp], self._epochs.get(tp, NO_EPOCH),
                            self._validated.get(tp)) for tp, offset in self._positions.items()
-                      if tp not in self._stopped and tp not in self._paused}
+                      if tp not in self._stopped and tp not in self._paused
+                      and self._backoff_until_s.get(tp, 0.0) <= now_s}
         by_leader: dict[str, dict[TopicPartition, tuple[int, int, int]]] = {}
         to_validate: dict[str, dict[TopicPartition, tuple[int, int, int, int]]] = {}
         for tp, (offset, generation, last_epoch, validated) in wanted.items():
@@ -280,7 +284,10 @@ class Fetcher:
                     self._chunks.append(Chunk(tp, generation, b"", offset, data.high_watermark, data.error_code,
                                               data.error_message, data.log_start_offset))
                 elif data.error_code != common_pb2.ERROR_CODE_NONE:
+                    # NOT_LEADER, a fenced or unknown leader epoch, ...: metadata is behind the leaders, or a
+                    # leader behind metadata. Refresh now, ask this partition again after a backoff.
                     self._refresh_by(time.monotonic())
+                    self._backoff_until_s[tp] = time.monotonic() + self.retry_backoff_s
                 else:
                     self._validated[tp] = leader_epoch  # this leader served the position: nothing to validate
                     if data.records:
@@ -335,6 +342,7 @@ class Fetcher:
                     continue
                 if answer.error_code != common_pb2.ERROR_CODE_NONE:
                     self._refresh_by(time.monotonic())
+                    self._backoff_until_s[tp] = time.monotonic() + self.retry_backoff_s
                     continue
                 self._validated[tp] = current
                 divergent = _divergent_offset(offset, last_epoch, answer.leader_epoch, answer.end_offset)
