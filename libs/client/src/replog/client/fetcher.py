@@ -18,8 +18,9 @@ and a failed Fetch refreshes metadata. Metadata is also refreshed every `retry_b
 partition has no known leader, and every `metadata_max_age_s` in any case. A Fetch gets
 `FETCH_SLACK_S` past its long-poll wait: a leader that stopped answering (paused, cut off) costs
 that much once; from then on it is *suspect* (until a Fetch to it is answered) and metadata is
-refreshed every `retry_backoff_s` while a partition is led by a suspect broker, so its partitions move to their new leader as soon as metadata names it, not after
-another Fetch to the silent one times out. The other leaders' partitions are read meanwhile.
+refreshed every `retry_backoff_s` while a partition is led by a suspect broker, so its partitions
+move to their new leader as soon as metadata names it, not after another Fetch to the silent one
+times out. The other leaders' partitions are read meanwhile.
 
 Leader epochs (KIP-320, the consumer's half). Every Fetch carries the leader epoch metadata names
 (`current_leader_epoch`), so a leader that has moved on or is behind refuses it instead of serving
