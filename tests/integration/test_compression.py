@@ -111,7 +111,8 @@ def test_bad_codecs_are_refused_with_typed_codes_and_append_nothing(cluster, rep
     assert unknown.error_code == common_pb2.ERROR_CODE_UNSUPPORTED_COMPRESSION_TYPE, unknown.error_message
     garbage = produce_raw(cluster, leader, "refused", _with_body(plain, rec.COMPRESSION_ZSTD, b"not zstd at all"))
     assert garbage.error_code == common_pb2.ERROR_CODE_CORRUPT_RECORD and "decompress" in garbage.error_message
-    good = produce_raw(cluster, leader, "refused", rec.encode_batch([(None, b"ok", 1)], compression=rec.COMPRESSION_GZIP))
+    gzipped = rec.encode_batch([(None, b"ok", 1)], compression=rec.COMPRESSION_GZIP)
+    good = produce_raw(cluster, leader, "refused", gzipped)
     assert (good.error_code, good.base_offset) == (common_pb2.ERROR_CODE_NONE, 0)  # the refused ones took no offset
 
 
