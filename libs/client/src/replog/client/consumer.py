@@ -41,7 +41,8 @@ from replog.common.core.partitions import TopicPartition
 from replog.common.security.files import TlsFiles
 from replog.v1 import common_pb2, log_pb2
 
-__all__ = ["EARLIEST", "FETCH_SLACK_S", "LATEST", "Consumer", "ConsumerError", "ConsumerRecord"]
+__all__ = ["EARLIEST", "FETCH_SLACK_S", "LATEST", "NONE", "RAISE", "RESET", "Consumer", "ConsumerError",
+           "ConsumerRecord", "GroupError", "TopicPartition", "TruncationError"]
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +193,7 @@ class Consumer:
 
     # --- partitions --------------------------------------------------------------------------
 
-    def tp(self, partition: PartitionLike) -> TopicPartition:
+    def _tp(self, partition: PartitionLike) -> TopicPartition:
         """`partition` as a TopicPartition: itself, or a bare number of the one topic this consumer reads."""
         if isinstance(partition, TopicPartition):
             return partition
@@ -215,13 +216,13 @@ class Consumer:
             raise ConsumerError(common_pb2.ERROR_CODE_INVALID_REQUEST,
                                 f"consumer in group {self._group.group_id}: the group assigns its partitions")
         if isinstance(partitions, dict):
-            self._assign({self.tp(p): offset for p, offset in partitions.items()}, start)
+            self._assign({self._tp(p): offset for p, offset in partitions.items()}, start)
         else:
-            self._assign([self.tp(p) for p in partitions], start)
+            self._assign([self._tp(p) for p in partitions], start)
 
     def seek(self, partition: PartitionLike, offset: int) -> None:
         """The next record returned for `partition` is the one at `offset`."""
-        self._seek(self.tp(partition), offset, NO_EPOCH)
+        self._seek(self._tp(partition), offset, NO_EPOCH)
 
     def _seek(self, tp: TopicPartition, offset: int, leader_epoch: int) -> None:
         if tp not in self.positions:
@@ -235,28 +236,28 @@ class Consumer:
         self._fetcher.seek(tp, offset, leader_epoch)
 
     def seek_to_beginning(self, *partitions: PartitionLike) -> None:
-        for tp in [self.tp(p) for p in partitions] or self._assigned:
+        for tp in [self._tp(p) for p in partitions] or self._assigned:
             self.seek(tp, self._list_offset(tp, EARLIEST))
 
     def seek_to_end(self, *partitions: PartitionLike) -> None:
-        for tp in [self.tp(p) for p in partitions] or self._assigned:
+        for tp in [self._tp(p) for p in partitions] or self._assigned:
             self.seek(tp, self._list_offset(tp, LATEST))
 
     def position(self, partition: PartitionLike) -> int:
         """The offset of the next record this consumer returns for `partition`."""
-        tp = self.tp(partition)
+        tp = self._tp(partition)
         if tp not in self.positions:
             raise ConsumerError(common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION, f"partition {tp} is not assigned")
         return self.positions[tp]
 
     def pause(self, *partitions: PartitionLike) -> None:
         """Return no records of these partitions (and fetch none) until `resume`; what was read ahead waits."""
-        for tp in map(self.tp, partitions):
+        for tp in map(self._tp, partitions):
             self._paused.add(tp)
             self._fetcher.pause(tp)
 
     def resume(self, *partitions: PartitionLike) -> None:
-        for tp in map(self.tp, partitions):
+        for tp in map(self._tp, partitions):
             self._paused.discard(tp)
             self._fetcher.resume(tp)
 
@@ -266,12 +267,12 @@ class Consumer:
     def offsets_for_times(self, timestamps_ms: dict) -> dict:
         """Per partition, the first offset whose record is stamped at or after the time given, or None
         when no record is (ListOffsets by timestamp, at the partition's leader). Keyed as given."""
-        found = {p: self._list_offset(self.tp(p), TIMESTAMP, t) for p, t in timestamps_ms.items()}
+        found = {p: self._list_offset(self._tp(p), TIMESTAMP, t) for p, t in timestamps_ms.items()}
         return {p: (offset if offset >= 0 else None) for p, offset in found.items()}
 
     def offset_of(self, partition: PartitionLike, which: str) -> int:
         """The partition's EARLIEST or LATEST offset now (ListOffsets on its leader)."""
-        return self._list_offset(self.tp(partition), which)
+        return self._list_offset(self._tp(partition), which)
 
     def _assign(self, partitions: list[TopicPartition] | dict, start: str | int) -> None:
         """Exactly these partitions (a dict: each at its offset, or (offset, leader epoch)) from now on."""
@@ -395,7 +396,7 @@ class Consumer:
     def position_leader_epoch(self, partition: PartitionLike) -> int:
         """The leader epoch of the record before the position (of the last one returned), or -1 when not
         known: what a commit stores with the offset, for a later consumer to validate (KIP-320)."""
-        tp = self.tp(partition)
+        tp = self._tp(partition)
         before = self.positions.get(tp, 0) - 1
         for base, next_offset, epoch in self._batch_ends.get(tp, ()):
             if base <= before < next_offset:
@@ -444,18 +445,18 @@ class Consumer:
     def commit(self, offsets: dict | None = None) -> None:
         """Store `offsets` (partition -> the next offset to read) as the group's, by default the position
         of every assigned partition (the offset after the last record returned); raises GroupError."""
-        self._in_group("commit").commit(None if offsets is None else {self.tp(p): o for p, o in offsets.items()})
+        self._in_group("commit").commit(None if offsets is None else {self._tp(p): o for p, o in offsets.items()})
 
     def commit_async(self, offsets: dict | None = None,
                      callback: Callable[[dict, BaseException | None], None] | None = None) -> Future:
         """`commit()` on a background thread (the offsets are taken now); the future holds None or the
         GroupError, and `callback(offsets, error)` runs when it is done."""
-        chosen = None if offsets is None else {self.tp(p): o for p, o in offsets.items()}
+        chosen = None if offsets is None else {self._tp(p): o for p, o in offsets.items()}
         return self._in_group("commit").commit_async(chosen, callback)
 
     def committed(self, partitions: Iterable[PartitionLike]) -> dict[TopicPartition, int]:
         """The group's committed offsets of these partitions (those without one are left out)."""
-        return self._in_group("committed").committed([self.tp(p) for p in partitions])
+        return self._in_group("committed").committed([self._tp(p) for p in partitions])
 
     def _in_group(self, what: str):
         if self._group is None:
@@ -477,5 +478,3 @@ class Consumer:
     def __exit__(self, *exc) -> None:
         self.close()
 
-
-__all__ += ["GroupError", "NONE", "RAISE", "RESET", "TopicPartition", "TruncationError"]
