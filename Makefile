@@ -10,10 +10,12 @@ PROTO_OUT := libs/common/src
 PROTO_STAMP := $(PROTO_OUT)/replog/v1/.generated
 DISTS := libs/common libs/client services/broker services/controller services/admin-gateway deploy/local spark
 PYPROJECTS := $(addsuffix /pyproject.toml,$(DISTS))
+NODE_EXAMPLE := examples/node
+NODE_STAMP := $(NODE_EXAMPLE)/node_modules/.installed
 
 .PHONY: setup system-deps demo test test-faults up down status proto lint docs clean
 
-setup: system-deps $(STAMP)
+setup: system-deps $(STAMP) $(NODE_STAMP)
 
 system-deps:
 	@bash deploy/local/scripts/install-system-deps.sh
@@ -32,6 +34,11 @@ $(PROTO_STAMP): $(PROTO_SRC) $(VENV)/.dev
 	@touch $@
 
 proto: $(PROTO_STAMP)
+
+# The Node.js client example's modules, exactly as its lock file pins them (its test runs in `make test`).
+$(NODE_STAMP): $(NODE_EXAMPLE)/package-lock.json $(NODE_EXAMPLE)/package.json
+	cd $(NODE_EXAMPLE) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 $(STAMP): $(PROTO_STAMP) $(PYPROJECTS)
 	$(BIN)/pip install -q $(addprefix -e ,$(DISTS))
@@ -69,4 +76,4 @@ test-faults: setup
 		-p no:cacheprovider --durations=0
 
 clean: down
-	rm -rf .state $(VENV) $(PROTO_OUT)/replog/v1
+	rm -rf .state $(VENV) $(PROTO_OUT)/replog/v1 $(NODE_EXAMPLE)/node_modules

@@ -174,13 +174,13 @@ def measure_rebalance(cluster, args) -> dict:
         t.start()
 
     def covered(indexes) -> bool:
-        owned = [tp for i in indexes for tp in members[i].assignment]
+        owned = [tp for i in indexes for tp in members[i].assignment()]
         return len(owned) == args.partitions and len(set(owned)) == args.partitions
 
-    harness.wait_until(lambda: covered([0, 1, 2]) and all(m.assignment for m in members), 60, "three members to share")
+    harness.wait_until(lambda: covered([0, 1, 2]) and all(m.assignment() for m in members), 60, "three members to share")
     running[2] = False
     threads[2].join(10)
-    members[2]._membership._stop.set()  # heartbeats stop; it never leaves
+    members[2]._group._membership._stop.set()  # heartbeats stop; it never leaves
     died = time.monotonic()
     harness.wait_until(lambda: covered([0, 1]), args.session_timeout_ms / 1000 + 30, "the survivors to take over",
                        interval_s=0.02)

@@ -67,6 +67,14 @@ lowest real-time priority), the setting for a host where latency comes first.
 That needs root or CAP_SYS_NICE; without either, the run falls back to batch and
 says so. docs/perf/cpu-scheduling.md has both policies' figures.
 
+`--compression none|gzip|lz4|zstd|snappy` has the producer compress each batch
+(replog.common.records.compression), and `--payload json` sends compressible records:
+a pool of distinct JSON-like objects of about `--record-size` bytes (ids, names, enums,
+amounts, timestamps, as an application's events look), cycled through, instead of the
+default random bytes, which no codec shrinks. The JSON then also reports
+`bytes_on_disk`: the leader's log segments of the topic after the run, and per record.
+Compare codecs with the same --payload, alternated (docs/perf/compression.md).
+
 `--durability durable` gives the topic `flush.messages=1`, the durable mode: the leader
 and every follower fsync each batch before it counts toward the HW (docs/durability.md);
 `default` (the default) leaves fsync to the brokers' flush policy. Either way the run
@@ -100,7 +108,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
+import random
 import shutil
 import sys
 import tempfile
@@ -122,6 +132,7 @@ import harness  # noqa: E402
 import hops  # noqa: E402
 
 from replog.client import Producer  # noqa: E402
+from replog.common.records import CODECS  # noqa: E402
 from replog.common import hopmarks  # noqa: E402
 from replog.common.zk.client import ZkClient  # noqa: E402
 from replog.devcluster import ClusterSpec  # noqa: E402
@@ -169,9 +180,39 @@ class Acks:
         future.add_done_callback(done)
 
 
+JSON_EVENTS = ("order_created", "order_paid", "order_shipped", "cart_viewed", "refund_requested")
+JSON_REGIONS = ("eu-west-1", "us-east-1", "ap-south-1")
+
+
+def json_pool(record_size: int, count: int = 4096) -> list[bytes]:
+    """`count` distinct JSON-like records of about `record_size` bytes: what `--payload json` cycles through."""
+    rng = random.Random(59)
+    pool = []
+    for i in range(count):
+        event = {"id": 10_000_000 + i, "user": f"user-{rng.randrange(100_000):06d}",
+                 "event": rng.choice(JSON_EVENTS), "region": rng.choice(JSON_REGIONS),
+                 "amount_cents": rng.randrange(100_000), "ts_ms": 1_700_000_000_000 + i * 17, "items": []}
+        while len(json.dumps(event)) < record_size:
+            event["items"].append({"sku": f"SKU-{rng.randrange(10_000):05d}", "qty": rng.randrange(1, 5)})
+        pool.append(json.dumps(event, separators=(",", ":")).encode())
+    return pool
+
+
+def payloads(args, count: int) -> list[bytes]:
+    """`count` record values: random bytes (one value, repeated), or `--payload json`'s pool cycled."""
+    if args.payload == "random":
+        return [args.random_value] * count
+    return [args.json_pool[i % len(args.json_pool)] for i in range(count)]
+
+
+def log_bytes(directory: Path, topic: str) -> int:
+    """Bytes of the topic's log segments under one broker's data directory."""
+    return sum(f.stat().st_size for f in directory.glob(f"**/{topic}-*/*.log"))
+
+
 def drive_throughput(producer: Producer, args, payload: bytes) -> tuple[Acks, float]:
     acks = Acks()
-    values = [payload] * args.batch_records
+    values = payloads(args, args.batch_records)
     batches = (args.records + args.batch_records - 1) // args.batch_records
     slots = threading.Semaphore(args.partitions * (args.queued_batches + 1))
     started = time.perf_counter()
@@ -223,7 +264,7 @@ def drive_fixed_rate(producer: Producer, args, payload: bytes) -> tuple[Acks, fl
             # that each fit in one batch.
             for start in range(0, count, args.batch_records):
                 piece = min(args.batch_records, count - start)
-                future = producer.send_batch(TOPIC, [payload] * piece, partition=tick % args.partitions)
+                future = producer.send_batch(TOPIC, payloads(args, piece), partition=tick % args.partitions)
                 acks.track(future, now, piece)
             sent += count
             tick += 1
@@ -313,6 +354,10 @@ def main() -> None:
     parser.add_argument("--disk-wait-s", type=float, default=1200.0, help="the longest --disk-syncs-per-s-min wait")
     parser.add_argument("--broker-args", default="", help="extra broker flags, e.g. '--segment-bytes 1073741824'")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
+    parser.add_argument("--compression", choices=sorted(CODECS), default="none",
+                        help="the producer's compression_type (default none)")
+    parser.add_argument("--payload", choices=("random", "json"), default="random",
+                        help="record values: random bytes (incompressible; the default) or JSON-like records")
     parser.add_argument("--durability", choices=("default", "durable"), default="default",
                         help="durable: the topic gets flush.messages=1, every replica fsyncs each batch before it "
                              "counts toward the HW; default: the brokers' flush policy")
@@ -334,7 +379,9 @@ def main() -> None:
     args.linger_ms = args.linger_ms if args.linger_ms >= 0 else (0 if latency_mode else 1)
     if args.hops and not (latency_mode and args.max_in_flight == 1):
         parser.error("--hops follows one request at a time: latency mode with --max-in-flight 1")
-    fitting = (BATCH_BYTES_MAX - 4096) // (args.record_size + 24)  # the producer's per-record size estimate
+    args.json_pool = json_pool(args.record_size) if args.payload == "json" else []
+    value_bytes_max = max([args.record_size, *map(len, args.json_pool)])
+    fitting = (BATCH_BYTES_MAX - 4096) // (value_bytes_max + 24)  # the producer's per-record size estimate
     args.batch_records = min(args.batch_records or 8000, fitting)
     brokers = max(3, args.replication_factor)
 
@@ -400,9 +447,9 @@ def main() -> None:
         harness.note(f"fdatasync floor: {fdatasync}")
         bootstrap = [p.address for p in cluster.of_role("broker")]
         producer = Producer(bootstrap, acks=acks, idempotent=acks == -1, linger_ms=args.linger_ms,
-                            max_in_flight=args.max_in_flight,
+                            max_in_flight=args.max_in_flight, compression_type=args.compression,
                             batch_records_max=1_000_000, buffered_records_max=10_000_000, request_timeout_ms=30_000)
-        payload = os.urandom(args.record_size)
+        payload = args.random_value = os.urandom(args.record_size)
         # Warm up: metadata, connections, the first batches of every partition.
         for p in range(args.partitions):
             producer.send_batch(TOPIC, [payload] * 10, partition=p).result(timeout=30)
@@ -437,6 +484,7 @@ def main() -> None:
         except TimeoutError:
             pass  # counted in unacknowledged_records_at_deadline
         trimmed = trimmed_partitions(cluster) if args.retention_bytes > 0 or args.segment_bytes > 0 else None
+        on_disk = log_bytes(cluster.data_dir(f"broker-{assignment[0][0]}"), TOPIC)
         for proc in profilers:
             proc.wait(timeout=60)
     hop_table = None
@@ -450,6 +498,10 @@ def main() -> None:
         "acks": args.acks,
         "durability": args.durability,
         "record_size": args.record_size,
+        "compression": args.compression,
+        "payload": args.payload,
+        "bytes_on_disk": {"leader_log_bytes": on_disk,
+                          "per_record": round(on_disk / results.records, 1) if results.records else None},
         "replication_factor": args.replication_factor,
         "partitions": args.partitions,
         "batch_records": None if latency_mode else args.batch_records,

@@ -38,7 +38,7 @@ class GroupMember:
         """Stop polling and heartbeating without leaving the group, as a killed process would."""
         self.running = False
         self.thread.join(10)
-        self.consumer._membership._stop.set()
+        self.consumer._group._membership._stop.set()
 
     def close(self) -> None:
         self.running = False

@@ -1,7 +1,7 @@
 """`replog consume --group` and `replog groups` against real processes (issue 43): consume commits what
 it printed, describe shows lag equal to log end minus committed offset, reset-offsets --to-datetime
-moves a stopped group's offsets (and a dry run moves nothing) but refuses on an active group,
-and delete removes the group."""
+only plans without --execute (nothing moves), moves a stopped group's offsets with it, but refuses on
+an active group, and delete removes the group."""
 
 from __future__ import annotations
 
@@ -62,11 +62,17 @@ def test_consume_with_a_group_then_describe_reset_and_delete(cluster, replog):
     assert code == 0 and GROUP in [g["group"] for g in json.loads(out)], err
 
     when = datetime.fromtimestamp(new_ms / 1000, timezone.utc).isoformat()
-    code, out, err = replog("groups", "reset-offsets", "--group", GROUP, "--topic", TOPIC, "--to-datetime", when,
-                            "--dry-run", "-o", "json")
-    assert code == 0, err
-    assert json.loads(out)["partitions"][0]["new_offset"] == 15 and describe(replog)["partitions"][0]["lag"] == 18
+    for plan_only in ((), ("--dry-run",)):  # without --execute it plans, and changes nothing
+        code, out, err = replog("groups", "reset-offsets", "--group", GROUP, "--topic", TOPIC, "--to-datetime", when,
+                                *plan_only, "-o", "json")
+        assert code == 0, err
+        planned = json.loads(out)
+        assert planned["partitions"][0]["new_offset"] == 15 and not planned["executed"]
+        assert describe(replog)["partitions"][0]["committed_offset"] == 12
     code, out, err = replog("groups", "reset-offsets", "--group", GROUP, "--topic", TOPIC, "--to-datetime", when)
+    assert code == 0 and "--execute applies it" in out, err
+    code, out, err = replog("groups", "reset-offsets", "--group", GROUP, "--topic", TOPIC, "--to-datetime", when,
+                            "--execute")
     assert code == 0, err
     assert describe(replog)["partitions"][0]["committed_offset"] == 15
 
@@ -74,10 +80,11 @@ def test_consume_with_a_group_then_describe_reset_and_delete(cluster, replog):
                            enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=1000)
     try:
         deadline = time.monotonic() + 60
-        while not member.assignment and time.monotonic() < deadline:
+        while not member.assignment() and time.monotonic() < deadline:
             member.poll(200)
-        assert member.assignment, "the member never got its partition"
-        code, _, err = replog("groups", "reset-offsets", "--group", GROUP, "--topic", TOPIC, "--to-earliest")
+        assert member.assignment(), "the member never got its partition"
+        code, _, err = replog("groups", "reset-offsets", "--group", GROUP, "--topic", TOPIC, "--to-earliest",
+                              "--execute")
         assert code == 1 and "active member" in err
         assert describe(replog)["partitions"][0]["member_id"] is not None
     finally:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from replog.client import Consumer, ConsumerError, Producer
+from replog.client import Consumer, ConsumerError, Producer, TopicPartition
 from replog.client.partitioner import partition_for_key
 from replog.devcluster import ClusterSpec
 
@@ -88,7 +88,7 @@ def test_the_consumer_iterates_seeks_and_starts_by_timestamp(cluster):
         with pytest.raises(ConsumerError, match="not assigned"):
             consumer.seek(0, 3)
         consumer.assign([0, 1], start=98)
-        assert consumer.assignment() == [0, 1] and consumer.position(1) == 100 and consumer.position(0) == 98
+        assert consumer.assignment() == [TopicPartition("iterated", 0), TopicPartition("iterated", 1)] and consumer.position(1) == 100 and consumer.position(0) == 98
         assert sorted((r.partition, r.offset) for r in consumer) == [(0, 98), (0, 99)]
 
     with Consumer(bootstrap(cluster), "iterated", start_timestamp_ms=T0_MS + 150_000,

@@ -24,7 +24,7 @@ def test_the_client_docs_examples_run(cluster_factory, capsys):
                 wait_for_isr(cluster, zk, "orders", {1, 2, 3}, 60, partition=p)
         bootstrap = [p.address for p in cluster.of_role("broker")]
         examples = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.DOTALL)
-        assert len(examples) == 2
+        assert len(examples) == 4  # producing, consuming, consuming in a group, TLS
         for example in examples:
             assert BOOTSTRAP_LINE.search(example), "each example names its brokers in one `bootstrap = [...]` line"
             exec(compile(BOOTSTRAP_LINE.sub(f"bootstrap = {bootstrap!r}", example), str(PAGE), "exec"), {})
@@ -34,3 +34,6 @@ def test_the_client_docs_examples_run(cluster_factory, capsys):
     assert any(line.startswith("written at") for line in printed)
     assert sum(1 for line in printed if " b'order " in line) == 1000  # the consumer printed every order
     assert "5" in printed
+    assert "assigned 6 partitions" in printed
+    assert any(line.startswith("processed ") and line.endswith("committed True") for line in printed)
+    assert printed[-1] == "1"  # the record sent over mutual TLS, read back

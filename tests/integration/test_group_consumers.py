@@ -1,7 +1,8 @@
 """Consumers in a group on real brokers (issue 43): three share a 12-partition topic with no
 partition owned twice; one dies (its heartbeats and polls stop, it never leaves) and its partitions
 move within the session timeout; every record is processed at least once and none skipped; a group
-started again later resumes at its committed offsets."""
+started again later resumes at its committed offsets. One Consumer in a group is iterated, sought,
+paused and committed like a plain one."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ import time
 
 import pytest
 
-from replog.client import GroupConsumer, Producer
-from replog.common.core.partitions import TopicPartition
+from replog.client import Consumer, GroupConsumer, Producer, TopicPartition
 
 from .gateway_helpers import cli_runner
 from .group_helpers import GroupMember
@@ -59,7 +59,7 @@ def test_three_consumers_share_survive_a_death_and_resume(cluster, capsys):
                            heartbeat_interval_ms=1000, max_wait_ms=200) for i in range(3)]
 
     def shares() -> list[tuple[TopicPartition, ...]]:
-        return [w.consumer.assignment for w in workers if w.running]
+        return [w.consumer.assignment() for w in workers if w.running]
 
     def shared_once() -> bool:
         owned = [tp for share in shares() for tp in share]
@@ -93,3 +93,42 @@ def test_three_consumers_share_survive_a_death_and_resume(cluster, capsys):
     finally:
         later.close()
     assert sorted(seen) == sorted((p, o) for p in range(PARTITIONS) for o in (30, 31))  # resumed, nothing again
+
+
+def test_one_consumer_in_a_group_is_iterated_sought_paused_and_committed(cluster, capsys):
+    """The Consumer with a group_id has the plain consumer's API (issue 59): iteration, assignment() of
+    TopicPartitions, position, seek, pause and resume, commit (sync and async) and the rebalance callbacks."""
+    topic, group = "iterated", "iterators"
+    code, _, err = cli_runner(cluster, capsys)("topics", "create", topic, "--partitions", "2",
+                                               "--replication-factor", "3")
+    assert code == 0, err
+    bootstrap = ",".join(p.address for p in cluster.of_role("broker"))
+    with Producer(bootstrap) as producer:
+        for i in range(40):
+            producer.send(topic, b"v%d" % i, partition=i % 2)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    assigned: list[list[TopicPartition]] = []
+    with Consumer(bootstrap, topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
+                  iteration_timeout_ms=1500, max_wait_ms=200, session_timeout_ms=SESSION_MS,
+                  heartbeat_interval_ms=1000, on_assign=assigned.append) as consumer:
+        read = [(r.partition, r.offset) for r in consumer]
+        assert sorted(read) == sorted((p, o) for p in (0, 1) for o in range(20))
+        assert consumer.assignment() == [tp0, tp1] and assigned == [[tp0, tp1]]
+        assert (consumer.position(tp0), consumer.position(1)) == (20, 20)  # a bare number: its one topic
+
+        consumer.seek(tp0, 15)
+        consumer.pause(tp1)
+        consumer.seek(tp1, 0)
+        assert [(r.partition, r.offset) for r in consumer] == [(0, o) for o in range(15, 20)]  # tp1 paused
+        consumer.resume(tp1)
+        consumer.seek(tp1, 18)
+        assert [(r.partition, r.offset) for r in consumer] == [(1, 18), (1, 19)]
+
+        consumer.seek(tp0, 12)
+        consumer.commit()
+        assert consumer.committed([tp0, tp1]) == {tp0: 12, tp1: 20}
+        consumer.commit_async({tp0: 17}).result(timeout=30)
+        assert consumer.committed([tp0]) == {tp0: 17}
+    with Consumer(bootstrap, topic, group_id=group, enable_auto_commit=False, iteration_timeout_ms=1500,
+                  max_wait_ms=200, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=1000) as again:
+        assert [(r.partition, r.offset) for r in again] == [(0, 17), (0, 18), (0, 19)]  # from the group's offsets

@@ -137,10 +137,10 @@ def test_a_group_rebalances_when_its_topic_gains_partitions(cluster, replog):
     members = [GroupMember(bootstrap, TOPIC, "growing", f"m{i}", seen, lock, **MEMBER_SETTINGS) for i in range(2)]
     try:
         def owned() -> list[TopicPartition]:
-            return sorted(tp for m in members for tp in m.consumer.assignment)
+            return sorted(tp for m in members for tp in m.consumer.assignment())
 
         until(lambda: owned() == [TopicPartition(TOPIC, p) for p in range(2)] and all(
-            m.consumer.assignment for m in members), "the two members to share the two partitions")
+            m.consumer.assignment() for m in members), "the two members to share the two partitions")
         code, _, err = replog("topics", "add-partitions", TOPIC, "--partitions", "6")
         assert code == 0, err
         until(lambda: owned() == [TopicPartition(TOPIC, p) for p in range(6)],
@@ -171,8 +171,8 @@ def test_a_rebalance_is_one_trace_with_the_members_calls_as_children(cluster):
     members = [GroupMember(bootstrap, TOPIC, "traced", f"t{i}", seen, threading.Lock(), **MEMBER_SETTINGS)
                for i in range(2)]
     try:
-        until(lambda: all(m.consumer.assignment for m in members), "both members to get partitions")
-        member_ids = {m.consumer._membership.member_id for m in members}
+        until(lambda: all(m.consumer.assignment() for m in members), "both members to get partitions")
+        member_ids = {m.consumer._group._membership.member_id for m in members}
         generation = max(m.consumer.generation_id for m in members)
     finally:
         for m in members:

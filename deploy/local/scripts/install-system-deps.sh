@@ -2,7 +2,8 @@
 # Installs what the local cluster and the tests need from Debian's packages:
 # a Java runtime and ZooKeeper, nftables for the fault tests' network cuts, iproute2 for the
 # multi-host layout's network namespaces (replog-local up --hosts, tests/fault/test_netns_*.py), and
-# libfuse3 with fusermount3 for the fault tests' power-loss filesystem (tests/fault/powerloss/).
+# libfuse3 with fusermount3 for the fault tests' power-loss filesystem (tests/fault/powerloss/), and
+# Node.js with npm for the Node client example (examples/node/, tests/integration/test_node_client.py).
 # Safe to run again: it does nothing when all are there.
 set -euo pipefail
 
@@ -14,6 +15,8 @@ command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need+=(nftables)
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || need+=(iproute2)
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 ldconfig -p 2>/dev/null | grep 'libfuse3\.so' >/dev/null || need+=(libfuse3-3)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "setup: installing ${need[*]} from Debian's packages"
@@ -26,7 +29,7 @@ else
   exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: need ${need[*]} but this machine has no apt-get; install Java 17, ZooKeeper 3.8 (jar at $zk_jar), nftables, iproute2 and fuse3 by hand" >&2
+  echo "setup: need ${need[*]} but this machine has no apt-get; install Java 17, ZooKeeper 3.8 (jar at $zk_jar), nftables, iproute2, fuse3, Node.js and npm by hand" >&2
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive

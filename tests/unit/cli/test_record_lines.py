@@ -79,3 +79,27 @@ def test_json_output_holds_every_field():
     assert record_as_json(RECORD, "base64") == {
         "partition": 2, "offset": 41, "timestamp_ms": 1_700_000_000_000, "timestamp_type": "LogAppendTime",
         "key": "k", "headers": [{"key": "a", "value": "MQ=="}, {"key": "n", "value": None}], "value": "AGhp"}
+
+
+def test_keys_and_values_round_trip_in_hex_and_base64_both_ways():
+    binary_key, binary_value = bytes(range(250, 256)) + b"\x00", b"\xff\xfe\x00value"
+    record = ConsumerRecord("t", 0, 5, binary_key, binary_value, 1, (("h", b"\x01"),), TimestampType.CREATE_TIME)
+    for data_format in ("hex", "base64"):
+        line = record_as_text(record, value_format=data_format, timestamp=False, offset=False, headers=False,
+                              key=True, key_format=data_format)
+        key_text, value_text = line.split("\t")
+        assert parse_line(f"{key_text}:{value_text}", "text", ":", [], key_format=data_format,
+                          value_format=data_format)[:2] == (binary_key, binary_value)
+        as_json = record_as_json(record, data_format, data_format)
+        import json
+
+        line = json.dumps({k: as_json[k] for k in ("key", "value", "headers")})
+        assert parse_line(line, "json", None, [], key_format=data_format, value_format=data_format)[:3] == (
+            binary_key, binary_value, [("h", b"\x01")])
+
+
+def test_a_key_that_is_not_hex_is_a_line_error():
+    with pytest.raises(LineError, match="the key 'zz' is not hex"):
+        parse_line("zz:00", "text", ":", [], key_format="hex", value_format="hex")
+    with pytest.raises(LineError, match="not base64"):
+        parse_line("!!!", "text", None, [], value_format="base64")

@@ -136,8 +136,8 @@ def restamp(batch: bytes, **fields) -> bytes:
 
 
 def test_unknown_attribute_bits_are_refused():
-    batch = restamp(encode_batch([(None, b"v", T0_MS)]), attributes=0x01)
-    with pytest.raises(CorruptRecordError, match="attributes 0x0001 set bits this format does not know"):
+    batch = restamp(encode_batch([(None, b"v", T0_MS)]), attributes=0x20)  # bits 0-2 are the codec now
+    with pytest.raises(CorruptRecordError, match="attributes 0x0020 set bits this format does not know"):
         validate_batch(batch)
 
 

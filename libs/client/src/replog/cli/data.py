@@ -1,8 +1,9 @@
 """`replog produce` and `replog consume`: try the data path by hand.
 
-Both find the brokers through the gateway's DescribeCluster, then talk to the
-partition leaders directly with the client library. How records are read from and
-printed as lines (input formats, headers, timestamps, value formats): record_lines.py.
+Both find the brokers through the gateway's DescribeCluster (or take them from
+`--bootstrap-server`, and then need no gateway), then talk to the partition leaders
+directly with the client library. How records are read from and printed as lines (input
+formats, headers, timestamps, key and value formats): record_lines.py.
 """
 
 from __future__ import annotations
@@ -13,12 +14,26 @@ import time
 
 from replog.cli import record_lines
 from replog.cli.output import CliError
+from replog.common.records import CODECS
 from replog.v1 import admin_pb2, admin_pb2_grpc
+
+
+def _common(command) -> None:
+    command.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]",
+                         help="brokers to start from (default: the live brokers the gateway names)")
+    command.add_argument("--key-format", choices=record_lines.VALUE_FORMATS, default="text",
+                         help="how keys are written: text (utf-8), hex or base64 (default text)")
 
 
 def add_parsers(sub) -> None:
     produce = sub.add_parser("produce", help="send lines from stdin as records")
     produce.add_argument("--topic", required=True)
+    _common(produce)
+    produce.add_argument("--value-format", choices=record_lines.VALUE_FORMATS, default="text",
+                         help="how values (and a JSON line's header values) are written: text (utf-8), hex or "
+                              "base64 (default text)")
+    produce.add_argument("--compression-type", choices=sorted(CODECS), default="none",
+                         help="compress each batch (default none; a topic's compression.type may store another)")
     produce.add_argument("--partition", type=int, help="fixed partition (default: by key, else round robin)")
     produce.add_argument("--key-separator", metavar="SEP",
                          help="text input: split each line into key SEP value (e.g. ':'); default: no key")
@@ -32,6 +47,7 @@ def add_parsers(sub) -> None:
     produce.set_defaults(run=run_produce)
     consume = sub.add_parser("consume", help="print records to stdout")
     consume.add_argument("--topic", required=True)
+    _common(consume)
     consume.add_argument("--partition", type=int, action="append", help="partition(s) to read (default all)")
     start = consume.add_mutually_exclusive_group()
     start.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
@@ -60,6 +76,18 @@ def add_parsers(sub) -> None:
     consume.set_defaults(run=run_consume)
 
 
+def data_brokers(args, channel) -> list[str]:
+    """--bootstrap-server's brokers, else the live brokers the gateway names."""
+    if getattr(args, "bootstrap_server", None):
+        from replog.client.metadata import bootstrap_addresses
+
+        try:
+            return bootstrap_addresses(args.bootstrap_server)
+        except ValueError as exc:
+            raise CliError(f"--bootstrap-server: {exc}") from None
+    return brokers(channel)
+
+
 def brokers(channel) -> list[str]:
     reply = admin_pb2_grpc.AdminServiceStub(channel).DescribeCluster(admin_pb2.DescribeClusterRequest(), timeout=10)
     alive = [f"{b.host}:{b.port}" for b in reply.brokers if b.alive]
@@ -78,8 +106,8 @@ def run_produce(args, channel) -> int:
     acks = -1 if args.acks == "all" else int(args.acks)
     idempotent = acks == -1 and not args.no_idempotence
     try:
-        producer = Producer(brokers(channel), acks=acks, idempotent=idempotent, tls=args.tls,
-                            insecure=args.tls is None)
+        producer = Producer(data_brokers(args, channel), acks=acks, idempotent=idempotent, tls=args.tls,
+                            insecure=args.tls is None, compression_type=args.compression_type)
     except (ProduceError, KeyError) as exc:
         raise CliError(str(exc)) from None
     futures = []
@@ -87,11 +115,12 @@ def run_produce(args, channel) -> int:
         for number, line in enumerate(sys.stdin, 1):
             try:
                 key, value, headers, timestamp_ms = record_lines.parse_line(
-                    line.rstrip("\n"), args.input_format, args.key_separator, extra_headers)
+                    line.rstrip("\n"), args.input_format, args.key_separator, extra_headers,
+                    key_format=args.key_format, value_format=args.value_format)
                 futures.append(producer.send(args.topic, value, key=key, headers=headers, timestamp_ms=timestamp_ms,
                                              partition=args.partition))
-            except KeyError as exc:
-                raise CliError(str(exc).strip("'\"")) from None
+            except ProduceError as exc:  # an unknown topic
+                raise CliError(str(exc)) from None
             except (TypeError, ValueError) as exc:  # LineError, or headers the format refuses
                 raise CliError(f"line {number}: {exc} (the lines before it were sent)") from None
         try:
@@ -133,11 +162,11 @@ def run_consume(args, channel) -> int:
         raise CliError(str(exc)) from None
     try:
         if args.group is not None:
-            consumer = Consumer(brokers(channel), args.topic, group_id=args.group, enable_auto_commit=False,
+            consumer = Consumer(data_brokers(args, channel), args.topic, group_id=args.group, enable_auto_commit=False,
                                 auto_offset_reset=EARLIEST if args.from_beginning else LATEST,
                                 client_id="replog-cli", tls=args.tls, insecure=args.tls is None)
         else:
-            consumer = Consumer(brokers(channel), args.topic, partitions=args.partition, start=start,
+            consumer = Consumer(data_brokers(args, channel), args.topic, partitions=args.partition, start=start,
                                 start_timestamp_ms=start_timestamp_ms, tls=args.tls, insecure=args.tls is None,
                                 reset_out_of_range=args.reset_out_of_range)
     except (ClientError, KeyError) as exc:
@@ -147,7 +176,7 @@ def run_consume(args, channel) -> int:
     try:
         while args.max_records is None or count < args.max_records:
             batch = consumer.poll(500)
-            if batch or (args.group is not None and not consumer.assignment):
+            if batch or (args.group is not None and not consumer.assignment()):
                 idle_since = time.monotonic()  # a group member is idle only once it has partitions
             elif not args.follow and (time.monotonic() - idle_since) * 1000 >= args.timeout_ms:
                 break
@@ -158,11 +187,12 @@ def run_consume(args, channel) -> int:
                 count += 1
                 printed.append(record)
                 if args.output == "json":
-                    print(json.dumps(record_lines.record_as_json(record, args.value_format)), flush=True)
+                    print(json.dumps(record_lines.record_as_json(record, args.value_format, args.key_format)),
+                          flush=True)
                     continue
                 print(record_lines.record_as_text(
                     record, value_format=args.value_format, timestamp=args.print_timestamp, offset=args.print_offset,
-                    headers=args.print_headers, key=args.print_key), flush=True)
+                    headers=args.print_headers, key=args.print_key, key_format=args.key_format), flush=True)
             if args.group is not None and printed:
                 commit_printed(consumer, printed)
     except ClientError as exc:

@@ -7,7 +7,10 @@ for log ends. Lag is the log end (the high watermark) minus the committed offset
     replog groups list
     replog groups describe --group G
     replog groups reset-offsets --group G --topic T --to-earliest | --to-latest | --to-offset N |
-        --to-datetime 2026-11-26T08:30:00Z | --shift-by -10  [--dry-run]
+        --to-datetime 2026-11-26T08:30:00Z | --shift-by -10  [--execute]
+
+reset-offsets only plans (prints the offsets it would set) unless --execute is given, as
+kafka-consumer-groups does: an operator sees the plan before anything moves.
     replog groups delete --group G
 """
 
@@ -31,7 +34,8 @@ def add_parser(sub) -> None:
     describe = verbs.add_parser("describe", help="members, assignment, committed offset, log end and lag")
     describe.add_argument("--group", required=True)
     describe.set_defaults(run=run_describe)
-    reset = verbs.add_parser("reset-offsets", help="move a stopped group's committed offsets")
+    reset = verbs.add_parser("reset-offsets", help="plan, and with --execute apply, new committed offsets for a "
+                                                   "stopped group")
     reset.add_argument("--group", required=True)
     reset.add_argument("--topic", required=True)
     to = reset.add_mutually_exclusive_group(required=True)
@@ -40,7 +44,9 @@ def add_parser(sub) -> None:
     to.add_argument("--to-offset", type=int, metavar="N")
     to.add_argument("--to-datetime", metavar="T", help="ISO 8601 (UTC unless it says) or milliseconds since the epoch")
     to.add_argument("--shift-by", type=int, metavar="N", help="move each committed offset by N (may be negative)")
-    reset.add_argument("--dry-run", action="store_true", help="print the new offsets, change nothing")
+    how = reset.add_mutually_exclusive_group()
+    how.add_argument("--execute", action="store_true", help="apply the new offsets (without it: only print them)")
+    how.add_argument("--dry-run", action="store_true", help="print the new offsets, change nothing (the default)")
     reset.set_defaults(run=run_reset)
     delete = verbs.add_parser("delete", help="delete a group without members, with its offsets")
     delete.add_argument("--group", required=True)
@@ -178,13 +184,13 @@ def run_reset(args, channel) -> int:
     cluster = _Cluster(args, channel)
     try:
         found = describe_group(cluster, args.group) if _exists(cluster, args.group) else None
-        if found is not None and found["members"] and not args.dry_run:
+        if found is not None and found["members"] and args.execute:
             raise CliError(f"group {args.group} has {found['members']} active member(s) ({found['state']}); "
                            "stop them before resetting its offsets")
         committed = {p["partition"]: p["committed_offset"] for p in (found or {"partitions": []})["partitions"]
                      if p["topic"] == args.topic and p["committed_offset"] is not None}
         targets = _targets(args, cluster, committed)
-        if not args.dry_run and targets:
+        if args.execute and targets:
             reply = cluster.coordinator(args.group).AlterGroupOffsets(group_pb2.AlterGroupOffsetsRequest(
                 group_id=args.group, partitions=[group_pb2.OffsetCommitPartition(
                     topic=args.topic, partition=p, offset=o, leader_epoch=-1) for p, o in sorted(targets.items())]),
@@ -194,10 +200,12 @@ def run_reset(args, channel) -> int:
         cluster.close()
     rows = [{"topic": args.topic, "partition": p, "previous_offset": committed.get(p), "new_offset": o}
             for p, o in sorted(targets.items())]
-    emit(args.output, {"group": args.group, "dry_run": args.dry_run, "partitions": rows},
+    plan = "reset" if args.execute else "would reset (a plan: nothing changed; --execute applies it)"
+    emit(args.output, {"group": args.group, "dry_run": not args.execute, "executed": args.execute,
+                       "partitions": rows},
          ("", ["TOPIC", "PARTITION", "PREVIOUS-OFFSET", "NEW-OFFSET"],
           [[r["topic"], r["partition"], r["previous_offset"], r["new_offset"]] for r in rows]),
-         lines=[f"{'would reset' if args.dry_run else 'reset'} group {args.group} on {args.topic}:"])
+         lines=[f"{plan} group {args.group} on {args.topic}:"])
     return 0
 
 

@@ -14,7 +14,7 @@ import sys
 
 import grpc
 
-from replog.cli import acls, cluster, data, elections, export, groups, reassign, records, topics, traces
+from replog.cli import acls, cluster, completion, data, elections, export, groups, reassign, records, topics, traces
 from replog.cli.connection import describe_rpc_error, resolve_gateway
 from replog.cli.output import CliError, fail
 from replog.common.channels import CHANNEL_OPTIONS
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     for group in (topics, reassign, elections, records, cluster, export, traces, acls, groups):
         group.add_parser(sub)
     data.add_parsers(sub)
+    completion.add_parser(sub, parser)
     _accept_global_options_anywhere(parser)
     return parser
 
@@ -71,6 +72,8 @@ def _accept_global_options_anywhere(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 on a usage error
+    if getattr(args, "offline", False):  # needs no cluster (completion)
+        return args.run(args, None)
     address = resolve_gateway(args.gateway)
     try:
         args.tls = resolve_client_tls(args.tls_ca_file, args.tls_cert_file, args.tls_key_file, insecure=args.insecure)

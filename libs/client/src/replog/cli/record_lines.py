@@ -15,7 +15,10 @@ kafka-console-consumer's order, each only when asked: `CreateTime:<ms>` or
 `LogAppendTime:<ms>` (`--print-timestamp`), `<partition>:<offset>` (`--print-offset`),
 the headers as `k1:v1,k2:v2` or `NO_HEADERS` (`--print-headers`), the key
 (`--print-key`), then the value. With `--output json`, one object per record holding every
-field. `--value-format text|hex|base64` says how values and header values are printed.
+field. `--value-format` and `--key-format` (utf-8, the default, also called text; hex; base64) say
+how values (and header values) and keys are written, in both directions: `replog produce` decodes
+them from the line (a JSON line's strings too), `replog consume` encodes them, so binary keys and
+values travel through a terminal undamaged as hex or base64.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import base64
 import datetime
 import json
 
-VALUE_FORMATS = ("text", "hex", "base64")
+VALUE_FORMATS = ("text", "utf-8", "hex", "base64")  # text and utf-8 are one format
 INPUT_FORMATS = ("text", "json")
 _JSON_FIELDS = ("key", "value", "headers", "timestamp_ms")
 
@@ -43,17 +46,39 @@ def parse_header_argument(text: str) -> tuple[str, bytes]:
     return key, value.encode()
 
 
-def parse_line(line: str, input_format: str, key_separator: str | None,
-               extra_headers: Headers) -> tuple[bytes | None, bytes, Headers, int | None]:
-    """(key, value, headers, timestamp_ms or None) of one input line, without its newline."""
+def parse_bytes(text: str, data_format: str, what: str = "value") -> bytes:
+    """`text` as bytes in `data_format` (utf-8/text, hex, base64): what `format_bytes` printed."""
+    if data_format == "hex":
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            raise LineError(f"the {what} {text[:40]!r} is not hex") from None
+    if data_format == "base64":
+        try:
+            return base64.b64decode(text, validate=True)
+        except ValueError:
+            raise LineError(f"the {what} {text[:40]!r} is not base64") from None
+    return text.encode()
+
+
+def parse_line(line: str, input_format: str, key_separator: str | None, extra_headers: Headers, *,
+               key_format: str = "text", value_format: str = "text") -> tuple[bytes | None, bytes, Headers, int | None]:
+    """(key, value, headers, timestamp_ms or None) of one input line, without its newline; keys and
+    values (a JSON line's header values too) decoded from `key_format` and `value_format`."""
     if input_format == "json":
         key, value, headers, timestamp_ms = _parse_json_line(line)
+        if key_format not in ("text", "utf-8") and key is not None:
+            key = parse_bytes(key.decode(), key_format, "key")
+        if value_format not in ("text", "utf-8"):
+            value = parse_bytes(value.decode(), value_format)
+            headers = [(k, None if v is None else parse_bytes(v.decode(), value_format, f"header {k!r}"))
+                       for k, v in headers]
         return key, value, headers + extra_headers, timestamp_ms
     key = None
     if key_separator and key_separator in line:
         key_text, line = line.split(key_separator, 1)
-        key = key_text.encode()
-    return key, line.encode(), list(extra_headers), None
+        key = parse_bytes(key_text, key_format, "key")
+    return key, parse_bytes(line, value_format), list(extra_headers), None
 
 
 def _parse_json_line(line: str) -> tuple[bytes | None, bytes, Headers, int | None]:
@@ -122,21 +147,22 @@ def format_bytes(data: bytes, value_format: str) -> str:
     return data.decode(errors="replace")
 
 
-def record_as_json(record, value_format: str) -> dict:
-    """Every field of a ConsumerRecord, values and header values in `value_format`."""
+def record_as_json(record, value_format: str, key_format: str = "text") -> dict:
+    """Every field of a ConsumerRecord, values and header values in `value_format`, the key in `key_format`."""
     return {
         "partition": record.partition,
         "offset": record.offset,
         "timestamp_ms": record.timestamp_ms,
         "timestamp_type": record.timestamp_type.value,
-        "key": record.key.decode(errors="replace") if record.key is not None else None,
+        "key": format_bytes(record.key, key_format) if record.key is not None else None,
         "headers": [{"key": k, "value": None if v is None else format_bytes(v, value_format)}
                     for k, v in record.headers],
         "value": format_bytes(record.value, value_format),
     }
 
 
-def record_as_text(record, *, value_format: str, timestamp: bool, offset: bool, headers: bool, key: bool) -> str:
+def record_as_text(record, *, value_format: str, timestamp: bool, offset: bool, headers: bool, key: bool,
+                   key_format: str = "text") -> str:
     """One tab-separated line, the fields asked for in kafka-console-consumer's order."""
     fields = []
     if timestamp:
@@ -147,6 +173,6 @@ def record_as_text(record, *, value_format: str, timestamp: bool, offset: bool, 
         fields.append(",".join(f"{k}:{'null' if v is None else format_bytes(v, value_format)}"
                                for k, v in record.headers) or "NO_HEADERS")
     if key:
-        fields.append((record.key or b"").decode(errors="replace"))
+        fields.append(format_bytes(record.key or b"", key_format))
     fields.append(format_bytes(record.value, value_format))
     return "\t".join(fields)

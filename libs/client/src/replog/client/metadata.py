@@ -66,12 +66,24 @@ def metadata_candidates(leaders: set[str], brokers: list[str], bootstrap: list[s
     return order + sorted(failed, key=lambda a: failed_at_s[a])  # the longest ago first
 
 
+def bootstrap_addresses(bootstrap: str | list[str] | tuple[str, ...]) -> list[str]:
+    """Broker addresses from a list, or from one string of comma-separated host:port ("a:1,b:2")."""
+    if isinstance(bootstrap, str):
+        bootstrap = bootstrap.split(",")
+    addresses = [a.strip() for a in bootstrap if a and a.strip()]
+    for address in addresses:
+        host, sep, port = address.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"a bootstrap address is host:port, not {address!r}")
+    return addresses
+
+
 class MetadataCache:
-    def __init__(self, bootstrap: list[str], channels: ChannelCache | None = None, *,
+    def __init__(self, bootstrap: str | list[str], channels: ChannelCache | None = None, *,
                  timeout_s: float = 1.0, tls: TlsFiles | None = None, insecure: bool = False) -> None:
-        if not bootstrap:
+        self.bootstrap = bootstrap_addresses(bootstrap)
+        if not self.bootstrap:
             raise ValueError("at least one bootstrap broker address (host:port) is needed")
-        self.bootstrap = list(bootstrap)
         self.channels = channels or ChannelCache(tls if tls is not None else resolve_client_tls(insecure=insecure))
         self.timeout_s = timeout_s
         self.refreshed_at_s = float("-inf")  # time.monotonic() of the last refresh that got an answer

@@ -31,7 +31,7 @@ from concurrent.futures import Future
 from replog.client.accumulator import Accumulator
 from replog.client.metadata import MetadataCache
 from replog.client.partitioner import StickyPartitioner, partition_for_key
-from replog.client.results import ProduceError, RecordMetadata, SendHandle
+from replog.client.results import ProduceError, RecordMetadata, SendHandle, UnknownTopicError
 from replog.client.sender import Sender
 from replog.common import records as rec
 from replog.common.security.files import TlsFiles
@@ -51,14 +51,17 @@ class Producer:
     (needs "all"): retries never write a record twice; `linger_ms`: how long an open batch waits for
     more records; `batch_records_max` / `batch_bytes_max`: when a batch is full;
     `buffered_records_max`: `send` blocks while this many records wait for their answers;
-    `max_in_flight`: requests in flight per partition. A context manager: leaving it closes the
-    producer, which first delivers what is buffered."""
+    `max_in_flight`: requests in flight per partition; `compression_type`: "none" (the default),
+    "gzip", "snappy", "lz4" or "zstd", each batch's records compressed as one block (a topic whose
+    compression.type is not `producer` is stored with its own codec whatever the producer sends).
+    A context manager: leaving it closes the producer, which first delivers what is buffered."""
 
     def __init__(
         self,
-        bootstrap: list[str],
+        bootstrap: str | list[str],
         *,
         acks: int | str = "all",
+        compression_type: str | None = "none",
         idempotent: bool = True,
         linger_ms: int = 2,
         batch_records_max: int = 2000,
@@ -74,8 +77,10 @@ class Producer:
         tls: TlsFiles | None = None,
         insecure: bool = False,
     ) -> None:
-        """`tls`: the CA, certificate and key to call the brokers with (default: found as
-        security/local.py says); `insecure`: plaintext, for a cluster run with --insecure."""
+        """`bootstrap`: broker addresses, a list or one "host:port[,host:port...]" string; `tls`: the CA,
+        certificate and key to call the brokers with (default: found as security/local.py says);
+        `insecure`: plaintext, for a cluster run with --insecure."""
+        self.compression = rec.codec_of(compression_type or "none")  # ValueError names the known ones
         acks = _ACKS.get(acks, acks) if isinstance(acks, str) else acks
         if acks not in (0, 1, -1):
             raise ValueError(f"acks must be 0, 1, -1 or \"all\", not {acks!r}")
@@ -109,7 +114,7 @@ class Producer:
                               producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                               request_timeout_s=self.request_timeout_s, delivery_timeout_s=self.delivery_timeout_s,
                               retry_backoff_s=self.retry_backoff_s, retry_backoff_max_s=self.retry_backoff_max_s,
-                              metadata_max_age_s=self.metadata_max_age_s)
+                              metadata_max_age_s=self.metadata_max_age_s, compression=self.compression)
         self._sender.start()
 
     # --- API -------------------------------------------------------------------------------
@@ -124,7 +129,8 @@ class Producer:
         `headers`: (key, value) pairs or a mapping, keys non-empty str, values bytes or None
         (TypeError / ValueError at once when not, or past the format's bounds);
         `timestamp_ms`: the record's create time (default now; a topic with
-        message.timestamp.type=LogAppendTime replaces it with the leader's clock)."""
+        message.timestamp.type=LogAppendTime replaces it with the leader's clock).
+        A topic the cluster does not have raises UnknownTopicError (a ProduceError) at once."""
         sticky = partition is None and key is None
         if partition is None:
             count = self._partition_counts.get(topic) or self._partition_count(topic)
@@ -146,7 +152,11 @@ class Producer:
         return handle
 
     def _partition_count(self, topic: str) -> int:
-        count = self._partition_counts[topic] = self.metadata.partition_count(topic)
+        try:
+            count = self._partition_counts[topic] = self.metadata.partition_count(topic)
+        except KeyError:
+            raise UnknownTopicError(common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,
+                                    f"topic {topic!r} does not exist (or has no metadata yet)") from None
         return count
 
     def send_batch(self, topic: str, values: list[bytes], *, partition: int, key: bytes | None = None,

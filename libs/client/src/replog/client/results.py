@@ -36,6 +36,23 @@ class ConsumerError(ClientError):
     """What the Consumer raises: an offset out of range, no leader answering, a partition not assigned."""
 
 
+class UnknownTopicError(ProduceError, ConsumerError):
+    """A topic the cluster does not have (code UNKNOWN_TOPIC_OR_PARTITION): what `Producer.send` and
+    the Consumer raise for it. Both a ProduceError and a ConsumerError, so either's handler catches it."""
+
+
+class TruncationError(ConsumerError):
+    """Records this consumer returned are no longer in the log: after an unclean leader election the
+    new leader's log diverges below the consumer's position (KIP-320). `divergent_offsets` maps each
+    such partition to the first offset at which the logs differ; the consumer raises it instead of
+    moving there when its truncation policy is "raise". Code OFFSET_OUT_OF_RANGE, as Kafka's
+    LogTruncationException is an OffsetOutOfRangeException."""
+
+    def __init__(self, divergent_offsets: dict, message: str) -> None:
+        super().__init__(common_pb2.ERROR_CODE_OFFSET_OUT_OF_RANGE, message)
+        self.divergent_offsets = dict(divergent_offsets)
+
+
 @dataclass(frozen=True)
 class RecordMetadata:
     topic: str

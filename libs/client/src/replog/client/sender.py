@@ -72,8 +72,10 @@ RETRIABLE = {
 class Sender:
     def __init__(self, accumulator: Accumulator, metadata: MetadataCache, *, acks: int, idempotent: bool,
                  producer_id: int, producer_epoch: int, request_timeout_s: float, delivery_timeout_s: float,
-                 retry_backoff_s: float, retry_backoff_max_s: float, metadata_max_age_s: float) -> None:
+                 retry_backoff_s: float, retry_backoff_max_s: float, metadata_max_age_s: float,
+                 compression: int = 0) -> None:
         self._accumulator = accumulator
+        self.compression = compression  # the codec every batch is built with (replog.common.records)
         self.metadata = metadata
         self.acks = acks
         self.idempotent = idempotent
@@ -204,7 +206,7 @@ class Sender:
         self._next_ordinal[key] = batch.ordinal + 1
         self._accumulator.track_unfinished(batch)
         batch.encoded = batch.records.build(producer_id=self.producer_id, producer_epoch=self.producer_epoch,
-                                            base_sequence=batch.base_sequence)
+                                            base_sequence=batch.base_sequence, compression=self.compression)
         batch.deadline_s = time.monotonic() + self.delivery_timeout_s
 
     def _encode_waiting(self) -> None:

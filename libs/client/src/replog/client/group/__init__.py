@@ -1,1 +1,2 @@
-"""Consumer groups on the client side: assignors now; membership, commits and heartbeats to come (issue 43)."""
+"""Consumer groups on the client side: assignors (assignors.py), membership, commits and heartbeats
+(membership.py), and what a Consumer in a group does with them (coordination.py)."""

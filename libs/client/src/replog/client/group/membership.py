@@ -221,11 +221,16 @@ class Membership:
             raise GroupError(reply.error_code, reply.error_message)
 
     def committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: offset for tp, (offset, _) in self.committed_with_epochs(partitions).items()}
+
+    def committed_with_epochs(self, partitions: list[TopicPartition]) -> dict[TopicPartition, tuple[int, int]]:
+        """Partition -> (committed offset, the leader epoch committed with it, -1 when none was)."""
         reply = self.call("OffsetFetch", group_pb2.OffsetFetchRequest(group_id=self.group_id, partitions=[
             E.TopicPartition(topic=tp.topic, partition=tp.partition) for tp in partitions]))
         if reply.error_code != E.ERROR_CODE_NONE:
             raise GroupError(reply.error_code, reply.error_message)
-        return {TopicPartition(o.topic, o.partition): o.offset for o in reply.offsets if o.offset >= 0}
+        return {TopicPartition(o.topic, o.partition): (o.offset, o.leader_epoch) for o in reply.offsets
+                if o.offset >= 0}
 
     def _heartbeat_loop(self) -> None:
         while not self._stop.wait(self.heartbeat_interval_s):

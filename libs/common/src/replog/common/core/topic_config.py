@@ -31,6 +31,13 @@ MESSAGE_TIMESTAMP_TYPE = "message.timestamp.type"
 # How many ISR members an acks=all write needs and, below it, the HW stops (strict min ISR); a topic
 # without its own value takes its leader's broker default (the controller, for the ELR, the lowest).
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
+# The codec the topic's batches are stored with: `producer` keeps each batch as its producer
+# compressed it; any other value makes the leader compress (or, `uncompressed`, expand) every batch
+# whose codec differs (replog.common.records.compression). Kafka's values.
+COMPRESSION_TYPE = "compression.type"
+COMPRESSION_PRODUCER = "producer"
+COMPRESSION_UNCOMPRESSED = "uncompressed"
+COMPRESSION_TYPES = (COMPRESSION_PRODUCER, COMPRESSION_UNCOMPRESSED, "gzip", "snappy", "lz4", "zstd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +54,7 @@ class TopicConfig:
     flush_messages: int | None = None
     flush_ms: int | None = None
     message_timestamp_type: str = TimestampType.CREATE_TIME.value
+    compression_type: str = COMPRESSION_PRODUCER
 
     @classmethod
     def from_map(cls, configs: Mapping[str, str]) -> TopicConfig:
@@ -130,6 +138,7 @@ _SPECS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "flush.messages": ("flush_messages", _integer(1)),
     "flush.ms": ("flush_ms", _integer(0)),
     MESSAGE_TIMESTAMP_TYPE: ("message_timestamp_type", _one_of(*(t.value for t in TimestampType))),
+    COMPRESSION_TYPE: ("compression_type", _one_of(*COMPRESSION_TYPES)),
 }
 
 assert {name for name, _ in _SPECS.values()} == {f.name for f in fields(TopicConfig)}

@@ -4,7 +4,10 @@
   errors) and the leader's stamping of offsets and epoch;
 - `builder.py`: encoding records into a batch;
 - `validation.py`: checking that bytes are a well-formed batch;
-- `reading.py`: walking the batches in a buffer and decoding their records.
+- `reading.py`: walking the batches in a buffer and decoding their records;
+- `compression.py`: the codecs of compressed batches (attribute bits 0-2).
+
+docs/record-format.md describes the format for writers in any language.
 
 Import from here; the modules are how the package is organised, not separate APIs.
 """
@@ -12,6 +15,7 @@ Import from here; the modules are how the package is organised, not separate API
 from replog.common.core.timestamp_type import TimestampType  # the timestamp types the format's attributes say
 
 from .batch import (
+    ATTRIBUTE_COMPRESSION_MASK,
     ATTRIBUTE_LOG_APPEND_TIME,
     ATTRIBUTE_RECORD_HEADERS,
     BATCH_LENGTH_MAX,
@@ -30,11 +34,36 @@ from .batch import (
     with_log_append_time,
     with_offset_and_epoch,
 )
+from .compression import (
+    CODEC_NAMES,
+    CODECS,
+    COMPRESSION_GZIP,
+    COMPRESSION_LZ4,
+    COMPRESSION_NONE,
+    COMPRESSION_SNAPPY,
+    COMPRESSION_ZSTD,
+    EXPANDED_BYTES_MAX,
+    UnsupportedCompressionError,
+    codec_of,
+    recompressed,
+)
 from .builder import BatchBuilder, Headers, encode_batch, encode_headers
 from .reading import BatchScan, DecodedRecord, decode_records, iter_batches
 from .validation import check_batch, validate_batch
 
 __all__ = [
+    "ATTRIBUTE_COMPRESSION_MASK",
+    "CODECS",
+    "CODEC_NAMES",
+    "COMPRESSION_GZIP",
+    "COMPRESSION_LZ4",
+    "COMPRESSION_NONE",
+    "COMPRESSION_SNAPPY",
+    "COMPRESSION_ZSTD",
+    "EXPANDED_BYTES_MAX",
+    "UnsupportedCompressionError",
+    "codec_of",
+    "recompressed",
     "ATTRIBUTE_LOG_APPEND_TIME",
     "ATTRIBUTE_RECORD_HEADERS",
     "BATCH_LENGTH_MAX",

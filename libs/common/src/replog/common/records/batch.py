@@ -31,6 +31,9 @@ Batch layout (offsets in bytes; the shape of Kafka's v2 batch)::
 
 Attributes (any other bit set is a corrupt batch):
 
+- bits 0-2, the compression codec (Kafka's values: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd; 5-7
+  are refused as unsupported): the records section, every byte after the header, is that
+  codec's compression of the records laid out as below. compression.py owns the codecs.
 - `ATTRIBUTE_LOG_APPEND_TIME` (0x08, Kafka's timestamp-type bit): the leader stamped the
   batch when it appended it, and that time (base = max timestamp) is every record's
   timestamp; the records' own deltas are the producer's and are not read. Without it the
@@ -43,11 +46,13 @@ Attributes (any other bit set is a corrupt batch):
 The total size of a batch is 12 + batch_length. The CRC starts at
 `attributes` so that the leader can assign `base_offset` and stamp
 `partition_leader_epoch` without recomputing it: a batch's CRC is computed
-once by its producer and then checked all the way to the consumer. The one
-exception is a topic with `message.timestamp.type=LogAppendTime`: there the
+once by its producer and then checked all the way to the consumer. The
+exceptions are a topic with `message.timestamp.type=LogAppendTime`, where the
 leader rewrites the attributes and the base and max timestamps before it
-appends the batch (`with_log_append_time`), and so computes the CRC anew,
-once, after it has validated the producer's. A producer never sets that bit
+appends the batch (`with_log_append_time`), and a topic whose `compression.type`
+is not `producer`, where it compresses the records with the topic's codec
+(`compression.recompressed`): each computes the CRC anew, once, after the
+producer's was validated. A producer never sets that bit
 itself (the leader refuses a batch that does). Timestamp deltas are int64 so
 that no client-supplied timestamp spread can overflow them.
 
@@ -89,9 +94,10 @@ _MAGIC_OFFSET = 16
 
 assert HEADER_SIZE == 61 and CRC_START == 21 and RECORD_HEAD.size == 16
 
+ATTRIBUTE_COMPRESSION_MASK = 0x07  # the codec (compression.py); 0: the records are as laid out above
 ATTRIBUTE_LOG_APPEND_TIME = 0x08
 ATTRIBUTE_RECORD_HEADERS = 0x10
-ATTRIBUTES_KNOWN = ATTRIBUTE_LOG_APPEND_TIME | ATTRIBUTE_RECORD_HEADERS
+ATTRIBUTES_KNOWN = ATTRIBUTE_COMPRESSION_MASK | ATTRIBUTE_LOG_APPEND_TIME | ATTRIBUTE_RECORD_HEADERS
 
 # Bounds on record headers, checked by the builder and by validation: headers are metadata,
 # and a record with thousands of them is a mistake better refused than stored.

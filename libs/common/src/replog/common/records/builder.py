@@ -2,6 +2,8 @@
 
 The layout is batch.py's. The CRC is computed here, once per batch, over the bytes from
 `attributes` to the end; nothing downstream rewrites it (but a LogAppendTime leader, batch.py).
+With a codec (`compression`), the records are compressed as one block when the batch is built
+(compression.py), and the CRC covers the compressed bytes.
 
 Records with headers go through `add_many_with_headers`; a batch holds a header section
 per record only once one of its records has headers, so `add_many`'s records cost what
@@ -28,6 +30,7 @@ from .batch import (
     RECORD_HEADERS_MAX,
     RecordTooLargeError,
 )
+from .compression import COMPRESSION_NONE, compress
 
 # Record headers as callers give them: (key, value) pairs, value None for a null value; or a
 # mapping of key to value.
@@ -182,16 +185,19 @@ class BatchBuilder:
         self._parts[:] = [b"".join(parts)]
 
     def build(self, *, base_offset: int = 0, leader_epoch: int = -1, producer_id: int = -1,
-              producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
-        """The batch of every record added so far (the builder may go on, for a larger batch)."""
+              producer_epoch: int = -1, base_sequence: int = -1, compression: int = COMPRESSION_NONE) -> bytes:
+        """The batch of every record added so far (the builder may go on, for a larger batch), its records
+        compressed with `compression` (a codec of compression.py) unless that is COMPRESSION_NONE."""
         record_count = self.count
         if record_count == 0:
             raise ValueError("a batch holds at least one record")
         body = b"".join(self._parts)
         if len(self._parts) > 1:
             self._parts[:] = [body]  # a later build joins once more, not every record again
+        if compression != COMPRESSION_NONE:
+            body = compress(compression, body)
         covered_head = CRC_COVERED.pack(
-            ATTRIBUTE_RECORD_HEADERS if self._with_headers else 0,
+            (ATTRIBUTE_RECORD_HEADERS if self._with_headers else 0) | compression,
             record_count - 1,
             self._base_timestamp_ms,
             self._max_timestamp_ms,
@@ -216,10 +222,12 @@ def encode_batch(
     producer_id: int = -1,
     producer_epoch: int = -1,
     base_sequence: int = -1,
+    compression: int = COMPRESSION_NONE,
 ) -> bytes:
     """One batch holding `records`, each (key, value, timestamp_ms) or (key, value, timestamp_ms,
     headers); key and headers may be None (ValueError if there are no records, from
-    `BatchBuilder.build`). The batch has a header section only if some record has headers."""
+    `BatchBuilder.build`). The batch has a header section only if some record has headers; its
+    records are compressed with `compression` (a codec of compression.py) unless that is none."""
     builder = BatchBuilder()
     if any(len(record) > 3 and record[3] for record in records):
         builder.add_many_with_headers([(*record[:3], record[3] if len(record) > 3 else None) for record in records])
@@ -227,4 +235,4 @@ def encode_batch(
         builder.add_many([record[:3] for record in records])
     return builder.build(
         base_offset=base_offset, leader_epoch=leader_epoch, producer_id=producer_id,
-        producer_epoch=producer_epoch, base_sequence=base_sequence)
+        producer_epoch=producer_epoch, base_sequence=base_sequence, compression=compression)

@@ -2,7 +2,8 @@
 
 `iter_batches` reads headers only and stops cleanly at an incomplete tail, which is what
 the log and the replica fetchers need; `decode_records` is the consumer's view, checking each
-batch's CRC unless told not to.
+batch's CRC unless told not to, and expanding a compressed batch's records (compression.py)
+before it decodes them as it would an uncompressed batch's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import NamedTuple
 from replog.common.core.timestamp_type import TimestampType
 
 from .batch import (
+    ATTRIBUTE_COMPRESSION_MASK,
     ATTRIBUTE_LOG_APPEND_TIME,
     ATTRIBUTE_RECORD_HEADERS,
     HEADER_KEY_BYTES_MAX,
@@ -27,6 +29,7 @@ from .batch import (
     CorruptRecordError,
     read_header,
 )
+from .compression import expanded_batch
 from .validation import validate_batch
 
 
@@ -111,10 +114,13 @@ def decode_records(
             continue
         if verify_crc:
             validate_batch(data, pos, check_records=False)
+        batch, at = data, pos
+        if header.attributes & ATTRIBUTE_COMPRESSION_MASK:
+            (batch, header), at = expanded_batch(data, pos, header), 0  # then read as an uncompressed batch
         if header.attributes:
-            _decode_batch_records_with_attributes(data, pos, header, start_offset, out, record_type, prefix)
-        elif not _decode_uniform_records(data, pos, header, start_offset, out, record_type, prefix):
-            _decode_batch_records(data, pos, header, start_offset, out, record_type, prefix)
+            _decode_batch_records_with_attributes(batch, at, header, start_offset, out, record_type, prefix)
+        elif not _decode_uniform_records(batch, at, header, start_offset, out, record_type, prefix):
+            _decode_batch_records(batch, at, header, start_offset, out, record_type, prefix)
     return out
 
 

@@ -4,7 +4,8 @@ The leader validates every batch a producer sends, once, before appending it; th
 checks what it recovers at start-up. Two checks of the records give the same verdict: the
 general one walks every record and names what is wrong; a fast one covers batches whose
 records all have one size (see `_uniform_records_are_valid`) and says only "valid" or "not
-shown valid", which sends the batch to the general one.
+shown valid", which sends the batch to the general one. A compressed batch's CRC is checked on
+the bytes as sent; its records are checked on their expansion (compression.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import struct
 from crc32c import crc32c
 
 from .batch import (
+    ATTRIBUTE_COMPRESSION_MASK,
     ATTRIBUTE_LOG_APPEND_TIME,
     ATTRIBUTE_RECORD_HEADERS,
     ATTRIBUTES_KNOWN,
@@ -31,6 +33,7 @@ from .batch import (
     RecordTooLargeError,
     read_header,
 )
+from .compression import COMPRESSION_ZSTD, UnsupportedCompressionError, expanded_batch
 
 
 def validate_batch(
@@ -45,8 +48,9 @@ def validate_batch(
     Checks magic, length bounds (against `buf` and `max_bytes`), the CRC, the
     attributes, the record count, and with `check_records` that the records exactly
     fill the batch with offset deltas 0..n-1, the stated max timestamp (for a
-    LogAppendTime batch: base and max timestamp equal) and headers within bounds. Raises
-    `RecordTooLargeError` or `CorruptRecordError` saying what is wrong.
+    LogAppendTime batch: base and max timestamp equal) and headers within bounds, on the
+    expanded records of a compressed batch. Raises `RecordTooLargeError` or
+    `CorruptRecordError` (`UnsupportedCompressionError` for an unknown codec) saying what is wrong.
     """
     return check_batch(buf, read_header(buf, pos), pos, max_bytes=max_bytes, check_records=check_records)
 
@@ -91,8 +95,20 @@ def check_batch(
             f"batch at position {pos}: record_count {header.record_count} and "
             f"last_offset_delta {header.last_offset_delta} are inconsistent"
         )
+    codec = header.attributes & ATTRIBUTE_COMPRESSION_MASK
+    if codec > COMPRESSION_ZSTD:
+        raise UnsupportedCompressionError(
+            f"batch at position {pos}: compression codec {codec} is unknown (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)"
+        )
     if check_records:
-        _check_records(buf, pos, header)
+        if codec:
+            try:
+                expanded, plain = expanded_batch(buf, pos, header)
+            except CorruptRecordError as exc:
+                raise CorruptRecordError(f"batch at position {pos}: {exc}") from None
+            _check_records(expanded, 0, plain)
+        else:
+            _check_records(buf, pos, header)
     return header
 
 

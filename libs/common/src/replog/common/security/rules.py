@@ -142,6 +142,7 @@ RULES: dict[str, Rule] = {
                                   to_open=ProduceSomewhere()),
     _LOG + "Fetch": _user(on_topics(CONSUME, partition_topics)),
     _LOG + "ListOffsets": _user(on_topics(DESCRIBE, partition_topics)),
+    _LOG + "OffsetsForLeaderEpochs": _user(on_topics(DESCRIBE, partition_topics)),
     _LOG + "Metadata": _user(on_topics(DESCRIBE, attrgetter("topics")),
                              trim=keep_describable("topics", TOPIC, name_of, lists_everything("topics"))),
     _LOG + "InitProducerId": _user(ProduceSomewhere()),

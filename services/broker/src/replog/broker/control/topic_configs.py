@@ -5,7 +5,9 @@ needs that many ISR members, read by produce; a leader's HW does not move while
 its ISR is smaller, and `on_min_insync_replicas` tells the running leaders of a
 change), `message.timestamp.type` (with
 LogAppendTime the leader stamps each batch with its own clock;
-replog.common.records.batch says how), and the log's keys (`retention.*`,
+replog.common.records.batch says how), `compression.type` (other than
+`producer`, the leader compresses each batch with the topic's codec unless it
+already uses it; replog.common.records.compression), and the log's keys (`retention.*`,
 `segment.*`, `max.message.bytes`, `flush.*`), laid over the broker's defaults
 into one `LogConfig` per topic (log/config.py). `flush.messages=1` is the
 durable mode: every replica, leader and followers, fsyncs each appended batch
@@ -28,8 +30,15 @@ from kazoo.recipe.watchers import DataWatch
 
 from replog.broker.log import LogConfig
 from replog.common.core.errors import InvalidConfigError
-from replog.common.core.topic_config import MESSAGE_TIMESTAMP_TYPE, MIN_INSYNC_REPLICAS
-from replog.common.records import TimestampType
+from replog.common.core.topic_config import (
+    COMPRESSION_PRODUCER,
+    COMPRESSION_TYPE,
+    COMPRESSION_TYPES,
+    COMPRESSION_UNCOMPRESSED,
+    MESSAGE_TIMESTAMP_TYPE,
+    MIN_INSYNC_REPLICAS,
+)
+from replog.common.records import COMPRESSION_NONE, TimestampType, codec_of
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
 
@@ -51,6 +60,7 @@ class TopicConfigs:
         self._min_insync: dict[str, int] = {}
         self._log_configs: dict[str, LogConfig] = {}
         self._log_append_time: set[str] = set()
+        self._codecs: dict[str, int] = {}  # topic -> the codec its leader stores batches with (not `producer`)
         self._watched: set[str] = set()
 
     def min_insync_replicas(self, topic: str) -> int:
@@ -59,6 +69,10 @@ class TopicConfigs:
     def log_append_time(self, topic: str) -> bool:
         """Whether the topic's batches take the leader's time (message.timestamp.type=LogAppendTime)."""
         return topic in self._log_append_time
+
+    def compression(self, topic: str) -> int | None:
+        """The codec the topic's leader stores batches with, or None: each batch as its producer sent it."""
+        return self._codecs.get(topic)
 
     def fsync_each_append(self, topic: str) -> bool:
         """The topic is in the durable mode (`flush.messages=1`, or the broker's `fsync_acks_all`)."""
@@ -90,6 +104,11 @@ class TopicConfigs:
                 self._log_append_time.add(topic)
             else:
                 self._log_append_time.discard(topic)
+            codec = self._parse_compression(topic, overrides)
+            if codec is None:
+                self._codecs.pop(topic, None)
+            else:
+                self._codecs[topic] = codec
             self._set_log_config(topic, self._parse_log_config(topic, overrides))
             return True
 
@@ -104,6 +123,7 @@ class TopicConfigs:
         self._min_insync.pop(topic, None)
         self._log_configs.pop(topic, None)
         self._log_append_time.discard(topic)
+        self._codecs.pop(topic, None)
 
     def _set_min_insync(self, topic: str, value: int) -> None:
         before = self.min_insync_replicas(topic)
@@ -142,6 +162,16 @@ class TopicConfigs:
         if value not in (TimestampType.CREATE_TIME.value, TimestampType.LOG_APPEND_TIME.value):
             log.warning("topic %s: ignoring unreadable %s %r", topic, MESSAGE_TIMESTAMP_TYPE, value)
         return value == TimestampType.LOG_APPEND_TIME.value
+
+    @staticmethod
+    def _parse_compression(topic: str, overrides: dict[str, str]) -> int | None:
+        value = overrides.get(COMPRESSION_TYPE, COMPRESSION_PRODUCER)
+        if value not in COMPRESSION_TYPES:
+            log.warning("topic %s: ignoring unreadable %s %r", topic, COMPRESSION_TYPE, value)
+            return None
+        if value == COMPRESSION_PRODUCER:
+            return None
+        return COMPRESSION_NONE if value == COMPRESSION_UNCOMPRESSED else codec_of(value)
 
     def _parse_log_config(self, topic: str, overrides: dict[str, str]) -> LogConfig:
         try:

@@ -1,5 +1,5 @@
-"""gRPC LogService: the clients' API (Produce, Fetch, ListOffsets, Metadata, InitProducerId, DescribeReplicas,
-AdvanceLogStartOffset).
+"""gRPC LogService: the clients' API (Produce, Fetch, ListOffsets, OffsetsForLeaderEpochs, Metadata,
+InitProducerId, DescribeReplicas, AdvanceLogStartOffset).
 
 Thin: input checks and protobuf conversion here (produce_edge.py for Produce),
 decisions in the core (via replicas/leader_side.py and produce/produce_handler.py).
@@ -9,8 +9,8 @@ records at or after the fetch offset are also returned decoded. Metadata is
 answered from the controller's UpdateMetadata.
 
 Who may call each method, and the ACLs a user needs for it (produce for Produce and
-ProduceStream, consume for Fetch, describe for ListOffsets, Metadata and DescribeReplicas,
-delete for AdvanceLogStartOffset), are checked before a handler runs, by the method table
+ProduceStream, consume for Fetch, describe for ListOffsets, OffsetsForLeaderEpochs, Metadata
+and DescribeReplicas, delete for AdvanceLogStartOffset), are checked before a handler runs, by the method table
 (replog.common.security.rules); so are the bounds on every field (replog.common.edge), and
 answers listing every topic or replica are trimmed there to what the user may describe.
 AdvanceLogStartOffset checkpoints the log starts before it answers, so deleted records stay
@@ -33,7 +33,12 @@ from replog.broker.entrypoints.produce_stream import serve_produce_stream
 from replog.broker.produce.producer_ids import PRODUCER_EPOCH_MAX, ProducerIdAllocator, ProducerIdsUnavailable
 from replog.broker.replicas.describe import ReplicaDescription, describe
 from replog.broker.replicas.hosted_partition import HostedPartition
-from replog.broker.replicas.leader_side import ConsumerFetchAnswer, list_offset, read_for_consumer
+from replog.broker.replicas.leader_side import (
+    ConsumerFetchAnswer,
+    list_offset,
+    offset_for_leader_epoch,
+    read_for_consumer,
+)
 from replog.broker.replicas.log_maintenance import delete_records
 from replog.broker.replicas.long_poll import long_poll
 from replog.broker.runtime.metrics import BrokerMetrics
@@ -198,6 +203,24 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
                 topic=tp.topic, partition=tp.partition, error_code=found.error_code, offset=found.offset,
                 timestamp_ms=found.timestamp_ms, leader_epoch=found.leader_epoch))
         return log_pb2.ListOffsetsResponse(partitions=results)
+
+    def OffsetsForLeaderEpochs(self, request, context):
+        """Where each asked epoch ends in this leader's log (KIP-320's consumer half; the followers' own
+        question goes through ReplicationService.OffsetForLeaderEpoch and the same core answer)."""
+        response = log_pb2.OffsetsForLeaderEpochsResponse()
+        for item in request.partitions:
+            tp = TopicPartition(item.topic, item.partition)
+            hosted = self._lookup(tp)
+            found = (Refusal(self._not_here(tp), f"{tp} is not hosted by this broker") if hosted is None
+                     else offset_for_leader_epoch(hosted, current_leader_epoch=item.current_leader_epoch,
+                                                  requested_leader_epoch=item.leader_epoch))
+            if isinstance(found, Refusal):
+                response.partitions.add(topic=tp.topic, partition=tp.partition, error_code=found.code,
+                                        error_message=found.reason, leader_epoch=-1, end_offset=-1)
+            else:
+                response.partitions.add(topic=tp.topic, partition=tp.partition, error_code=ErrorCode.NONE,
+                                        leader_epoch=found.leader_epoch, end_offset=found.end_offset)
+        return response
 
     def Metadata(self, request, context):
         return self._metadata.metadata_response(list(request.topics))

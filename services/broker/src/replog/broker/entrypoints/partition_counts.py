@@ -29,6 +29,7 @@ PARTITION_COUNTS: Mapping[str, Counter] = {
     _LOG + "ProduceStream": lambda r: len(r.produce.partitions),
     _LOG + "Fetch": lambda r: len(r.partitions),
     _LOG + "ListOffsets": lambda r: len(r.partitions),
+    _LOG + "OffsetsForLeaderEpochs": lambda r: len(r.partitions),
     _LOG + "DescribeReplicas": lambda r: len(r.partitions),
     _LOG + "AdvanceLogStartOffset": lambda r: len(r.partitions),
 }

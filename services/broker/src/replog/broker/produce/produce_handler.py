@@ -7,8 +7,12 @@ Theory of operation (docs/architecture.md, "Produce"; core/produce.py order):
    is INVALID_REQUEST.
 2. Per partition, outside any lock: the batch is `record_batch` as sent (bytes
    end to end) or built once from the records sent decoded; it is validated once
-   (`validate_batch`: size, CRC-32C, record framing, headers) -> RECORD_TOO_LARGE /
-   CORRUPT_RECORD (bad headers sent decoded: INVALID_REQUEST). For a topic with
+   (`validate_batch`: size, CRC-32C, codec, record framing and headers, on the
+   expanded records of a compressed batch) -> RECORD_TOO_LARGE / CORRUPT_RECORD (a
+   batch that does not expand too), UNSUPPORTED_COMPRESSION_TYPE for an unknown codec
+   (bad headers sent decoded: INVALID_REQUEST). For a topic whose compression.type is
+   not `producer` a batch of another codec is compressed with the topic's (and checked
+   against the size limits again). For a topic with
    message.timestamp.type=LogAppendTime the batch is then stamped with this
    broker's clock (`with_log_append_time`); a producer's batch that claims that
    stamp itself is CORRUPT_RECORD. Unknown partition -> UNKNOWN_TOPIC_OR_PARTITION (or
@@ -53,7 +57,9 @@ from replog.common.records import (
     BatchHeader,
     CorruptRecordError,
     RecordTooLargeError,
+    UnsupportedCompressionError,
     encode_batch,
+    recompressed,
     validate_batch,
     with_log_append_time,
 )
@@ -191,10 +197,17 @@ class ProduceHandler:
             known = self._is_known(tp.topic, tp.partition)
             code = ErrorCode.NOT_LEADER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return PartitionAnswer(tp, code, f"{tp} is not hosted by this broker"), None
-        checked = self._checked_batch(data, self._topic_configs.log_config(tp.topic).max_batch_bytes)
+        topic_bytes_max = self._topic_configs.log_config(tp.topic).max_batch_bytes
+        checked = self._checked_batch(data, topic_bytes_max)
         if isinstance(checked[0], ErrorCode):
             return PartitionAnswer(tp, *checked), None
         batch, header = checked
+        codec = self._topic_configs.compression(tp.topic)
+        if codec is not None:
+            checked = self._recompressed(batch, header, codec, topic_bytes_max)
+            if isinstance(checked[0], ErrorCode):
+                return PartitionAnswer(tp, *checked), None
+            batch, header = checked
         if self._topic_configs.log_append_time(tp.topic):
             batch, header = with_log_append_time(batch, header, self._clock.now_ms())
         min_insync_replicas = self._topic_configs.min_insync_replicas(tp.topic)
@@ -233,6 +246,8 @@ class ProduceHandler:
             header = validate_batch(batch, max_bytes=topic_bytes_max)
         except RecordTooLargeError as exc:
             return ErrorCode.RECORD_TOO_LARGE, str(exc)
+        except UnsupportedCompressionError as exc:
+            return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(exc)
         except CorruptRecordError as exc:
             return ErrorCode.CORRUPT_RECORD, str(exc)
         except (TypeError, ValueError) as exc:  # headers of records sent decoded (encode_headers)
@@ -242,6 +257,19 @@ class ProduceHandler:
         if header.attributes & ATTRIBUTE_LOG_APPEND_TIME:
             return ErrorCode.CORRUPT_RECORD, ("the batch claims a LogAppendTime stamp; only the leader stamps one, "
                                               "for a topic with message.timestamp.type=LogAppendTime")
+        return batch, header
+
+    def _recompressed(self, batch: bytes, header: BatchHeader, codec: int,
+                      topic_bytes_max: int) -> tuple[bytes, BatchHeader] | tuple[ErrorCode, str]:
+        """The validated batch with the topic's codec (compression.type), still within the size limits."""
+        try:
+            batch, header = recompressed(batch, header, codec)
+        except (CorruptRecordError, RecordTooLargeError) as exc:  # validated already: only the limits can fail
+            return ErrorCode.RECORD_TOO_LARGE, f"the batch in the topic's compression.type: {exc}"
+        limit = min(self._batch_bytes_max, topic_bytes_max)
+        if header.size_bytes > limit:
+            return ErrorCode.RECORD_TOO_LARGE, (f"in the topic's compression.type the batch takes {header.size_bytes} "
+                                                f"bytes, over the limit of {limit}")
         return batch, header
 
 
