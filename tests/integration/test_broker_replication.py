@@ -179,16 +179,16 @@ def test_broker_metrics_are_exposed(cluster):
         return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
 
     def leader_count(text: str) -> float:
-        line = next(line for line in text.splitlines() if line.startswith("replog_broker_leader_count "))
+        line = next(line for line in text.splitlines() if line.startswith("replog_broker_leader_partitions "))
         return float(line.split()[1])
 
     text = wait_for(lambda: (t := scrape()) and leader_count(t) >= 1 and t, 10,
                     "broker 1's leader count to be 1 or more")
-    for name in ("replog_broker_under_replicated_partitions", "replog_broker_under_min_isr_partition_count",
-                 "replog_broker_at_min_isr_partition_count", "replog_broker_offline_replica_count",
-                 "replog_broker_leader_count", "replog_broker_partition_count", "replog_broker_isr_shrinks_total",
+    for name in ("replog_broker_under_replicated_partitions", "replog_broker_under_min_isr_partitions",
+                 "replog_broker_at_min_isr_partitions", "replog_broker_offline_replicas",
+                 "replog_broker_leader_partitions", "replog_broker_replicas", "replog_broker_isr_shrinks_total",
                  "replog_broker_isr_expands_total", "replog_broker_failed_isr_updates_total",
-                 "replog_broker_produce_requests_total", "replog_broker_produce_latency_ms_bucket",
+                 "replog_broker_produce_requests_total", "replog_broker_produce_duration_seconds_bucket",
                  "replog_broker_fetch_requests_total"):
         assert name in text, name
 

@@ -183,14 +183,14 @@ def test_metrics_move_when_a_follower_dies(cluster_factory):
         leader = cluster.processes["broker-1"]
         # The states above are written with a full ISR before any broker has applied them:
         # wait for the leader to have taken both leaderships before reading its "before" picture.
-        wait_for(lambda: scrape(leader.metrics_port).get("replog_broker_leader_count") == 2, 20,
+        wait_for(lambda: scrape(leader.metrics_port).get("replog_broker_leader_partitions") == 2, 20,
                  "broker 1 to lead")
         active, _ = controller(zk)
         ctl = cluster.processes[f"controller-{active}"]
         before, ctl_before = scrape(leader.metrics_port), scrape(ctl.metrics_port)
         assert before["replog_broker_under_replicated_partitions"] == 0
-        assert before["replog_broker_leader_count"] == 2
-        assert ctl_before["replog_controller_active_controller_count"] == 1
+        assert before["replog_broker_leader_partitions"] == 2
+        assert ctl_before["replog_controller_active"] == 1
         cluster.kill("broker-3")
         # A follower exactly at the leader's LEO is never out of sync (as in Kafka), so keep
         # writing (acks=1) until the leader has moved past the dead one and shrunk the ISRs.
@@ -210,9 +210,9 @@ def test_metrics_move_when_a_follower_dies(cluster_factory):
                 pass  # the ticks only drive the leader's LEO; their delivery is not under test
         after, ctl_after = scrape(leader.metrics_port), scrape(ctl.metrics_port)
         assert after["replog_broker_isr_shrinks_total"] >= before.get("replog_broker_isr_shrinks_total", 0) + 2
-        assert after["replog_broker_at_min_isr_partition_count"] == 2
+        assert after["replog_broker_at_min_isr_partitions"] == 2
         assert ctl_after["replog_controller_isr_shrinks_total"] >= ctl_before.get("replog_controller_isr_shrinks_total", 0) + 2
         standby = cluster.processes[f"controller-{2 if active == 1 else 1}"]
-        assert scrape(standby.metrics_port)["replog_controller_active_controller_count"] == 0
+        assert scrape(standby.metrics_port)["replog_controller_active"] == 0
     finally:
         zk.stop()

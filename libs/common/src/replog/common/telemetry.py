@@ -93,8 +93,13 @@ def extract_context(metadata: Sequence[tuple[str, str]] | None) -> otel_context.
 
 
 def start_metrics_server(port: int, host: str = "127.0.0.1") -> int:
-    """Serve Prometheus /metrics; returns the bound port (0 picks a free one)."""
-    from prometheus_client import start_http_server
+    """Serve Prometheus /metrics; returns the bound port (0 picks a free one).
+
+    Without prometheus_client's `_created` series: Prometheus 2 stores them as gauges of their own,
+    one more series per counter and histogram that no query of ours reads."""
+    from prometheus_client import disable_created_metrics, start_http_server
+
+    disable_created_metrics()
 
     server, _thread = start_http_server(port, addr=host)
     return server.server_port

@@ -63,6 +63,8 @@ from replog.common.acls.store import AclWatcher
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import start_server
+from replog.common.metrics import table as metric_table
+from replog.common.metrics.process import ProcessMetrics, release
 from replog.common.readiness_gate import ReadinessGate
 from replog.common.refusal_log import RefusalLog
 from replog.common.request_bounds import PartitionsBound
@@ -111,6 +113,10 @@ class BrokerProcess:
         config = self.config
         telemetry.init_tracing("replog-broker", str(config.broker_id), config.trace_dir)
         self.metrics = BrokerMetrics()
+        process_metrics = ProcessMetrics(metric_table.BROKER_INFO, {
+            "broker_id": str(config.broker_id), "rack": config.rack, "version": release("replog-broker")})
+        process_metrics.watch_certificates(self.tls)
+        self.zk.add_session_listener(process_metrics.on_zookeeper_session)
         self.replicas = self._load_replicas()
         stall_max_ms = config.log_dir_fsync_stall_max_ms
         self.fsync_probes = []

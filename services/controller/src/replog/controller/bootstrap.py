@@ -11,6 +11,8 @@ import threading
 
 from replog.common import telemetry
 from replog.common.grpc_server import ServiceBinding, start_server
+from replog.common.metrics import table as metric_table
+from replog.common.metrics.process import ProcessMetrics, release
 from replog.common.readiness_gate import ReadinessGate
 from replog.common.security.principal import Principal
 from replog.common.security.settings import tls_files
@@ -57,6 +59,10 @@ class ControllerProcess:
         before ZooKeeper answered: nothing but the server was started."""
         config = self.config
         telemetry.init_tracing("replog-controller", str(config.controller_id), config.trace_dir)
+        process_metrics = ProcessMetrics(metric_table.CONTROLLER_INFO, {
+            "controller_id": str(config.controller_id), "version": release("replog-controller")})
+        process_metrics.watch_certificates(self.tls)
+        self.zk.add_session_listener(process_metrics.on_zookeeper_session)
         self.server = start_server(
             [ServiceBinding(
                 controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name,

@@ -143,7 +143,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         metrics = self._metrics.follower_fetch
         metrics.requests.inc()
         metrics.bytes_out.inc(sent)
-        metrics.latency_ms.observe((time.perf_counter() - started) * 1000)
+        metrics.duration_s.observe(time.perf_counter() - started)
 
     def _read_one(self, replica_id: int, partition: FollowerPosition, hosted: HostedPartition | None,
                   tp: TopicPartition, bytes_max: int) -> FollowerFetchAnswer:

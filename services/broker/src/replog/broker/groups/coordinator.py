@@ -301,7 +301,7 @@ class GroupCoordinator:
             self._traces.observe(group)
             if was_completing and group.state is GroupState.STABLE and self._metrics is not None:
                 self._metrics.group_rebalances.inc()
-                self._metrics.group_rebalance_ms.observe(now_ms - group.rebalance_started_ms)
+                self._metrics.group_rebalance_s.observe((now_ms - group.rebalance_started_ms) / 1000)
         self._carry_out(loaded, group, follow)
 
     def _answer(self, group_id: str, outcome: Outcome) -> None:

@@ -157,14 +157,14 @@ class ControllerLoop:
     def on_elected(self, seat: Seat) -> None:
         self._generation += 1
         self._seat = seat
-        metrics.ACTIVE_CONTROLLER_COUNT.set(1)
+        metrics.ACTIVE.set(1)
         self._queue.put(_TakeSeat(seat, self._generation, time.time_ns()))
 
     def on_resigned(self) -> None:
         # Stop acting at once: every queued or in-flight event of the old generation is dropped.
         self._generation += 1
         self._seat = None
-        metrics.ACTIVE_CONTROLLER_COUNT.set(0)
+        metrics.ACTIVE.set(0)
         if not self._stopped.is_set():
             self._start_mirror()  # a standby again: keep a copy for the next take-over
 
@@ -270,7 +270,7 @@ class ControllerLoop:
                 item.reply.set_exception(NotController())
             return
         queued_ms = (time.monotonic_ns() - item.enqueued_ns) / 1e6
-        metrics.EVENT_QUEUE_TIME.observe(queued_ms)
+        metrics.EVENT_QUEUE_WAIT_S.observe(queued_ms / 1000)
         name = type(item.event).__name__
         attributes = {"controller.epoch": self.controller_epoch, "event.queue_time_ms": queued_ms}
         if item.notice_ms:
@@ -327,7 +327,7 @@ class ControllerLoop:
             if reply is not None and not reply.done():
                 reply.set_exception(exc)
         finally:
-            metrics.EVENT_PROCESSING_TIME.labels(type(event).__name__).observe((time.monotonic() - started) * 1000)
+            metrics.EVENT_PROCESSING_S.labels(type(event).__name__).observe(time.monotonic() - started)
 
     def _apply(self, event, plan: Plan, started: float) -> ControllerState:
         """The plan's Apply step: the next state becomes the controller's."""
