@@ -1,6 +1,6 @@
 """The metric table (replog.common.metrics.table) is the one owner of every metric's name, type and
-labels: each row keeps Prometheus' conventions, the services export exactly its rows, and no file
-names a metric the last release renamed."""
+labels: each row keeps Prometheus' conventions, the services export exactly its rows, no file names
+a metric the last release renamed, and the alert rules query only metrics it holds."""
 
 from __future__ import annotations
 
@@ -129,3 +129,23 @@ def test_no_file_names_a_renamed_metric():
                 continue
             found.append(f"{path.relative_to(REPO)}: {match.group(0)}")
     assert not found, found
+
+
+def _queried(text: str) -> set[str]:
+    names = set()
+    for name in re.findall(r"\breplog_[a-z0-9_]*[a-z0-9]\b", text):
+        for suffix in ("_bucket", "_sum", "_count"):
+            base = name.removesuffix(suffix)
+            if base != name and table.BY_NAME.get(base, table.CONTROLLER_ACTIVE).kind == table.HISTOGRAM:
+                name = base
+        names.add(name)
+    return names
+
+
+def test_the_alert_rules_query_only_metrics_of_the_table():
+    rule_files = sorted((REPO / "deploy" / "prometheus").glob("*alerts*.yml")) + \
+        sorted((REPO / "deploy" / "prometheus").glob("*rules*.yml"))
+    assert rule_files
+    for path in rule_files:
+        unknown = _queried(path.read_text()) - set(table.BY_NAME)
+        assert not unknown, (path.name, unknown)
