@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)  # exits 2 on a usage error
     address = resolve_gateway(args.gateway)
     try:
+        if not getattr(args, "needs_gateway", True):  # local files only (`replog trace`): no certificate, no channel
+            return args.run(args, None)
         args.tls = resolve_client_tls(args.tls_ca_file, args.tls_cert_file, args.tls_key_file, insecure=args.insecure)
         with open_channel(address, args.tls, CHANNEL_OPTIONS) as channel:
             return args.run(args, channel)
