@@ -56,7 +56,7 @@ from replog.broker.runtime.halt import halt_on_offline_dir
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
 from replog.broker.runtime.wait_slots import WaitSlots
-from replog.common import gc_policy, telemetry
+from replog.common import gc_policy, rpc_spans, telemetry
 from replog.common.acls.core.authorizer import Authorizer
 from replog.common.acls.enforcement import Enforcer
 from replog.common.acls.store import AclWatcher
@@ -75,10 +75,12 @@ from replog.common.zk import schema
 from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
 from replog.common.zk.schema import znode_acls
+from replog.v1 import broker_control_pb2
 
 log = logging.getLogger(__name__)
 
 SERVER_STOP_GRACE_S = 2.0
+CONTROL_SERVICE = broker_control_pb2.DESCRIPTOR.services_by_name["BrokerControlService"].full_name
 DEFAULT_FLUSH_CHECK_MS = 1000
 
 
@@ -131,7 +133,8 @@ class BrokerProcess:
         self._lost_marks_stale = False  # the registration still names a replica that caught up
         self._build()
         self.server = start_server(
-            bindings(self.control_servicer, self.replication_servicer, self.log_servicer, self.group_servicer),
+            bindings(rpc_spans.traced_servicer(self.control_servicer, CONTROL_SERVICE), self.replication_servicer,
+                     self.log_servicer, self.group_servicer),
             host=config.host, port=config.port, max_workers=config.grpc_workers, serving=False,
             interceptors=[self.gate, PartitionsBound(PARTITION_COUNTS, config.request_partitions_max,
                                                      "request_partitions_max", self.refusals)],

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from replog.common import telemetry
+from replog.common import rpc_spans, telemetry
 from replog.common.grpc_server import ServiceBinding, start_server
 from replog.common.metrics import table as metric_table
 from replog.common.metrics.process import ProcessMetrics, release
@@ -27,6 +27,7 @@ from replog.controller.core.model import ControllerSettings
 from replog.v1 import controller_pb2, controller_pb2_grpc
 
 log = logging.getLogger(__name__)
+SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
 
 
 class ControllerProcess:
@@ -65,9 +66,9 @@ class ControllerProcess:
         self.zk.add_session_listener(process_metrics.on_zookeeper_session)
         self.server = start_server(
             [ServiceBinding(
-                controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name,
+                SERVICE,
                 controller_pb2_grpc.add_ControllerServiceServicer_to_server,
-                self.servicer,
+                rpc_spans.traced_servicer(self.servicer, SERVICE),
             )],
             host=config.host,
             port=config.port,
