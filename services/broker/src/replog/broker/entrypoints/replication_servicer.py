@@ -1,4 +1,4 @@
-"""gRPC ReplicationService: followers' ReplicaFetch (long-poll) and OffsetForLeaderEpoch.
+"""gRPC ReplicationService: followers' ReplicaFetch (long-poll), and OffsetForLeaderEpoch for tools and tests.
 
 Followers fetch through ReplicaFetchStream, the same request and answer in turns
 over one stream per fetcher, which costs the leader less per round trip than a
