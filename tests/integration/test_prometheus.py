@@ -69,6 +69,30 @@ def test_every_process_scrape_passes_promtool_check_metrics(cluster):
         assert (result.returncode, result.stdout + result.stderr) == (0, ""), name
 
 
+def test_a_process_waiting_for_zookeeper_is_scraped_and_says_so(tmp_path, venv_bin):
+    """Metrics are served from the start, so ReplogZooKeeperDisconnected sees a process that cannot reach
+    ZooKeeper at all (nobody listens on the connect string here)."""
+    port = free_port()
+    broker = subprocess.Popen(
+        [str(venv_bin / "replog-broker"), "--broker-id", "7", "--zookeeper", f"127.0.0.1:{free_port()}",
+         "--port", "0", "--metrics-port", str(port), "--log-dir", str(tmp_path / "data"), "--insecure", "true"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        def scraped():
+            try:
+                return scrape(port)
+            except OSError:
+                assert broker.poll() is None, "the broker exited"
+                return None
+
+        text = wait_for(scraped, 30, "the waiting broker's /metrics")
+        assert "replog_zookeeper_connected 0.0" in text.splitlines()
+        assert 'replog_broker_info{broker_id="7",rack="",version="' in text
+    finally:
+        broker.terminate()
+        broker.wait(timeout=30)
+
+
 class Prometheus:
     """Debian's prometheus, run on the shipped configuration with short intervals (the test's only change)."""
 

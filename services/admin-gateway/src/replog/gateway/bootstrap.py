@@ -77,13 +77,14 @@ class GatewayProcess:
             tls=self.tls,
             concurrent_rpcs_max=self.config.grpc_concurrent_rpcs_max,
         )
+        # Scraped from now on, also while waiting for ZooKeeper (replog_zookeeper_connected says so).
+        metrics_port = telemetry.start_metrics_server(self.config.metrics_port, self.config.host)
         if not self.zk.connect(stopping):
             return False
         self.zk.ensure_layout()
         self.acl_watcher.start()
         self.gate.open()
         self.server.set_serving(True)
-        metrics_port = telemetry.start_metrics_server(self.config.metrics_port, self.config.host)
         log.info("gateway up: grpc %s:%d, metrics %d", self.config.host, self.server.port, metrics_port)
         return True
 

@@ -141,6 +141,8 @@ class BrokerProcess:
             tls=self.tls, receive_bytes_max=request_bytes_max(config),
             concurrent_rpcs_max=config.grpc_concurrent_rpcs_max,
         )
+        # Scraped from now on, also while waiting for ZooKeeper (replog_zookeeper_connected says so).
+        metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         if not self.zk.connect(stopping):
             return False
         self.zk.ensure_layout()
@@ -148,7 +150,6 @@ class BrokerProcess:
         self.replicas.delete_unassigned(assigned_here(self.zk, config.broker_id))
         gc_policy.settle()  # the loaded replicas live as long as the process
         self.gate.open()
-        metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         self.metrics.watch_partitions(lambda: self.replicas.summary(self.topic_configs.min_insync_replicas))
         self.controller.start()
         self.throttle.watch(self.zk)

@@ -77,12 +77,13 @@ class ControllerProcess:
             tls=self.tls,
             concurrent_rpcs_max=config.grpc_concurrent_rpcs_max,
         )
+        # Scraped from now on, also while waiting for ZooKeeper (replog_zookeeper_connected says so).
+        metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         if not self.zk.connect(stopping):
             return False
         self.zk.ensure_layout()
         self.gate.open()
         self.server.set_serving(True)
-        metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         log.info("controller %d: grpc %s:%d (advertised as %s), metrics %d", config.controller_id, config.host,
                  self.server.port, config.published_host, metrics_port)
         self.loop.start()
