@@ -32,7 +32,7 @@ def in_order_within(wanted: list[bytes], found: list[bytes]) -> bool:
 def log_dir_online(cluster, broker_id: int, path) -> float:
     port = cluster.processes[f"broker-{broker_id}"].metrics_port
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    prefix = f'replog_broker_log_dir_online{{dir="{path}"}} '
+    prefix = f'replog_broker_log_dir_online{{log_dir="{path}"}} '
     (line,) = [line for line in text.splitlines() if line.startswith(prefix)]
     return float(line.split()[-1])
 

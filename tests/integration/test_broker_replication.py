@@ -155,16 +155,20 @@ def test_become_leader_and_follower_spans_join_the_controllers_trace(cluster):
         by_id = {s["span_id"]: s for s in everything}
         found = [s for s in everything if s["name"] in ("broker.become_leader", "broker.become_follower")
                  and "traced-0" in s["attributes"].get("partitions", [])]
-        # Span files are written in batches: wait for the controller's parents too.
-        complete = len(found) == 3 and all(s["parent_span_id"] in by_id for s in found)
+        # Span files are written in batches: wait for the call's spans on both sides too.
+        complete = len(found) == 3 and all(s["parent_span_id"] in by_id and
+                                           by_id[s["parent_span_id"]]["parent_span_id"] in by_id for s in found)
         return (found, by_id) if complete else None
 
     found, by_id = wait_for(become_spans_and_parents, 15, "three become_* spans for traced-0 and their parents")
     assert sorted(s["name"] for s in found) == ["broker.become_follower"] * 2 + ["broker.become_leader"]
     for span in found:
-        parent = by_id.get(span["parent_span_id"])
-        assert parent is not None and parent["name"].startswith("controller."), span
-        assert parent["trace_id"] == span["trace_id"]
+        server = by_id[span["parent_span_id"]]  # the broker's side of the controller's LeaderAndIsr call
+        client = by_id[server["parent_span_id"]]
+        assert (server["name"], server["kind"]) == ("replog.v1.BrokerControlService/LeaderAndIsr", "SERVER"), server
+        assert (client["name"], client["kind"]) == (server["name"], "CLIENT"), client
+        assert client["resource"]["service.name"] == "replog-controller"
+        assert span["trace_id"] == server["trace_id"] == client["trace_id"]
         assert span["resource"]["service.name"] == "replog-broker"
 
 
@@ -179,16 +183,16 @@ def test_broker_metrics_are_exposed(cluster):
         return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
 
     def leader_count(text: str) -> float:
-        line = next(line for line in text.splitlines() if line.startswith("replog_broker_leader_count "))
+        line = next(line for line in text.splitlines() if line.startswith("replog_broker_leader_partitions "))
         return float(line.split()[1])
 
     text = wait_for(lambda: (t := scrape()) and leader_count(t) >= 1 and t, 10,
                     "broker 1's leader count to be 1 or more")
-    for name in ("replog_broker_under_replicated_partitions", "replog_broker_under_min_isr_partition_count",
-                 "replog_broker_at_min_isr_partition_count", "replog_broker_offline_replica_count",
-                 "replog_broker_leader_count", "replog_broker_partition_count", "replog_broker_isr_shrinks_total",
+    for name in ("replog_broker_under_replicated_partitions", "replog_broker_under_min_isr_partitions",
+                 "replog_broker_at_min_isr_partitions", "replog_broker_offline_replicas",
+                 "replog_broker_leader_partitions", "replog_broker_replicas", "replog_broker_isr_shrinks_total",
                  "replog_broker_isr_expands_total", "replog_broker_failed_isr_updates_total",
-                 "replog_broker_produce_requests_total", "replog_broker_produce_latency_ms_bucket",
+                 "replog_broker_produce_requests_total", "replog_broker_produce_duration_seconds_bucket",
                  "replog_broker_fetch_requests_total"):
         assert name in text, name
 

@@ -1,6 +1,9 @@
 """A failover is one picture: the controller's event span and the brokers'
-become-leader spans share one trace across processes; metrics move when a
-follower dies. Everything read from the real span files and /metrics ports."""
+become-leader spans share one trace across processes, joined by the calls' client
+and server spans in OpenTelemetry's RPC conventions; a failed call is an error
+span, the brokers' log lines name the trace, and what the failover set off links
+back to it; metrics move when a follower dies. Everything read from the real span
+files, log files and /metrics ports."""
 
 from __future__ import annotations
 
@@ -47,9 +50,13 @@ def leading_brokers(members: list[dict], name: str = "broker.become_leader") -> 
     return len({s["resource"]["service.instance.id"] for s in members if s["name"] == name})
 
 
+LEADER_AND_ISR = "replog.v1.BrokerControlService/LeaderAndIsr"
+
+
 def assert_parented_become_leader(root: dict, members: list[dict], brokers: set[str], *, at_least: int = 2,
                                   name: str = "broker.become_leader") -> None:
-    """`name` spans from at least `at_least` of `brokers`, each chained by parents to the controller's root."""
+    """`name` spans from at least `at_least` of `brokers`, each chained by parents to the controller's root
+    through the broker's SERVER span of the LeaderAndIsr call and the controller's CLIENT span of it."""
     by_id = {s["span_id"]: s for s in members}
     leaders = [s for s in members if s["name"] == name]
     instances = {s["resource"]["service.instance.id"] for s in leaders}
@@ -59,9 +66,19 @@ def assert_parented_become_leader(root: dict, members: list[dict], brokers: set[
         while node.get("parent_span_id"):
             node = by_id.get(node["parent_span_id"])
             assert node is not None, f"{span['name']} has a parent outside the trace"
-            chain.append(node["name"])
-        assert node is root, chain
-        assert chain[0] == "controller.send.LeaderAndIsrRequest", chain  # parent across the process boundary
+            chain.append(node)
+        assert node is root, [n["name"] for n in chain]
+        server, client, send = chain[:3]  # the call crosses the process boundary between these two
+        assert (server["name"], server["kind"], server["resource"]["service.name"]) == \
+            (LEADER_AND_ISR, "SERVER", "replog-broker")
+        assert (client["name"], client["kind"], client["resource"]["service.name"]) == \
+            (LEADER_AND_ISR, "CLIENT", "replog-controller")
+        for call in (server, client):
+            assert call["attributes"]["rpc.system"] == "grpc"
+            assert call["attributes"]["rpc.service"] == "replog.v1.BrokerControlService"
+            assert call["attributes"]["rpc.method"] == "LeaderAndIsr"
+            assert call["attributes"]["rpc.grpc.status_code"] == 0 and call["status"] != "ERROR"
+        assert send["name"] == "controller.send.LeaderAndIsrRequest"
         assert node["resource"]["service.name"] == "replog-controller"
 
 
@@ -160,6 +177,64 @@ def test_controller_failover_with_a_broker_lost_in_the_gap_is_one_trace(cluster_
     assert_parented_become_leader(root, members, {"1", "2"})
 
 
+@pytest.fixture
+def cluster_zk_slow_brokers(cluster_factory):
+    """Brokers' sessions outlast the controllers': a broker killed with the active controller is still
+    registered when the standby takes the seat, so the new controller's call to it fails."""
+    spec = ClusterSpec(zookeeper_session_timeout_ms=SESSION_MS,
+                       extra_args={"broker": ["--zookeeper-session-timeout-ms", str(BROKER_SESSION_MS)]})
+    cluster, zk = traced_cluster(cluster_factory, spec)
+    yield cluster, zk
+    zk.stop()
+
+
+BROKER_SESSION_MS = 15000
+
+
+def log_lines(cluster, name: str) -> list[dict]:
+    lines = []
+    for line in cluster.log_path(name).read_text(errors="replace").splitlines():
+        try:
+            lines.append(json.loads(line))
+        except ValueError:
+            pass  # the launcher's own lines
+    return lines
+
+
+def test_a_failed_call_of_a_failover_is_an_error_span_and_broker_logs_carry_its_trace(cluster_zk_slow_brokers):
+    cluster, zk = cluster_zk_slow_brokers
+    active, _ = controller(zk)
+    standby = 2 if active == 1 else 1
+    dead_port = cluster.processes["broker-3"].port
+    cluster.kill("broker-3")
+    cluster.kill(f"controller-{active}")
+
+    def failed_calls(members):
+        return [s for s in members if s["kind"] == "CLIENT" and s["status"] == "ERROR"
+                and s["attributes"].get("server.port") == dead_port]
+
+    def found():
+        hit = trace_of(read_spans(cluster), "controller.failover",
+                       lambda r: r["resource"]["service.instance.id"] == str(standby))
+        return hit if hit and failed_calls(hit[1]) else None
+
+    root, members = wait_for(found, SESSION_MS / 1000 + 20, "the new controller's failed call to broker 3")
+    for call in failed_calls(members):
+        assert call["name"].startswith("replog.v1.BrokerControlService/"), call["name"]
+        assert call["attributes"]["rpc.grpc.status_code"] != 0
+        assert call["attributes"]["error.type"] in ("UNAVAILABLE", "DEADLINE_EXCEEDED"), call["attributes"]
+    sends = [s for s in members if s["name"].startswith("controller.send.") and s["attributes"]["broker.id"] == 3]
+    assert sends and all(s["status"] == "ERROR" for s in sends), sends
+    # What the failover set off (a resync of the broker it could not reach) is a trace of its own that links back.
+    resync = wait_for(lambda: [s for s in read_spans(cluster) if s["name"] == "controller.broker_resync"
+                               and {"trace_id": root["trace_id"], "span_id": root["span_id"]} in s["links"]],
+                      10, "a resync linked to the failover")
+    assert resync[0]["trace_id"] != root["trace_id"]
+    # The live brokers answered the new controller's calls inside the trace, and say so in their logs.
+    wait_for(lambda: any(line.get("trace_id") == root["trace_id"] for line in log_lines(cluster, "broker-1")), 10,
+             "a broker 1 log line with the failover's trace id")
+
+
 def scrape(port: int) -> dict[str, float]:
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     values: dict[str, float] = {}
@@ -183,14 +258,14 @@ def test_metrics_move_when_a_follower_dies(cluster_factory):
         leader = cluster.processes["broker-1"]
         # The states above are written with a full ISR before any broker has applied them:
         # wait for the leader to have taken both leaderships before reading its "before" picture.
-        wait_for(lambda: scrape(leader.metrics_port).get("replog_broker_leader_count") == 2, 20,
+        wait_for(lambda: scrape(leader.metrics_port).get("replog_broker_leader_partitions") == 2, 20,
                  "broker 1 to lead")
         active, _ = controller(zk)
         ctl = cluster.processes[f"controller-{active}"]
         before, ctl_before = scrape(leader.metrics_port), scrape(ctl.metrics_port)
         assert before["replog_broker_under_replicated_partitions"] == 0
-        assert before["replog_broker_leader_count"] == 2
-        assert ctl_before["replog_controller_active_controller_count"] == 1
+        assert before["replog_broker_leader_partitions"] == 2
+        assert ctl_before["replog_controller_active"] == 1
         cluster.kill("broker-3")
         # A follower exactly at the leader's LEO is never out of sync (as in Kafka), so keep
         # writing (acks=1) until the leader has moved past the dead one and shrunk the ISRs.
@@ -210,9 +285,9 @@ def test_metrics_move_when_a_follower_dies(cluster_factory):
                 pass  # the ticks only drive the leader's LEO; their delivery is not under test
         after, ctl_after = scrape(leader.metrics_port), scrape(ctl.metrics_port)
         assert after["replog_broker_isr_shrinks_total"] >= before.get("replog_broker_isr_shrinks_total", 0) + 2
-        assert after["replog_broker_at_min_isr_partition_count"] == 2
+        assert after["replog_broker_at_min_isr_partitions"] == 2
         assert ctl_after["replog_controller_isr_shrinks_total"] >= ctl_before.get("replog_controller_isr_shrinks_total", 0) + 2
         standby = cluster.processes[f"controller-{2 if active == 1 else 1}"]
-        assert scrape(standby.metrics_port)["replog_controller_active_controller_count"] == 0
+        assert scrape(standby.metrics_port)["replog_controller_active"] == 0
     finally:
         zk.stop()

@@ -178,6 +178,8 @@ def test_a_rebalance_is_one_trace_with_the_members_calls_as_children(cluster):
         for m in members:
             m.close()
 
+    rpc_names = ("replog.v1.GroupService/JoinGroup", "replog.v1.GroupService/SyncGroup")  # RPC span names
+
     def the_trace():
         spans = read_spans(cluster)
         for root in spans:
@@ -186,8 +188,8 @@ def test_a_rebalance_is_one_trace_with_the_members_calls_as_children(cluster):
                     and attributes.get("group.generation") == generation and attributes.get("group.members") == 2):
                 tree = [s for s in spans if s["trace_id"] == root["trace_id"]]
                 calls = {(s["name"], s["attributes"]["group.member_id"]) for s in tree
-                         if s["name"] in ("group.JoinGroup", "group.SyncGroup")}
-                if calls >= {(n, m) for n in ("group.JoinGroup", "group.SyncGroup") for m in member_ids}:
+                         if s["name"] in rpc_names}
+                if calls >= {(n, m) for n in rpc_names for m in member_ids}:
                     return root, tree
         return None
 
@@ -198,7 +200,7 @@ def test_a_rebalance_is_one_trace_with_the_members_calls_as_children(cluster):
     phases = sorted(s["name"] for s in tree if s["parent_span_id"] == root["span_id"] and s["name"].endswith("phase"))
     assert "group.join_phase" in phases and "group.sync_phase" in phases, phases
     for span in tree:
-        if span["name"] in ("group.JoinGroup", "group.SyncGroup"):
+        if span["name"] in rpc_names:
             assert by_id[span["parent_span_id"]] is root, span
     assert len({s["resource"]["service.instance.id"] for s in tree}) == 1  # all on the coordinator's broker
 

@@ -1,6 +1,7 @@
 """With OTEL_EXPORTER_OTLP_ENDPOINT set, services send their spans over OTLP/gRPC
-(to Jaeger, Tempo or a Collector) instead of writing span files. Here the
-receiving end is a minimal OTLP trace collector served in the test."""
+(to Jaeger, Tempo or a Collector) and still write their span files, which
+`replog trace` and the Spark failover report read. Here the receiving end is a
+minimal OTLP trace collector served in the test."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ class Collector(trace_service_pb2_grpc.TraceServiceServicer):
         return trace_service_pb2.ExportTraceServiceResponse()
 
 
-def test_spans_go_to_the_otlp_endpoint_when_it_is_set(cluster_factory):
+def test_spans_go_to_the_otlp_endpoint_and_the_files_when_it_is_set(cluster_factory):
     collector = Collector()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(collector, server)
@@ -52,6 +53,11 @@ def test_spans_go_to_the_otlp_endpoint_when_it_is_set(cluster_factory):
             time.sleep(0.2)
         with collector.lock:
             assert ("replog-controller", "controller.failover") in collector.spans, collector.spans[:20]
-        assert not list(cluster.trace_dir.glob("replog-controller-*.jsonl")), "span files are written only without OTLP"
+        files = list(cluster.trace_dir.glob("replog-controller-*.jsonl"))
+        deadline = time.monotonic() + 10  # the file exporter's batches leave every 500 ms
+        while time.monotonic() < deadline and not any('"controller.failover"' in f.read_text() for f in files):
+            time.sleep(0.2)
+            files = list(cluster.trace_dir.glob("replog-controller-*.jsonl"))
+        assert any('"controller.failover"' in f.read_text() for f in files), "no controller.failover span in the files"
     finally:
         server.stop(0)

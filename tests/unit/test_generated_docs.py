@@ -1,5 +1,5 @@
 """The reference pages that describe generated facts (API, configuration, metrics, ZooKeeper layout)
-match the code."""
+and the Grafana dashboard match the code."""
 
 from __future__ import annotations
 
@@ -27,8 +27,10 @@ def test_every_config_key_and_metric_is_on_its_page():
     for program, config in generator._service_configs():
         for name in config.__dataclass_fields__:
             assert f"`{name}`" in configuration, (program, name)
-    for name in ("replog_broker_leader_count", "replog_controller_active_controller_count"):
-        assert f"`{name}`" in metrics
+    from replog.common.metrics import table
+
+    for metric in table.TABLE:
+        assert f"`{metric.name}`" in metrics, metric.name
 
 
 def test_every_znode_path_the_schema_names_is_in_the_layout():

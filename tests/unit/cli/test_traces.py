@@ -59,3 +59,30 @@ def test_waterfall_draws_one_line_per_span(tmp_path, capsys):
     assert "2 spans, 100.0 ms" in out
     assert "controller.controlled_shutdown" in out and "  controller.decide" in out
     assert out.count("█") > 5
+
+
+def test_a_failed_span_is_drawn_failed_with_its_error_type(tmp_path, capsys):
+    t = "aa" * 16
+    failed = span(t, "c", "r", "replog.v1.BrokerControlService/LeaderAndIsr", "replog-controller", "1", 10, 90,
+                  **{"error.type": "UNAVAILABLE"})
+    failed["status"] = "ERROR"
+    write(tmp_path / "replog-controller-1.jsonl", [
+        span(t, "r", None, "controller.failover", "replog-controller", "1", 0, 100), failed])
+    ordered = [(s, d) for s, d in traces._walk(traces.build_trees(traces.read_spans(tmp_path))[t][0])]
+    assert [s.status for s, _ in ordered] == ["UNSET", "ERROR"]
+    traces.draw_waterfall(ordered)
+    assert "failed: UNAVAILABLE" in capsys.readouterr().out
+
+
+def test_replog_trace_reads_span_files_without_any_certificate(tmp_path, monkeypatch, capsys):
+    """A host with span files and no TLS files at all (no .state/tls, no REPLOG_TLS_*): the command only reads files."""
+    from replog.cli.main import main
+
+    for name in ("REPLOG_TLS_CA_FILE", "REPLOG_TLS_CERT_FILE", "REPLOG_TLS_KEY_FILE", "REPLOG_INSECURE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("REPLOG_STATE_DIR", str(tmp_path / "no-cluster-here"))
+    t = "bb" * 16
+    write(tmp_path / "replog-controller-1.jsonl", [
+        span(t, "r", None, "controller.broker_change", "replog-controller", "1", 0, 100, **{"brokers.dead": [2]})])
+    assert main(["trace", "--trace-dir", str(tmp_path), "failovers"]) == 0
+    assert t in capsys.readouterr().out

@@ -3,7 +3,7 @@
     spark.read.format("replog").option("gateway", "127.0.0.1:9090").option("table", "partitions").load()
 
 Options: ``gateway`` (host:port, required), ``table`` (cluster | brokers |
-partitions, default partitions), ``log_stats`` (true: the gateway asks every
+partitions | groups | group_offsets, default partitions), ``log_stats`` (true: the gateway asks every
 broker for LEO, HW and size), ``batch_size`` (partition rows per stream message,
 default 1000). TLS: ``tls_ca_file``, ``tls_cert_file``, ``tls_key_file`` (else REPLOG_TLS_* in the
 driver's environment, else the local cluster's operator certificate), or ``insecure`` (true: plaintext);
@@ -12,8 +12,8 @@ resolved on the driver as the CLI does (security/local.py).
 The stream is one ordered gRPC server stream (cluster row, broker rows, partition
 rows in batches), so the source has one input partition: the read runs in one
 Python worker, which turns each PartitionRowBatch into one Arrow record batch
-(no per-row Python objects reach Spark). The schema is schema.py's version 1,
-the same as an export directory's, so every job takes either. A stream whose
+(no per-row Python objects reach Spark). The schema is schema.py's (the export
+schema's version, replog.common.export_schema.SCHEMA_VERSION), the same as an export directory's, so every job takes either. A stream whose
 cluster row carries another schema version fails the read with one line.
 
 The worker imports this module and the generated protos, hence PYSPARK_PYTHON

@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args, None)
     address = resolve_gateway(args.gateway)
     try:
+        if not getattr(args, "needs_gateway", True):  # local files only (`replog trace`): no certificate, no channel
+            return args.run(args, None)
         args.tls = resolve_client_tls(args.tls_ca_file, args.tls_cert_file, args.tls_key_file, insecure=args.insecure)
         with open_channel(address, args.tls, CHANNEL_OPTIONS) as channel:
             return args.run(args, channel)

@@ -41,6 +41,7 @@ class Span:
     start_ns: int
     end_ns: int
     attributes: dict
+    status: str = "UNSET"  # ERROR when the span's work failed (its `error.type` attribute says how)
     children: list["Span"] = field(default_factory=list)
 
     @property
@@ -68,6 +69,7 @@ def read_spans(trace_dir: Path) -> list[Span]:
                         raw["trace_id"], raw["span_id"], raw.get("parent_span_id"), raw["name"],
                         resource.get("service.name", "?"), str(resource.get("service.instance.id", "?")),
                         int(raw["start_ns"]), int(raw["end_ns"]), raw.get("attributes", {}),
+                        str(raw.get("status", "UNSET")),
                     ))
                 except (ValueError, KeyError, TypeError):
                     continue  # a torn last line of a running process
@@ -159,7 +161,8 @@ def run(args, channel=None) -> int:
     if args.output == "json":
         print(json.dumps([{"name": s.name, "service": s.service, "instance": s.instance, "depth": d,
                            "start_ns": s.start_ns, "end_ns": s.end_ns, "duration_ms": round(s.duration_ms, 3),
-                           "attributes": s.attributes} for s, d in ordered], indent=2, default=str))
+                           "status": s.status, "attributes": s.attributes} for s, d in ordered],
+                         indent=2, default=str))
         return 0
     draw_waterfall(ordered)
     return 0
@@ -176,9 +179,13 @@ def draw_waterfall(ordered: list[tuple[Span, int]], width: int = 50) -> None:
         label = f"{'  ' * depth}{span.name} [{span.service.removeprefix('replog-')}-{span.instance}]"
         left = int((span.start_ns - start) / total * width)
         length = max(1, int((span.end_ns - span.start_ns) / total * width))
+        failed = span.status == "ERROR"
         bar = Text(" " * left)
-        bar.append("█" * min(length, width - left), style="cyan" if span.service.endswith("controller") else "green")
+        bar.append("█" * min(length, width - left),
+                   style="red" if failed else "cyan" if span.service.endswith("controller") else "green")
         line = Text(label.ljust(label_width)[:label_width] + " ")
         line.append(bar)
         line.append(f" {span.duration_ms:8.2f} ms")
+        if failed:
+            line.append(f"  failed: {span.attributes.get('error.type', 'error')}", style="red")
         console.print(line)

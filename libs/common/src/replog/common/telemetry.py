@@ -1,10 +1,13 @@
 """Tracing and metrics bootstrap (docs/metrics.md lists the metrics).
 
 Tracing: an OpenTelemetry TracerProvider with `service.name` and
-`service.instance.id`. When OTEL_EXPORTER_OTLP_ENDPOINT is set, spans go to
-OTLP over gRPC; otherwise to JSON-lines files in the trace directory (one file
-per process), which the CLI and the Spark failover job read. The W3C trace
-context travels in gRPC metadata through `inject_metadata` / `extract_context`.
+`service.instance.id`. Spans go to JSON-lines files in the trace directory (one
+file per process), which `replog trace` and the Spark failover job read, and
+also to OTLP over gRPC when OTEL_EXPORTER_OTLP_ENDPOINT is set (Jaeger, Tempo, a
+Collector): both at once, so a cluster sending its traces to a collector keeps
+the files its own tools read. An empty trace directory writes no files. The W3C
+trace context travels in gRPC metadata through `inject_metadata` /
+`extract_context`; replog.common.rpc_spans makes the spans of the calls.
 
 Metrics: prometheus_client's registry, served on the process's /metrics port.
 """
@@ -74,11 +77,18 @@ def init_tracing(service: str, instance: str, trace_dir: str) -> TracerProvider:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    elif trace_dir:
+    if trace_dir:
         path = Path(trace_dir) / f"{service}-{instance}.jsonl"
         provider.add_span_processor(BatchSpanProcessor(JsonLinesSpanExporter(path), schedule_delay_millis=500))
     trace.set_tracer_provider(provider)
     return provider
+
+
+def mark_failed(span: trace.Span, error_type: str, description: str) -> None:
+    """Say in OpenTelemetry's terms that `span`'s operation failed: status ERROR with `description`, and
+    `error.type` naming the kind of failure (an error code's or exception's name), which trace UIs show."""
+    span.set_attribute("error.type", error_type)
+    span.set_status(trace.Status(trace.StatusCode.ERROR, description))
 
 
 def inject_metadata() -> list[tuple[str, str]]:
@@ -93,8 +103,13 @@ def extract_context(metadata: Sequence[tuple[str, str]] | None) -> otel_context.
 
 
 def start_metrics_server(port: int, host: str = "127.0.0.1") -> int:
-    """Serve Prometheus /metrics; returns the bound port (0 picks a free one)."""
-    from prometheus_client import start_http_server
+    """Serve Prometheus /metrics; returns the bound port (0 picks a free one).
+
+    Without prometheus_client's `_created` series: Prometheus 2 stores them as gauges of their own,
+    one more series per counter and histogram that no query of ours reads."""
+    from prometheus_client import disable_created_metrics, start_http_server
+
+    disable_created_metrics()
 
     server, _thread = start_http_server(port, addr=host)
     return server.server_port

@@ -16,6 +16,8 @@ from replog.common.acls.store import AclWatcher
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import ServiceBinding, start_server
+from replog.common.metrics import table as metric_table
+from replog.common.metrics.process import ProcessMetrics, release
 from replog.common.readiness_gate import ReadinessGate
 from replog.common.security.principal import Principal
 from replog.common.security.settings import tls_files
@@ -50,6 +52,10 @@ class GatewayProcess:
         """Listen, wait for ZooKeeper, then serve. False when `stopping` was set before ZooKeeper
         answered: nothing but the server was started."""
         telemetry.init_tracing("replog-gateway", self.config.gateway_id, self.config.trace_dir)
+        process_metrics = ProcessMetrics(metric_table.GATEWAY_INFO, {
+            "gateway_id": self.config.gateway_id, "version": release("replog-gateway")})
+        process_metrics.watch_certificates(self.tls)
+        self.zk.add_session_listener(process_metrics.on_zookeeper_session)
         deps = GatewayDeps(
             zk=self.zk,
             channels=self.channels,
@@ -71,13 +77,14 @@ class GatewayProcess:
             concurrent_rpcs_max=self.config.grpc_concurrent_rpcs_max,
             edge=self.config, enforcer=Enforcer(self.authorizer), super_users=self.config.super_user_principals,
         )
+        # Scraped from now on, also while waiting for ZooKeeper (replog_zookeeper_connected says so).
+        metrics_port = telemetry.start_metrics_server(self.config.metrics_port, self.config.host)
         if not self.zk.connect(stopping):
             return False
         self.zk.ensure_layout()
         self.acl_watcher.start()
         self.gate.open()
         self.server.set_serving(True)
-        metrics_port = telemetry.start_metrics_server(self.config.metrics_port, self.config.host)
         log.info("gateway up: grpc %s:%d, metrics %d", self.config.host, self.server.port, metrics_port)
         return True
 

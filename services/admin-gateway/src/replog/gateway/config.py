@@ -25,8 +25,11 @@ class GatewayConfig(TlsSettings, AclSettings, EdgeSettings, ListenSettings):
         2000, "longest pause between attempts to reach ZooKeeper, at start and after losing it "
               "(the process waits for ZooKeeper as long as it takes, NOT_SERVING meanwhile)", positive)
     broker_rpc_timeout_ms: int = setting(2000, "deadline of one call to a broker for log stats (slower counts as unknown)", positive)
-    trace_dir: str = setting("", "directory for JSON-lines span files when no OTLP endpoint is set")
+    trace_dir: str = setting("", "directory for JSON-lines span files, written also while OTEL_EXPORTER_OTLP_ENDPOINT "
+                             "sends spans to a collector (empty: no files)")
     log_level: str = setting("info", "log level", one_of("debug", "info", "warning", "error"))
+    log_format: str = setting("json", "log line format: json (one object per line) or text; a line written inside a "
+                              "span carries its trace_id and span_id", one_of("json", "text"))
     grpc_concurrent_rpcs_max: int = setting(
         512, "RPCs open at once (admin calls, election waits, topology export streams and every client's "
              "channel keeper); more are refused with RESOURCE_EXHAUSTED", positive)

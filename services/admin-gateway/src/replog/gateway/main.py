@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
         from replog.common.logs import setup_logging
         from replog.gateway.bootstrap import GatewayProcess
 
-        setup_logging("gateway", config.gateway_id, config.log_level)
+        setup_logging("gateway", config.gateway_id, config.log_level, config.log_format)
         stop = service.StopSignal()  # first: a stop while waiting for ZooKeeper ends the wait
         process = GatewayProcess(config)
         if process.start(stop.event):

@@ -56,13 +56,15 @@ from replog.broker.runtime.halt import halt_on_offline_dir
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.turn import Turn
 from replog.broker.runtime.wait_slots import WaitSlots
-from replog.common import gc_policy, telemetry
+from replog.common import gc_policy, rpc_spans, telemetry
 from replog.common.acls.core.authorizer import Authorizer
 from replog.common.acls.enforcement import Enforcer
 from replog.common.acls.store import AclWatcher
 from replog.common.channels import ChannelCache
 from replog.common.clock import SystemClock
 from replog.common.grpc_server import start_server
+from replog.common.metrics import table as metric_table
+from replog.common.metrics.process import ProcessMetrics, release
 from replog.common.readiness_gate import ReadinessGate
 from replog.common.refusal_log import RefusalLog
 from replog.common.request_bounds import PartitionsBound
@@ -73,10 +75,12 @@ from replog.common.zk import schema
 from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
 from replog.common.zk.schema import znode_acls
+from replog.v1 import broker_control_pb2
 
 log = logging.getLogger(__name__)
 
 SERVER_STOP_GRACE_S = 2.0
+CONTROL_SERVICE = broker_control_pb2.DESCRIPTOR.services_by_name["BrokerControlService"].full_name
 DEFAULT_FLUSH_CHECK_MS = 1000
 
 
@@ -111,6 +115,10 @@ class BrokerProcess:
         config = self.config
         telemetry.init_tracing("replog-broker", str(config.broker_id), config.trace_dir)
         self.metrics = BrokerMetrics()
+        process_metrics = ProcessMetrics(metric_table.BROKER_INFO, {
+            "broker_id": str(config.broker_id), "rack": config.rack, "version": release("replog-broker")})
+        process_metrics.watch_certificates(self.tls)
+        self.zk.add_session_listener(process_metrics.on_zookeeper_session)
         self.replicas = self._load_replicas()
         stall_max_ms = config.log_dir_fsync_stall_max_ms
         self.fsync_probes = []
@@ -125,7 +133,8 @@ class BrokerProcess:
         self._lost_marks_stale = False  # the registration still names a replica that caught up
         self._build()
         self.server = start_server(
-            bindings(self.control_servicer, self.replication_servicer, self.log_servicer, self.group_servicer),
+            bindings(rpc_spans.traced_servicer(self.control_servicer, CONTROL_SERVICE), self.replication_servicer,
+                     self.log_servicer, self.group_servicer),
             host=config.host, port=config.port, max_workers=config.grpc_workers, serving=False,
             interceptors=[self.gate, PartitionsBound(PARTITION_COUNTS, config.request_partitions_max,
                                                      "request_partitions_max", self.refusals)],
@@ -133,6 +142,8 @@ class BrokerProcess:
             concurrent_rpcs_max=config.grpc_concurrent_rpcs_max,
             edge=config, enforcer=Enforcer(self.authorizer), super_users=config.super_user_principals,
         )
+        # Scraped from now on, also while waiting for ZooKeeper (replog_zookeeper_connected says so).
+        metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         if not self.zk.connect(stopping):
             return False
         self.zk.ensure_layout()
@@ -140,7 +151,6 @@ class BrokerProcess:
         self.replicas.delete_unassigned(assigned_here(self.zk, config.broker_id))
         gc_policy.settle()  # the loaded replicas live as long as the process
         self.gate.open()
-        metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         self.metrics.watch_partitions(lambda: self.replicas.summary(self.topic_configs.min_insync_replicas))
         self.controller.start()
         self.throttle.watch(self.zk)

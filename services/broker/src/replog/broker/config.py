@@ -67,8 +67,11 @@ class BrokerConfig(TlsSettings, AclSettings, EdgeSettings, AdvertiseSettings):
     zookeeper_connect_backoff_max_ms: int = setting(
         2000, "longest pause between attempts to reach ZooKeeper, at start and after losing it "
               "(the process waits for ZooKeeper as long as it takes, NOT_SERVING meanwhile)", positive)
-    trace_dir: str = setting("", "directory for JSON-lines span files when no OTLP endpoint is set")
+    trace_dir: str = setting("", "directory for JSON-lines span files, written also while OTEL_EXPORTER_OTLP_ENDPOINT "
+                             "sends spans to a collector (empty: no files)")
     log_level: str = setting("info", "log level", one_of("debug", "info", "warning", "error"))
+    log_format: str = setting("json", "log line format: json (one object per line) or text; a line written inside a "
+                              "span carries its trace_id and span_id", one_of("json", "text"))
     replica_lag_time_max_ms: int = setting(10000, "a follower not caught up for this long leaves the ISR", positive)
     replica_fetch_wait_max_ms: int = setting(500, "longest a follower's fetch waits at the leader", positive)
     replica_fetch_max_bytes: int = setting(8 * 1024 * 1024, "bytes a follower fetches per request at most", positive)

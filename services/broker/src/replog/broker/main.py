@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
         from replog.broker.bootstrap import BrokerProcess
         from replog.common.logs import setup_logging
 
-        setup_logging("broker", str(config.broker_id), config.log_level)
+        setup_logging("broker", str(config.broker_id), config.log_level, config.log_format)
         open_files = service.raise_open_files_limit()
         logging.getLogger(PROG).info("open files limit %d (the hosted logs' descriptor budget is derived from it)",
                                      open_files)

@@ -9,8 +9,10 @@ from __future__ import annotations
 import logging
 import threading
 
-from replog.common import telemetry
+from replog.common import rpc_spans, telemetry
 from replog.common.grpc_server import ServiceBinding, start_server
+from replog.common.metrics import table as metric_table
+from replog.common.metrics.process import ProcessMetrics, release
 from replog.common.readiness_gate import ReadinessGate
 from replog.common.security.principal import Principal
 from replog.common.security.settings import tls_files
@@ -25,6 +27,7 @@ from replog.controller.core.model import ControllerSettings
 from replog.v1 import controller_pb2, controller_pb2_grpc
 
 log = logging.getLogger(__name__)
+SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
 
 
 class ControllerProcess:
@@ -57,11 +60,15 @@ class ControllerProcess:
         before ZooKeeper answered: nothing but the server was started."""
         config = self.config
         telemetry.init_tracing("replog-controller", str(config.controller_id), config.trace_dir)
+        process_metrics = ProcessMetrics(metric_table.CONTROLLER_INFO, {
+            "controller_id": str(config.controller_id), "version": release("replog-controller")})
+        process_metrics.watch_certificates(self.tls)
+        self.zk.add_session_listener(process_metrics.on_zookeeper_session)
         self.server = start_server(
             [ServiceBinding(
-                controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name,
+                SERVICE,
                 controller_pb2_grpc.add_ControllerServiceServicer_to_server,
-                self.servicer,
+                rpc_spans.traced_servicer(self.servicer, SERVICE),
             )],
             host=config.host,
             port=config.port,
@@ -71,12 +78,13 @@ class ControllerProcess:
             concurrent_rpcs_max=config.grpc_concurrent_rpcs_max,
             edge=config,
         )
+        # Scraped from now on, also while waiting for ZooKeeper (replog_zookeeper_connected says so).
+        metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         if not self.zk.connect(stopping):
             return False
         self.zk.ensure_layout()
         self.gate.open()
         self.server.set_serving(True)
-        metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         log.info("controller %d: grpc %s:%d (advertised as %s), metrics %d", config.controller_id, config.host,
                  self.server.port, config.published_host, metrics_port)
         self.loop.start()

@@ -23,8 +23,11 @@ class ControllerConfig(TlsSettings, EdgeSettings, AdvertiseSettings):
     zookeeper_connect_backoff_max_ms: int = setting(
         2000, "longest pause between attempts to reach ZooKeeper, at start and after losing it "
               "(the process waits for ZooKeeper as long as it takes, NOT_SERVING meanwhile)", positive)
-    trace_dir: str = setting("", "directory for JSON-lines span files when no OTLP endpoint is set")
+    trace_dir: str = setting("", "directory for JSON-lines span files, written also while OTEL_EXPORTER_OTLP_ENDPOINT "
+                             "sends spans to a collector (empty: no files)")
     log_level: str = setting("info", "log level", one_of("debug", "info", "warning", "error"))
+    log_format: str = setting("json", "log line format: json (one object per line) or text; a line written inside a "
+                              "span carries its trace_id and span_id", one_of("json", "text"))
     event_queue_size_max: int = setting(100000, "bound of the controller's event queue", positive)
     leader_imbalance_per_broker_percentage: int = setting(10, "auto preferred election above this share of non-preferred leaders", non_negative)
     leader_imbalance_check_interval_ms: int = setting(300000, "how often to check leader imbalance", positive)

@@ -19,6 +19,7 @@ from opentelemetry import trace
 
 from replog.broker.control.controller_link import ControllerLink, ControllerUnavailable
 from replog.broker.core.errors import ErrorCode
+from replog.common import telemetry
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.broker")
@@ -52,5 +53,6 @@ def controlled_shutdown(controller: ControllerLink, broker_id: int, broker_epoch
                          reply.error_message, remaining)
             time.sleep(BACKOFF_S)
         span.set_attribute("gave_up", True)
+        telemetry.mark_failed(span, "gave_up", f"controlled shutdown gave up after {attempt} attempt(s)")
         log.warning("controlled shutdown gave up after %d attempt(s); stopping anyway", attempt)
         return False

@@ -1,7 +1,8 @@
 """How the broker reaches the active controller: /controller names its host and port.
 
 A kazoo DataWatch keeps the address current; calls go through the shared
-channel cache with the current trace context in their metadata. Callers retry:
+channel cache, each in a CLIENT span whose context rides in its metadata
+(replog.common.rpc_spans). Callers retry:
 `ControllerUnavailable` (no controller seated, or the RPC failed in transport)
 and a NOT_CONTROLLER answer both mean "ask again shortly". This is the broker's
 edge towards the controller: callers pass and get domain values, and the
@@ -19,7 +20,7 @@ from kazoo.recipe.watchers import DataWatch
 
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
-from replog.common import telemetry
+from replog.common import rpc_spans
 from replog.common.channels import CONTROL_RPC_TIMEOUT_S, ChannelCache
 from replog.common.core.partitions import TopicPartition
 from replog.common.zk import schema
@@ -27,6 +28,7 @@ from replog.common.zk.client import ZkClient
 from replog.v1 import common_pb2, controller_pb2, controller_pb2_grpc
 
 log = logging.getLogger(__name__)
+SERVICE = controller_pb2.DESCRIPTOR.services_by_name["ControllerService"].full_name
 
 
 class ControllerUnavailable(Exception):
@@ -76,12 +78,15 @@ class ControllerLink:
             self._address, self._controller_id = address, controller_id
         log.info("active controller: %s (%s)", controller_id, address or "unknown address")
 
-    def _stub(self) -> controller_pb2_grpc.ControllerServiceStub:
+    def _call(self, method: str, request, timeout_s: float):
+        """One call to the active controller, in a CLIENT span whose context its metadata carries (rpc_spans.py)."""
         with self._lock:
             address = self._address
         if address is None:
             raise ControllerUnavailable("no active controller in /controller")
-        return controller_pb2_grpc.ControllerServiceStub(self._channels.get(address))
+        stub = controller_pb2_grpc.ControllerServiceStub(self._channels.get(address))
+        with rpc_spans.client_call(SERVICE, method, address) as call:
+            return call.answered(getattr(stub, method)(request, timeout=timeout_s, metadata=call.metadata()))
 
     def alter_partition(
         self, broker_id: int, broker_epoch: int, proposals: Iterable[AlterPartitionProposal],
@@ -95,7 +100,7 @@ class ControllerLink:
             for p in proposals
         ])
         try:
-            response = self._stub().AlterPartition(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
+            response = self._call("AlterPartition", request, timeout_s)
         except grpc.RpcError as exc:
             raise ControllerUnavailable(f"AlterPartition: {exc.code().name}: {exc.details()}") from None
         return AlterPartitionReply(ErrorCode(response.error_code), response.error_message, tuple(
@@ -127,7 +132,7 @@ class ControllerLink:
 
     def _controlled_shutdown(self, request, timeout_s: float) -> ShutdownReply:
         try:
-            response = self._stub().ControlledShutdown(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
+            response = self._call("ControlledShutdown", request, timeout_s)
         except grpc.RpcError as exc:
             raise ControllerUnavailable(f"ControlledShutdown: {exc.code().name}: {exc.details()}") from None
         return ShutdownReply(ErrorCode(response.error_code), response.error_message,
@@ -141,7 +146,7 @@ class ControllerLink:
             broker_id=broker_id, broker_epoch=broker_epoch, offline_log_dirs=list(offline_dirs),
             partitions=[common_pb2.TopicPartition(topic=tp.topic, partition=tp.partition) for tp in partitions])
         try:
-            response = self._stub().LogDirsOffline(request, timeout=timeout_s, metadata=telemetry.inject_metadata())
+            response = self._call("LogDirsOffline", request, timeout_s)
         except grpc.RpcError as exc:
             raise ControllerUnavailable(f"LogDirsOffline: {exc.code().name}: {exc.details()}") from None
         return ErrorCode(response.error_code), response.error_message

@@ -37,6 +37,7 @@ from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import apply_alter_partition_answer, isr_check, proposal_to_resend
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.thread_guard import guarded_round
+from replog.common import telemetry
 from replog.common.clock import Clock
 from replog.common.core.partitions import TopicPartition
 
@@ -166,11 +167,11 @@ class IsrChangeSender:
                 reply = self._controller.alter_partition(self._broker_id, self._broker_epoch_of(),
                                                          [p for _, p in proposals.values()])
             except ControllerUnavailable as exc:
-                span.set_attribute("error", str(exc))
+                telemetry.mark_failed(span, type(exc).__name__, str(exc))
                 log.info("AlterPartition not delivered (%s); will resend %d proposal(s)", exc, len(proposals))
                 return None
             if reply.error_code is not ErrorCode.NONE:
-                span.set_attribute("error", reply.error_code.name)
+                telemetry.mark_failed(span, reply.error_code.name, f"{reply.error_code.name}: {reply.error_message}")
                 log.info("AlterPartition refused as a whole: %s %s; will resend", reply.error_code.name,
                          reply.error_message)
                 return None

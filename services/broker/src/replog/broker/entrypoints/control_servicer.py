@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Callable
 
 import grpc
+from opentelemetry import context as otel_context
 
 from replog.broker.control.controller_fence import ControllerFence, EpochUnconfirmed
 from replog.broker.control.state_changes import PartitionResult, ReplicaStateChanges, StopRequest
@@ -29,7 +30,6 @@ from replog.broker.core.errors import ErrorCode
 from replog.broker.core.partition import LeaderAndIsrDecision
 from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.broker.replicas.checkpointer import ControlBursts
-from replog.common import telemetry
 from replog.common.core.partitions import TopicPartition
 from replog.common.refusal_log import RefusalLog
 from replog.v1 import broker_control_pb2, broker_control_pb2_grpc, common_pb2
@@ -109,8 +109,9 @@ class BrokerControlServicer(broker_control_pb2_grpc.BrokerControlServiceServicer
             for ps in request.partitions
         ]
         self._metadata.remember_leader_endpoints(request.leaders)
-        parent = telemetry.extract_context(context.invocation_metadata())
-        results = self._state_changes.leader_and_isr(decisions, init=request.init, parent=parent)
+        # The call's SERVER span is current (bootstrap wraps this servicer: replog.common.rpc_spans), a child of
+        # the controller's call: the replicas' work joins the controller's trace under it.
+        results = self._state_changes.leader_and_isr(decisions, init=request.init, parent=otel_context.get_current())
         return broker_control_pb2.LeaderAndIsrResponse(partitions=self._partition_errors("LeaderAndIsr", results,
                                                                                          context))
 

@@ -1,4 +1,4 @@
-"""gRPC ReplicationService: followers' ReplicaFetch (long-poll) and OffsetForLeaderEpoch.
+"""gRPC ReplicationService: followers' ReplicaFetch (long-poll), and OffsetForLeaderEpoch for tools and tests.
 
 Followers fetch through ReplicaFetchStream, the same request and answer in turns
 over one stream per fetcher, which costs the leader less per round trip than a
@@ -143,7 +143,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         metrics = self._metrics.follower_fetch
         metrics.requests.inc()
         metrics.bytes_out.inc(sent)
-        metrics.latency_ms.observe((time.perf_counter() - started) * 1000)
+        metrics.duration_s.observe(time.perf_counter() - started)
 
     def _read_one(self, replica_id: int, partition: FollowerPosition, hosted: HostedPartition | None,
                   tp: TopicPartition, bytes_max: int) -> FollowerFetchAnswer:

@@ -131,7 +131,7 @@ class GroupCoordinator:
                 return JoinAnswer(member_id, outcome.refusal.code, outcome.refusal.reason)
             loaded.groups[group_id] = group
             self._traces.observe(group)
-            span = self._traces.member_call(group_id, "group.JoinGroup", member_id, start_ns, caller)
+            span = self._traces.member_call(group_id, "JoinGroup", member_id, start_ns, caller)
         self._carry_out(loaded, group, outcome)
         return answered(span, self._await(key, parked, request.rebalance_timeout_ms, JoinAnswer))
 
@@ -149,7 +149,7 @@ class GroupCoordinator:
                 del self._parked[key]
                 return SyncAnswer(member_id, outcome.refusal.code, outcome.refusal.reason)
             timeout_ms = group.members[member_id].rebalance_timeout_ms
-            span = self._traces.member_call(group_id, "group.SyncGroup", member_id, start_ns, caller)
+            span = self._traces.member_call(group_id, "SyncGroup", member_id, start_ns, caller)
         self._carry_out(loaded, group, outcome)
         return answered(span, self._await(key, parked, timeout_ms, SyncAnswer))
 
@@ -301,7 +301,7 @@ class GroupCoordinator:
             self._traces.observe(group)
             if was_completing and group.state is GroupState.STABLE and self._metrics is not None:
                 self._metrics.group_rebalances.inc()
-                self._metrics.group_rebalance_ms.observe(now_ms - group.rebalance_started_ms)
+                self._metrics.group_rebalance_s.observe((now_ms - group.rebalance_started_ms) / 1000)
         self._carry_out(loaded, group, follow)
 
     def _answer(self, group_id: str, outcome: Outcome) -> None:

@@ -6,15 +6,19 @@ with a `group.join_phase` child; when it enters CompletingRebalance the join pha
 generation, its members and protocol are known) and a `group.sync_phase` child starts; when the
 group is Stable, Empty or Dead again the phase and the root end, the root carrying the outcome. A
 rebalance that starts over (a member left during the sync phase) opens a new join phase under the
-same root. Each member's JoinGroup or SyncGroup call handled here is a `group.JoinGroup` /
-`group.SyncGroup` span, a child of the root (a call may complete a phase, so it belongs to the
+same root. Each member's JoinGroup or SyncGroup call handled here is a SERVER span named by
+OpenTelemetry's RPC conventions (`replog.v1.GroupService/JoinGroup`, with `rpc.*` attributes:
+replog.common.rpc_spans), a child of the root (a call may complete a phase, so it belongs to the
 rebalance rather than to either phase; a follower's SyncGroup that arrives after the leader's
 completed the rebalance is a child of that ended root); the caller's own trace context, when its
 request carried one (W3C traceparent in the gRPC metadata, as every replog RPC does), is attached
-as a link, so a traced client finds the rebalance its call took part in.
+as a link, so a traced client finds the rebalance its call took part in. A call answered with an
+error code has status ERROR and `error.type` naming the code.
 
 Attributes: `group.id`, `group.generation`, `group.members`, `group.protocol`, and on the root
-`group.outcome` (the state it ended in). Spans only observe: nothing here changes a group.
+`group.outcome` (the state it ended in); every span also has the messaging conventions'
+`messaging.system` ("replog") and `messaging.consumer.group.name`. Spans only observe: nothing here
+changes a group.
 """
 
 from __future__ import annotations
@@ -27,8 +31,12 @@ from opentelemetry import trace
 from replog.broker.groups.core.answers import JoinAnswer, SyncAnswer
 from replog.broker.groups.core.group import Group
 from replog.broker.groups.core.model import GroupState
+from replog.common import rpc_spans, telemetry
+from replog.v1 import group_pb2
 
 tracer = trace.get_tracer("replog.broker")
+SERVICE = group_pb2.DESCRIPTOR.services_by_name["GroupService"].full_name
+MESSAGING_SYSTEM = "replog"
 
 _REBALANCING = (GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE)
 _PHASES = {GroupState.PREPARING_REBALANCE: "group.join_phase", GroupState.COMPLETING_REBALANCE: "group.sync_phase"}
@@ -43,7 +51,12 @@ class _Open:
 
 def _attributes(group: Group) -> dict:
     return {"group.id": group.group_id, "group.generation": group.generation_id,
-            "group.members": len(group.members), "group.protocol": group.protocol_name}
+            "group.members": len(group.members), "group.protocol": group.protocol_name,
+            **_messaging(group.group_id)}
+
+
+def _messaging(group_id: str) -> dict:
+    return {"messaging.system": MESSAGING_SYSTEM, "messaging.consumer.group.name": group_id}
 
 
 class RebalanceTraces:
@@ -83,17 +96,19 @@ class RebalanceTraces:
             held.root.set_attribute("group.outcome", why)
             held.root.end()
 
-    def member_call(self, group_id: str, name: str, member_id: str, start_ns: int,
+    def member_call(self, group_id: str, method: str, member_id: str, start_ns: int,
                     caller: otel_context.Context | None) -> trace.Span:
-        """A span for one member's call, a child of the group's open rebalance (a root of its own when none is
-        open). The caller ends it once the call is answered."""
+        """A span for one member's call (`method`: JoinGroup or SyncGroup), a child of the group's open
+        rebalance (a root of its own when none is open). The caller ends it once the call is answered."""
         held = self._open.get(group_id)
-        root = held.root if held is not None else self._last.get(group_id) if name == "group.SyncGroup" else None
+        root = held.root if held is not None else self._last.get(group_id) if method == "SyncGroup" else None
         parent = trace.set_span_in_context(root) if root is not None else otel_context.Context()
         caller_span = trace.get_current_span(caller).get_span_context() if caller is not None else None
         links = [trace.Link(caller_span)] if caller_span is not None and caller_span.is_valid else []
-        return tracer.start_span(name, context=parent, kind=trace.SpanKind.SERVER, start_time=start_ns, links=links,
-                                 attributes={"group.id": group_id, "group.member_id": member_id})
+        attributes = {"rpc.system": rpc_spans.RPC_SYSTEM, "rpc.service": SERVICE, "rpc.method": method,
+                      "group.id": group_id, "group.member_id": member_id, **_messaging(group_id)}
+        return tracer.start_span(rpc_spans.span_name(SERVICE, method), context=parent, kind=trace.SpanKind.SERVER,
+                                 start_time=start_ns, links=links, attributes=attributes)
 
     @staticmethod
     def _phase(root: trace.Span, group: Group) -> trace.Span:
@@ -104,6 +119,8 @@ class RebalanceTraces:
 def answered(span: trace.Span, answer: JoinAnswer | SyncAnswer) -> JoinAnswer | SyncAnswer:
     """End a member call's span with what it was answered; returns the answer."""
     generation_id = answer.generation_id if isinstance(answer, JoinAnswer) else -1
-    span.set_attributes({"group.generation": generation_id, "error": answer.error.name})
+    span.set_attribute("group.generation", generation_id)
+    if answer.error:
+        telemetry.mark_failed(span, answer.error.name, f"{answer.error.name}: {answer.message}")
     span.end()
     return answer

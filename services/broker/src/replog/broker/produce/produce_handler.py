@@ -185,7 +185,7 @@ class ProduceHandler:
         for answer in ordered:
             if answer.error_code != ErrorCode.NONE:
                 self._metrics.produce_errors.labels(ErrorCode(answer.error_code).name).inc()
-        self._metrics.produce_acks(acks).latency_ms.observe((time.perf_counter() - started) * 1000)
+        self._metrics.produce_acks(acks).duration_s.observe(time.perf_counter() - started)
         if acks == ACKS_NONE:
             return []
         return ordered

@@ -3,7 +3,7 @@
 After an unclean shutdown (no clean-shutdown marker, log/clean_shutdown.py) a
 replica whose log ends below its checkpointed HW lost committed records. They
 are never clamped away in silence: the broker counts them in
-`replog_broker_recovery_lost_records`, flags the start in
+`replog_broker_recovery_lost_records_total`, flags the start in
 `replog_broker_unclean_start`, and records one `broker.recovery` span with an
 event per such partition, so traces of the incident show it beside the
 elections it caused.

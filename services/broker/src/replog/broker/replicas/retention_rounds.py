@@ -66,7 +66,7 @@ class RetentionRounds:
                      deleted, trimmed, round_ms, end, len(self._pass))
         if self._metrics is not None:
             self._metrics.retention_segments_deleted.inc(deleted)
-            self._metrics.retention_round_ms.observe(round_ms)
+            self._metrics.retention_round_s.observe(round_ms / 1000)
         self._cursor = end
         if end >= len(self._pass):
             self._pass, self._cursor = [], 0

@@ -44,6 +44,7 @@ from replog.broker.replicas.follower_side import (
 )
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.runtime.metrics import BrokerMetrics
+from replog.common import telemetry
 from replog.common.core.partitions import TopicPartition
 from replog.common.errors import error_name
 
@@ -130,7 +131,7 @@ def _truncate(follow: Follow, why: str, metrics: BrokerMetrics,
                                       attributes=attributes) as span:
         result = step()
         if isinstance(result, Refusal):
-            span.set_attribute("error", result.reason)
+            telemetry.mark_failed(span, result.code.name, result.reason)
             log.error("%s: truncation refused: %s", tp, result.reason)
             return Handled(True, ERROR_BACKOFF_MS)
         if result is None:

@@ -1,24 +1,26 @@
-"""The broker's Prometheus metrics (docs/metrics.md), named `replog_broker_*` after Kafka's.
+"""The broker's Prometheus metrics: the `replog_broker_*` rows of replog.common.metrics.table,
+which names them (docs/metrics.md).
 
 Built by bootstrap (nothing at import time). Partition gauges are computed
 when Prometheus scrapes, from a summary the replica manager supplies, so they
-can never drift from the replicas themselves. Counters and histograms are per
-request or per ISR change, never per record.
+can never drift from the replicas themselves; so are the log directories' free
+space and the groups' gauges. Counters and histograms are per request or per
+ISR change, never per record.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 from prometheus_client.registry import Collector
+
+from replog.common.metrics import table as t
 
 if TYPE_CHECKING:
     from replog.broker.log.descriptors import DescriptorBudget
-
-LATENCY_BUCKETS_MS = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 30000)
 
 
 @dataclass(frozen=True)
@@ -32,15 +34,12 @@ class PartitionSummary:
 
 
 _GAUGES = (
-    ("replog_broker_partition_count", "replicas hosted (PartitionCount)", "partition_count"),
-    ("replog_broker_leader_count", "partitions this broker leads (LeaderCount)", "leader_count"),
-    ("replog_broker_under_replicated_partitions", "led partitions whose ISR is smaller than the assignment",
-     "under_replicated"),
-    ("replog_broker_under_min_isr_partition_count", "led partitions whose ISR is below min.insync.replicas",
-     "under_min_isr"),
-    ("replog_broker_at_min_isr_partition_count", "led partitions whose ISR is exactly min.insync.replicas",
-     "at_min_isr"),
-    ("replog_broker_offline_replica_count", "hosted replicas of partitions without a leader", "offline_replicas"),
+    (t.BROKER_REPLICAS, "partition_count"),
+    (t.BROKER_LEADER_PARTITIONS, "leader_count"),
+    (t.BROKER_UNDER_REPLICATED, "under_replicated"),
+    (t.BROKER_UNDER_MIN_ISR, "under_min_isr"),
+    (t.BROKER_AT_MIN_ISR, "at_min_isr"),
+    (t.BROKER_OFFLINE_REPLICAS, "offline_replicas"),
 )
 
 
@@ -50,8 +49,8 @@ class _PartitionGauges(Collector):
 
     def collect(self):
         summary = self._summary()
-        for name, documentation, field in _GAUGES:
-            yield GaugeMetricFamily(name, documentation, value=getattr(summary, field))
+        for metric, field in _GAUGES:
+            yield metric.family(getattr(summary, field))
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,7 @@ class FetchKindMetrics:
 
     requests: Counter
     bytes_out: Counter
-    latency_ms: Histogram
+    duration_s: Histogram
 
 
 @dataclass(frozen=True)
@@ -69,73 +68,36 @@ class ProduceAcksMetrics:
     """The produce series of one acks value, bound once (as FetchKindMetrics)."""
 
     requests: Counter
-    latency_ms: Histogram
+    duration_s: Histogram
 
 
 class BrokerMetrics:
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self._registry = registry
-        self.scrub_corrupt_segments = Counter(
-            "replog_broker_scrub_corrupt_segments", "rolled segments the scrubber found damaged", registry=registry)
-        self.isr_shrinks = Counter("replog_broker_isr_shrinks", "ISR shrinks the controller accepted", registry=registry)
-        self.isr_expands = Counter("replog_broker_isr_expands", "ISR expansions the controller accepted",
-                                   registry=registry)
-        self.failed_isr_updates = Counter("replog_broker_failed_isr_updates",
-                                          "AlterPartition proposals refused or not answered", registry=registry)
-        self.produce_requests = Counter("replog_broker_produce_requests", "Produce requests", ["acks"],
-                                        registry=registry)
-        self.produce_errors = Counter("replog_broker_produce_partition_errors", "Produce partitions answered with an error",
-                                      ["error"], registry=registry)
-        self.produce_latency_ms = Histogram("replog_broker_produce_latency_ms", "Produce request time", ["acks"],
-                                            buckets=LATENCY_BUCKETS_MS, registry=registry)
-        self.bytes_in = Counter("replog_broker_bytes_in", "record batch bytes appended as leader", registry=registry)
-        self.fetch_requests = Counter("replog_broker_fetch_requests", "Fetch requests", ["kind"], registry=registry)
-        self.fetch_latency_ms = Histogram("replog_broker_fetch_latency_ms", "Fetch request time (includes long-poll)",
-                                          ["kind"], buckets=LATENCY_BUCKETS_MS, registry=registry)
-        self.bytes_out = Counter("replog_broker_bytes_out", "record bytes sent", ["kind"], registry=registry)
-        self.replication_bytes_in = Counter("replog_broker_replication_bytes_in", "record bytes appended as follower",
-                                            registry=registry)
-        self.truncations = Counter("replog_broker_follower_truncations", "follower log truncations", registry=registry)
-        self.unclean_start = Gauge("replog_broker_unclean_start",
-                                   "1 if the broker started without its clean-shutdown marker (a crash or power loss)",
-                                   registry=registry)
-        self.recovery_lost_records = Counter(
-            "replog_broker_recovery_lost_records",
-            "committed records start-up recovery could not find (log end below the checkpointed high watermark)",
-            registry=registry)
-        self.recovery_lost_partitions = Gauge("replog_broker_recovery_lost_partitions",
-                                              "replicas whose recovered log ended below their checkpointed high "
-                                              "watermark at start", registry=registry)
-        self.log_dir_online = Gauge("replog_broker_log_dir_online", "1 while the log directory takes writes, 0 once "
-                                    "a storage error took it offline", labelnames=["dir"], registry=registry)
-        self.producer_ids_expired = Counter(
-            "replog_broker_producer_ids_expired",
-            "idempotent producers forgotten after producer_id_expiration_ms without a write", registry=registry)
-        self.retention_segments_deleted = Counter(
-            "replog_broker_retention_segments_deleted",
-            "log segments retention deleted (retention.ms, retention.bytes)", registry=registry)
-        self.retention_round_ms = Histogram(
-            "replog_broker_retention_round_ms", "time one retention round took on the checkpointer thread",
-            buckets=LATENCY_BUCKETS_MS, registry=registry)
-        self.group_rebalances = Counter(
-            "replog_broker_group_rebalances", "rebalances completed (assignment stored) by groups this broker "
-            "coordinates", registry=registry)
-        self.group_rebalance_ms = Histogram(
-            "replog_broker_group_rebalance_ms", "time from a group's rebalance start to its assignment being stored",
-            buckets=LATENCY_BUCKETS_MS, registry=registry)
-        self.group_offset_commits = Counter(
-            "replog_broker_group_offset_commits", "offsets stored by this coordinator (one per partition committed)",
-            registry=registry)
-        self.out_of_descriptors = Counter(
-            "replog_broker_out_of_descriptors", "log directory operations that failed with EMFILE or ENFILE (nothing "
-            "written; the append is answered with a retriable error, a checkpoint retried)", registry=registry)
-        self.log_descriptors_open = Gauge("replog_broker_log_descriptors_open",
-                                          "segment file descriptors the hosted logs hold", registry=registry)
-        self.log_descriptors_max = Gauge("replog_broker_log_descriptors_max", "the descriptors the hosted logs may "
-                                         "hold: the soft RLIMIT_NOFILE less headroom", registry=registry)
-        self.log_descriptors_given_back = Gauge(
-            "replog_broker_log_descriptors_given_back", "logs whose descriptors were closed since start to keep "
-            "within log_descriptors_max (least recently used first)", registry=registry)
+        self.scrub_corrupt_segments = t.BROKER_SCRUB_CORRUPT_SEGMENTS.create(registry)
+        self.isr_shrinks = t.BROKER_ISR_SHRINKS.create(registry)
+        self.isr_expands = t.BROKER_ISR_EXPANDS.create(registry)
+        self.failed_isr_updates = t.BROKER_FAILED_ISR_UPDATES.create(registry)
+        self.produce_requests = t.BROKER_PRODUCE_REQUESTS.create(registry)
+        self.produce_errors = t.BROKER_PRODUCE_PARTITION_ERRORS.create(registry)
+        self.produce_duration_s = t.BROKER_PRODUCE_DURATION.create(registry)
+        self.bytes_in = t.BROKER_PRODUCED_BYTES.create(registry)
+        self.fetch_requests = t.BROKER_FETCH_REQUESTS.create(registry)
+        self.fetch_duration_s = t.BROKER_FETCH_DURATION.create(registry)
+        self.bytes_out = t.BROKER_FETCHED_BYTES.create(registry)
+        self.replication_bytes_in = t.BROKER_REPLICATED_BYTES.create(registry)
+        self.truncations = t.BROKER_FOLLOWER_TRUNCATIONS.create(registry)
+        self.unclean_start = t.BROKER_UNCLEAN_START.create(registry)
+        self.recovery_lost_records = t.BROKER_RECOVERY_LOST_RECORDS.create(registry)
+        self.recovery_lost_partitions = t.BROKER_RECOVERY_LOST_PARTITIONS.create(registry)
+        self.log_dir_online = t.BROKER_LOG_DIR_ONLINE.create(registry)
+        self.producer_ids_expired = t.BROKER_PRODUCER_IDS_EXPIRED.create(registry)
+        self.retention_segments_deleted = t.BROKER_RETENTION_SEGMENTS_DELETED.create(registry)
+        self.retention_round_s = t.BROKER_RETENTION_ROUND.create(registry)
+        self.group_rebalances = t.BROKER_GROUP_REBALANCES.create(registry)
+        self.group_rebalance_s = t.BROKER_GROUP_REBALANCE.create(registry)
+        self.group_offset_commits = t.BROKER_GROUP_OFFSET_COMMITS.create(registry)
+        self.out_of_descriptors = t.BROKER_OUT_OF_DESCRIPTORS.create(registry)
         self.follower_fetch = self._fetch_kind("follower")
         self.consumer_fetch = self._fetch_kind("consumer")
         self._produce_by_acks = {acks: self._produce_acks(str(acks)) for acks in (0, 1, -1)}
@@ -146,16 +108,14 @@ class BrokerMetrics:
         return self._produce_by_acks.get(acks, self._produce_invalid_acks)
 
     def _produce_acks(self, label: str) -> ProduceAcksMetrics:
-        return ProduceAcksMetrics(self.produce_requests.labels(label), self.produce_latency_ms.labels(label))
+        return ProduceAcksMetrics(self.produce_requests.labels(label), self.produce_duration_s.labels(label))
 
     def _fetch_kind(self, kind: str) -> FetchKindMetrics:
         return FetchKindMetrics(self.fetch_requests.labels(kind), self.bytes_out.labels(kind),
-                                self.fetch_latency_ms.labels(kind))
+                                self.fetch_duration_s.labels(kind))
 
     def watch_descriptors(self, budget: DescriptorBudget) -> None:
-        self.log_descriptors_open.set_function(lambda: budget.open_count)
-        self.log_descriptors_max.set(budget.descriptors_max)
-        self.log_descriptors_given_back.set_function(lambda: budget.logs_released)
+        self._registry.register(_DescriptorMetrics(budget))
 
     def watch_partitions(self, summary: Callable[[], PartitionSummary]) -> None:
         self._registry.register(_PartitionGauges(summary))
@@ -164,9 +124,39 @@ class BrokerMetrics:
         """One series per log directory (replicas/log_dirs.py), read when Prometheus scrapes."""
         for directory in directories:
             self.log_dir_online.labels(str(directory.path)).set_function(lambda d=directory: 1 if d.online else 0)
+        self._registry.register(_LogDirSpace(directories))
 
     def watch_groups(self, rows: Callable[[], list[GroupRow]]) -> None:
         self._registry.register(_GroupGauges(rows))
+
+
+class _DescriptorMetrics(Collector):
+    def __init__(self, budget: DescriptorBudget) -> None:
+        self._budget = budget
+
+    def collect(self):
+        yield t.BROKER_LOG_DESCRIPTORS_OPEN.family(self._budget.open_count)
+        yield t.BROKER_LOG_DESCRIPTORS_MAX.family(self._budget.descriptors_max)
+        yield t.BROKER_LOG_DESCRIPTORS_GIVEN_BACK.family(self._budget.logs_released)
+
+
+class _LogDirSpace(Collector):
+    """Free space and reserve of each log directory, measured when scraped (one statvfs each)."""
+
+    def __init__(self, directories) -> None:
+        self._directories = tuple(directories)
+
+    def collect(self):
+        free, reserve = t.BROKER_LOG_DIR_FREE.family(), t.BROKER_LOG_DIR_RESERVE.family()
+        for directory in self._directories:
+            label = [str(directory.path)]
+            reserve.add_metric(label, directory.space.free_bytes_min)
+            try:
+                st = os.statvfs(directory.path)
+            except OSError:
+                continue  # an offline or missing directory: replog_broker_log_dir_online says so
+            free.add_metric(label, st.f_bavail * st.f_frsize)
+        yield from (free, reserve)
 
 
 @dataclass(frozen=True)
@@ -184,13 +174,9 @@ class _GroupGauges(Collector):
         self._rows = rows
 
     def collect(self):
-        members = GaugeMetricFamily("replog_broker_group_members", "members of each group this broker coordinates",
-                                    labels=["group"])
-        generation = GaugeMetricFamily("replog_broker_group_generation", "current generation of each coordinated group",
-                                       labels=["group"])
-        lag = GaugeMetricFamily("replog_broker_group_lag", "records between a coordinated group's committed offset "
-                                "and the high watermark, for partitions hosted on this broker",
-                                labels=["group", "topic", "partition"])
+        members = t.BROKER_GROUP_MEMBERS.family()
+        generation = t.BROKER_GROUP_GENERATION.family()
+        lag = t.BROKER_GROUP_LAG.family()
         for row in self._rows():
             members.add_metric([row.group_id], row.members)
             generation.add_metric([row.group_id], row.generation_id)

@@ -31,7 +31,7 @@ import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from replog.common import state_digest, telemetry
+from replog.common import rpc_spans, state_digest, telemetry
 from replog.common.channels import ChannelCache
 from replog.common.core.partitions import TopicPartition
 from replog.controller.core import plan as p
@@ -40,6 +40,7 @@ from replog.v1 import broker_control_pb2, broker_control_pb2_grpc, common_pb2
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer("replog.controller")
+SERVICE = broker_control_pb2.DESCRIPTOR.services_by_name["BrokerControlService"].full_name
 
 # The loop waits for every broker's answer, so a frozen broker (SIGSTOP, a GC
 # pause) must not hold it long: the deadline grows with the request's size
@@ -165,7 +166,8 @@ class BrokerRequestSender:
                 return outcome
             outcome.broker_epoch = broker.broker_epoch
             registration = (broker_id, broker.broker_epoch)
-            channel = self._channels.get(f"{broker.host}:{broker.port}")
+            address = f"{broker.host}:{broker.port}"
+            channel = self._channels.get(address)
             if not self._connectivity.ready(channel):
                 with self._unreachable_lock:
                     known_unreachable = registration in self._unreachable
@@ -180,7 +182,7 @@ class BrokerRequestSender:
                 _await_reconnect(channel)
             stub = broker_control_pb2_grpc.BrokerControlServiceStub(channel)
             for request in requests:
-                self._send_one(state, stub, broker_id, request, cache, outcome)
+                self._send_one(state, stub, address, broker_id, request, cache, outcome)
             with self._unreachable_lock:
                 if outcome.transport_failed:  # (an older registration of the broker is forgotten)
                     self._unreachable = {r for r in self._unreachable if r[0] != broker_id} | {registration}
@@ -191,7 +193,9 @@ class BrokerRequestSender:
             otel_context.detach(token)
         return outcome
 
-    def _send_one(self, state, stub, broker_id: int, request, cache, outcome: BrokerOutcome) -> None:
+    def _send_one(self, state, stub, address: str, broker_id: int, request, cache, outcome: BrokerOutcome) -> None:
+        """One request of the plan to one broker: a `controller.send.<Request>` span around its RPCs
+        (a confirm-only digest, then the full request when needed), marked failed with them."""
         kind = type(request).__name__
         partitions = len(request.partitions)
         with tracer.start_as_current_span(
@@ -199,12 +203,12 @@ class BrokerRequestSender:
             attributes={"broker.id": broker_id, "partitions": partitions, "controller.epoch": self._controller_epoch},
         ) as span:
             try:
-                reply = self._call(state, stub, request, cache)
+                reply = self._call(state, stub, address, request, cache)
             except grpc.RpcError as exc:
                 outcome.ok = False
                 outcome.transport_failed = True
                 outcome.error = f"{kind} to broker {broker_id} failed: {exc.code().name}"
-                span.set_attribute("error", outcome.error)
+                telemetry.mark_failed(span, exc.code().name, outcome.error)
                 log.warning("%s", outcome.error)
                 if isinstance(request, p.StopReplicaRequest):
                     outcome.failed.extend(x.partition for x in request.partitions if x.delete)
@@ -212,6 +216,7 @@ class BrokerRequestSender:
             if reply.error_code != common_pb2.ERROR_CODE_NONE:
                 outcome.ok = False
                 outcome.error = f"{kind} refused by broker {broker_id}: {reply.error_message}"
+                rpc_spans.mark_answer(span, reply)
                 log.warning("%s", outcome.error)
             if isinstance(request, p.StopReplicaRequest):
                 bad = {(e.topic, e.partition) for e in reply.partitions if e.error_code != common_pb2.ERROR_CODE_NONE}
@@ -221,17 +226,22 @@ class BrokerRequestSender:
                     failed = reply.error_code != common_pb2.ERROR_CODE_NONE or tuple(item.partition) in bad
                     (outcome.failed if failed else outcome.stopped).append(item.partition)
 
-    def _call(self, state, stub, request, cache):
-        metadata = telemetry.inject_metadata()
+    @staticmethod
+    def _rpc(stub, method: str, address: str, message, timeout_s: float):
+        """One RPC to a broker in its own CLIENT span (rpc_spans.py), which its metadata carries."""
+        with rpc_spans.client_call(SERVICE, method, address) as call:
+            return call.answered(getattr(stub, method)(message, timeout=timeout_s, metadata=call.metadata()))
+
+    def _call(self, state, stub, address: str, request, cache):
         if isinstance(request, p.LeaderAndIsrRequest):
             leaders = sorted({d.state.leader for d in request.partitions if d.state.leader >= 0})
             endpoints = _endpoints(state, leaders)
             if request.init:
-                reply = stub.LeaderAndIsr(broker_control_pb2.LeaderAndIsrRequest(
+                reply = self._rpc(stub, "LeaderAndIsr", address, broker_control_pb2.LeaderAndIsrRequest(
                     controller_id=self._controller_id, controller_epoch=self._controller_epoch, leaders=endpoints,
                     broker_epoch=request.broker_epoch,
                     replica_state_digest=_replica_digest(request.broker_id, request.partitions),
-                ), timeout=REQUEST_TIMEOUT_BASE_S, metadata=metadata)
+                ), REQUEST_TIMEOUT_BASE_S)
                 if _confirmed(reply):
                     return reply
             message = broker_control_pb2.LeaderAndIsrRequest(
@@ -239,7 +249,7 @@ class BrokerRequestSender:
                 partitions=self._protos(request.partitions, cache), leaders=endpoints,
                 broker_epoch=request.broker_epoch,
             )
-            return stub.LeaderAndIsr(message, timeout=request_timeout_s(len(message.partitions)), metadata=metadata)
+            return self._rpc(stub, "LeaderAndIsr", address, message, request_timeout_s(len(message.partitions)))
         if isinstance(request, p.UpdateMetadata):
             if request.full:
                 key = ("metadata digest", id(request))
@@ -247,11 +257,11 @@ class BrokerRequestSender:
                     digest = cache.get(key)
                     if digest is None:
                         digest = cache[key] = _metadata_digest(request.partitions)
-                reply = stub.UpdateMetadata(broker_control_pb2.UpdateMetadataRequest(
+                reply = self._rpc(stub, "UpdateMetadata", address, broker_control_pb2.UpdateMetadataRequest(
                     controller_id=self._controller_id, controller_epoch=self._controller_epoch,
                     live_brokers=_endpoints(state, [b.broker_id for b in request.live_brokers], request.live_brokers),
                     metadata_digest=digest,
-                ), timeout=REQUEST_TIMEOUT_BASE_S, metadata=metadata)
+                ), REQUEST_TIMEOUT_BASE_S)
                 if _confirmed(reply):
                     return reply
             message = broker_control_pb2.UpdateMetadataRequest(
@@ -260,7 +270,7 @@ class BrokerRequestSender:
                 partitions=self._protos(request.partitions, cache), deleted_topics=request.deleted_topics,
                 full=request.full,
             )
-            return stub.UpdateMetadata(message, timeout=request_timeout_s(len(message.partitions)), metadata=metadata)
+            return self._rpc(stub, "UpdateMetadata", address, message, request_timeout_s(len(message.partitions)))
         message = broker_control_pb2.StopReplicaRequest(
             controller_id=self._controller_id, controller_epoch=self._controller_epoch,
             partitions=[broker_control_pb2.StopReplicaPartition(
@@ -268,7 +278,7 @@ class BrokerRequestSender:
                 for x in request.partitions],
             broker_epoch=request.broker_epoch,
         )
-        return stub.StopReplica(message, timeout=request_timeout_s(len(message.partitions)), metadata=metadata)
+        return self._rpc(stub, "StopReplica", address, message, request_timeout_s(len(message.partitions)))
 
 
 def _replica_digest(broker_id: int, decisions) -> bytes:

@@ -157,14 +157,14 @@ class ControllerLoop:
     def on_elected(self, seat: Seat) -> None:
         self._generation += 1
         self._seat = seat
-        metrics.ACTIVE_CONTROLLER_COUNT.set(1)
+        metrics.ACTIVE.set(1)
         self._queue.put(_TakeSeat(seat, self._generation, time.time_ns()))
 
     def on_resigned(self) -> None:
         # Stop acting at once: every queued or in-flight event of the old generation is dropped.
         self._generation += 1
         self._seat = None
-        metrics.ACTIVE_CONTROLLER_COUNT.set(0)
+        metrics.ACTIVE.set(0)
         if not self._stopped.is_set():
             self._start_mirror()  # a standby again: keep a copy for the next take-over
 
@@ -270,7 +270,7 @@ class ControllerLoop:
                 item.reply.set_exception(NotController())
             return
         queued_ms = (time.monotonic_ns() - item.enqueued_ns) / 1e6
-        metrics.EVENT_QUEUE_TIME.observe(queued_ms)
+        metrics.EVENT_QUEUE_WAIT_S.observe(queued_ms / 1000)
         name = type(item.event).__name__
         attributes = {"controller.epoch": self.controller_epoch, "event.queue_time_ms": queued_ms}
         if item.notice_ms:
@@ -302,16 +302,20 @@ class ControllerLoop:
                 raise NotController()
             outcomes = execute(plan, self._writer, self._sender, self._state, reply=reply,
                                apply_plan=lambda: self._apply(event, plan, started))
+            # What this event caused runs as events of its own, in traces of their own: each links back
+            # to this event's span, so a failover's trace leads to the resyncs and follow-ups it set off.
+            caused_by = (span.get_span_context(),)
             for follow_up in plan.follow_ups:
-                self.enqueue(follow_up, generation=generation)
+                self.enqueue(follow_up, generation=generation, links=caused_by)
             for outcome in outcomes:
                 if outcome.transport_failed:
-                    self._resync_later(outcome.broker_id, outcome.broker_epoch, generation)
+                    self._resync_later(outcome.broker_id, outcome.broker_epoch, generation, caused_by)
                 elif outcome.ok:
                     self._resync_delays.pop(outcome.broker_id, None)
                 if outcome.stopped or outcome.failed:
                     self.enqueue(ev.TopicDeletionReplicaStopped(outcome.broker_id, tuple(outcome.stopped),
-                                                                tuple(outcome.failed)), generation=generation)
+                                                                tuple(outcome.failed)), generation=generation,
+                                 links=caused_by)
         except SeatLostError as exc:
             if reply is not None and not reply.done():
                 reply.set_exception(NotController())
@@ -327,7 +331,7 @@ class ControllerLoop:
             if reply is not None and not reply.done():
                 reply.set_exception(exc)
         finally:
-            metrics.EVENT_PROCESSING_TIME.labels(type(event).__name__).observe((time.monotonic() - started) * 1000)
+            metrics.EVENT_PROCESSING_S.labels(type(event).__name__).observe(time.monotonic() - started)
 
     def _apply(self, event, plan: Plan, started: float) -> ControllerState:
         """The plan's Apply step: the next state becomes the controller's."""
@@ -337,7 +341,7 @@ class ControllerLoop:
         record_metrics(plan, self._state, started)
         return self._state
 
-    def _resync_later(self, broker_id: int, broker_epoch: int, generation: int) -> None:
+    def _resync_later(self, broker_id: int, broker_epoch: int, generation: int, links: tuple = ()) -> None:
         """After a request to a broker failed in transit, resend it its whole state (confirmed
         by digest first) in a moment; one resync per broker at a time. The wait doubles while
         the broker keeps failing (an overloaded broker must not be buried in full states) and
@@ -352,7 +356,7 @@ class ControllerLoop:
         def fire() -> None:
             with self._resync_lock:
                 self._resyncs.discard(broker_id)
-            self.enqueue(ev.BrokerResyncRequested(broker_id, broker_epoch), generation=generation)
+            self.enqueue(ev.BrokerResyncRequested(broker_id, broker_epoch), generation=generation, links=links)
 
         timer = threading.Timer(delay_s, fire)
         timer.daemon = True

@@ -18,7 +18,7 @@ def record_metrics(plan: Plan, state: ControllerState, started: float) -> None:
     facts = plan.metrics
     if facts.leader_elections:
         metrics.LEADER_ELECTIONS.inc(facts.leader_elections)
-        metrics.LEADER_ELECTION_TIME.observe((time.monotonic() - started) * 1000)
+        metrics.LEADER_ELECTION_S.observe(time.monotonic() - started)
     if facts.unclean_leader_elections:
         metrics.UNCLEAN_LEADER_ELECTIONS.inc(facts.unclean_leader_elections)
         log.warning("unclean leader election of %s: each has a leader from outside its ISR, and records "
