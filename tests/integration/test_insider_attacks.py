@@ -60,23 +60,26 @@ def cluster(tmp_path_factory):
     from tests.conftest import ClusterFactory
 
     factory = ClusterFactory(tmp_path_factory.mktemp("insiders"))
-    idle = ["--stream-idle-ms-max", str(IDLE_MS)]
-    cluster = factory(ClusterSpec(controllers=1, brokers=3, gateways=1, extra_args={
-        "broker": idle + ["--group-initial-rebalance-delay-ms", str(PARK_MS)], "gateway": idle}))
-    with zk_session(cluster) as zk:
-        create_topic(zk, TOPIC, {p: tuple((p + i) % 3 + 1 for i in range(3)) for p in range(PARTITIONS)})
-        for p in range(PARTITIONS):
-            wait_for_isr(cluster, zk, TOPIC, {1, 2, 3}, 60, partition=p)
-    admin = admin_pb2_grpc.AdminServiceStub(cluster.channel(cluster.gateway_address))
-    admin.CreateAcls(admin_pb2.CreateAclsRequest(bindings=[
-        binding("User:noisy", admin_pb2.ACL_RESOURCE_TYPE_TOPIC, TOPIC, admin_pb2.ACL_OPERATION_PRODUCE),
-        binding("User:noisy", admin_pb2.ACL_RESOURCE_TYPE_GROUP, GROUP_PREFIX, admin_pb2.ACL_OPERATION_CONSUME,
-                admin_pb2.ACL_PATTERN_TYPE_PREFIXED),
-        binding("User:noisy", admin_pb2.ACL_RESOURCE_TYPE_CLUSTER, "replog-cluster", admin_pb2.ACL_OPERATION_DESCRIBE),
-    ]), timeout=30)
-    yield cluster
-    stop_brokers_first(cluster)
-    factory.teardown()
+    try:
+        idle = ["--stream-idle-ms-max", str(IDLE_MS)]
+        cluster = factory(ClusterSpec(controllers=1, brokers=3, gateways=1, extra_args={
+            "broker": idle + ["--group-initial-rebalance-delay-ms", str(PARK_MS)], "gateway": idle}))
+        with zk_session(cluster) as zk:
+            create_topic(zk, TOPIC, {p: tuple((p + i) % 3 + 1 for i in range(3)) for p in range(PARTITIONS)})
+            for p in range(PARTITIONS):
+                wait_for_isr(cluster, zk, TOPIC, {1, 2, 3}, 60, partition=p)
+        admin = admin_pb2_grpc.AdminServiceStub(cluster.channel(cluster.gateway_address))
+        admin.CreateAcls(admin_pb2.CreateAclsRequest(bindings=[
+            binding("User:noisy", admin_pb2.ACL_RESOURCE_TYPE_TOPIC, TOPIC, admin_pb2.ACL_OPERATION_PRODUCE),
+            binding("User:noisy", admin_pb2.ACL_RESOURCE_TYPE_GROUP, GROUP_PREFIX, admin_pb2.ACL_OPERATION_CONSUME,
+                    admin_pb2.ACL_PATTERN_TYPE_PREFIXED),
+            binding("User:noisy", admin_pb2.ACL_RESOURCE_TYPE_CLUSTER, "replog-cluster",
+                    admin_pb2.ACL_OPERATION_DESCRIBE),
+        ]), timeout=30)
+        yield cluster
+        stop_brokers_first(cluster)
+    finally:
+        factory.teardown()  # also when the setup above failed: no process outlives the module
 
 
 def binding(principal: str, resource_type, name: str, operation, pattern=admin_pb2.ACL_PATTERN_TYPE_LITERAL):
