@@ -64,7 +64,8 @@ def test_a_request_out_of_bounds_is_named_by_its_path_and_rule(request_, fragmen
 @pytest.mark.parametrize("request_", [
     admin_pb2.CreateTopicRequest(name="orders", assignment=[admin_pb2.ReplicaAssignment(topic="", replicas=[1])]),
     admin_pb2.CreateTopicRequest(name="orders", configs={"retention.ms": "9" * 60_000}),
-    log_pb2.ProduceRequest(partitions=[log_pb2.ProducePartitionData(topic="__consumer_offsets", record_batch=b"x" * 10)]),
+    log_pb2.ProduceRequest(partitions=[log_pb2.ProducePartitionData(topic="__consumer_offsets",
+                                                                    record_batch=b"x" * 10)]),
     broker_control_pb2.LeaderAndIsrRequest(partitions=[broker_control_pb2.PartitionState(topic="t" * 249)]),
     log_pb2.MetadataRequest(topics=[f"topic-{i}" for i in range(REPEATED_ITEMS_MAX + 5)]),
 ])

@@ -38,7 +38,8 @@ class Limits:
         assert self.principal_calls_max > 0 and self.users_calls_max > 0 and self.principal_watches_max > 0, self
 
 
-def limits_for_threads(handler_threads: int, *, principal_calls_max: int = 0, principal_watches_max: int = 256) -> Limits:
+def limits_for_threads(handler_threads: int, *, principal_calls_max: int = 0,
+                       principal_watches_max: int = 256) -> Limits:
     """The limits of a server with `handler_threads`: a principal takes at most a quarter of them (or
     `principal_calls_max` when set), users together three quarters."""
     quarter = max(handler_threads // 4, 1)
