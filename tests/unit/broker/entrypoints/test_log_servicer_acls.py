@@ -7,14 +7,19 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from prometheus_client import CollectorRegistry
 
 from replog.broker.entrypoints.log_servicer import LogServicer
 from replog.broker.entrypoints.metadata_cache import MetadataCache
+from replog.broker.quotas.client_quotas import ClientQuotas
+from replog.broker.quotas.edge import QuotaGate
+from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.wait_slots import WaitSlots
 from replog.common.acls.core.authorizer import Authorizer
 from replog.common.acls.core.model import AclBinding
 from replog.common.acls.enforcement import Caller, Enforcer
 from replog.common.clock import SystemClock
+from replog.common.security.principal import Principal
 from replog.v1 import broker_control_pb2, log_pb2
 
 ALICE = Caller("User:alice", False)
@@ -65,6 +70,8 @@ def servicer(produce: FakeProduce, metadata: MetadataCache | None = None) -> Log
         broker_id=1, produce=produce, lookup=lambda tp: None, hosted=lambda: [], metadata=metadata or MetadataCache(),
         producer_ids=None, clock=SystemClock(), metrics=None, fetch_bytes_max=1 << 20, stopping=lambda: False,
         wait_slots=WaitSlots(32), enforcer=Enforcer(authorizer, enabled=True, caller=lambda context: context.caller),
+        quotas=QuotaGate(ClientQuotas(SystemClock(), BrokerMetrics(CollectorRegistry()), samples=11, sample_ms=1000),
+                         principal_of=lambda context: Principal("user", context.caller.principal.removeprefix("User:"))),
     )
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from replog.broker.log.descriptors import DescriptorBudget
 
 LATENCY_BUCKETS_MS = (0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 30000)
+THROTTLE_BUCKETS_S = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,15 @@ class ProduceAcksMetrics:
 
     requests: Counter
     latency_ms: Histogram
+
+
+@dataclass(frozen=True)
+class QuotaKindMetrics:
+    """The client quota series of one kind (produce or fetch), bound once (as FetchKindMetrics)."""
+
+    throttled: Counter
+    refused: Counter
+    throttle_seconds: Histogram
 
 
 class BrokerMetrics:
@@ -136,6 +146,19 @@ class BrokerMetrics:
         self.log_descriptors_given_back = Gauge(
             "replog_broker_log_descriptors_given_back", "logs whose descriptors were closed since start to keep "
             "within log_descriptors_max (least recently used first)", registry=registry)
+        self.quota_throttled_requests = Counter(
+            "replog_broker_quota_throttled_requests_total", "client requests answered with a throttle time: "
+            "their user went over its client quota, or they arrived while it was throttled", ["quota"],
+            registry=registry)
+        self.quota_refused_requests = Counter(
+            "replog_broker_quota_refused_requests_total", "client requests that arrived while their user was "
+            "throttled (a client not waiting out the throttle time): a produce refused, a fetch answered empty",
+            ["quota"], registry=registry)
+        self.quota_throttle_seconds = Histogram(
+            "replog_broker_quota_throttle_time_seconds", "throttle time of each throttled answer (the time left, "
+            "for one that arrived while throttled)", ["quota"], buckets=THROTTLE_BUCKETS_S, registry=registry)
+        self.produce_quota = self._quota_kind("produce")
+        self.fetch_quota = self._quota_kind("fetch")
         self.follower_fetch = self._fetch_kind("follower")
         self.consumer_fetch = self._fetch_kind("consumer")
         self._produce_by_acks = {acks: self._produce_acks(str(acks)) for acks in (0, 1, -1)}
@@ -147,6 +170,10 @@ class BrokerMetrics:
 
     def _produce_acks(self, label: str) -> ProduceAcksMetrics:
         return ProduceAcksMetrics(self.produce_requests.labels(label), self.produce_latency_ms.labels(label))
+
+    def _quota_kind(self, kind: str) -> QuotaKindMetrics:
+        return QuotaKindMetrics(self.quota_throttled_requests.labels(kind), self.quota_refused_requests.labels(kind),
+                                self.quota_throttle_seconds.labels(kind))
 
     def _fetch_kind(self, kind: str) -> FetchKindMetrics:
         return FetchKindMetrics(self.fetch_requests.labels(kind), self.bytes_out.labels(kind),
