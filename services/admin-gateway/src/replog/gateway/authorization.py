@@ -4,8 +4,8 @@ Kafka's rules in replog's words: creating a topic needs create on the topic or o
 deleting one, or its records (DeleteRecords), needs delete, and growing or configuring one alter,
 on the topic; describing topics needs describe on each topic named, and a listing of every topic shows only those the
 caller may describe. Reading the cluster's state (DescribeCluster, reassignment plans and
-progress, the topology export, DescribeAcls) needs describe on the cluster; changing it
-(reassignments, leader elections, CreateAcls, DeleteAcls) needs cluster_admin on the cluster.
+progress, the topology export, DescribeAcls, DescribeClientQuotas) needs describe on the cluster; changing it
+(reassignments, leader elections, CreateAcls, DeleteAcls, AlterClientQuotas) needs cluster_admin on the cluster.
 
 A refusal answers PERMISSION_DENIED before the handler reads or writes anything
 (acls/enforcement.py). Services and super users pass every check.
@@ -94,4 +94,6 @@ RULES: dict[str, Rule] = {
     "DeleteAcls": on_cluster(CLUSTER_ADMIN),
     "DeleteRecords": Rule(lambda enforcer, caller, request: enforcer.refusal(
         caller, DELETE, TOPIC, sorted({p.topic for p in request.partitions}))),
+    "AlterClientQuotas": on_cluster(CLUSTER_ADMIN),
+    "DescribeClientQuotas": on_cluster(DESCRIBE),
 }

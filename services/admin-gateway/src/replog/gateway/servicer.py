@@ -1,5 +1,5 @@
 """gRPC AdminService: a thin edge. Each method checks the caller's ACLs (authorization.py),
-hands the request to its handler (topics, cluster, reassignments, elections, export, acls)
+hands the request to its handler (topics, cluster, reassignments, elections, export, acls, quotas)
 and maps refusals and ZooKeeper failures to gRPC statuses whose message names the bad value."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from replog.common.errors import AdminError
 from replog.common.zk.bulk import BulkReadError
 from replog.common.zk.client import ZkUnavailableError
 from replog.common.zk.schema import ZkDataError
-from replog.gateway import acls, cluster, elections, export, reassignments, records, topics
+from replog.gateway import acls, cluster, elections, export, quotas, reassignments, records, topics
 from replog.gateway.authorization import RULES
 from replog.gateway.core.refusal import Refusal
 from replog.gateway.deps import GatewayDeps
@@ -89,6 +89,8 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     DescribeAcls = _unary("DescribeAcls", acls.describe_acls)
     DeleteAcls = _unary("DeleteAcls", acls.delete_acls)
     DeleteRecords = _unary("DeleteRecords", records.delete_records)
+    AlterClientQuotas = _unary("AlterClientQuotas", quotas.alter_client_quotas)
+    DescribeClientQuotas = _unary("DescribeClientQuotas", quotas.describe_client_quotas)
 
     def ExportTopology(self, request, context):
         self._authorize("ExportTopology", request, context)
