@@ -20,8 +20,12 @@ Fetch to it is answered) and metadata is refreshed every `retry_backoff_s` while
 a suspect broker, so its partitions move to their new leader as soon as metadata names it, not after
 another Fetch to the silent one times out. The other leaders' partitions are read meanwhile.
 
+Client quotas (docs/quotas.md): an answer's `throttle_time_ms` says the consumer's user went over its
+fetch quota on that broker; the next Fetch to that broker leaves once that time has passed. (A Fetch
+sent sooner would be answered with no records and the time left.)
+
 `lock` (a Condition) guards the positions, generations and the buffer; the thread alone owns the
-calls in flight.
+calls in flight and the throttles.
 """
 
 from __future__ import annotations
@@ -77,6 +81,7 @@ class Fetcher:
         self._closed = False
         self._in_flight: dict[str, object] = {}  # leader address -> its Fetch call (this thread only)
         self._suspect: set[str] = set()  # addresses whose last Fetch failed (this thread only)
+        self._throttled_until_s: dict[str, float] = {}  # address -> when its throttle ends (this thread only)
         self._answers: queue.SimpleQueue = queue.SimpleQueue()
         self._metadata_due_s = time.monotonic() + metadata_max_age_s
         self._metadata_tried_at_s = float("-inf")
@@ -148,6 +153,9 @@ class Fetcher:
                 self._refresh()
             self._send_fetches()
             wait_s = IDLE_WAIT_S if not self._in_flight else min(0.5, self._metadata_due_s - time.monotonic())
+            if self._throttled_until_s:  # wake when a throttle ends, to send that broker's Fetch
+                now = time.monotonic()
+                wait_s = min([wait_s, *(until - now for until in self._throttled_until_s.values() if until > now)])
             try:
                 answer = self._answers.get(timeout=max(wait_s, 0.001))
             except queue.Empty:
@@ -172,9 +180,12 @@ class Fetcher:
                 self._refresh_by(self._metadata_tried_at_s + self.retry_backoff_s)
             if leader is not None:
                 by_leader.setdefault(leader[0], {})[p] = sent
+        if self._throttled_until_s:
+            now = time.monotonic()
+            self._throttled_until_s = {a: until for a, until in self._throttled_until_s.items() if until > now}
         for address, sent in by_leader.items():
-            if address in self._in_flight:
-                continue
+            if address in self._in_flight or address in self._throttled_until_s:
+                continue  # one Fetch at a time; and none while its quota's throttle lasts
             request = log_pb2.FetchRequest(
                 max_wait_ms=self.max_wait_ms, min_bytes=1, max_bytes=self.fetch_max_bytes,
                 partitions=[log_pb2.FetchPartition(topic=self.topic, partition=p, fetch_offset=offset,
@@ -196,6 +207,8 @@ class Fetcher:
             self._failed(address)
             return
         self._suspect.discard(address)
+        if reply.throttle_time_ms:
+            self._throttled_until_s[address] = time.monotonic() + reply.throttle_time_ms / 1000
         with self.lock:
             for data in reply.partitions:
                 p = data.partition
