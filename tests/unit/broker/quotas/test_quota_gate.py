@@ -130,3 +130,21 @@ def test_a_fetch_reads_a_sample_s_worth_at_most_and_one_arriving_while_throttled
     clock.advance(600)
     assert gate.fetch(ALICE).throttled() is None
     assert gate.fetch(ADMIN).throttled() is None  # every user has an allowance of its own
+
+
+def test_a_quota_changed_while_throttled_re_times_the_throttle():
+    clock, quotas, gate, _ = setup({None: QuotaRecord(producer_byte_rate=1000)}, samples=5)
+    big = log_pb2.ProduceRequest(acks=1, partitions=[
+        log_pb2.ProducePartitionData(topic="a", record_batch=b"x" * 20_000)])
+    fake = FakeProduce()
+    throttle_ms = gate.produce_edge(ALICE, fake).produce(big).throttle_time_ms
+    assert throttle_ms > 15_000  # 20 KB at 1 KB/s, less the 4 s the window takes as past
+    quotas.replace(QuotaSnapshot({None: QuotaRecord(producer_byte_rate=1000),
+                                  "User:alice": QuotaRecord(producer_byte_rate=2000)}))  # her own, raised
+    clock.advance(1000)
+    left = gate.produce_edge(ALICE, fake).produce(request("a")).throttle_time_ms
+    assert 0 < left < throttle_ms / 2  # what 20 KB owe at 2 KB/s
+    quotas.replace(QuotaSnapshot({None: QuotaRecord(producer_byte_rate=1000),
+                                  "User:alice": QuotaRecord(producer_byte_rate=10**6)}))
+    answer = gate.produce_edge(ALICE, fake).produce(request("a"))
+    assert answer.partitions[0].error_code == ErrorCode.NONE and answer.throttle_time_ms == 0

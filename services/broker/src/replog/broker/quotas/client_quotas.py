@@ -7,7 +7,8 @@ applies to is not measured: `admit` returns None after one look-up.
 
 The throttles are created as users need them and forgotten when their quota goes (a lifted quota ends
 a throttle at once) or, past THROTTLES_MAX of them, once they hold nothing (no bytes in the window, no
-throttle running). One lock guards them; it is taken only for users with a quota.
+throttle running); a changed quota re-times a throttle running. One lock guards them; it is taken only
+for users with a quota.
 """
 
 from __future__ import annotations
@@ -44,11 +45,17 @@ class ClientQuotas:
         return self.snapshot.empty
 
     def replace(self, snapshot: QuotaSnapshot) -> None:
-        self.snapshot = snapshot
+        """New quotas: from the next request on. A user whose quota went is forgotten (its throttle ends);
+        one whose quota changed keeps what was measured, and a throttle running is re-timed by the new quota."""
+        before, self.snapshot = self.snapshot, snapshot
+        now_ms = self._clock.monotonic_ms()
         with self._lock:
-            for kind, principal in list(self._throttles):
-                if snapshot.rate(QUOTA_TYPE[kind], principal) is None:
+            for (kind, principal), throttle in list(self._throttles.items()):
+                quota = snapshot.rate(QUOTA_TYPE[kind], principal)
+                if quota is None:
                     del self._throttles[(kind, principal)]
+                elif quota != before.rate(QUOTA_TYPE[kind], principal):
+                    throttle.requota(quota, now_ms)
 
     def rate(self, kind: str, principal: str) -> int | None:
         """The bytes per second of `kind` `principal` is held to; None when it is not limited."""

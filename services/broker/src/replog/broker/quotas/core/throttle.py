@@ -7,6 +7,7 @@ cooperative client waits it out before its next request to this broker. A reques
 its user is throttled is turned away before anything is done and is not measured; its answer carries
 the throttle time left. So a client that ignores the throttle gains nothing by it: what it sends while
 throttled is refused, and what is admitted is what a client that waited would have had admitted.
+A quota changed while its user is throttled re-times the throttle by the new quota (`requota`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ class UserThrottle:
         if throttle:
             self.throttled_until_ms = max(self.throttled_until_ms, now_ms + throttle)
         return throttle
+
+    def requota(self, quota: int, now_ms: int) -> None:
+        """The quota changed: a throttle running is what the bytes measured owe at the new quota (a raised
+        quota shortens it, or ends it at once)."""
+        if self.remaining_ms(now_ms):
+            self.throttled_until_ms = now_ms + self.rate.throttle_ms(quota, now_ms)
 
     def forgettable(self, now_ms: int) -> bool:
         """Whether nothing is left to remember: no bytes in the window and no throttle running."""
