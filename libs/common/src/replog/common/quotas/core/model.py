@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from replog.common.acls.core.model import ANY_USER
+from replog.common.acls.core.model import ANY_USER, USER
 from replog.common.acls.core.model import principal_problem as acl_principal_problem
 from replog.common.zk.schema.client_quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, RATE_KEYS, QuotaRecord
 
@@ -29,9 +29,12 @@ RATE_MAX = 2**53 - 1  # exact in every JSON reader, and far past any link
 
 
 def principal_problem(principal: str) -> str | None:
-    """What is wrong with `principal` as the user a quota is for, or None."""
+    """What is wrong with `principal` as the user a quota is for, or None (the ACLs' rules, but for User:*)."""
     if principal == ANY_USER:
         return "User:* is not one user; the quotas of every user are the default's (default_user)"
+    kind, sep, name = principal.partition(":")
+    if not sep or kind != USER or not name:
+        return f"principal {principal!r} is not of the form User:<name>"
     return acl_principal_problem(principal)
 
 
