@@ -61,7 +61,7 @@ def test_services_are_never_measured_and_a_call_without_identity_is_anonymous():
     assert gate.produce_edge(BROKER, fake) is fake and gate.stream_edge(BROKER, fake) is fake
     assert gate.fetch(BROKER) is None
     gate.produce_edge(None, fake).produce(request("t"))
-    assert quotas.admit("produce", "User:ANONYMOUS", 1).refused  # the default's 1 byte/s holds it
+    assert quotas.admit("produce", "User:ANONYMOUS", 1, 1).refused  # the default's 1 byte/s holds it
 
 
 def test_a_produce_over_the_quota_is_answered_with_the_throttle_and_one_sent_meanwhile_is_refused_unappended():

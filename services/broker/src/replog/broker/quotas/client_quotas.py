@@ -2,8 +2,8 @@
 
 `replace` takes a new QuotaSnapshot from the QuotaWatcher (replog.common.quotas.store); `admit` and
 `record` measure a user's bytes of one kind (PRODUCE or FETCH) against the rate of that kind the
-snapshot gives it, and answer with the throttle time (core/throttle.py). A user no quota of that kind
-applies to is not measured: `admit` returns None after one look-up.
+snapshot gives it (`rate`), and answer with the throttle time (core/throttle.py). A user no quota of
+that kind applies to is not measured, and with no quota at all (`empty`) nothing is looked up.
 
 The throttles are created as users need them and forgotten when their quota goes (a lifted quota ends
 a throttle at once) or, past THROTTLES_MAX of them, once they hold nothing (no bytes in the window, no
@@ -61,12 +61,9 @@ class ClientQuotas:
         """The bytes per second of `kind` `principal` is held to; None when it is not limited."""
         return self.snapshot.rate(QUOTA_TYPE[kind], principal)
 
-    def admit(self, kind: str, principal: str, amount: int) -> Admission | None:
-        """Refuse a request of `principal` while it is throttled, else measure its `amount` bytes; None when
-        no quota of `kind` applies (nothing measured)."""
-        quota = self.rate(kind, principal)
-        if quota is None:
-            return None
+    def admit(self, kind: str, principal: str, amount: int, quota: int) -> Admission:
+        """Refuse a request of `principal` while it is throttled, else measure its `amount` bytes against
+        `quota` (the rate of `kind` that applies to it, `rate`)."""
         now_ms = self._clock.monotonic_ms()
         with self._lock:
             answer = self._throttle(kind, principal, now_ms).admit(amount, quota, now_ms)

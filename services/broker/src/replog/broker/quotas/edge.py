@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable
 
 from replog.broker.quotas.client_quotas import FETCH, PRODUCE, QUOTA_TYPE, ClientQuotas
+from replog.broker.quotas.core.throttle import Admission
 from replog.common.acls.enforcement import ANONYMOUS
 from replog.common.error_codes import ErrorCode
 from replog.common.security.principal import SERVICE_KINDS, Principal, peer_principal
@@ -76,8 +77,16 @@ class ThrottledProduce:
         self._quotas = quotas
         self._user = user
 
+    def _admission(self, request: log_pb2.ProduceRequest) -> Admission | None:
+        """None when no produce quota applies to the user now; the request is sized only when one does."""
+        quotas = self._quotas
+        if quotas.snapshot.empty:
+            return None
+        quota = quotas.rate(PRODUCE, self._user)
+        return None if quota is None else quotas.admit(PRODUCE, self._user, request.ByteSize(), quota)
+
     def produce(self, request: log_pb2.ProduceRequest) -> log_pb2.ProduceResponse:
-        admission = self._quotas.admit(PRODUCE, self._user, request.ByteSize())
+        admission = self._admission(request)
         if admission is None:
             return self._edge.produce(request)
         if admission.refused:
@@ -87,7 +96,7 @@ class ThrottledProduce:
         return response
 
     def produce_async(self, request: log_pb2.ProduceRequest, answer) -> int | None:
-        admission = self._quotas.admit(PRODUCE, self._user, request.ByteSize())
+        admission = self._admission(request)
         if admission is None or not admission.throttle_ms:
             return self._edge.produce_async(request, answer)
         if admission.refused:
