@@ -10,11 +10,15 @@ import pkgutil
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2
+from prometheus_client import CollectorRegistry
 from grpc_reflection.v1alpha import reflection_pb2
 
 import replog.v1
 from replog.broker.entrypoints.log_servicer import LogServicer
 from replog.broker.entrypoints.metadata_cache import MetadataCache
+from replog.broker.quotas.client_quotas import ClientQuotas
+from replog.broker.quotas.edge import QuotaGate
+from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.wait_slots import WaitSlots
 from replog.common.acls.core.authorizer import Authorizer
 from replog.common.acls.core.model import AclBinding
@@ -161,7 +165,9 @@ class Broker:
         servicer = LogServicer(
             broker_id=1, produce=self.produced, lookup=lambda tp: None, hosted=lambda: list(hosted),
             metadata=metadata or MetadataCache(), producer_ids=None, clock=SystemClock(), metrics=None,
-            fetch_bytes_max=1 << 20, stopping=lambda: False, wait_slots=WaitSlots(32))
+            fetch_bytes_max=1 << 20, stopping=lambda: False, wait_slots=WaitSlots(32),
+            quotas=QuotaGate(ClientQuotas(SystemClock(), BrokerMetrics(CollectorRegistry()), samples=11,
+                                          sample_ms=1000)))
         self.handlers = handlers_of(log_pb2_grpc.add_LogServiceServicer_to_server, servicer)
         authorizer = Authorizer(("User:admin",), [AclBinding("User:alice", "topic", "literal", "mine", "produce",
                                                              "allow")])

@@ -14,7 +14,9 @@ import sys
 
 import grpc
 
-from replog.cli import acls, cluster, completion, data, elections, export, groups, reassign, records, topics, traces
+from replog.cli import (
+    acls, cluster, completion, data, elections, export, groups, quotas, reassign, records, topics, traces,
+)
 from replog.cli.connection import describe_rpc_error, resolve_gateway
 from replog.cli.output import CliError, fail
 from replog.common.channels import CHANNEL_OPTIONS
@@ -40,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, options in TLS_OPTIONS:
         parser.add_argument(flag, **options)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in (topics, reassign, elections, records, cluster, export, traces, acls, groups):
+    for group in (topics, reassign, elections, records, cluster, export, traces, acls, quotas, groups):
         group.add_parser(sub)
     data.add_parsers(sub)
     completion.add_parser(sub, parser)

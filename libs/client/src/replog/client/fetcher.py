@@ -34,7 +34,11 @@ moves or raises (consumer.py). An answer that knows nothing of the epoch validat
 fetch then goes on and the leader's own checks (out of range) apply.
 
 `lock` (a Condition) guards the positions, generations, epochs and the buffer; the thread alone
-owns the calls in flight.
+owns the calls in flight and the throttles.
+
+Client quotas (docs/quotas.md): an answer's `throttle_time_ms` says the consumer's user went over its
+fetch quota on that broker; the next Fetch to that broker leaves once that time has passed. (A Fetch
+sent sooner would be answered with no records and the time left.)
 """
 
 from __future__ import annotations
@@ -101,6 +105,7 @@ class Fetcher:
         self._buffered_bytes = 0
         self._closed = False
         self._in_flight: dict[str, object] = {}  # leader address -> its Fetch call (this thread only)
+        self._throttled_until_s: dict[str, float] = {}  # address -> when its throttle ends (this thread only)
         self._validating: set[str] = set()  # addresses with an OffsetsForLeaderEpochs in flight (this thread)
         self._suspect: set[str] = set()  # addresses whose last Fetch failed (this thread only)
         self._answers: queue.SimpleQueue = queue.SimpleQueue()
@@ -210,6 +215,9 @@ class Fetcher:
                 self._refresh()
             self._send_fetches()
             wait_s = IDLE_WAIT_S if not self._in_flight else min(0.5, self._metadata_due_s - time.monotonic())
+            if self._throttled_until_s:  # wake when a throttle ends, to send that broker's Fetch
+                now = time.monotonic()
+                wait_s = min([wait_s, *(until - now for until in self._throttled_until_s.values() if until > now)])
             try:
                 answer = self._answers.get(timeout=max(wait_s, 0.001))
             except queue.Empty:
@@ -249,9 +257,12 @@ class Fetcher:
         for address, sent in to_validate.items():
             if address not in self._validating:
                 self._validate(address, sent)
+        if self._throttled_until_s:
+            now = time.monotonic()
+            self._throttled_until_s = {a: until for a, until in self._throttled_until_s.items() if until > now}
         for address, sent in by_leader.items():
-            if address in self._in_flight:
-                continue
+            if address in self._in_flight or address in self._throttled_until_s:
+                continue  # one Fetch at a time; and none while its quota's throttle lasts
             request = log_pb2.FetchRequest(
                 max_wait_ms=self.max_wait_ms, min_bytes=1, max_bytes=self.fetch_max_bytes,
                 partitions=[log_pb2.FetchPartition(topic=tp.topic, partition=tp.partition, fetch_offset=offset,
@@ -274,6 +285,8 @@ class Fetcher:
             self._failed(address)
             return
         self._suspect.discard(address)
+        if reply.throttle_time_ms:
+            self._throttled_until_s[address] = time.monotonic() + reply.throttle_time_ms / 1000
         with self.lock:
             for data in reply.partitions:
                 tp = TopicPartition(data.topic, data.partition)

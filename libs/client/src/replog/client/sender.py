@@ -26,10 +26,18 @@ bytes and sequence, in order, so the new leader appends it once or answers it as
 duplicate. A silent leader (paused, cut off) is thus left as soon as the cluster has
 replaced it, not after the request timeout. Without idempotence a resend might write a batch
 twice, so there the producer waits for the answer or the request timeout.
+
+Client quotas (docs/quotas.md): an answer's `throttle_time_ms` says the producer's user went over its
+produce quota on that broker. The sender then sends nothing more to that broker until the time has
+passed: a request due meanwhile is *parked* and leaves, in order, when the throttle ends. Requests
+already in flight when the throttle began are refused by the broker with THROTTLING_QUOTA_EXCEEDED,
+nothing appended, and their batches are retried when the throttle ends, in order, with the same bytes
+and sequences, as any retriable failure but with no backoff of their own.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -67,6 +75,7 @@ RETRIABLE = {
     # A partition full of producers forgets the idle ones as soon as it refused a new one: room may come.
     common_pb2.ERROR_CODE_PRODUCER_STATE_FULL,
 }
+_THROTTLED = object()  # a completion saying a broker throttles this producer: (_THROTTLED, address, until_s)
 
 
 class Sender:
@@ -92,6 +101,8 @@ class Sender:
         self._metadata_due_s = time.monotonic() + self.metadata_max_age_s  # next refresh
         self._metadata_tried_at_s = float("-inf")
         self._completions: queue.SimpleQueue = queue.SimpleQueue()  # C-level: no Python lock per put and get
+        self._throttled_until_s: dict[str, float] = {}  # broker address -> when its throttle ends (monotonic)
+        self._parked: dict[str, list[tuple[log_pb2.ProduceStreamRequest, list[ProducerBatch]]]] = {}  # in order
         self._thread = threading.Thread(target=self._run, name="producer-sender", daemon=True)
 
     def start(self) -> None:
@@ -115,6 +126,8 @@ class Sender:
             if drained is None:
                 return
             sendable, next_timer_s, troubled = drained
+            if self._parked:
+                next_timer_s = _earliest(next_timer_s, self._release_parked(time.monotonic()))
             if sendable:
                 self._send(sendable)
             self._encode_waiting()
@@ -132,7 +145,10 @@ class Sender:
             except queue.Empty:
                 continue
             while completion is not None:
-                self._complete(*completion)
+                if completion[0] is _THROTTLED:
+                    self._throttled(*completion[1:])
+                else:
+                    self._complete(*completion)
                 try:
                     completion = self._completions.get_nowait()
                 except queue.Empty:
@@ -251,10 +267,18 @@ class Sender:
         for b in group:
             add_partition(topic=b.topic, partition=b.partition, record_batch=b.encoded)
         now_s = time.monotonic()
+        if address in self._parked or self._throttled_until_s.get(address, 0.0) > now_s:
+            self._parked.setdefault(address, []).append((message, group))  # after those parked before it
+            return
+        self._send_message(address, message, group, now_s)
+
+    def _send_message(self, address: str, message: log_pb2.ProduceStreamRequest, group: list[ProducerBatch],
+                      now_s: float) -> None:
         stream = self._streams.get(address)
         if stream is None or not stream.send(message, group, now_s):
             try:
-                stream = self._streams[address] = ProduceStream(self.metadata.channels.get(address), self._on_reply,
+                stream = self._streams[address] = ProduceStream(self.metadata.channels.get(address),
+                                                                functools.partial(self._on_reply, address),
                                                                 self._on_lost)
             except Exception as exc:  # noqa: BLE001 - like a failed request: retried
                 self._on_lost(group, str(exc))
@@ -262,19 +286,40 @@ class Sender:
             if not stream.send(message, group, now_s):  # it failed at once (the broker is down)
                 self._on_lost(group, "the produce stream failed as it opened")
 
+    # --- throttles (client quotas) ----------------------------------------------------------------
+
+    def _throttled(self, address: str, until_s: float) -> None:
+        if until_s > self._throttled_until_s.get(address, 0.0):
+            self._throttled_until_s[address] = until_s
+
+    def _release_parked(self, now_s: float) -> float | None:
+        """Send, in order, the requests parked for brokers whose throttle has ended; when the next throttle
+        of a broker with requests parked ends (None: none is left)."""
+        next_s = None
+        for address in list(self._parked):
+            until_s = self._throttled_until_s.get(address, 0.0)
+            if until_s > now_s:
+                next_s = _earliest(next_s, until_s)
+                continue
+            for message, group in self._parked.pop(address):
+                self._send_message(address, message, group, now_s)
+        return next_s
+
     # --- answers in (the streams' threads hand them over; this thread completes them) -------------
 
     def _on_lost(self, group: list[ProducerBatch], why: str) -> None:
         for batch in group:
             self._completions.put((batch, common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE, why, -1))
 
-    def _on_reply(self, group: list[ProducerBatch], answer: log_pb2.ProduceStreamResponse) -> None:
+    def _on_reply(self, address: str, group: list[ProducerBatch], answer: log_pb2.ProduceStreamResponse) -> None:
         if answer.error_code != common_pb2.ERROR_CODE_NONE:
             for batch in group:
                 self._completions.put((batch, answer.error_code, answer.error_message, -1))
             return
         reply = answer.produce
-        if self.acks == 0:
+        if reply.throttle_time_ms:  # before the batches' completions: a refused one is retried after it
+            self._completions.put((_THROTTLED, address, time.monotonic() + reply.throttle_time_ms / 1000))
+        if self.acks == 0 and not reply.partitions:  # an acks=0 answer lists partitions only when refused
             for batch in group:
                 self._completions.put((batch, common_pb2.ERROR_CODE_NONE, "", -1))
             return
@@ -287,6 +332,12 @@ class Sender:
                 self._completions.put((batch, answer.error_code, answer.error_message, answer.base_offset))
 
     def _complete(self, batch: ProducerBatch, code: int, message: str, base_offset: int) -> None:
+        if code == common_pb2.ERROR_CODE_THROTTLING_QUOTA_EXCEEDED and time.monotonic() < batch.deadline_s:
+            # Refused unappended while its broker throttled this producer: again once the throttle ends.
+            batch.attempts += 1
+            batch.retry_at_s = self._throttled_until_s.get(batch.sent_to[0], 0.0) if batch.sent_to else 0.0
+            self._accumulator.retry(batch)
+            return
         retry = code in RETRIABLE or code == common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE
         if code == common_pb2.ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER:
             # An earlier batch of the partition not yet appended (it failed, or went to
@@ -316,6 +367,10 @@ class Sender:
             for future, _ in batch.futures:
                 future.set_exception(error)
         self._accumulator.done(batch)
+
+
+def _earliest(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 def _one_per_partition(batches: list[ProducerBatch]) -> list[list[ProducerBatch]]:

@@ -1,5 +1,5 @@
 """gRPC AdminService: a thin edge. Each method hands the request to its handler (topics, cluster,
-reassignments, elections, export, acls) and maps refusals and ZooKeeper failures to gRPC statuses
+reassignments, elections, export, acls, quotas) and maps refusals and ZooKeeper failures to gRPC statuses
 whose message names the bad value. Who may call each method (users only: a service certificate
 administers nothing) and the ACLs a user needs, and the trimming of listings to what the user may
 describe, are the method table's (replog.common.security.rules), applied before a handler runs."""
@@ -17,7 +17,7 @@ from replog.common.errors import AdminError
 from replog.common.zk.bulk import BulkReadError
 from replog.common.zk.client import ZkUnavailableError
 from replog.common.zk.schema import ZkDataError
-from replog.gateway import acls, cluster, elections, export, reassignments, records, topics
+from replog.gateway import acls, cluster, elections, export, quotas, reassignments, records, topics
 from replog.gateway.core.refusal import Refusal
 from replog.gateway.deps import GatewayDeps
 from replog.v1 import admin_pb2_grpc
@@ -76,6 +76,8 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
     DescribeAcls = _unary("DescribeAcls", acls.describe_acls)
     DeleteAcls = _unary("DeleteAcls", acls.delete_acls)
     DeleteRecords = _unary("DeleteRecords", records.delete_records)
+    AlterClientQuotas = _unary("AlterClientQuotas", quotas.alter_client_quotas)
+    DescribeClientQuotas = _unary("DescribeClientQuotas", quotas.describe_client_quotas)
 
     def ExportTopology(self, request, context):
         try:

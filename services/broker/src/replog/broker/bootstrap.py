@@ -40,6 +40,8 @@ from replog.broker.log.descriptors import process_budget
 from replog.broker.produce.delayed_produces import DelayedProduces
 from replog.broker.produce.produce_handler import ProduceHandler
 from replog.broker.produce.producer_ids import ProducerIdAllocator
+from replog.broker.quotas.client_quotas import ClientQuotas
+from replog.broker.quotas.edge import QuotaGate
 from replog.broker.replicas.assignments import assigned_here
 from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
 from replog.broker.replicas.fsync_probe import FsyncProbe
@@ -65,6 +67,7 @@ from replog.common.clock import SystemClock
 from replog.common.grpc_server import start_server
 from replog.common.metrics import table as metric_table
 from replog.common.metrics.process import ProcessMetrics, release
+from replog.common.quotas.store import QuotaWatcher
 from replog.common.readiness_gate import ReadinessGate
 from replog.common.refusal_log import RefusalLog
 from replog.common.request_bounds import PartitionsBound
@@ -100,6 +103,7 @@ class BrokerProcess:
         self.channels = ChannelCache(self.tls)
         self.authorizer = Authorizer(config.super_user_principals)
         self.acl_watcher = AclWatcher(self.zk, self.authorizer)
+        self.quota_watcher: QuotaWatcher | None = None  # built with the services (_build)
         self.server = None
         self.broker_epoch = 0
         self._joined = False  # start() ran to the end: every component is up, for stop() to take down
@@ -148,6 +152,7 @@ class BrokerProcess:
             return False
         self.zk.ensure_layout()
         self.acl_watcher.start()  # the first read before clients are served
+        self.quota_watcher.start()
         self.replicas.delete_unassigned(assigned_here(self.zk, config.broker_id))
         gc_policy.settle()  # the loaded replicas live as long as the process
         self.gate.open()
@@ -271,11 +276,15 @@ class BrokerProcess:
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
             wait_slots=wait_slots, turn=turn, clock=clock,
         )
+        quotas = ClientQuotas(clock, metrics, samples=config.quota_window_num,
+                              sample_ms=config.quota_window_size_seconds * 1000)
+        self.quota_watcher = QuotaWatcher(self.zk, quotas.replace)
         self.log_servicer = LogServicer(
             broker_id=config.broker_id, produce=ProduceEdge(produce, clock), lookup=replicas.get,
             hosted=replicas.hosted,
             metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
+            quotas=QuotaGate(quotas),
             topic_config_defaults={**self.topic_configs.default_log_config.as_topic_configs(),
                                    "min.insync.replicas": str(config.min_insync_replicas)},
             checkpoint=lambda: replicas.write_checkpoints(flush_if_due=False, strict=True),
@@ -374,6 +383,8 @@ class BrokerProcess:
             self.server.stop(SERVER_STOP_GRACE_S)
             self.replicas.close()
         self.acl_watcher.stop()
+        if self.quota_watcher is not None:
+            self.quota_watcher.stop()
         self.channels.close()
         self.zk.stop()
         log.info("broker %d stopped", self.config.broker_id)

@@ -11,6 +11,7 @@ from replog.broker.core.producer_state import (
     PRODUCER_IDS_MAX_DEFAULT,
     ProducerStateLimits,
 )
+from replog.broker.quotas.settings import QuotaSettings
 from replog.common.acls.settings import AclSettings
 from replog.common.edge.settings import EdgeSettings
 from replog.common.config import between, non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
@@ -48,7 +49,7 @@ log_dir_list.rule = "comma-separated, no empty or repeated entry"  # type: ignor
 
 
 @dataclass(frozen=True)
-class BrokerConfig(TlsSettings, AclSettings, EdgeSettings, AdvertiseSettings):
+class BrokerConfig(TlsSettings, AclSettings, EdgeSettings, QuotaSettings, AdvertiseSettings):
     broker_id: int = setting(1, "id of this broker, unique in the cluster", non_negative)
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]",
                              zookeeper_connect)

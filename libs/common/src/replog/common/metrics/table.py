@@ -51,6 +51,7 @@ LABELS = {
     "gateway_id": "the gateway's id",
     "rack": "the broker's rack (empty without one)",
     "version": "the replog release the process runs",
+    "quota": "the client quota: `produce` (producer_byte_rate) or `fetch` (consumer_byte_rate)",
 }
 
 # Dashboard rows, in order (deploy/grafana/replog-dashboard.json).
@@ -231,6 +232,18 @@ BROKER_RETENTION_SEGMENTS_DELETED = _row(
 BROKER_RETENTION_ROUND = _row(
     "replog_broker_retention_round_seconds", HISTOGRAM, "time one retention round took on the checkpointer thread",
     section="Storage", buckets=REQUEST_BUCKETS_S)
+BROKER_QUOTA_THROTTLED_REQUESTS = _row(
+    "replog_broker_quota_throttled_requests_total", COUNTER, "client requests answered with a throttle time: their "
+    "user went over its client quota, or they arrived while it was throttled (docs/quotas.md)", ("quota",),
+    section="Produce and fetch")
+BROKER_QUOTA_REFUSED_REQUESTS = _row(
+    "replog_broker_quota_refused_requests_total", COUNTER, "client requests that arrived while their user was "
+    "throttled (a client not waiting out the throttle time): a produce refused, a fetch answered empty", ("quota",),
+    section="Produce and fetch")
+BROKER_QUOTA_THROTTLE_TIME = _row(
+    "replog_broker_quota_throttle_time_seconds", HISTOGRAM, "throttle time of each throttled answer (the time left, "
+    "for one that arrived while throttled)", ("quota",), section="Produce and fetch",
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
 BROKER_OUT_OF_DESCRIPTORS = _row(
     "replog_broker_out_of_descriptors_total", COUNTER, "log directory operations that failed with EMFILE or ENFILE "
     "(nothing written; the append is answered with a retriable error, a checkpoint retried)", section="Storage")

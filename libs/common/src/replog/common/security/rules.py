@@ -186,6 +186,8 @@ RULES: dict[str, Rule] = {
     _ADMIN + "DescribeAcls": _user(on_cluster(DESCRIBE)),
     _ADMIN + "DeleteAcls": _user(on_cluster(CLUSTER_ADMIN)),
     _ADMIN + "DeleteRecords": _user(on_topics(DELETE, partition_topics)),
+    _ADMIN + "AlterClientQuotas": _user(on_cluster(CLUSTER_ADMIN)),
+    _ADMIN + "DescribeClientQuotas": _user(on_cluster(DESCRIBE)),
     # Every server: health and reflection answer any identity of the cluster.
     _HEALTH + "Check": _anyone(),
     _HEALTH + "Watch": _anyone(),

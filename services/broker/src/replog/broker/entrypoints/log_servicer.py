@@ -15,6 +15,9 @@ and DescribeReplicas, delete for AdvanceLogStartOffset), are checked before a ha
 answers listing every topic or replica are trimmed there to what the user may describe.
 AdvanceLogStartOffset checkpoints the log starts before it answers, so deleted records stay
 deleted after a crash.
+
+Client quotas (broker/quotas/edge.py) come after authorization: a produce or fetch of a user over its
+quota is answered with a throttle time, and one arriving while its user is throttled is turned away.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from replog.broker.entrypoints.metadata_cache import MetadataCache
 from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.produce_stream import serve_produce_stream
 from replog.broker.produce.producer_ids import PRODUCER_EPOCH_MAX, ProducerIdAllocator, ProducerIdsUnavailable
+from replog.broker.quotas.edge import QuotaGate
 from replog.broker.replicas.describe import ReplicaDescription, describe
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import (
@@ -73,12 +77,14 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         fetch_bytes_max: int,
         stopping: Callable[[], bool],
         wait_slots: WaitSlots,
+        quotas: QuotaGate,
         topic_config_defaults: dict[str, str] | None = None,
         checkpoint: Callable[[], None] = lambda: None,
     ) -> None:
         self._topic_config_defaults = dict(topic_config_defaults or {})
         self._checkpoint = checkpoint
         self._wait_slots = wait_slots
+        self._quotas = quotas
         self._broker_id = broker_id
         self._produce = produce
         self._lookup = lookup
@@ -92,7 +98,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         self._streams = OpenStreams()  # the open ProduceStreams
 
     def Produce(self, request, context):
-        return self._produce.produce(request)
+        return self._quotas.produce_edge(context, self._produce).produce(request)
 
     def ProduceStream(self, request_iterator, context):
         """Produce over a stream (produce_stream.py). The stream holds a handler thread for its life,
@@ -104,8 +110,8 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
                           "retry, or use Produce")
         try:
             self._streams.track(context)
-            yield from serve_produce_stream(self._produce, request_iterator, self._clock,
-                                            lambda: self._stopping() or not context.is_active())
+            yield from serve_produce_stream(self._quotas.stream_edge(context, self._produce), request_iterator,
+                                            self._clock, lambda: self._stopping() or not context.is_active())
         finally:
             self._wait_slots.give_back()
 
@@ -116,10 +122,15 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
     # --- Fetch --------------------------------------------------------------------------
 
     def Fetch(self, request, context):
+        quota = self._quotas.fetch(context)  # None: no fetch quota applies to the caller
+        if quota is not None and (throttled := quota.throttled()) is not None:
+            return throttled
         started = time.perf_counter()
         topic_partitions = [TopicPartition(p.topic, p.partition) for p in request.partitions]
         hosted = {tp: self._lookup(tp) for tp in topic_partitions}
         bytes_max = min(request.max_bytes or self._fetch_bytes_max, self._fetch_bytes_max)
+        if quota is not None:
+            bytes_max = quota.bytes_max(bytes_max)
 
         may_wait = request.max_wait_ms > 0 and self._wait_slots.try_take()  # else answer what there is now
         try:
@@ -139,9 +150,12 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
         add_partition = response.partitions.add
         for tp, partition, answer in zip(topic_partitions, request.partitions, answers):
             self._add_partition_data(add_partition, tp, partition.fetch_offset, answer, request.decode_records)
+        sent = sum(len(a.records) for a in answers)
+        if quota is not None:
+            response.throttle_time_ms = quota.record(sent)
         metrics = self._metrics.consumer_fetch
         metrics.requests.inc()
-        metrics.bytes_out.inc(sum(len(a.records) for a in answers))
+        metrics.bytes_out.inc(sent)
         metrics.duration_s.observe(time.perf_counter() - started)
         return response
 

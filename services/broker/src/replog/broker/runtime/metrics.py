@@ -71,6 +71,15 @@ class ProduceAcksMetrics:
     duration_s: Histogram
 
 
+@dataclass(frozen=True)
+class QuotaKindMetrics:
+    """The client quota series of one kind (produce or fetch), bound once (as FetchKindMetrics)."""
+
+    throttled: Counter
+    refused: Counter
+    throttle_seconds: Histogram
+
+
 class BrokerMetrics:
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
         self._registry = registry
@@ -98,6 +107,11 @@ class BrokerMetrics:
         self.group_rebalance_s = t.BROKER_GROUP_REBALANCE.create(registry)
         self.group_offset_commits = t.BROKER_GROUP_OFFSET_COMMITS.create(registry)
         self.out_of_descriptors = t.BROKER_OUT_OF_DESCRIPTORS.create(registry)
+        self.quota_throttled_requests = t.BROKER_QUOTA_THROTTLED_REQUESTS.create(registry)
+        self.quota_refused_requests = t.BROKER_QUOTA_REFUSED_REQUESTS.create(registry)
+        self.quota_throttle_seconds = t.BROKER_QUOTA_THROTTLE_TIME.create(registry)
+        self.produce_quota = self._quota_kind("produce")
+        self.fetch_quota = self._quota_kind("fetch")
         self.follower_fetch = self._fetch_kind("follower")
         self.consumer_fetch = self._fetch_kind("consumer")
         self._produce_by_acks = {acks: self._produce_acks(str(acks)) for acks in (0, 1, -1)}
@@ -109,6 +123,10 @@ class BrokerMetrics:
 
     def _produce_acks(self, label: str) -> ProduceAcksMetrics:
         return ProduceAcksMetrics(self.produce_requests.labels(label), self.produce_duration_s.labels(label))
+
+    def _quota_kind(self, kind: str) -> QuotaKindMetrics:
+        return QuotaKindMetrics(self.quota_throttled_requests.labels(kind), self.quota_refused_requests.labels(kind),
+                                self.quota_throttle_seconds.labels(kind))
 
     def _fetch_kind(self, kind: str) -> FetchKindMetrics:
         return FetchKindMetrics(self.fetch_requests.labels(kind), self.bytes_out.labels(kind),

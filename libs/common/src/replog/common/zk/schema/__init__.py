@@ -10,6 +10,7 @@ else, each in one module:
 - `admin.py`: the requests the gateway leaves for the controller, and the reassignment throttle;
 - `znode_acls.py`: the ACL of every path (who may read, write, create and delete what);
 - `acl_bindings.py`: the clients' ACL bindings under /acls (their paths and JSON, together);
+- `client_quotas.py`: the client quotas under /config/quotas (their paths and JSON, together);
 - `layout.py`: `LAYOUT`, every path with who writes it and an example, for the reference.
 
 Shapes follow Kafka's so existing knowledge and tools carry over. Decoders are strict: a
@@ -29,6 +30,15 @@ from .acl_bindings import (
     parse_acl_resource_path,
 )
 from .admin import ElectionRequest, ReassignmentRequest, ReassignmentThrottle
+from .client_quotas import (
+    DEFAULT_USER_NODE,
+    QUOTA_USERS,
+    QUOTAS,
+    QuotaChangeMarker,
+    QuotaRecord,
+    parse_quota_user_node,
+    quota_user_path,
+)
 from .codec import ZkDataError
 from .layout import ACL_PATHS, LAYOUT, Znode, acl_of_pattern
 from .paths import (
@@ -77,11 +87,14 @@ __all__ = [
     "CONFIG_TOPICS",
     "CONTROLLER",
     "CONTROLLER_EPOCH",
+    "DEFAULT_USER_NODE",
     "DELETE_TOPICS",
     "LAYOUT",
     "PERSISTENT_PATHS",
     "PREFERRED_REPLICA_ELECTION",
     "PRODUCER_ID_BLOCK",
+    "QUOTAS",
+    "QUOTA_USERS",
     "REASSIGNMENT_THROTTLE",
     "REASSIGN_PARTITIONS",
     "TOPICS",
@@ -94,6 +107,8 @@ __all__ = [
     "ElectionRequest",
     "PartitionStateRecord",
     "ProducerIdBlock",
+    "QuotaChangeMarker",
+    "QuotaRecord",
     "ReassignmentRequest",
     "ReassignmentThrottle",
     "TopicAssignment",
@@ -108,10 +123,12 @@ __all__ = [
     "delete_topic_path",
     "encode_controller_epoch",
     "parse_acl_resource_path",
+    "parse_quota_user_node",
     "parse_topic_path",
     "partition_path",
     "partition_state_path",
     "partitions_path",
+    "quota_user_path",
     "topic_config_path",
     "topic_path",
     "znode_acls",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from . import znode_acls as acls
 from .acl_bindings import ACLS, AclChangeMarker, AclEntry, AclResourceRecord, acl_resource_path
 from .admin import ElectionRequest, ReassignmentRequest, ReassignmentThrottle
+from .client_quotas import QUOTA_USERS, QUOTAS, QuotaChangeMarker, QuotaRecord
 from .paths import (
     CONTROLLER,
     CONTROLLER_EPOCH,
@@ -110,6 +111,17 @@ LAYOUT: tuple[Znode, ...] = (
           "prefixed, name a topic, a prefix, * (every topic) or replog-cluster",
           AclResourceRecord((AclEntry("User:alice", "produce", "allow"),
                              AclEntry("User:*", "consume", "deny"))).encode()),
+    Znode(QUOTAS, "persistent", "the gateway (AlterClientQuotas): created with the first quota, then set in the "
+          "transaction that changes a quota",
+          "a change marker: brokers watch it and re-read the client quotas below when it changes",
+          QuotaChangeMarker(1767225600000).encode()),
+    Znode(QUOTA_USERS, "persistent", "the gateway, with the first quota", "the folder of the users' client quotas",
+          b""),
+    Znode(f"{QUOTA_USERS}/<user>", "persistent", "the gateway (AlterClientQuotas); deleted with its last quota",
+          "one user's client quotas in bytes per second on each broker, producer_byte_rate and consumer_byte_rate "
+          "(either absent when not set); `<user>` is the user name percent-encoded (every byte but ASCII letters, "
+          "digits, '.', '_' and '-'), and the node named `<default>` holds the default of every user",
+          QuotaRecord(producer_byte_rate=1048576, consumer_byte_rate=2097152).encode()),
     Znode(PRODUCER_ID_BLOCK, "persistent", "brokers, by conditional update",
           "the last block of producer ids handed out", ProducerIdBlock(2, 1000, 1999).encode()),
 )

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .acl_bindings import ACLS
+from .client_quotas import QUOTAS
 from .paths import (
     ADMIN,
     BROKER_IDS,
@@ -112,6 +113,9 @@ TOPIC_CONFIG_ACL = _acl(gateway=WRITE)
 # /acls and everything under it, the clients' ACL bindings (acl_bindings.py): the gateway creates the folders
 # and the pattern znodes, sets them and the change marker on /acls, and deletes a pattern with its last binding.
 ACL_BINDINGS_ACL = _acl(gateway=WRITE | CREATE | DELETE)
+# /config/quotas and everything under it, the client quotas (client_quotas.py): the gateway creates the marker
+# znode, its folder and the users' znodes, sets them and the marker, and deletes a user's znode with its last quota.
+CLIENT_QUOTAS_ACL = _acl(gateway=WRITE | CREATE | DELETE)
 
 
 def broker_registration_acl(broker_id: int) -> tuple[Grant, ...]:
@@ -129,6 +133,8 @@ def acl_of(path: str) -> tuple[Grant, ...]:
         return _FIXED[path]
     if path == ACLS or path.startswith(ACLS + "/"):
         return ACL_BINDINGS_ACL
+    if path == QUOTAS or path.startswith(QUOTAS + "/"):
+        return CLIENT_QUOTAS_ACL
     parent, _, name = path.rpartition("/")
     if not name:
         raise ValueError(f"no ACL for {path!r}: not a znode path")
