@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Callable
 
 from replog.broker.quotas.client_quotas import FETCH, PRODUCE, QUOTA_TYPE, ClientQuotas
 from replog.broker.quotas.core.throttle import Admission
-
 from replog.common.error_codes import ErrorCode
 from replog.common.security.principal import SERVICE_KINDS, Principal, peer_principal
 from replog.v1 import log_pb2
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
 
 
 ANONYMOUS = "User:ANONYMOUS"  # Kafka's name for a caller without an identity: one user to the quotas
+
 
 class QuotaGate:
     def __init__(self, quotas: ClientQuotas,
