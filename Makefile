@@ -11,7 +11,7 @@ PROTO_STAMP := $(PROTO_OUT)/replog/v1/.generated
 DISTS := libs/common libs/client services/broker services/controller services/admin-gateway deploy/local spark
 PYPROJECTS := $(addsuffix /pyproject.toml,$(DISTS))
 
-.PHONY: setup system-deps demo test test-faults up down status proto lint docs clean
+.PHONY: setup system-deps demo test test-faults up down status proto lint docs clean dist image test-deploy
 
 setup: system-deps $(STAMP)
 
@@ -36,6 +36,11 @@ proto: $(PROTO_STAMP)
 $(STAMP): $(PROTO_STAMP) $(PYPROJECTS)
 	$(BIN)/pip install -q $(addprefix -e ,$(DISTS))
 	@touch $@
+
+# One wheel per distribution in dist/, the protocol code generated into them at build time; the client's
+# wheel is whole by itself (deploy/packaging/build_dists.py and partition.py say how and why).
+dist: setup
+	$(BIN)/python deploy/packaging/build_dists.py --out dist $(DISTS)
 
 # The reference pages drawn from the code (API, configuration, metrics); a unit test fails when they are stale.
 docs: setup

@@ -143,8 +143,13 @@ def write(tables: TopologyTables, out_dir: Path, fmt: str) -> dict:
 
 
 def _write_parquet(tables: TopologyTables, table: str, path: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        # pyarrow is an extra of the client's wheel: NDJSON needs nothing more.
+        raise CliError("--format parquet needs pyarrow: pip install 'replog-client[parquet]' "
+                       "(or use --format ndjson)") from None
 
     schema = arrow_schema(table)
     columns = tables.columns[table]

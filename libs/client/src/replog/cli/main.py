@@ -21,6 +21,7 @@ from replog.common.channels import CHANNEL_OPTIONS
 from replog.common.security.credentials import open_channel
 from replog.common.security.files import TlsFilesError
 from replog.common.security.local import ClientTlsError, resolve_client_tls
+from replog.common.version import version_line
 
 TLS_OPTIONS = (
     ("--tls-ca-file", dict(metavar="FILE", help="PEM file of the cluster's CA (default: $REPLOG_TLS_CA_FILE, "
@@ -34,6 +35,7 @@ TLS_OPTIONS = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="replog", description="replog admin command line")
+    parser.add_argument("--version", action="version", version=version_line("replog-client"))
     parser.add_argument("--gateway", metavar="HOST:PORT",
                         help="admin gateway (default: $REPLOG_GATEWAY, the local cluster, or 127.0.0.1:9090)")
     parser.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
