@@ -70,8 +70,8 @@ def test_lazy_imports_of_the_client_are_extras_or_server_paths(closure):
         [available[n] for n in names], module_level_only=True)
     extras = {name for reqs in project("libs/client").get("optional-dependencies", {}).values()
               for name in requirement_names(reqs)}
-    # prometheus_client: telemetry.start_metrics_server, which only services call.
-    assert {PROVIDERS[name] for name in lazy} - extras <= {"prometheus-client"}
+    # prometheus_client: telemetry.start_metrics_server; kazoo: zk.auth.kazoo_acl; only services call them.
+    assert {PROVIDERS[name] for name in lazy} - extras <= {"prometheus-client", "kazoo"}
 
 
 def generated_version(pattern: str, file: str) -> tuple[int, ...]:

@@ -14,7 +14,8 @@ import sys
 
 import grpc
 
-from replog.cli import acls, cluster, data, elections, export, groups, reassign, records, topics, traces
+from replog.cli import acls, certs, cluster, data, elections, export, groups, reassign, records, topics, traces
+from replog.cli import zk_credentials
 from replog.cli.connection import describe_rpc_error, resolve_gateway
 from replog.cli.output import CliError, fail
 from replog.common.channels import CHANNEL_OPTIONS
@@ -45,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     for group in (topics, reassign, elections, records, cluster, export, traces, acls, groups):
         group.add_parser(sub)
     data.add_parsers(sub)
+    for offline in (certs, zk_credentials):  # files only: no gateway, no channel
+        offline.add_parser(sub)
     _accept_global_options_anywhere(parser)
     return parser
 
@@ -73,6 +76,8 @@ def _accept_global_options_anywhere(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 on a usage error
+    if getattr(args, "offline", False):
+        return _run_offline(args)
     address = resolve_gateway(args.gateway)
     try:
         args.tls = resolve_client_tls(args.tls_ca_file, args.tls_cert_file, args.tls_key_file, insecure=args.insecure)
@@ -88,6 +93,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
         return fail(f"unexpected {type(exc).__name__}: {exc}")
+
+
+def _run_offline(args) -> int:
+    """A command that writes or reads files only (certs, zk-credentials)."""
+    try:
+        return args.run(args)
+    except CliError as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(f"{exc.filename or ''}: {exc.strerror}" if exc.strerror else str(exc))
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":
