@@ -11,7 +11,7 @@ PROTO_STAMP := $(PROTO_OUT)/replog/v1/.generated
 DISTS := libs/common libs/client services/broker services/controller services/admin-gateway deploy/local spark
 PYPROJECTS := $(addsuffix /pyproject.toml,$(DISTS))
 
-.PHONY: setup system-deps demo test test-faults up down status proto lint docs clean dist image test-deploy
+.PHONY: setup system-deps demo test test-faults up down status proto lint docs clean dist constraints image test-deploy
 
 setup: system-deps $(STAMP)
 
@@ -41,6 +41,21 @@ $(STAMP): $(PROTO_STAMP) $(PYPROJECTS)
 # wheel is whole by itself (deploy/packaging/build_dists.py and partition.py say how and why).
 dist: setup
 	$(BIN)/python deploy/packaging/build_dists.py --out dist $(DISTS)
+
+# The exact versions of the services' dependencies the image installs (after a dependency change).
+constraints: dist
+	$(BIN)/python deploy/packaging/pin_constraints.py
+
+# The container images: replog's (one image, the command chooses the role) and Debian's ZooKeeper, built
+# with podman from a Debian base made here with debootstrap: no image registry (deploy/image/build.sh).
+image: dist
+	@bash deploy/image/install-deps.sh
+	bash deploy/image/build.sh
+
+# Long (the images take minutes): the compose cluster and the Kubernetes manifests under podman, each
+# producing and consuming over mutual TLS with the client installed from dist/ (tests/deploy/).
+test-deploy: image
+	$(BIN)/python -m pytest tests/deploy -q -p no:cacheprovider --durations=0
 
 # The reference pages drawn from the code (API, configuration, metrics); a unit test fails when they are stale.
 docs: setup

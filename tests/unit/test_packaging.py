@@ -97,3 +97,24 @@ def test_every_distribution_has_one_version_and_its_wheel_is_built_by_make_dist(
     assert len(set(versions.values())) == 1, versions
     makefile = (REPO / "Makefile").read_text()
     assert re.search(r"^DISTS := " + re.escape(" ".join(FOLDERS)) + "$", makefile, flags=re.MULTILINE)
+
+
+def test_every_direct_dependency_of_the_services_is_pinned_within_its_range():
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in (REPO / "deploy" / "packaging" / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[canonicalize_name(name)] = version
+    for folder in ("libs/client", "libs/common", "services/broker", "services/controller", "services/admin-gateway"):
+        for text in project(folder)["dependencies"]:
+            requirement = Requirement(text)
+            name = canonicalize_name(requirement.name)
+            if name.startswith("replog-"):
+                continue
+            assert name in pins, f"{folder} needs {name}, which deploy/packaging/constraints.txt does not pin: " \
+                                 "run make constraints"
+            assert requirement.specifier.contains(pins[name], prereleases=True), \
+                f"{name}=={pins[name]} is outside {folder}'s {requirement}: run make constraints"
