@@ -117,7 +117,7 @@ def test_zookeeper_credentials_for_every_process_and_another_broker_later(tmp_pa
     code, printed, _ = replog(capsys, "-o", "json", "zk-credentials", "--out", str(out), "--brokers", "1,2")
     assert code == 0
     result = json.loads(printed)
-    assert result["files"] == ["broker-1", "broker-2", "controller", "gateway", "super"]
+    assert result["files"] == ["broker-1", "broker-2", "controller", "gateway", "super", "super.digest"]
     assert stat.S_IMODE(out.stat().st_mode) == 0o700
     broker = load_credentials(str(out / "broker-2"))
     assert [user for user, _ in broker.identities] == ["broker-2", "brokers"]
@@ -125,6 +125,7 @@ def test_zookeeper_credentials_for_every_process_and_another_broker_later(tmp_pa
     assert controller.digest_of("broker-2") == broker.digest_of("broker-2")
     super_user = load_credentials(str(out / "super"))
     assert result["zookeeper_jvm_flag"].endswith("superDigest=" + digest_id(*super_user.identities[0]))
+    assert (out / "super.digest").read_text() == digest_id(*super_user.identities[0]) + "\n"
     before = {name: (out / name).read_text() for name in ("broker-1", "gateway")}
     assert replog(capsys, "zk-credentials", "--out", str(out), "--brokers", "1,2,3")[0] == 0
     assert {name: (out / name).read_text() for name in before} == before

@@ -10,7 +10,8 @@ as it was. From it come:
   check a registration's writer exactly;
 - `broker-<id>`: that broker's own identity and the `brokers` group's, plus the other roles' digest ids;
 - `super`: ZooKeeper's super user, for operators and tools (passes every ACL), naming every digest id;
-  ZooKeeper learns its digest from `-Dzookeeper.DigestAuthenticationProvider.superDigest=...`.
+  ZooKeeper learns its digest from `-Dzookeeper.DigestAuthenticationProvider.superDigest=...`, and
+  `super.digest` holds that digest id alone, for a ZooKeeper server's start script to read.
 
 `replog zk-credentials` writes them for real hosts; the local cluster (deploy/local) for its processes.
 """
@@ -26,6 +27,7 @@ from replog.common.zk.schema import znode_acls
 
 SUPER_USER = "super"
 PASSWORDS_FILE = "passwords"
+SUPER_DIGEST_FILE = "super.digest"
 PASSWORD_BYTES = 18
 
 
@@ -83,7 +85,11 @@ def write_all(directory: Path, broker_ids: list[str], names: dict[str, list[str]
     for name, (own, others) in file_contents(known, broker_ids).items():
         for target in (names or {}).get(name, [name]):
             write_credentials_file(directory / target, own, others)
-    return digest_id(SUPER_USER, known[SUPER_USER])
+    super_digest = digest_id(SUPER_USER, known[SUPER_USER])
+    fd = os.open(directory / SUPER_DIGEST_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(super_digest + "\n")
+    return super_digest
 
 
 def zookeeper_jvm_flag(super_digest: str) -> str:
