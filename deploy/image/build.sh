@@ -32,7 +32,8 @@ if [ "${REPLOG_REBUILD_BASE:-0}" = 1 ] || ! podman image exists "$base"; then
   echo "image: building $base with debootstrap from $(mirror) (a few minutes, once)"
   debootstrap --variant=minbase --include=python3,python3-venv bookworm "$scratch/rootfs" "$(mirror)" \
     > "$scratch/debootstrap.log" 2>&1 || { tail -20 "$scratch/debootstrap.log" >&2; exit 1; }
-  tar -C "$scratch/rootfs" -c . | podman import --change 'CMD ["/bin/bash"]' - "$base" >/dev/null
+  tar -C "$scratch/rootfs" -c . | podman import --change 'CMD ["/bin/bash"]' \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$base" >/dev/null
   rm -rf "$scratch/rootfs"
 fi
 

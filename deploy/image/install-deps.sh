@@ -10,6 +10,7 @@ command -v podman >/dev/null 2>&1 || need+=(podman)
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
 [ -x /usr/lib/podman/netavark ] || need+=(netavark)
 [ -x /usr/lib/podman/aardvark-dns ] || need+=(aardvark-dns)
+command -v catatonit >/dev/null 2>&1 || need+=(catatonit)  # the pause process of `podman kube play`'s pods
 if [ ${#need[@]} -gt 0 ]; then
   echo "image: installing ${need[*]} from Debian's packages"
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else

@@ -1,5 +1,7 @@
 """`replog-healthcheck`: is the replog service of this container (or host) serving? Exit 0 if its gRPC
-health service says SERVING, 1 otherwise, with one line saying what it saw.
+health service says SERVING, 1 otherwise, with one line saying what it saw. With `--live` (a liveness
+probe), exit 0 whenever the service answers at all: one waiting for ZooKeeper answers NOT_SERVING, and
+restarting it would not bring ZooKeeper back.
 
 For container health checks and Kubernetes exec probes: Kubernetes' own gRPC probe speaks plaintext, and
 every replog service speaks mutual TLS. So this program reads the service's settings exactly as the
@@ -56,7 +58,7 @@ def target(config) -> tuple[str, str | None]:
     return f"{host}:{config.port}", name
 
 
-def check(role: str, arguments: list[str], timeout_s: float) -> tuple[bool, str]:
+def check(role: str, arguments: list[str], timeout_s: float, *, live: bool = False) -> tuple[bool, str]:
     from replog.common import grpc_runtime
     from replog.common.config import load_config
 
@@ -79,7 +81,7 @@ def check(role: str, arguments: list[str], timeout_s: float) -> tuple[bool, str]
     except grpc.RpcError as exc:
         return False, f"replog-{role} at {address}: {exc.code().name} {exc.details() or ''}".rstrip()
     status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
-    return reply.status == health_pb2.HealthCheckResponse.SERVING, f"replog-{role} at {address}: {status}"
+    return live or reply.status == health_pb2.HealthCheckResponse.SERVING, f"replog-{role} at {address}: {status}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--role", choices=sorted(ROLE_CONFIGS), help="the service (default: from the command line "
                                                                       "of process 1)")
     parser.add_argument("--timeout-s", type=float, default=3.0, help="deadline of the health call (default 3)")
+    parser.add_argument("--live", action="store_true", help="any answer will do (NOT_SERVING included): liveness")
     parser.add_argument("arguments", nargs=argparse.REMAINDER,
                         help="with --role: the service's arguments, after -- (default: process 1's)")
     args = parser.parse_args(argv)
@@ -97,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             role, arguments = args.role, [a for a in args.arguments if a != "--"]
         else:
             role, arguments = role_and_arguments(service_command())
-        serving, line = check(role, arguments, args.timeout_s)
+        serving, line = check(role, arguments, args.timeout_s, live=args.live)
     except (HealthcheckError, ConfigError) as exc:
         print(f"replog-healthcheck: {exc}", file=sys.stderr)
         return EXIT_NOT_SERVING
