@@ -10,8 +10,9 @@ set -euo pipefail
 data=${ZOOKEEPER_DATA_DIR:-/var/lib/zookeeper-data}
 id=${ZOOKEEPER_ID:-1}
 if [ "${ZOOKEEPER_ID_FROM_HOSTNAME:-0}" = 1 ]; then
-  ordinal=${HOSTNAME##*-}
-  case $ordinal in ''|*[!0-9]*) echo "zookeeper-start: host name $HOSTNAME ends in no ordinal" >&2; exit 2;; esac
+  name=${POD_NAME:-$HOSTNAME}
+  ordinal=${name##*-}
+  case $ordinal in ''|*[!0-9]*) echo "zookeeper-start: pod name $name ends in no ordinal" >&2; exit 2;; esac
   id=$((ordinal + 1))
 fi
 conf_dir=$(mktemp -d)
