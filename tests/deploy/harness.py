@@ -118,6 +118,16 @@ class ClientRunner:
             podman("rm", "-f", "--ignore", name, check=False)
 
 
+def volumes_of(containers: list[str]) -> set[str]:
+    """The named and anonymous volumes mounted by `containers`, to remove with them."""
+    found = set()
+    for name in containers:
+        done = podman("inspect", "--format", "{{range .Mounts}}{{if eq .Type \"volume\"}}{{.Name}} {{end}}{{end}}",
+                      name, check=False)
+        found.update(done.stdout.split())
+    return found
+
+
 def leader_of(client: ClientRunner, topic: str, partition: int = 0) -> int:
     described = client.replog("topics", "describe", topic)
     for found in described["topics"][0]["partitions"]:

@@ -26,6 +26,7 @@ from tests.deploy.harness import (
     failover_check,
     podman,
     podman_env,
+    volumes_of,
     wait_until,
 )
 
@@ -73,9 +74,14 @@ class ComposeCluster:
                          for s in SERVICES)
 
     def down(self) -> None:
+        volumes = volumes_of([self.container(s) for s in SERVICES])
         subprocess.run([str(Path(sys.executable).parent / "podman-compose"), "-p", self.project, "-f",
                         str(COMPOSE / "compose.yaml"), "down", "-v", "-t", "5"], capture_output=True, timeout=300,
                        env=self.env)
+        for service in SERVICES:
+            podman("rm", "-f", "--ignore", self.container(service), check=False)
+        for volume in volumes:
+            podman("volume", "rm", "-f", volume, check=False)
         podman("network", "rm", "-f", self.network, check=False)
         shutil.rmtree(self.scratch, ignore_errors=True)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.deploy import kube_play
-from tests.deploy.harness import REPO, ClientRunner, DeployError, leader_of, podman, wait_until
+from tests.deploy.harness import REPO, ClientRunner, DeployError, leader_of, podman, volumes_of, wait_until
 
 RECORDS = 100_000
 
@@ -60,9 +60,10 @@ class PlayedCluster:
                          for p in self.pods)
 
     def down(self) -> None:
+        volumes = volumes_of(list(self.pods.values()))
         for pod in self.pods:
             podman("pod", "rm", "-f", "-t", "5", pod, check=False, timeout=120)
-        for volume in self.volumes:
+        for volume in {*self.volumes, *volumes}:
             podman("volume", "rm", "-f", volume, check=False)
         podman("network", "rm", "-f", self.network, check=False)
         shutil.rmtree(self.scratch, ignore_errors=True)
