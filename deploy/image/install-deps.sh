@@ -11,6 +11,7 @@ command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=
 [ -x /usr/lib/podman/netavark ] || need+=(netavark)
 [ -x /usr/lib/podman/aardvark-dns ] || need+=(aardvark-dns)
 command -v catatonit >/dev/null 2>&1 || need+=(catatonit)  # the pause process of `podman kube play`'s pods
+/usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)  # make test-deploy's client venv
 if [ ${#need[@]} -gt 0 ]; then
   echo "image: installing ${need[*]} from Debian's packages"
   if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else

@@ -24,6 +24,7 @@ IMAGE = f"localhost/replog:{VERSION}"
 ZOOKEEPER_IMAGE = "localhost/replog-zookeeper:3.8"
 BASE_IMAGE = "localhost/replog-base:bookworm"  # clients run in it: no replog but the venv's
 WORKLOAD = Path(__file__).resolve().parent / "workload.py"
+SYSTEM_PYTHON = "/usr/bin/python3"  # install-deps.sh installs python3-venv
 SESSION_TIMEOUT_S = 6.0  # the services' default zookeeper_session_timeout_ms
 
 
@@ -69,9 +70,9 @@ class ClientVenv:
             raise DeployError(f"expected one client wheel of {VERSION} in dist/, found {wheels}: run make dist")
         self.scratch = Path(tempfile.mkdtemp(prefix="replog-deploy-client-"))
         self.path = self.scratch / "venv"
-        # The system's interpreter (the same Python 3.11 as the base image's, so the venv also runs in a
-        # container that mounts it at the same path).
-        subprocess.run([sys._base_executable, "-m", "venv", str(self.path)], check=True, timeout=120)
+        # Debian's own interpreter, the base image's too: the venv then also runs in a container that mounts
+        # it at the same path.
+        subprocess.run([SYSTEM_PYTHON, "-m", "venv", str(self.path)], check=True, timeout=120)
         done = subprocess.run([str(self.path / "bin" / "pip"), "install", "--quiet", str(wheels[0])],
                               capture_output=True, text=True, timeout=600, cwd=self.scratch,
                               env={k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))})
@@ -88,8 +89,10 @@ class ClientRunner:
     """Runs the client venv's programs in a throwaway container on `network`, as user/admin."""
 
     def __init__(self, venv: ClientVenv, network: str, tls_dir: Path, work: Path, prefix: str,
-                 bootstrap: list[str], gateway: str) -> None:
+                 bootstrap: list[str], gateway: str, stem: str = "user-admin") -> None:
+        """`tls_dir` holds ca.pem and the operator's `<stem>.pem` / `<stem>.key`."""
         self.venv, self.network, self.tls_dir, self.work, self.prefix = venv, network, tls_dir, work, prefix
+        self.stem = stem
         self.bootstrap, self.gateway = ",".join(bootstrap), gateway
         shutil.copyfile(WORKLOAD, work / "workload.py")
         self.started: list[str] = []
@@ -99,7 +102,7 @@ class ClientRunner:
         return ["run", *(["-d"] if detach else ["--rm"]), "--name", name, "--network", self.network,
                 "-v", f"{self.venv.path}:{self.venv.path}:ro", "-v", f"{self.tls_dir}:/tls:ro",
                 "-v", f"{self.work}:/work", "-e", "REPLOG_TLS_CA_FILE=/tls/ca.pem",
-                "-e", "REPLOG_TLS_CERT_FILE=/tls/user-admin.pem", "-e", "REPLOG_TLS_KEY_FILE=/tls/user-admin.key",
+                "-e", f"REPLOG_TLS_CERT_FILE=/tls/{self.stem}.pem", "-e", f"REPLOG_TLS_KEY_FILE=/tls/{self.stem}.key",
                 "-e", f"REPLOG_GATEWAY={self.gateway}", BASE_IMAGE, *program]
 
     def replog(self, *args: str, timeout: float = 120) -> dict:
