@@ -5,8 +5,9 @@ certificate in REPLOG_TLS_* and prints one JSON object.
     workload.py produce  --bootstrap B --topic T --count N [--first K]     acks=all, idempotent
     workload.py consume  --bootstrap B --topic T --expect-file F           every value in F, once each
     workload.py steady   --bootstrap B --topic T --seconds S --first K --out F
-        one record at a time, each acknowledged before the next; a line per acknowledgement in F:
-        {"value": i, "acked_at": epoch seconds}, so the harness sees when writes stopped and resumed
+        one record at a time, each acknowledged before the next; a line per record in F:
+        {"value": i, "sent_at": .., "acked_at": ..} (epoch seconds), so the harness sees when writes
+        stopped and resumed
 """
 
 from __future__ import annotations
@@ -64,14 +65,15 @@ def steady(args) -> dict:
     i = args.first
     with open(args.out, "w") as out, Producer(args.bootstrap, acks="all", linger_ms=0) as producer:
         while time.monotonic() < stop_at:
+            sent_at = time.time()
             try:
                 producer.send(args.topic, value_of(i)).result(timeout=60)
             except Exception as exc:  # noqa: BLE001 - the harness reads what failed, it needs no traceback
                 failed += 1
-                out.write(json.dumps({"value": i, "failed": type(exc).__name__}) + "\n")
+                out.write(json.dumps({"value": i, "sent_at": sent_at, "failed": type(exc).__name__}) + "\n")
             else:
                 acked += 1
-                out.write(json.dumps({"value": i, "acked_at": time.time()}) + "\n")
+                out.write(json.dumps({"value": i, "sent_at": sent_at, "acked_at": time.time()}) + "\n")
             out.flush()
             i += 1
     return {"acked": acked, "failed": failed, "last": i - 1}
