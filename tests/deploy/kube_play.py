@@ -7,6 +7,8 @@ podman plays Pods, Deployments, ConfigMaps and PersistentVolumeClaims. So, here:
 - a Deployment becomes one pod named as the Deployment (and its Service): one replica each;
 - Services, the Namespace and PodDisruptionBudgets are dropped: podman's network resolves a pod by its
   name, which is what the Services give in Kubernetes;
+- containers lose their `ports`: podman 4.3 publishes each containerPort on the host, where the pods would
+  collide (Kubernetes only documents them; pods reach each other on the pod network all the same);
 - a Secret volume becomes a hostPath directory holding the Secret's files (make_secrets.py writes them),
   owned by the pod's user: podman 4.3 crashes on Secret volumes;
 - the names ConfigMap (`replog-names`) names the pods as podman's network resolves them.
@@ -34,8 +36,15 @@ PODMAN_NAMES = {
 }
 
 
+# The order podman starts things in: what pods refer to first, then ZooKeeper, which everything waits for.
+FILE_ORDER = ("namespace.yaml", "names.yaml", "config.yaml", "zookeeper.yaml", "controller.yaml", "broker.yaml",
+              "gateway.yaml")
+
+
 def load() -> list[dict]:
-    return [doc for path in sorted(KUBERNETES.glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text()) if doc]
+    files = sorted(KUBERNETES.glob("*.yaml"), key=lambda p: (FILE_ORDER.index(p.name) if p.name in FILE_ORDER
+                                                            else len(FILE_ORDER), p.name))
+    return [doc for path in files for doc in yaml.safe_load_all(path.read_text()) if doc]
 
 
 def translate(documents: list[dict], secret_files: Path, host_dir: Path) -> tuple[list[dict], dict[str, str], list[str]]:
@@ -80,6 +89,8 @@ def _container(pod: str, workload: dict) -> str:
 def _pod(name: str, template: dict, claims: list[dict], secret_files: Path, host_dir: Path) -> dict:
     spec = copy.deepcopy(template["spec"])
     spec["hostname"] = name
+    for container in spec["containers"]:
+        container.pop("ports", None)
     user = spec.get("securityContext", {}).get("runAsUser", 0)
     group = spec.get("securityContext", {}).get("runAsGroup", user)
     volumes = []

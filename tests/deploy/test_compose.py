@@ -97,6 +97,7 @@ def compose_cluster(client_venv):
         cluster.down()
 
 
+@pytest.mark.timeout(1800)  # images start, 100,000 records, a failover: minutes on a busy host
 def test_compose_cluster_serves_100k_records_over_mtls_and_survives_its_leader(compose_cluster, client_venv,
                                                                               report):
     started = time.monotonic()

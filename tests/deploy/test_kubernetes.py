@@ -79,6 +79,7 @@ def played_cluster(client_venv):
         cluster.down()
 
 
+@pytest.mark.timeout(1800)  # images start, 100,000 records, a failover: minutes on a busy host
 def test_kubernetes_manifests_serve_100k_records_over_mtls_and_the_prestop_hook_moves_leaders(
         played_cluster, client_venv, report):
     started = time.monotonic()
