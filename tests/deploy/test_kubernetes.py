@@ -103,8 +103,12 @@ def test_kubernetes_manifests_serve_100k_records_over_mtls_and_the_prestop_hook_
         hook = podman("exec", cluster.container(f"replog-broker-{leader}"), "replog-broker-shutdown", check=False,
                       timeout=120)
         assert hook.returncode == 0, hook.stdout + hook.stderr
-        moved_to = wait_until(lambda: (lambda now: now if now not in (leader, -1) else None)(leader_of(client, "deploy")),
-                              30, "leadership to move off the stopping broker")
+        def moved() -> tuple[int] | None:  # a tuple: broker 0 is a leader too
+            now = leader_of(client, "deploy")
+            return (now,) if now not in (leader, -1) else None
+
+        (moved_to,) = wait_until(moved, 30, f"leadership to move off broker {leader} (the hook said: "
+                                            f"{hook.stdout.strip()} {hook.stderr.strip()[-300:]})")
         more = client.workload("produce", "--topic", "deploy", "--count", "1000", "--first", str(RECORDS))
         assert more["all_acked"], more
         (work / "expected.json").write_text(json.dumps(list(range(RECORDS + 1000))))
