@@ -70,8 +70,9 @@ class ComposeCluster:
         return podman("exec", self.container(service), check, check=False, timeout=60).returncode == 0
 
     def logs(self) -> str:
-        return "\n".join(f"--- {s}\n" + podman("logs", "--tail", "15", self.container(s), check=False).stderr
-                         for s in SERVICES)
+        return "\n".join(f"--- {s}\n" + podman("logs", "--tail", "25", self.container(s), check=False).stdout
+                         + podman("logs", "--tail", "25", self.container(s), check=False).stderr
+                         for s in SERVICES if not s.startswith("zookeeper"))
 
     def down(self) -> None:
         volumes = volumes_of([self.container(s) for s in SERVICES])
@@ -122,7 +123,8 @@ def test_compose_cluster_serves_100k_records_over_mtls_and_survives_its_leader(c
             podman("kill", cluster.container(f"broker-{broker_id}"))
 
         failover = failover_check(client, "deploy", RECORDS, kill, seconds=30)
-        assert failover["writes_stopped_for_s"] <= SESSION_TIMEOUT_S + 2, failover
+        assert failover["writes_stopped_for_s"] <= SESSION_TIMEOUT_S + 2, \
+            f"{ {k: v for k, v in failover.items() if k != 'acked_values'} }\n{cluster.logs()}"
         expected = list(range(RECORDS)) + failover["acked_values"]
         (work / "expected.json").write_text(json.dumps(expected))
         consumed = client.workload("consume", "--topic", "deploy", "--expect-file", "/work/expected.json")
