@@ -131,12 +131,26 @@ def volumes_of(containers: list[str]) -> set[str]:
     return found
 
 
-def leader_of(client: ClientRunner, topic: str, partition: int = 0) -> int:
-    described = client.replog("topics", "describe", topic)
-    for found in described["topics"][0]["partitions"]:
-        if found["partition"] == partition:
-            return found["leader"]
-    raise DeployError(f"{topic}-{partition} is not described: {described}")
+def leader_of(client: ClientRunner, topic: str, partition: int = 0, timeout_s: float = 120) -> int:
+    """The partition's leader as the gateway tells it; a gateway too busy to answer in time (a loaded
+    host) is asked again until `timeout_s`."""
+    errors: list[str] = []
+
+    def ask():
+        try:
+            described = client.replog("topics", "describe", topic)
+        except DeployError as exc:
+            errors.append(str(exc)[-200:])
+            return None
+        for found in described["topics"][0]["partitions"]:
+            if found["partition"] == partition:
+                return (found["leader"],)  # a tuple: broker 0 leads too
+        raise DeployError(f"{topic}-{partition} is not described: {described}")
+
+    try:
+        return wait_until(ask, timeout_s, f"the gateway to describe {topic}", interval_s=2)[0]
+    except DeployError as exc:
+        raise DeployError(f"{exc}; last errors: {errors[-3:]}") from None
 
 
 def failover_check(client: ClientRunner, topic: str, first: int, kill_leader, seconds: float) -> dict:
