@@ -153,6 +153,15 @@ def leader_of(client: ClientRunner, topic: str, partition: int = 0, timeout_s: f
         raise DeployError(f"{exc}; last errors: {errors[-3:]}") from None
 
 
+def create_topic(client: ClientRunner, topic: str) -> int:
+    """One partition, 3 replicas, min.insync.replicas=2; returns its first leader, once the gateway names
+    one (a producer started before the brokers know the topic is refused at once)."""
+    client.replog("topics", "create", topic, "--partitions", "1", "--replication-factor", "3",
+                  "--config", "min.insync.replicas=2")
+    return wait_until(lambda: (lambda leader: (leader,) if leader >= 0 else None)(leader_of(client, topic)), 120,
+                      f"{topic} to have a leader")[0]
+
+
 def failover_check(client: ClientRunner, topic: str, first: int, kill_leader, seconds: float) -> dict:
     """Writes one record at a time through a kill of `topic`-0's leader (`kill_leader(broker_id)` kills its
     container); returns when writes resumed after the kill, and the values acknowledged."""

@@ -23,6 +23,7 @@ from tests.deploy.harness import (
     SESSION_TIMEOUT_S,
     ClientRunner,
     DeployError,
+    create_topic,
     failover_check,
     podman,
     podman_env,
@@ -114,8 +115,7 @@ def test_compose_cluster_serves_100k_records_over_mtls_and_survives_its_leader(c
     client = ClientRunner(client_venv, cluster.network, cluster.secrets / "operator", work, cluster.project,
                           [f"broker-{i}:9290" for i in (1, 2, 3)], "gateway-1:9090", stem="tls")
     try:
-        client.replog("topics", "create", "deploy", "--partitions", "1", "--replication-factor", "3",
-                      "--config", "min.insync.replicas=2")
+        create_topic(client, "deploy")
         produced = client.workload("produce", "--topic", "deploy", "--count", str(RECORDS))
         assert produced["all_acked"], produced
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.deploy import kube_play
-from tests.deploy.harness import REPO, ClientRunner, DeployError, leader_of, podman, volumes_of, wait_until
+from tests.deploy.harness import REPO, ClientRunner, DeployError, create_topic, leader_of, podman, volumes_of, wait_until
 
 RECORDS = 100_000
 
@@ -95,8 +95,7 @@ def test_kubernetes_manifests_serve_100k_records_over_mtls_and_the_prestop_hook_
     client = ClientRunner(client_venv, cluster.network, cluster.scratch / "secrets" / "files" / "replog-operator-tls",
                           work, cluster.run, [f"replog-broker-{i}:9290" for i in range(3)], "replog-gateway:9090")
     try:
-        client.replog("topics", "create", "deploy", "--partitions", "1", "--replication-factor", "3",
-                      "--config", "min.insync.replicas=2")
+        create_topic(client, "deploy")
         produced = client.workload("produce", "--topic", "deploy", "--count", str(RECORDS))
         assert produced["all_acked"], produced
         leader = leader_of(client, "deploy")
