@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.deploy import kube_play
-from tests.deploy.harness import REPO, ClientRunner, DeployError, create_topic, leader_of, podman, volumes_of, wait_until
+from tests.deploy.harness import (REPO, ClientRunner, DeployError, create_topic, leader_of, podman, volumes_of,
+                                  wait_until)
 
 RECORDS = 100_000
 
