@@ -13,7 +13,7 @@ PYPROJECTS := $(addsuffix /pyproject.toml,$(DISTS))
 NODE_EXAMPLE := examples/node
 NODE_STAMP := $(NODE_EXAMPLE)/node_modules/.installed
 
-.PHONY: setup system-deps demo test test-faults up down status proto lint docs clean
+.PHONY: setup system-deps demo test test-faults up down status proto lint docs clean dist constraints image test-deploy
 
 setup: system-deps $(STAMP) $(NODE_STAMP)
 
@@ -43,6 +43,26 @@ $(NODE_STAMP): $(NODE_EXAMPLE)/package-lock.json $(NODE_EXAMPLE)/package.json
 $(STAMP): $(PROTO_STAMP) $(PYPROJECTS)
 	$(BIN)/pip install -q $(addprefix -e ,$(DISTS))
 	@touch $@
+
+# One wheel per distribution in dist/, the protocol code generated into them at build time; the client's
+# wheel is whole by itself (deploy/packaging/build_dists.py and partition.py say how and why).
+dist: setup
+	$(BIN)/python deploy/packaging/build_dists.py --out dist $(DISTS)
+
+# The exact versions of the services' dependencies the image installs (after a dependency change).
+constraints: dist
+	$(BIN)/python deploy/packaging/pin_constraints.py
+
+# The container images: replog's (one image, the command chooses the role) and Debian's ZooKeeper, built
+# with podman from a Debian base made here with debootstrap: no image registry (deploy/image/build.sh).
+image: dist
+	@bash deploy/image/install-deps.sh
+	bash deploy/image/build.sh
+
+# Long (the images take minutes): the compose cluster and the Kubernetes manifests under podman, each
+# producing and consuming over mutual TLS with the client installed from dist/ (tests/deploy/).
+test-deploy: image
+	$(BIN)/python -m pytest tests/deploy -q -p no:cacheprovider --durations=0
 
 # The reference pages drawn from the code (API, configuration, metrics); a unit test fails when they are stale.
 docs: setup

@@ -98,6 +98,7 @@ def main() -> int:
             [str(replog), "--gateway", cluster.gateway_address, "--output", "json",
              "export", "--format", "parquet", "--out", str(out)],
             capture_output=True, text=True, timeout=300,
+            env=cluster.client_env(),  # this cluster's certificate, not .state's from an earlier make up
         )
         seconds = time.perf_counter() - started
         if result.returncode != 0:

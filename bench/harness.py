@@ -107,9 +107,9 @@ def local_cluster(spec: ClusterSpec, keep: bool = False):
                                                            local.ENV_INSECURE)}
     try:
         cluster.up(timeout_s=120)
-        tls = cluster.operator_tls
-        os.environ.update({local.ENV_INSECURE: "true"} if tls is None else
-                          {local.ENV_CA: tls.ca_file, local.ENV_CERT: tls.cert_file, local.ENV_KEY: tls.key_file})
+        # This process and every client process it starts call this cluster with its own files.
+        env = cluster.client_env()
+        os.environ.update({name: env[name] for name in saved if name in env})
         yield cluster
     finally:
         for name, value in saved.items():

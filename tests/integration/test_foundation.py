@@ -148,6 +148,7 @@ def test_a_service_without_zookeeper_waits_unhealthy_and_stops_cleanly(program, 
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [str(venv_bin / program), "--zookeeper", zookeeper, "--port", address.rsplit(":", 1)[1],
+             "--metrics-port", "0",  # not the fixed default: other runs on this host may hold it
              *service_flags(session_certificate(Principal(program.removeprefix("replog-"), "1"), tmp_path))],
             stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
     try:

@@ -48,3 +48,17 @@ def test_a_secure_service_without_certificates_stops_and_says_what_to_pass(tmp_p
     assert result.returncode == 2
     assert "--tls-ca-file, --tls-cert-file, --tls-key-file" in result.stderr
     assert "--insecure true" in result.stderr
+
+
+def test_a_tool_started_for_a_cluster_uses_that_clusters_files_not_state_dirs(cluster_factory, tmp_path):
+    # An earlier `make up` left an operator certificate of another CA in ./.state: the CLI started with the
+    # cluster's client_env() must not fall back to it (bench/export.py once did: CERTIFICATE_VERIFY_FAILED).
+    from replog.common.security.certificates import issue, new_authority
+
+    stale = tmp_path / "checkout" / ".state" / "tls"
+    issue(new_authority(stale), local.OPERATOR, stale)
+    cluster = cluster_factory(ClusterSpec(controllers=1, brokers=1))
+    env = {k: v for k, v in cluster.client_env().items() if k != local.STATE_DIR_ENV}
+    done = subprocess.run([str(BIN / "replog"), "--gateway", cluster.gateway_address, "cluster", "describe"],
+                          capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path / "checkout")
+    assert done.returncode == 0, done.stderr

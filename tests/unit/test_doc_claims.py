@@ -29,15 +29,17 @@ SERVICES = {"services/broker": "replog.broker", "services/controller": "replog.c
             "services/admin-gateway": "replog.gateway"}
 
 
-def test_the_services_depend_only_on_common_and_pyarrow_is_the_clients():
+def test_the_services_depend_only_on_common_and_pyarrow_is_a_client_extra():
     for folder, package in SERVICES.items():
         assert _dependencies(folder) == ["replog-common"], folder
         sources = " ".join(p.read_text() for p in (REPO / folder / "src").rglob("*.py"))
         for other in set(SERVICES.values()) - {package}:
             assert not re.search(rf"\b(from|import) {re.escape(other)}\b", sources), (folder, other)
-    assert "pyarrow" in _dependencies("libs/client")
+    project = tomllib.loads((REPO / "libs/client/pyproject.toml").read_text())["project"]
+    assert any(d.startswith("pyarrow") for d in project["optional-dependencies"]["parquet"])
+    assert "pyarrow" not in _dependencies("libs/client")
     assert "The broker, the controller and the gateway depend only\non `replog-common`" in README
-    assert "pyarrow is the client's" in README
+    assert "pyarrow is the client's optional `parquet` extra" in " ".join(README.split())
 
 
 def test_the_spark_docs_name_the_export_schema_version_and_tables():

@@ -94,6 +94,19 @@ class LocalCluster:
         """The operator's TLS files (replog://user/admin), None for an insecure cluster: for tools and tests."""
         return tls.operator_files(self.state_dir)
 
+    def client_env(self, base=None) -> dict[str, str]:
+        """The environment a tool started for this cluster (the CLI, a benchmark's client process) needs to
+        call it as its operator: this cluster's own TLS files, or plaintext for an insecure cluster; never
+        another cluster's, such as `.state/`'s from an earlier `make up` (security/local.py's order)."""
+        from replog.common.security import local
+
+        env = {k: v for k, v in (os.environ if base is None else base).items()
+               if k not in (local.ENV_CA, local.ENV_CERT, local.ENV_KEY, local.ENV_INSECURE)}
+        files = self.operator_tls
+        env.update({local.ENV_INSECURE: "true"} if files is None else
+                   {local.ENV_CA: files.ca_file, local.ENV_CERT: files.cert_file, local.ENV_KEY: files.key_file})
+        return env
+
     def channel(self, address: str, options=()) -> grpc.Channel:
         """A channel to `address` as the operator (TLS unless the cluster is insecure)."""
         return open_channel(address, self.operator_tls, options)

@@ -25,6 +25,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
+from replog.common import ports
+
 PREFIX = "10.211"
 HEX_DIGITS = "0123456789abcdef"
 NAMESPACE_PREFIX = "replog-"
@@ -38,8 +40,8 @@ _ROLE_BASE = {"zookeeper": 10, "controller": 20, "gateway": 30, "broker": 100}
 _ROLE_LIMIT = {"zookeeper": 9, "controller": 9, "gateway": 9, "broker": 150}
 # Ports on a host's own address: (service port, metrics port). Every host has an address of its own, so the
 # same ports serve every instance of a role.
-SERVICE_PORTS = {"zookeeper": (2181, 0), "controller": (9090, 9190), "broker": (9092, 9192),
-                 "gateway": (9094, 9194)}
+SERVICE_PORTS = {"zookeeper": (ports.ZOOKEEPER_CLIENT_PORT, 0),
+                 **{role: (pair.grpc, pair.metrics) for role, pair in ports.BY_ROLE.items()}}
 
 
 class LayoutError(ValueError):

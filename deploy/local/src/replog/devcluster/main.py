@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from replog.common.version import version_line
 from replog.devcluster import netns, zk_credentials
 from replog.devcluster.cluster import LocalCluster
 from replog.devcluster.netns import HostsUnavailable
@@ -42,6 +43,7 @@ def _write_credentials(cluster: LocalCluster, name: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="replog-local", description="local replog cluster")
+    parser.add_argument("--version", action="version", version=version_line("replog-devcluster"))
     parser.add_argument("--state-dir", default=os.environ.get("REPLOG_STATE_DIR", ".state"),
                         help="where the cluster keeps its files (default .state)")
     sub = parser.add_subparsers(dest="command", required=True)

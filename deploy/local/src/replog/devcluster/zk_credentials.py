@@ -10,65 +10,31 @@ id, so that what a test creates gets the schema's ACLs too).
 
 from __future__ import annotations
 
-import os
-import secrets
 from pathlib import Path
 from typing import Callable
 
-from replog.common.zk.auth import ZkCredentials, ZkEndpoint, digest_id, parse_credentials, write_credentials_file
+from replog.common.zk import credentials_files
+from replog.common.zk.auth import ZkCredentials, ZkEndpoint, parse_credentials
 from replog.common.zk.schema import znode_acls
 
-SUPER_USER = "super"
+SUPER_USER = credentials_files.SUPER_USER
 
 
 def credentials_dir(state_dir: Path) -> Path:
     return state_dir / "zookeeper" / "credentials"
 
 
-def _identities(names: list[str]) -> list[str]:
-    """The identities a cluster with these processes needs, super first."""
-    users = [SUPER_USER, *znode_acls.ROLES]
-    users += [n for n in names if n.startswith(znode_acls.BROKER_IDENTITY_PREFIX)]
-    return users
-
-
-def _passwords(directory: Path, users: list[str]) -> dict[str, str]:
-    """Every user's password, made once (the file is kept) and added to for new users."""
-    path = directory / "passwords"
-    passwords: dict[str, str] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            user, sep, password = line.partition(":")
-            if sep:
-                passwords[user] = password
-    missing = [u for u in users if u not in passwords]
-    if missing or not path.exists():
-        passwords.update({u: secrets.token_urlsafe(18) for u in missing})
-        write_credentials_file(path, sorted(passwords.items()), [])
-    return passwords
-
-
 def generate(state_dir: Path, names: list[str]) -> str:
-    """Write every process's credentials file (and the super user's); returns ZooKeeper's super digest."""
-    directory = credentials_dir(state_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    os.chmod(directory, 0o700)
-    passwords = _passwords(directory, _identities(names))
-    digests = {user: digest_id(user, password) for user, password in passwords.items()}
-    roles = [digests[role] for role in znode_acls.ROLES]
-    brokers = [digests[n] for n in sorted(names) if n.startswith(znode_acls.BROKER_IDENTITY_PREFIX)]
+    """Write every process's credentials file (and the super user's); returns ZooKeeper's super digest.
+    What each file holds is credentials_files.py's; here each process gets its role's (or its broker's)
+    file under its own name."""
+    brokers = [n.removeprefix(znode_acls.BROKER_IDENTITY_PREFIX) for n in names
+               if n.startswith(znode_acls.BROKER_IDENTITY_PREFIX)]
+    by_file: dict[str, list[str]] = {}
     for name in names:
         role = name.rsplit("-", 1)[0]
-        if role == "broker":
-            own = [(name, passwords[name]), (znode_acls.BROKERS_ROLE, passwords[znode_acls.BROKERS_ROLE])]
-            others = [d for d in roles if not d.startswith(znode_acls.BROKERS_ROLE + ":")]
-        else:
-            own = [(role, passwords[role])]
-            # A controller checks registrations against the brokers' exact digest ids (registrations.py).
-            others = [d for d in roles if not d.startswith(role + ":")] + (brokers if role == "controller" else [])
-        write_credentials_file(directory / name, own, others)
-    write_credentials_file(directory / SUPER_USER, [(SUPER_USER, passwords[SUPER_USER])], roles + brokers)
-    return digests[SUPER_USER]
+        by_file.setdefault(name if role == "broker" else role, []).append(name)
+    return credentials_files.write_all(credentials_dir(state_dir), brokers, by_file)
 
 
 def plan(state_dir: Path, spec) -> tuple[list[str], Callable[[str], list[str]]]:
@@ -87,7 +53,7 @@ def service_args(state_dir: Path, name: str) -> list[str]:
 
 
 def zookeeper_jvm_args(super_digest: str) -> list[str]:
-    return [f"-Dzookeeper.DigestAuthenticationProvider.superDigest={super_digest}"]
+    return [credentials_files.zookeeper_jvm_flag(super_digest)]
 
 
 def super_credentials(state_dir: Path) -> ZkCredentials | None:

@@ -55,6 +55,6 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
     return f"# replog {shell} completion\n{prelude}declare -A _replog_words=(\n{entries}\n)\n{_FUNCTION.lstrip()}"
 
 
-def run(args, channel) -> int:
+def run(args) -> int:
     print(script(args.root, args.shell), end="")
     return 0

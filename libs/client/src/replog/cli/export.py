@@ -36,6 +36,7 @@ def add_parser(sub) -> None:
 def export_to(channel, out_dir: Path, fmt: str, *, log_stats: bool = False, groups: bool = False,
               batch_size: int = BATCH_SIZE_DEFAULT) -> dict:
     """Stream the topology from the gateway and write it; returns the manifest."""
+    export_files.require_format(fmt)
     request = admin_pb2.ExportTopologyRequest(include_log_stats=log_stats, include_groups=groups,
                                               partition_batch_size=batch_size)
     stream = admin_pb2_grpc.AdminServiceStub(channel).ExportTopology(request, timeout=ADMIN_RPC_TIMEOUT_S * 4)

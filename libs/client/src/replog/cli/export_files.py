@@ -23,6 +23,7 @@ The tables, their columns and the schema version are ``replog.common.export_sche
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -142,7 +143,15 @@ def write(tables: TopologyTables, out_dir: Path, fmt: str) -> dict:
     return manifest
 
 
+def require_format(fmt: str) -> None:
+    """Refuse at once, before any download, a format whose library is not installed: pyarrow is an extra of
+    the client's wheel (`replog-client[parquet]`); NDJSON needs nothing more."""
+    if fmt == "parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise CliError("--format parquet needs pyarrow: pip install 'replog-client[parquet]' (or use --format ndjson)")
+
+
 def _write_parquet(tables: TopologyTables, table: str, path: Path) -> None:
+    require_format("parquet")
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -15,7 +15,8 @@ import sys
 import grpc
 
 from replog.cli import (
-    acls, cluster, completion, data, elections, export, groups, quotas, reassign, records, topics, traces,
+    acls, certs, cluster, completion, data, elections, export, groups, quotas, reassign, records, topics, traces,
+    zk_credentials,
 )
 from replog.cli.connection import describe_rpc_error, resolve_gateway
 from replog.cli.output import CliError, fail
@@ -23,6 +24,7 @@ from replog.common.channels import CHANNEL_OPTIONS
 from replog.common.security.credentials import open_channel
 from replog.common.security.files import TlsFilesError
 from replog.common.security.local import ClientTlsError, resolve_client_tls
+from replog.common.version import version_line
 
 TLS_OPTIONS = (
     ("--tls-ca-file", dict(metavar="FILE", help="PEM file of the cluster's CA (default: $REPLOG_TLS_CA_FILE, "
@@ -36,6 +38,7 @@ TLS_OPTIONS = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="replog", description="replog admin command line")
+    parser.add_argument("--version", action="version", version=version_line("replog-client"))
     parser.add_argument("--gateway", metavar="HOST:PORT",
                         help="admin gateway (default: $REPLOG_GATEWAY, the local cluster, or 127.0.0.1:9090)")
     parser.add_argument("--output", "-o", choices=["table", "json"], default="table", help="output format")
@@ -46,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         group.add_parser(sub)
     data.add_parsers(sub)
     completion.add_parser(sub, parser)
+    for offline in (certs, zk_credentials):  # files only: no gateway, no channel
+        offline.add_parser(sub)
     _accept_global_options_anywhere(parser)
     return parser
 
@@ -74,8 +79,8 @@ def _accept_global_options_anywhere(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 on a usage error
-    if getattr(args, "offline", False):  # needs no cluster (completion)
-        return args.run(args, None)
+    if getattr(args, "offline", False):
+        return _run_offline(args)
     address = resolve_gateway(args.gateway)
     try:
         if not getattr(args, "needs_gateway", True):  # local files only (`replog trace`): no certificate, no channel
@@ -93,6 +98,19 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as exc:  # noqa: BLE001 - the promise is one line, never a traceback
         return fail(f"unexpected {type(exc).__name__}: {exc}")
+
+
+def _run_offline(args) -> int:
+    """A command that needs no cluster: it writes or reads files only (certs, zk-credentials), or prints
+    (completion)."""
+    try:
+        return args.run(args)
+    except CliError as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(f"{exc.filename or ''}: {exc.strerror}" if exc.strerror else str(exc))
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -138,7 +138,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(cls: type, prog: str, description: str) -> argparse.ArgumentParser:
+    from replog.common.version import version_line
+
     parser = _Parser(prog=prog, description=description)
+    parser.add_argument("--version", action="version", version=version_line(prog))
     parser.add_argument("--config", metavar="FILE", help="TOML file with settings (keys as below, with underscores)")
     for field in dataclasses.fields(cls):
         kind = type(field.default) if field.default is not None else str

@@ -13,6 +13,7 @@ from replog.broker.core.producer_state import (
 )
 from replog.broker.quotas.settings import QuotaSettings
 from replog.common.acls.settings import AclSettings
+from replog.common import ports
 from replog.common.edge.settings import EdgeSettings
 from replog.common.config import between, non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
 from replog.common.listen import AdvertiseSettings
@@ -54,7 +55,7 @@ class BrokerConfig(TlsSettings, AclSettings, EdgeSettings, QuotaSettings, Advert
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]",
                              zookeeper_connect)
     zookeeper_credentials_file: str = credentials_file_setting()
-    port: int = setting(9290, "gRPC port", tcp_port)
+    port: int = setting(ports.BROKER.grpc, "gRPC port (0 picks a free one)", tcp_port)
     rack: str = setting("", "rack (failure domain) label; empty when rack-unaware")
     log_dir: str = setting("./data/broker", "directory holding this broker's partition logs and checkpoints, "
                                             "when log_dirs is empty")
@@ -63,7 +64,7 @@ class BrokerConfig(TlsSettings, AclSettings, EdgeSettings, QuotaSettings, Advert
             "checkpoints (Kafka's log.dirs); replaces log_dir when set. A new replica goes to the online one with "
             "the fewest replicas; a storage error takes only its directory offline while another is online",
         log_dir_list)
-    metrics_port: int = setting(0, "Prometheus /metrics port (0 picks a free one)", tcp_port)
+    metrics_port: int = setting(ports.BROKER.metrics, "Prometheus /metrics port (0 picks a free one)", tcp_port)
     zookeeper_session_timeout_ms: int = setting(6000, "ZooKeeper session timeout", positive)
     zookeeper_connect_backoff_max_ms: int = setting(
         2000, "longest pause between attempts to reach ZooKeeper, at start and after losing it "

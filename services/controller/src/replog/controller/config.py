@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from replog.common import ports
 from replog.common.config import non_negative, one_of, positive, setting, tcp_port, zookeeper_connect
 from replog.common.edge.settings import EdgeSettings
 from replog.common.listen import AdvertiseSettings
@@ -17,8 +18,8 @@ class ControllerConfig(TlsSettings, EdgeSettings, AdvertiseSettings):
     controller_id: int = setting(1, "id of this controller process, unique among controllers", non_negative)
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     zookeeper_credentials_file: str = credentials_file_setting()
-    port: int = setting(9190, "gRPC port", tcp_port)
-    metrics_port: int = setting(0, "Prometheus /metrics port (0 picks a free one)", tcp_port)
+    port: int = setting(ports.CONTROLLER.grpc, "gRPC port (0 picks a free one)", tcp_port)
+    metrics_port: int = setting(ports.CONTROLLER.metrics, "Prometheus /metrics port (0 picks a free one)", tcp_port)
     zookeeper_session_timeout_ms: int = setting(6000, "ZooKeeper session timeout", positive)
     zookeeper_connect_backoff_max_ms: int = setting(
         2000, "longest pause between attempts to reach ZooKeeper, at start and after losing it "

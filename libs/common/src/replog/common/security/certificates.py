@@ -8,6 +8,11 @@ handshake costs a fraction of an RSA one. Files are PEM: `<stem>.pem` (certifica
 
 Expired certificates and certificates from another CA are made with the same functions (the
 `valid_from` / `valid_until` arguments, a second `new_authority`), for tests of refusals.
+
+For real hosts, `replog certs` (replog.cli.certs) drives the same functions with a key type, a validity
+and each host's names: an organisation's own CA (any EC or RSA CA certificate and key,
+`authority_from_files`) signs as well as one made here, and `request` writes a key and a certificate
+signing request with the right SANs for a CA whose key never leaves its owner.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from replog.common.security.files import TlsFiles
@@ -29,6 +34,20 @@ from replog.common.security.principal import Principal
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 VALIDITY_DAYS = 365
 CLOCK_SKEW = datetime.timedelta(minutes=5)  # certificates are valid from a little before they are made
+# Key types a certificate or CA can have, the first the default.
+KEY_TYPES = {
+    "ec-p256": lambda: ec.generate_private_key(ec.SECP256R1()),
+    "ec-p384": lambda: ec.generate_private_key(ec.SECP384R1()),
+    "rsa-2048": lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048),
+    "rsa-3072": lambda: rsa.generate_private_key(public_exponent=65537, key_size=3072),
+    "rsa-4096": lambda: rsa.generate_private_key(public_exponent=65537, key_size=4096),
+}
+DEFAULT_KEY_TYPE = "ec-p256"
+CA_VALIDITY_DAYS = 10 * VALIDITY_DAYS
+
+
+class AuthorityError(ValueError):
+    """A CA's files are missing, unreadable, not a CA, or its key is not its certificate's."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +55,7 @@ class Authority:
     """A CA: its certificate and key, in memory, and the PEM file of its certificate."""
 
     certificate: x509.Certificate
-    key: ec.EllipticCurvePrivateKey
+    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
     ca_file: Path
 
 
@@ -53,20 +72,21 @@ def _write(path: Path, data: bytes, private: bool = False) -> None:
     tmp.replace(path)  # readers never see half a file: reloading servers read it at any moment
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def _key_pem(key) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
 
 
-def new_authority(directory: Path, name: str = "replog local CA", *, stem: str = "ca") -> Authority:
+def new_authority(directory: Path, name: str = "replog local CA", *, stem: str = "ca",
+                  key_type: str = DEFAULT_KEY_TYPE, validity_days: int = CA_VALIDITY_DAYS) -> Authority:
     """Make a CA and write `<stem>.pem` and `<stem>.key` into `directory`."""
-    key = ec.generate_private_key(ec.SECP256R1())
+    key = KEY_TYPES[key_type]()
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = _now()
     certificate = (
         x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - CLOCK_SKEW).not_valid_after(now + datetime.timedelta(days=10 * VALIDITY_DAYS))
+        .not_valid_before(now - CLOCK_SKEW).not_valid_after(now + datetime.timedelta(days=validity_days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
                                      data_encipherment=False, key_agreement=False, key_cert_sign=True,
@@ -89,6 +109,29 @@ def load_authority(directory: Path, *, stem: str = "ca") -> Authority:
     return Authority(certificate, key, ca_file)
 
 
+def authority_from_files(cert_file: Path, key_file: Path) -> Authority:
+    """Any CA to sign with, an organisation's own included: a PEM certificate that may sign certificates
+    and its unencrypted PEM key (EC or RSA)."""
+    try:
+        certificate = x509.load_pem_x509_certificate(Path(cert_file).read_bytes())
+        key = serialization.load_pem_private_key(Path(key_file).read_bytes(), password=None)
+    except OSError as exc:
+        raise AuthorityError(f"cannot read {exc.filename}: {exc.strerror}") from None
+    except (ValueError, TypeError) as exc:
+        raise AuthorityError(f"{cert_file} / {key_file}: not a PEM certificate and unencrypted PEM key ({exc})") from None
+    if not isinstance(key, (ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey)):
+        raise AuthorityError(f"{key_file} is a {type(key).__name__}; a CA key must be EC or RSA")
+    try:
+        is_ca = certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    except x509.ExtensionNotFound:
+        is_ca = False
+    if not is_ca:
+        raise AuthorityError(f"{cert_file} is not a CA certificate (no basicConstraints CA:TRUE)")
+    if key.public_key().public_numbers() != certificate.public_key().public_numbers():
+        raise AuthorityError(f"{key_file} is not the key of {cert_file}")
+    return Authority(certificate, key, Path(cert_file))
+
+
 def _san_entries(principal: Principal, hosts, with_identity: bool) -> list[x509.GeneralName]:
     entries: list[x509.GeneralName] = [x509.UniformResourceIdentifier(principal.uri)] if with_identity else []
     for host in hosts:
@@ -101,15 +144,16 @@ def _san_entries(principal: Principal, hosts, with_identity: bool) -> list[x509.
 
 def issue(authority: Authority, principal: Principal, directory: Path, *, stem: str | None = None,
           hosts=LOCAL_HOSTS, valid_from: datetime.datetime | None = None,
-          valid_until: datetime.datetime | None = None, with_identity: bool = True) -> TlsFiles:
+          valid_until: datetime.datetime | None = None, with_identity: bool = True,
+          key_type: str = DEFAULT_KEY_TYPE, validity_days: int = VALIDITY_DAYS) -> TlsFiles:
     """Make a certificate for `principal` signed by `authority`, valid for `hosts` (IP addresses and
     DNS names), and write `<stem>.pem` / `<stem>.key` (stem: `<kind>-<name>`) into `directory`.
     Returns the three files a process names in its configuration. `with_identity=False` leaves the SAN
     URI out (a certificate of the CA that names nobody: for tests of refusals)."""
-    key = ec.generate_private_key(ec.SECP256R1())
+    key = KEY_TYPES[key_type]()
     now = _now()
     not_before = valid_from or now - CLOCK_SKEW
-    not_after = valid_until or now + datetime.timedelta(days=VALIDITY_DAYS)
+    not_after = valid_until or now + datetime.timedelta(days=validity_days)
     certificate = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, principal.uri)]))
@@ -128,3 +172,24 @@ def issue(authority: Authority, principal: Principal, directory: Path, *, stem: 
     _write(key_file, _key_pem(key), private=True)
     _write(cert_file, certificate.public_bytes(serialization.Encoding.PEM))
     return TlsFiles(str(authority.ca_file), str(cert_file), str(key_file))
+
+
+def request(principal: Principal, directory: Path, *, hosts=LOCAL_HOSTS, key_type: str = DEFAULT_KEY_TYPE,
+            stem: str | None = None) -> tuple[Path, Path]:
+    """For a CA that signs requests itself: write a new key `<stem>.key` and a certificate signing request
+    `<stem>.csr` naming `principal` (the SAN URI) and `hosts`, with the key usages `issue` gives. Returns
+    (key file, request file); the signed certificate goes beside them as `<stem>.pem`."""
+    key = KEY_TYPES[key_type]()
+    csr = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, principal.uri)]))
+        .add_extension(x509.SubjectAlternativeName(_san_entries(principal, hosts, True)), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+                       critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    stem = stem or f"{principal.kind}-{principal.name}"
+    key_file, csr_file = Path(directory) / f"{stem}.key", Path(directory) / f"{stem}.csr"
+    _write(key_file, _key_pem(key), private=True)
+    _write(csr_file, csr.public_bytes(serialization.Encoding.PEM))
+    return key_file, csr_file

@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from kazoo.security import ACL, Id
-
 from replog.common.config import ConfigError, setting
 from replog.common.zk.schema import znode_acls as acls
 
@@ -177,10 +175,13 @@ class ZkEndpoint:
             return []
         return [("digest", packet.decode()) for packet in self.credentials.auth_packets()]
 
-    def kazoo_acl(self, path: str) -> list[ACL]:
+    def kazoo_acl(self, path: str) -> list:
         return kazoo_acl(self.acl(path))
 
 
-def kazoo_acl(entries: tuple[AclEntry, ...] | list[AclEntry]) -> list[ACL]:
-    """(perms, scheme, id) entries as kazoo's ACL objects."""
+def kazoo_acl(entries: tuple[AclEntry, ...] | list[AclEntry]) -> list:
+    """(perms, scheme, id) entries as kazoo's ACL objects. kazoo is imported here, not at load: the
+    credentials file tools (`replog zk-credentials`, in the client's wheel) use this module without it."""
+    from kazoo.security import ACL, Id
+
     return [ACL(perms, Id(scheme, ident)) for perms, scheme, ident in entries]
