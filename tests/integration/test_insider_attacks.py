@@ -271,6 +271,9 @@ def test_parked_group_joins_of_one_user_leave_the_operator_its_broker(cluster, c
     coordinator = f"{found.coordinator.host}:{found.coordinator.port}"
     with open_channel(coordinator, certificates["noisy"]) as channel:
         stub = group_pb2_grpc.GroupServiceStub(channel)
+        # A coordinator still loading its offsets partition answers every join at once with an error code,
+        # which parks nothing: the joins start once it answers for the group.
+        wait_for(lambda: _coordinator_serves(stub), 60, "the coordinator to have loaded the parked groups' partition")
         joins = [stub.JoinGroup.future(group_pb2.JoinGroupRequest(
             group_id=f"{GROUP_PREFIX}0", client_id=f"parked-{i}", session_timeout_ms=30_000,
             rebalance_timeout_ms=PARK_MS + 10_000, protocol_type="consumer",
@@ -283,6 +286,14 @@ def test_parked_group_joins_of_one_user_leave_the_operator_its_broker(cluster, c
         answered = [j.result() for j in joins if j not in over]
     assert len(answered) == CALLS_PER_PRINCIPAL_BROKER
     assert {a.error_code for a in answered} == {common_pb2.ERROR_CODE_NONE}
+
+
+def _coordinator_serves(stub):
+    answer = stub.Heartbeat(group_pb2.HeartbeatRequest(group_id=f"{GROUP_PREFIX}0", generation_id=0,
+                                                       member_id="readiness-probe"), timeout=10)
+    return answer.error_code not in {common_pb2.ERROR_CODE_COORDINATOR_LOAD_IN_PROGRESS,
+                                     common_pb2.ERROR_CODE_NOT_COORDINATOR,
+                                     common_pb2.ERROR_CODE_COORDINATOR_NOT_AVAILABLE}
 
 
 def _coordinator(stub):
