@@ -1,12 +1,11 @@
 """The ACL bindings in ZooKeeper: read the subtree, and keep an Authorizer current with it.
 
-Brokers and gateways each run one `AclWatcher`. It keeps a kazoo DataWatch on the change marker
-`/acls` (zk/schema/acl_bindings.py): every ACL write sets the marker in the transaction that changes the
-bindings, so one watch sees every change. The watch only wakes the watcher's thread, which
-re-reads the whole subtree and hands the bindings to the Authorizer as a new snapshot; a change
-made while it reads fires the watch again, so the loop reads once more. A read that fails
-(ZooKeeper unreachable, a znode it cannot decode) keeps the snapshot it had, logs, and is
-tried again after a pause: a deny is never dropped because its znode could not be read.
+Brokers and gateways each run one `AclWatcher`: every ACL write sets the change marker `/acls`
+(zk/schema/acl_bindings.py) in the transaction that changes the bindings, and a MarkerWatcher
+(zk/marker_watcher.py) re-reads the whole subtree on each change and hands the bindings to the
+Authorizer as a new snapshot. A read that fails (ZooKeeper unreachable, a znode it cannot decode)
+keeps the snapshot it had, logs, and is tried again after a pause: a deny is never dropped because
+its znode could not be read.
 
 The first read happens in `start`, before the service answers requests; until a read succeeds
 the snapshot is empty, which allows nobody but the super users.
@@ -15,21 +14,16 @@ the snapshot is empty, which allows nobody but the super users.
 from __future__ import annotations
 
 import logging
-import threading
-
 from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.recipe.watchers import DataWatch
 
 from replog.common.acls.core.authorizer import Authorizer
 from replog.common.acls.core.model import AclBinding, binding_problem
 from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
+from replog.common.zk.marker_watcher import MarkerWatcher
 
 log = logging.getLogger(__name__)
-
-RETRY_PAUSE_S = 1.0
-STOP_WAIT_S = 5.0
 
 Resource = tuple[str, str, str]
 
@@ -77,37 +71,13 @@ class AclWatcher:
     def __init__(self, zk: ZkClient, authorizer: Authorizer) -> None:
         self._zk = zk
         self._authorizer = authorizer
-        self._changed = threading.Event()
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._marker = MarkerWatcher(zk, schema.ACLS, self._load, name="acl-watcher")
 
     def start(self) -> None:
-        self._load()
-        DataWatch(self._zk.kazoo, schema.ACLS, self._on_marker)
-        self._thread = threading.Thread(target=self._run, name="acl-watcher", daemon=True)
-        self._thread.start()
+        self._marker.start()
 
     def stop(self) -> None:
-        self._stopping.set()
-        self._changed.set()
-        if self._thread is not None:
-            self._thread.join(STOP_WAIT_S)
-
-    def _on_marker(self, data, stat) -> bool:
-        if self._stopping.is_set():
-            return False  # ends the watch
-        self._changed.set()
-        return True
-
-    def _run(self) -> None:
-        while not self._stopping.is_set():
-            self._changed.wait()
-            if self._stopping.is_set():
-                return
-            self._changed.clear()
-            if not self._load():
-                self._changed.set()
-                self._stopping.wait(RETRY_PAUSE_S)
+        self._marker.stop()
 
     def _load(self) -> bool:
         try:
