@@ -12,16 +12,10 @@ from __future__ import annotations
 
 import grpc
 
+from replog.common.handler_wrapping import HANDLER_OF_KIND
+
 ALWAYS_ANSWERED = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
-# The maker of a wrapped handler, by (request streaming, response streaming): every interceptor that
-# wraps handlers uses it (also request_bounds.py and security/authorization.py).
-HANDLER_OF_KIND = {
-    (False, False): grpc.unary_unary_rpc_method_handler,
-    (False, True): grpc.unary_stream_rpc_method_handler,
-    (True, False): grpc.stream_unary_rpc_method_handler,
-    (True, True): grpc.stream_stream_rpc_method_handler,
-}
 
 
 class ReadinessGate(grpc.ServerInterceptor):

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import grpc
 
-from replog.common.readiness_gate import HANDLER_OF_KIND
+from replog.common.handler_wrapping import HANDLER_OF_KIND
 from replog.common.refusal_log import RefusalLog
 
 Counter = Callable[[Any], int]

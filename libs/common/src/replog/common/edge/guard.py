@@ -22,13 +22,12 @@ import grpc
 from replog.common.edge.admission import CALL, WATCH, Admission
 from replog.common.edge.idle_streams import IdleStreams
 from replog.common.edge.validation import RequestChecker
-from replog.common.readiness_gate import HANDLER_OF_KIND
+from replog.common.handler_wrapping import WrappingInterceptor, behaviour_of, rewrapped
 from replog.common.refusal_log import RefusalLog
 from replog.common.security.principal import SERVICE_KINDS, peer_principal
 
 HEALTH_WATCH = "/grpc.health.v1.Health/Watch"
 
-_BEHAVIOUR_ATTRIBUTES = ("experimental_non_blocking", "experimental_thread_pool")
 
 
 class _Ticket:
@@ -49,7 +48,7 @@ class _Ticket:
         self._admission.leave(self._principal, self._kind, counts_as_user=self._as_user)
 
 
-class EdgeGuard(grpc.ServerInterceptor):
+class EdgeGuard(WrappingInterceptor):
     def __init__(self, *, checker: RequestChecker, idle: IdleStreams, refusals: RefusalLog,
                  admission: Admission | None = None, super_users: frozenset[str] = frozenset()) -> None:
         self._checker = checker
@@ -57,19 +56,7 @@ class EdgeGuard(grpc.ServerInterceptor):
         self._refusals = refusals
         self._admission = admission
         self._super_users = super_users
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
-
-    def intercept_service(self, continuation, handler_call_details):
-        handler = continuation(handler_call_details)
-        if handler is None:
-            return None
-        method = handler_call_details.method
-        cached = self._wrapped.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
-        wrapped = self._wrap(method, handler)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+        super().__init__()
 
     # --- the checks ---------------------------------------------------------------------------
 
@@ -103,11 +90,7 @@ class EdgeGuard(grpc.ServerInterceptor):
     # --- wrapping -------------------------------------------------------------------------------
 
     def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
-        streaming = (handler.request_streaming, handler.response_streaming)
-        behaviour = {
-            (False, False): handler.unary_unary, (False, True): handler.unary_stream,
-            (True, False): handler.stream_unary, (True, True): handler.stream_stream,
-        }[streaming]
+        behaviour = behaviour_of(handler)
         kind = WATCH if method == HEALTH_WATCH else CALL
         if getattr(behaviour, "experimental_non_blocking", False):
             guarded = self._non_blocking(method, behaviour, kind)
@@ -117,11 +100,7 @@ class EdgeGuard(grpc.ServerInterceptor):
             guarded = self._response_stream(method, behaviour, kind)
         else:
             guarded = self._request_stream(method, behaviour, kind, returns_stream=handler.response_streaming)
-        for name in _BEHAVIOUR_ATTRIBUTES:
-            if hasattr(behaviour, name):
-                setattr(guarded, name, getattr(behaviour, name))
-        return HANDLER_OF_KIND[streaming](guarded, request_deserializer=handler.request_deserializer,
-                                          response_serializer=handler.response_serializer)
+        return rewrapped(handler, guarded)
 
     def _unary(self, method: str, behaviour, kind: str):
         problem, invalid, admit = self._checker.problem, self._invalid, self._admit

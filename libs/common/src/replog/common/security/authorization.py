@@ -29,7 +29,7 @@ import threading
 import grpc
 
 from replog.common.acls.enforcement import Enforcer
-from replog.common.readiness_gate import HANDLER_OF_KIND
+from replog.common.handler_wrapping import WrappingInterceptor, behaviour_of, rewrapped
 from replog.common.security.principal import Principal, peer_principal
 from replog.common.security.rules import (
     PERMISSION_DENIED,
@@ -47,31 +47,18 @@ log = logging.getLogger(__name__)
 REFUSALS_LOGGED_MAX = 10_000  # the once-only memory is bounded; past it, refusals are logged again
 
 # Attributes of a handler's behaviour that gRPC's server reads (the health servicer's Watch sets them).
-_BEHAVIOUR_ATTRIBUTES = ("experimental_non_blocking", "experimental_thread_pool")
 
 
-class Authorizer(grpc.ServerInterceptor):
+class Authorizer(WrappingInterceptor):
     """Applies `rules` (default: the method table); `enforcer` answers the ACL questions of a server
     that holds ACLs (brokers and gateways). Without one, a user call that needs an ACL is refused."""
 
     def __init__(self, enforcer: Enforcer | None = None, rules: dict[str, Rule] = RULES) -> None:
         self._enforcer = enforcer
         self._rules = rules
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
         self._logged: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
-
-    def intercept_service(self, continuation, handler_call_details):
-        handler = continuation(handler_call_details)
-        if handler is None:
-            return None  # UNIMPLEMENTED, as without the interceptor
-        method = handler_call_details.method
-        cached = self._wrapped.get(method)
-        if cached is not None and cached[0] is handler:
-            return cached[1]
-        wrapped = self._wrap(method, handler)
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+        super().__init__()
 
     # --- refusals -----------------------------------------------------------------------
 
@@ -107,22 +94,13 @@ class Authorizer(grpc.ServerInterceptor):
     # --- wrapping -----------------------------------------------------------------------
 
     def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
-        streaming = (handler.request_streaming, handler.response_streaming)
-        behaviour = {
-            (False, False): handler.unary_unary, (False, True): handler.unary_stream,
-            (True, False): handler.stream_unary, (True, True): handler.stream_stream,
-        }[streaming]
+        behaviour = behaviour_of(handler)
         rule = self._rules.get(method)
         if handler.request_streaming:
             guarded = self._guard_stream(method, rule, behaviour, returns_stream=handler.response_streaming)
         else:
             guarded = self._guard_unary(method, rule, behaviour, trims=not handler.response_streaming)
-        for name in _BEHAVIOUR_ATTRIBUTES:  # how gRPC runs it: a non-blocking health Watch stays non-blocking
-            if hasattr(behaviour, name):
-                setattr(guarded, name, getattr(behaviour, name))
-        make = HANDLER_OF_KIND[streaming]
-        return make(guarded, request_deserializer=handler.request_deserializer,
-                    response_serializer=handler.response_serializer)
+        return rewrapped(handler, guarded)
 
     def _guard_unary(self, method: str, rule: Rule | None, behaviour, *, trims: bool):
         read_id = speaks_for_reader(method, self._rules)
