@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what `make image` and `make test-deploy` need from Debian's packages: podman with runc
-# (crun fails on some hosts' cgroups), netavark and aardvark-dns (containers reach each other by name),
+# (crun fails on some hosts' cgroups), netavark with iptables and aardvark-dns (containers reach each other by name),
 # and debootstrap for the base image, built locally because no image registry is assumed. Every podman
 # call of this project runs with deploy/image/containers.conf. Safe to run again.
 set -euo pipefail
@@ -10,6 +10,7 @@ command -v podman >/dev/null 2>&1 || need+=(podman)
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
 [ -x /usr/lib/podman/netavark ] || need+=(netavark)
 [ -x /usr/lib/podman/aardvark-dns ] || need+=(aardvark-dns)
+[ -x /usr/sbin/iptables ] || need+=(iptables)  # netavark sets up its bridges' NAT and firewall with it
 command -v catatonit >/dev/null 2>&1 || need+=(catatonit)  # the pause process of `podman kube play`'s pods
 /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)  # make test-deploy's client venv
 if [ ${#need[@]} -gt 0 ]; then
