@@ -1,0 +1,97 @@
+"""replog's error codes (replog.common.error_codes) as Kafka's, for the listener's answers.
+
+A code with no Kafka counterpart of the same meaning is sent as the nearest one a Kafka client acts on
+the same way (retry, refresh metadata, give up); the table says which. Pure.
+"""
+
+from __future__ import annotations
+
+from replog.common.error_codes import ErrorCode
+
+UNKNOWN_SERVER_ERROR = -1
+NONE = 0
+OFFSET_OUT_OF_RANGE = 1
+CORRUPT_MESSAGE = 2
+UNKNOWN_TOPIC_OR_PARTITION = 3
+LEADER_NOT_AVAILABLE = 5
+NOT_LEADER_OR_FOLLOWER = 6
+REQUEST_TIMED_OUT = 7
+COORDINATOR_NOT_AVAILABLE = 15
+INVALID_TOPIC_EXCEPTION = 17
+TOPIC_AUTHORIZATION_FAILED = 29
+GROUP_AUTHORIZATION_FAILED = 30
+CLUSTER_AUTHORIZATION_FAILED = 31
+UNSUPPORTED_VERSION = 35
+INVALID_REQUEST = 42
+INVALID_RECORD = 87
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+INCONSISTENT_GROUP_PROTOCOL = 23
+
+_KAFKA = {
+    ErrorCode.NONE: NONE,
+    ErrorCode.UNKNOWN_SERVER_ERROR: UNKNOWN_SERVER_ERROR,
+    ErrorCode.NOT_LEADER: NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.FENCED_LEADER_EPOCH: 74,
+    ErrorCode.UNKNOWN_LEADER_EPOCH: 75,
+    ErrorCode.STALE_CONTROLLER_EPOCH: 11,
+    ErrorCode.NOT_CONTROLLER: 41,
+    ErrorCode.NOT_ENOUGH_REPLICAS: 19,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: 20,
+    ErrorCode.REQUEST_TIMED_OUT: REQUEST_TIMED_OUT,
+    ErrorCode.OFFSET_OUT_OF_RANGE: OFFSET_OUT_OF_RANGE,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.CORRUPT_RECORD: CORRUPT_MESSAGE,
+    ErrorCode.RECORD_TOO_LARGE: 10,  # MESSAGE_TOO_LARGE
+    ErrorCode.INVALID_REQUEST: INVALID_REQUEST,
+    ErrorCode.INVALID_REQUIRED_ACKS: 21,
+    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER: 45,
+    ErrorCode.DUPLICATE_SEQUENCE_NUMBER: 46,
+    ErrorCode.INVALID_PRODUCER_EPOCH: 47,
+    ErrorCode.UNKNOWN_PRODUCER_ID: 59,
+    ErrorCode.REPLICA_NOT_AVAILABLE: 9,
+    ErrorCode.LEADER_NOT_AVAILABLE: LEADER_NOT_AVAILABLE,
+    ErrorCode.BROKER_NOT_AVAILABLE: 8,
+    ErrorCode.TOPIC_ALREADY_EXISTS: 36,
+    ErrorCode.INVALID_TOPIC: INVALID_TOPIC_EXCEPTION,
+    ErrorCode.INVALID_PARTITIONS: 37,
+    ErrorCode.INVALID_REPLICATION_FACTOR: 38,
+    ErrorCode.INVALID_REPLICA_ASSIGNMENT: 39,
+    ErrorCode.INVALID_CONFIG: 40,
+    ErrorCode.REASSIGNMENT_IN_PROGRESS: 60,
+    ErrorCode.NO_REASSIGNMENT_IN_PROGRESS: 85,
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: 80,
+    ErrorCode.ELECTION_NOT_NEEDED: 84,
+    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: 83,
+    ErrorCode.TOPIC_DELETION_IN_PROGRESS: UNKNOWN_TOPIC_OR_PARTITION,  # gone for a producer or consumer
+    ErrorCode.STORAGE_ERROR: 56,  # KAFKA_STORAGE_ERROR
+    ErrorCode.OPERATION_NOT_ATTEMPTED: 55,
+    ErrorCode.BROKER_SHUTTING_DOWN: NOT_LEADER_OR_FOLLOWER,  # the client refreshes metadata and moves on
+    ErrorCode.METADATA_STORE_UNAVAILABLE: REQUEST_TIMED_OUT,  # retriable: ZooKeeper is unreachable for now
+    ErrorCode.STALE_BROKER_EPOCH: 77,
+    ErrorCode.NOT_ASSIGNED_REPLICA: NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.FETCH_SESSION_NOT_FOUND: 70,
+    ErrorCode.INVALID_FETCH_SESSION_EPOCH: 71,
+    ErrorCode.PRODUCER_STATE_FULL: REQUEST_TIMED_OUT,  # retriable: the partition forgets idle producers
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_COORDINATOR: 16,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: 14,
+    ErrorCode.ILLEGAL_GENERATION: 22,
+    ErrorCode.UNKNOWN_MEMBER_ID: 25,
+    ErrorCode.REBALANCE_IN_PROGRESS: 27,
+    ErrorCode.GROUP_ID_NOT_FOUND: 69,
+    ErrorCode.NON_EMPTY_GROUP: 68,
+    ErrorCode.INVALID_GROUP_ID: 24,
+    ErrorCode.INCONSISTENT_GROUP_PROTOCOL: INCONSISTENT_GROUP_PROTOCOL,
+    ErrorCode.INVALID_SESSION_TIMEOUT: 26,
+    ErrorCode.GROUP_MAX_SIZE_REACHED: 81,
+    ErrorCode.UNSUPPORTED_COMPRESSION_TYPE: 76,
+    ErrorCode.THROTTLING_QUOTA_EXCEEDED: 89,
+}
+
+
+def kafka_code(code: int) -> int:
+    """The Kafka error code for a replog one (UNKNOWN_SERVER_ERROR for a code not in the table)."""
+    try:
+        return _KAFKA[ErrorCode(code)]
+    except (ValueError, KeyError):
+        return UNKNOWN_SERVER_ERROR

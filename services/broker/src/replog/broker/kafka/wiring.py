@@ -1,0 +1,25 @@
+"""Builds the Kafka listener from the broker's parts (called by bootstrap.py)."""
+
+from __future__ import annotations
+
+from replog.broker.config import BrokerConfig
+from replog.broker.kafka.access import Access
+from replog.broker.kafka.handlers import KafkaHandlers
+from replog.broker.kafka.server import KafkaListener
+from replog.common.acls.core.authorizer import Authorizer
+from replog.common.acls.enforcement import Enforcer
+from replog.common.security.files import TlsFiles
+
+KAFKA_LISTENER_OFF = -1
+
+
+def build_kafka_listener(config: BrokerConfig, tls: TlsFiles | None, authorizer: Authorizer, *, metadata,
+                         log_servicer, group_servicer, request_bytes_max: int) -> KafkaListener | None:
+    """The listener, bound to `kafka_port` but not yet accepting (its `start`); None when the port is -1."""
+    if config.kafka_port == KAFKA_LISTENER_OFF:
+        return None
+    access = Access(Enforcer(authorizer) if tls is not None else None)
+    handlers = KafkaHandlers(metadata=metadata, log_servicer=log_servicer, group_servicer=group_servicer,
+                             access=access)
+    return KafkaListener(host=config.host, port=config.kafka_port, tls=tls, dispatch=handlers,
+                         request_bytes_max=request_bytes_max, connections_max=config.kafka_connections_max)
