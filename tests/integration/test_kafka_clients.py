@@ -63,8 +63,9 @@ def tls_config() -> dict:
             "ssl.certificate.location": os.environ[local.ENV_CERT], "ssl.key.location": os.environ[local.ENV_KEY]}
 
 
-def create(replog, cluster, topic: str, partitions: int = 3) -> None:
-    code, _, err = replog("topics", "create", topic, "--partitions", str(partitions), "--replication-factor", "3")
+def create(replog, cluster, topic: str, partitions: int = 3, replicas: int = 3) -> None:
+    code, _, err = replog("topics", "create", topic, "--partitions", str(partitions), "--replication-factor",
+                          str(replicas))
     assert code == 0, err
     with zk_session(cluster) as zk:
         for partition in range(partitions):
@@ -257,3 +258,24 @@ def _read(connection, size: int) -> bytes:
         assert chunk, "the listener closed the connection"
         data += chunk
     return data
+
+
+def test_describe_cluster_and_topic_configs_and_topic_creation_is_left_to_the_gateway(cluster, replog):
+    from confluent_kafka.admin import ConfigResource, NewTopic
+
+    code, _, err = replog("topics", "create", "kafka-configured", "--partitions", "1", "--replication-factor", "3",
+                          "--config", "retention.ms=123456")
+    assert code == 0, err
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap(cluster), **tls_config()})
+    described = admin.describe_cluster(request_timeout=30).result(30)
+    assert {(n.id, n.host, n.port) for n in described.nodes} == {
+        (p.instance_id, p.host, p.kafka_port) for p in cluster.of_role("broker")}
+    wait_for(lambda: "kafka-configured" in admin.list_topics(timeout=10).topics, LEADER_DEADLINE_S,
+             "kafka-configured in the metadata")
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "kafka-configured")
+    configs = admin.describe_configs([resource])[resource].result(30)
+    assert configs["retention.ms"].value == "123456" and not configs["retention.ms"].is_default
+    assert configs["min.insync.replicas"].is_default
+    refused = admin.create_topics([NewTopic("kafka-made", 1, 1)])["kafka-made"]
+    with pytest.raises(Exception, match="admin gateway"):
+        refused.result(30)

@@ -150,6 +150,7 @@ class BrokerProcess:
         )
         self.kafka = build_kafka_listener(config, self.tls, self.authorizer, metadata=self.metadata,
                                           log_servicer=self.log_servicer, group_servicer=self.group_servicer,
+                                          zk=self.zk, topic_config_defaults=self._topic_config_defaults,
                                           request_bytes_max=request_bytes_max(config))
         # Scraped from now on, also while waiting for ZooKeeper (replog_zookeeper_connected says so).
         metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
@@ -284,6 +285,8 @@ class BrokerProcess:
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
             wait_slots=wait_slots, turn=turn, clock=clock,
         )
+        self._topic_config_defaults = {**self.topic_configs.default_log_config.as_topic_configs(),
+                                       "min.insync.replicas": str(config.min_insync_replicas)}
         quotas = ClientQuotas(clock, metrics, samples=config.quota_window_num,
                               sample_ms=config.quota_window_size_seconds * 1000)
         self.quota_watcher = QuotaWatcher(self.zk, quotas.replace)
@@ -293,8 +296,7 @@ class BrokerProcess:
             metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
             quotas=QuotaGate(quotas),
-            topic_config_defaults={**self.topic_configs.default_log_config.as_topic_configs(),
-                                   "min.insync.replicas": str(config.min_insync_replicas)},
+            topic_config_defaults=self._topic_config_defaults,
             checkpoint=lambda: replicas.write_checkpoints(flush_if_due=False, strict=True),
         )
         self.groups, self.group_servicer = build_groups(config, produce=produce, lookup=replicas.get,

@@ -26,13 +26,18 @@ from replog.v1 import common_pb2, group_pb2, log_pb2
 log = logging.getLogger(__name__)
 
 CLUSTER_ID = "replog"
+TOPIC_RESOURCE = 2  # DescribeConfigs' resource types: 2 topic, 4 broker
+DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5  # DescribeConfigs' config sources
+ADMIN_ONLY = "{what} through replog's admin gateway ({how}): the Kafka listener does not administer topics"
 LATEST, EARLIEST = -1, -2
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 class KafkaHandlers:
     def __init__(self, *, metadata, log_servicer, group_servicer, access: Access,
-                 controller_id: Callable[[], int] | None = None) -> None:
+                 topic_overrides: Callable[[str], dict[str, str]], topic_config_defaults: dict[str, str]) -> None:
+        self._topic_overrides = topic_overrides
+        self._topic_config_defaults = dict(topic_config_defaults)
         self._metadata = metadata
         self._log = log_servicer
         self._groups = group_servicer
@@ -413,19 +418,41 @@ class KafkaHandlers:
 
     # --- administration ----------------------------------------------------------------------------
 
+    # Topics are created and deleted by the admin gateway alone (it validates, places and writes them; a
+    # broker's ZooKeeper identity may not mark a topic for deletion): a Kafka client is told so, per topic.
+
     def create_topics(self, session: Session, version: int, request: dict) -> dict:
-        return {"topics": [{"name": t["name"], "error_code": errors.UNSUPPORTED_VERSION,
-                            "error_message": "create topics through replog's admin gateway (replog topics create)"}
+        return {"topics": [{"name": t["name"], "error_code": errors.POLICY_VIOLATION,
+                            "error_message": ADMIN_ONLY.format(what="create topics", how="replog topics create")}
                            for t in request["topics"]]}
 
     def delete_topics(self, session: Session, version: int, request: dict) -> dict:
-        return {"responses": [{"name": n, "error_code": errors.UNSUPPORTED_VERSION} for n in request["topic_names"]]}
+        return {"responses": [{"name": n, "error_code": errors.POLICY_VIOLATION} for n in request["topic_names"]]}
 
     def describe_configs(self, session: Session, version: int, request: dict) -> dict:
-        return {"results": [{"error_code": errors.UNSUPPORTED_VERSION, "resource_type": r["resource_type"],
-                             "resource_name": r["resource_name"],
-                             "error_message": "describe configs through replog's admin gateway"}
-                            for r in request["resources"]]}
+        """A topic's effective configuration: its overrides (ZooKeeper's /config/topics, as the gateway
+        wrote them) over the broker's defaults. Broker resources are not described here."""
+        results = []
+        for resource in request["resources"]:
+            name, kind = resource["resource_name"], resource["resource_type"]
+            entry = {"resource_type": kind, "resource_name": name, "error_code": errors.NONE}
+            if kind != TOPIC_RESOURCE:
+                entry.update(error_code=errors.INVALID_REQUEST, error_message="only topic configs are described here")
+            elif not self._access.allowed(session.principal, "DescribeConfigs", topic=name):
+                entry.update(error_code=errors.TOPIC_AUTHORIZATION_FAILED)
+            elif not self._metadata.partition_count(name):
+                entry.update(error_code=errors.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                overrides = self._topic_overrides(name)
+                keys = resource["configuration_keys"]
+                merged = {**self._topic_config_defaults, **overrides}
+                entry["configs"] = [{
+                    "name": key, "value": value, "read_only": False, "is_default": key not in overrides,
+                    "config_source": DYNAMIC_TOPIC_CONFIG if key in overrides else DEFAULT_CONFIG,
+                    "is_sensitive": False, "synonyms": [],
+                } for key, value in sorted(merged.items()) if keys is None or key in keys]
+            results.append(entry)
+        return {"results": results}
 
 
 def _produce_error(code: int, message: str) -> dict:
