@@ -77,7 +77,8 @@ class KafkaListener:
 
     def stop(self) -> None:
         self._stopping.set()
-        self._thread.join(timeout=5)
+        if self._thread.ident is not None:  # started (a broker stopped while waiting for ZooKeeper never did)
+            self._thread.join(timeout=5)
         self._socket.close()
         with self._lock:
             connections = list(self._connections)
