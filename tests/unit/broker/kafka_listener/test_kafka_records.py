@@ -98,3 +98,17 @@ def test_what_replog_cannot_take_is_refused(data, invalid, match):
     with pytest.raises(KafkaRecordError, match=match) as refused:
         to_replog(data)
     assert refused.value.invalid is invalid
+
+
+def test_a_batch_filled_to_the_limit_is_stored_compressed_to_fit_it():
+    import os
+
+    records = [(None, os.urandom(100), T0_MS, []) for _ in range(8000)]
+    data = kafka_batch(records)
+    limit = len(data) + 100  # the client filled its batch nearly up to the limit
+    plain = to_replog(data)
+    assert len(plain) > limit  # replog's fixed-width records take more room
+    fitted = to_replog(data, limit)
+    assert len(fitted) <= limit and validate_batch(fitted).attributes & 0x07 == CODECS["zstd"]
+    assert [r.value for r in decode_records(fitted)] == [value for _, value, _, _ in records]
+    assert to_replog(data, len(data) - 1) == plain  # a client batch over the limit is left to be refused

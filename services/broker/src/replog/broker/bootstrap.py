@@ -151,6 +151,7 @@ class BrokerProcess:
         self.kafka = build_kafka_listener(config, self.tls, self.authorizer, metadata=self.metadata,
                                           log_servicer=self.log_servicer, group_servicer=self.group_servicer,
                                           zk=self.zk, topic_config_defaults=self._topic_config_defaults,
+                                          topic_configs=self.topic_configs,
                                           request_bytes_max=request_bytes_max(config))
         # Scraped from now on, also while waiting for ZooKeeper (replog_zookeeper_connected says so).
         metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)

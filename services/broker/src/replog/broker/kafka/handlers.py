@@ -35,7 +35,9 @@ CONSUMER_PROTOCOL_TYPE = "consumer"
 
 class KafkaHandlers:
     def __init__(self, *, metadata, log_servicer, group_servicer, access: Access,
-                 topic_overrides: Callable[[str], dict[str, str]], topic_config_defaults: dict[str, str]) -> None:
+                 topic_overrides: Callable[[str], dict[str, str]], topic_config_defaults: dict[str, str],
+                 batch_bytes_max: Callable[[str], int]) -> None:
+        self._batch_bytes_max = batch_bytes_max  # the largest batch a topic takes (broker and topic limits)
         self._topic_overrides = topic_overrides
         self._topic_config_defaults = dict(topic_config_defaults)
         self._metadata = metadata
@@ -127,7 +129,7 @@ class KafkaHandlers:
                     answers[key] = _produce_error(errors.TOPIC_AUTHORIZATION_FAILED, "produce on the topic is needed")
                 else:
                     try:
-                        batch = to_replog(data["records"] or b"")
+                        batch = to_replog(data["records"] or b"", self._batch_bytes_max(name))
                     except KafkaRecordError as exc:
                         code = errors.INVALID_RECORD if exc.invalid else errors.CORRUPT_MESSAGE
                         answers[key] = _produce_error(code, str(exc))

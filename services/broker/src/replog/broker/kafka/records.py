@@ -34,6 +34,7 @@ from replog.common.records import (
     ATTRIBUTE_LOG_APPEND_TIME,
     COMPRESSION_NONE,
     COMPRESSION_SNAPPY,
+    COMPRESSION_ZSTD,
     CRC_START,
     HEADER_SIZE,
     MAGIC,
@@ -45,6 +46,7 @@ from replog.common.records import (
     encode_batch,
     iter_batches,
     read_header,
+    recompressed,
 )
 from replog.common.records.compression import compress, expand
 
@@ -70,8 +72,14 @@ class KafkaRecordError(Exception):
 
 # --- in: Kafka -> replog ------------------------------------------------------------------------
 
-def to_replog(data: bytes) -> bytes:
-    """The one Kafka v2 batch in `data` as a replog batch (base offset and leader epoch left for the leader)."""
+def to_replog(data: bytes, bytes_max: int | None = None) -> bytes:
+    """The one Kafka v2 batch in `data` as a replog batch (base offset and leader epoch left for the leader).
+
+    Replog's fixed-width records take more room than Kafka's varints (about 16 bytes a record more), so a
+    batch a Kafka client filled up to the size limit, `bytes_max`, may no longer fit it once translated:
+    such a batch, when the client's own was within the limit, is stored zstd-compressed (the widened
+    fields are mostly zero bytes, which it takes back), so that clients' default batch sizes work.
+    Whether it then fits is the produce path's to check, as for any batch."""
     if len(data) < HEADER_SIZE:
         raise KafkaRecordError(f"{len(data)} bytes are no record batch (a v2 batch header takes {HEADER_SIZE})")
     try:
@@ -104,10 +112,15 @@ def to_replog(data: bytes) -> bytes:
         raise KafkaRecordError(str(exc)) from None
     records = _read_records(body, header)
     try:
-        return encode_batch(records, producer_id=header.producer_id, producer_epoch=header.producer_epoch,
-                            base_sequence=header.base_sequence, compression=codec)
+        batch = encode_batch(records, producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+                             base_sequence=header.base_sequence, compression=codec)
     except (TypeError, ValueError) as exc:  # headers replog's format does not hold (an empty key, too many)
         raise KafkaRecordError(f"record headers: {exc}", invalid=True) from None
+    if bytes_max is not None and len(data) <= bytes_max < len(batch) and codec != COMPRESSION_ZSTD:
+        squeezed, _ = recompressed(batch, read_header(batch), COMPRESSION_ZSTD)
+        if len(squeezed) < len(batch):
+            return squeezed
+    return batch
 
 
 def _expand(codec: int, body: bytes) -> bytes:
