@@ -129,3 +129,25 @@ def _insecure_cli(cluster):
         return code, out.getvalue(), err.getvalue()
 
     return run
+
+
+def test_a_users_produce_quota_throttles_its_kafka_client(cluster, replog, alice):
+    create(replog, cluster, "kafka-quota", partitions=1, replicas=1)
+    for operation in ("produce", "describe"):
+        code, _, err = replog("acls", "add", "--allow-principal", "User:alice", "--operation", operation,
+                              "--topic", "kafka-quota")
+        assert code == 0, err
+    code, _, err = replog("quotas", "alter", "--user", "alice", "--producer-byte-rate", "10000")
+    assert code == 0, err
+    throttles = []
+    producer = KafkaProducer({"bootstrap.servers": kafka_bootstrap(cluster), **alice, "linger.ms": 0,
+                              "throttle_cb": lambda event: throttles.append(event.throttle_time)})
+
+    def throttled() -> bool:
+        producer.produce("kafka-quota", b"x" * 20000)
+        producer.flush(DELIVERY_DEADLINE_S)
+        producer.poll(0)
+        return bool(throttles)
+
+    wait_for(throttled, APPLY_DEADLINE_S, "a throttle time in alice's produce answers on the Kafka listener")
+    assert max(throttles) > 0
