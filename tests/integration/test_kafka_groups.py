@@ -108,3 +108,30 @@ def test_three_librdkafka_consumers_share_a_topic_and_rebalance_when_one_leaves(
     finally:
         for member in members:
             member.consumer.close()
+
+
+def test_a_kafka_python_group_consumer_reads_and_commits(cluster, replog):
+    from kafka import KafkaConsumer as PyConsumer
+    from kafka import TopicPartition as PyTopicPartition
+
+    from .test_kafka_clients import kafka_python_tls
+
+    create(replog, cluster, "kafka-python-group", partitions=3)
+    produce_with_librdkafka(cluster, "kafka-python-group", [(f"k{i}".encode(), f"v{i}".encode(), None, 0)
+                                                             for i in range(90)])
+    consumer = PyConsumer("kafka-python-group", bootstrap_servers=kafka_bootstrap(cluster).split(","),
+                          group_id="py-group", auto_offset_reset="earliest", enable_auto_commit=False,
+                          **kafka_python_tls())
+    try:
+        seen = set()
+        deadline = time.monotonic() + GROUP_DEADLINE_S
+        while len(seen) < 90:
+            assert time.monotonic() < deadline, f"kafka-python's group member read {len(seen)} of 90"
+            for records in consumer.poll(timeout_ms=500).values():
+                seen.update((r.partition, r.offset) for r in records)
+        consumer.commit()
+        assert consumer.assignment() == {PyTopicPartition("kafka-python-group", p) for p in range(3)}
+        ends = {p: max(o for q, o in seen if q == p) + 1 for p in range(3)}
+        assert {p: consumer.committed(PyTopicPartition("kafka-python-group", p)) for p in range(3)} == ends
+    finally:
+        consumer.close()
