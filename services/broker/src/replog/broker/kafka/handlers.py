@@ -26,6 +26,7 @@ from replog.v1 import common_pb2, group_pb2, log_pb2
 log = logging.getLogger(__name__)
 
 CLUSTER_ID = "replog"
+NO_TOPIC = ""  # a name no topic has (empty is invalid): asked for, the metadata cache answers brokers only
 TOPIC_RESOURCE = 2  # DescribeConfigs' resource types: 2 topic, 4 broker
 DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5  # DescribeConfigs' config sources
 ADMIN_ONLY = "{what} through replog's admin gateway ({how}): the Kafka listener does not administer topics"
@@ -77,7 +78,8 @@ class KafkaHandlers:
 
     def metadata(self, session: Session, version: int, request: dict) -> dict:
         wanted = request["topics"]
-        names = None if not wanted else [t["name"] for t in wanted]
+        # Every topic: null (v1+), or an empty list in v0; an empty list from v1 on asks for none (brokers only).
+        names = None if wanted is None or (not wanted and version == 0) else [t["name"] for t in wanted]
         if names is None:
             answer = self._metadata.metadata_response([])
             topics = [t for t in answer.topics if self._access.may_describe(session.principal, t.name)]
@@ -85,7 +87,7 @@ class KafkaHandlers:
         else:
             allowed = [n for n in dict.fromkeys(names) if self._access.may_describe(session.principal, n)]
             refused = [n for n in dict.fromkeys(names) if n not in allowed]
-            answer = self._metadata.metadata_response(allowed) if allowed else self._metadata.metadata_response([])
+            answer = self._metadata.metadata_response(allowed or [NO_TOPIC])  # brokers only, not every topic
             topics = list(answer.topics) if allowed else []
         described = [{
             "error_code": errors.kafka_code(t.error_code), "name": t.name, "is_internal": is_internal(t.name),

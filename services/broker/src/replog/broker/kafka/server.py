@@ -157,7 +157,11 @@ class KafkaListener:
         except WireError as exc:
             log.info("Kafka %s v%d from %s does not decode: %s", api.name, version, session.peer, exc)
             return None
-        response = self._dispatch(Session(session.principal, session.peer, client_id), api, version, request)
+        try:
+            response = self._dispatch(Session(session.principal, session.peer, client_id), api, version, request)
+        except Exception:  # noqa: BLE001 - a fault of the listener's: this connection ends, the broker goes on
+            log.exception("Kafka %s v%d from %s failed; closing the connection", api.name, version, session.peer)
+            return None
         if response is None:
             return NO_ANSWER  # an acks=0 produce
         writer = Writer()
