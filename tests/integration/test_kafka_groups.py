@@ -10,7 +10,9 @@ import time
 
 import pytest
 from confluent_kafka import Consumer as KafkaConsumer
+from confluent_kafka import ConsumerGroupState
 from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient
 
 from replog.devcluster import ClusterSpec
 
@@ -65,6 +67,17 @@ class Member:
         self.consumer.commit(message=message, asynchronous=False)
 
 
+def described_group(cluster, group: str, members: list[Member]) -> None:
+    """ListGroups and DescribeGroups through librdkafka's admin client show the group as its members see it."""
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap(cluster), **tls_config()})
+    listed = admin.list_consumer_groups(request_timeout=30).result(30)
+    assert group in {g.group_id for g in listed.valid}
+    described = admin.describe_consumer_groups([group], request_timeout=30)[group].result(30)
+    assert described.state == ConsumerGroupState.STABLE
+    assert {m.client_id: {tp.partition for tp in m.assignment.topic_partitions} for m in described.members} == \
+        {m.name: m.assigned for m in members}
+
+
 def poll_until(members: list[Member], done, what: str) -> None:
     deadline = time.monotonic() + GROUP_DEADLINE_S
     while not done():
@@ -88,6 +101,7 @@ def test_three_librdkafka_consumers_share_a_topic_and_rebalance_when_one_leaves(
         assert sum(len(a) for a in assigned) == PARTITIONS  # no partition held twice
         for member in members:
             assert {p for p, _, _ in member.seen} <= member.assigned
+        described_group(cluster, "g-three", members)
 
         leaving = members.pop()
         leaving.consumer.close()  # LeaveGroup: the others take its partitions without a session timeout

@@ -36,6 +36,8 @@ METHOD_OF = {
     "LeaveGroup": _GROUP + "LeaveGroup",
     "OffsetCommit": _GROUP + "OffsetCommit",
     "OffsetFetch": _GROUP + "OffsetFetch",
+    "DescribeGroups": _GROUP + "DescribeGroups",
+    "ListGroups": _GROUP + "ListGroups",
     "CreateTopics": _ADMIN + "CreateTopic",
     "DeleteTopics": _ADMIN + "DeleteTopic",
     "DescribeConfigs": _ADMIN + "DescribeTopics",

@@ -261,6 +261,35 @@ SYNC_GROUP = Api(14, "SyncGroup", 0, 3, 4, request=(
     f("assignment", "bytes"),
 ))
 
+DESCRIBE_GROUPS = Api(15, "DescribeGroups", 0, 4, 5, request=(
+    f("groups", Array(_S)),
+    f("include_authorized_operations", _B, "3+"),
+), response=(
+    f("throttle_time_ms", _I32, "1+"),
+    f("groups", Array((
+        f("error_code", _I16),
+        f("group_id", _S),
+        f("group_state", _S),
+        f("protocol_type", _S),
+        f("protocol_data", _S),
+        f("members", Array((
+            f("member_id", _S),
+            f("group_instance_id", _S, "4+", nullable="4+"),
+            f("client_id", _S),
+            f("client_host", _S),
+            f("member_metadata", "bytes"),
+            f("member_assignment", "bytes"),
+        ))),
+        f("authorized_operations", _I32, "3+", default=-2147483648),
+    ))),
+))
+
+LIST_GROUPS = Api(16, "ListGroups", 0, 2, 3, request=(), response=(
+    f("throttle_time_ms", _I32, "1+"),
+    f("error_code", _I16),
+    f("groups", Array((f("group_id", _S), f("protocol_type", _S)))),
+))
+
 API_VERSIONS = Api(18, "ApiVersions", 0, 3, 3, request=(
     f("client_software_name", _S, "3+"),
     f("client_software_version", _S, "3+"),
@@ -372,6 +401,7 @@ DESCRIBE_CLUSTER = Api(60, "DescribeCluster", 0, 0, 0, request=(
 ))
 
 ALL: tuple[Api, ...] = (PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR,
-                        JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, API_VERSIONS, CREATE_TOPICS, DELETE_TOPICS,
+                        JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, API_VERSIONS,
+                        CREATE_TOPICS, DELETE_TOPICS,
                         INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER)
 BY_KEY: dict[int, Api] = {api.key: api for api in ALL}

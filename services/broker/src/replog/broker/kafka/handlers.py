@@ -53,6 +53,7 @@ class KafkaHandlers:
             "LeaveGroup": self.leave_group, "OffsetCommit": self.offset_commit, "OffsetFetch": self.offset_fetch,
             "DescribeCluster": self.describe_cluster, "CreateTopics": self.create_topics,
             "DeleteTopics": self.delete_topics, "DescribeConfigs": self.describe_configs,
+            "DescribeGroups": self.describe_groups, "ListGroups": self.list_groups,
         }
 
     def __call__(self, session: Session, api: Api, version: int, request: dict) -> dict | None:
@@ -420,6 +421,41 @@ class KafkaHandlers:
                 "committed_leader_epoch": c.leader_epoch, "metadata": c.metadata, "error_code": errors.NONE})
         return {"error_code": errors.NONE, "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]}
 
+    def list_groups(self, session: Session, version: int, request: dict) -> dict:
+        """The groups this broker coordinates, as a Kafka client asks every broker: only those the user
+        may describe (as the gRPC ListGroups answer is trimmed)."""
+        if not self._access.may_call(session.principal, "ListGroups"):
+            return {"error_code": errors.CLUSTER_AUTHORIZATION_FAILED}
+        answer = self._groups.ListGroups(group_pb2.ListGroupsRequest(), self._context(session))
+        return {"error_code": errors.kafka_code(answer.error_code), "groups": [
+            {"group_id": g.group_id, "protocol_type": g.protocol_type} for g in answer.groups
+            if self._access.allowed(session.principal, "DescribeGroups", group=g.group_id)]}
+
+    def describe_groups(self, session: Session, version: int, request: dict) -> dict:
+        described = []
+        for group_id in request["groups"]:
+            if not self._access.allowed(session.principal, "DescribeGroups", group=group_id):
+                described.append({"error_code": errors.GROUP_AUTHORIZATION_FAILED, "group_id": group_id})
+                continue
+            answer = self._groups.DescribeGroups(group_pb2.DescribeGroupsRequest(group_ids=[group_id]),
+                                                 self._context(session))
+            g = answer.groups[0] if len(answer.groups) else None
+            if g is None:
+                described.append({"error_code": errors.UNKNOWN_SERVER_ERROR, "group_id": group_id})
+                continue
+            described.append({
+                "error_code": errors.kafka_code(g.error_code), "group_id": g.group_id,
+                "group_state": _GROUP_STATES.get(g.state, "Dead"), "protocol_type": g.protocol_type,
+                "protocol_data": g.protocol_name,
+                "members": [{
+                    "member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
+                    "member_metadata": consumer_protocol.write_subscription(m.topics, [], b""),
+                    "member_assignment": consumer_protocol.write_assignment(
+                        [(tp.topic, tp.partition) for tp in m.assignment], b""),
+                } for m in g.members],
+            })
+        return {"groups": described}
+
     # --- administration ----------------------------------------------------------------------------
 
     # Topics are created and deleted by the admin gateway alone (it validates, places and writes them; a
@@ -457,6 +493,11 @@ class KafkaHandlers:
                 } for key, value in sorted(merged.items()) if keys is None or key in keys]
             results.append(entry)
         return {"results": results}
+
+
+_GROUP_STATES = {group_pb2.GROUP_STATE_EMPTY: "Empty", group_pb2.GROUP_STATE_PREPARING_REBALANCE: "PreparingRebalance",
+                 group_pb2.GROUP_STATE_COMPLETING_REBALANCE: "CompletingRebalance",
+                 group_pb2.GROUP_STATE_STABLE: "Stable", group_pb2.GROUP_STATE_DEAD: "Dead"}
 
 
 def _produce_error(code: int, message: str) -> dict:
