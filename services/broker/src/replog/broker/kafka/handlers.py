@@ -35,9 +35,13 @@ CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 class KafkaHandlers:
-    def __init__(self, *, metadata, log_servicer, group_servicer, access: Access,
+    def __init__(self, *, broker_id: int, metadata, log_servicer, group_servicer, access: Access,
                  topic_overrides: Callable[[str], dict[str, str]], topic_config_defaults: dict[str, str],
                  batch_bytes_max: Callable[[str], int]) -> None:
+        # Kafka clients send administrative requests to the "controller" a Metadata answer names. Any replog
+        # broker answers them alike (the real controller is no broker and runs no Kafka listener), so each
+        # names itself.
+        self._broker_id = broker_id
         self._batch_bytes_max = batch_bytes_max  # the largest batch a topic takes (broker and topic limits)
         self._topic_overrides = topic_overrides
         self._topic_config_defaults = dict(topic_config_defaults)
@@ -99,7 +103,7 @@ class KafkaHandlers:
             } for p in t.partitions],
         } for t in topics]
         described += [{"error_code": errors.TOPIC_AUTHORIZATION_FAILED, "name": n} for n in refused]
-        return {"brokers": self._brokers(answer), "cluster_id": CLUSTER_ID, "controller_id": answer.controller_id,
+        return {"brokers": self._brokers(answer), "cluster_id": CLUSTER_ID, "controller_id": self._broker_id,
                 "topics": described}
 
     def describe_cluster(self, session: Session, version: int, request: dict) -> dict:
@@ -109,7 +113,7 @@ class KafkaHandlers:
                     "error_message": "describe on the cluster is needed"}
         brokers = [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
                    for b in self._brokers(answer)]
-        return {"error_code": errors.NONE, "cluster_id": CLUSTER_ID, "controller_id": answer.controller_id,
+        return {"error_code": errors.NONE, "cluster_id": CLUSTER_ID, "controller_id": self._broker_id,
                 "brokers": brokers}
 
     # --- Produce ---------------------------------------------------------------------------------
