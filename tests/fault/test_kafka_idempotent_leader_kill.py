@@ -26,7 +26,6 @@ from tests.integration.broker_helpers import (  # noqa: F401 - start_cluster is 
     create_topic,
     partition_state,
     start_cluster,
-    wait_for,
     wait_for_isr,
     zk_session,
 )

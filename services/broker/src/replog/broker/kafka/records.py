@@ -28,7 +28,7 @@ import struct
 
 from crc32c import crc32c
 
-from replog.broker.kafka.wire import Reader, WireError, encode_uvarint, encode_varint
+from replog.broker.kafka.wire import Reader, WireError, encode_varint
 from replog.common.records import (
     ATTRIBUTE_COMPRESSION_MASK,
     ATTRIBUTE_LOG_APPEND_TIME,
@@ -227,5 +227,3 @@ def _put_bytes(out: bytearray, value: bytes | None) -> None:
         out += encode_varint(len(value))
         out += value
 
-
-__all__ = ["KafkaRecordError", "encode_uvarint", "to_kafka", "to_replog"]

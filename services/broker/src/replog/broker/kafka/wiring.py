@@ -28,8 +28,8 @@ def build_kafka_listener(config: BrokerConfig, tls: TlsFiles | None, authorizer:
         found = zk.get(schema.topic_config_path(topic))
         return {} if found is None else dict(schema.TopicConfigRecord.decode(topic, found[0]).config)
 
-    handlers = KafkaHandlers(broker_id=config.broker_id, metadata=metadata, log_servicer=log_servicer, group_servicer=group_servicer,
-                             access=access, topic_overrides=topic_overrides,
+    handlers = KafkaHandlers(broker_id=config.broker_id, metadata=metadata, log_servicer=log_servicer,
+                             group_servicer=group_servicer, access=access, topic_overrides=topic_overrides,
                              topic_config_defaults=topic_config_defaults,
                              batch_bytes_max=lambda topic: min(config.message_max_bytes,
                                                                topic_configs.log_config(topic).max_batch_bytes))
