@@ -28,7 +28,7 @@ import struct
 
 from crc32c import crc32c
 
-from replog.broker.kafka.wire import Reader, WireError, encode_varint
+from replog.broker.kafka.wire import VARINT_BYTES_MAX, Reader, WireError, encode_varint
 from replog.common.records import (
     ATTRIBUTE_COMPRESSION_MASK,
     ATTRIBUTE_LOG_APPEND_TIME,
@@ -136,44 +136,72 @@ def _expand(codec: int, body: bytes) -> bytes:
 
 
 def _read_records(body, header: BatchHeader) -> list:
-    reader = Reader(body)
+    """The batch's records as (key, value, timestamp_ms, headers). Hot: one call per produced record, so
+    varints are read inline (`_varint`), not through a Reader."""
+    data = bytes(body)
+    end_all = len(data)
+    base_ms = header.base_timestamp_ms
     records = []
+    append = records.append
+    pos = 0
     try:
         for index in range(header.record_count):
-            length = reader.varint()
-            end = reader.pos + length
-            if length < 0 or end > reader.end:
+            length, pos = _varint(data, pos)
+            end = pos + length
+            if length < 0 or end > end_all:
                 raise WireError(f"record {index} claims {length} bytes")
-            reader.int8()  # record attributes: unused by Kafka so far
-            timestamp_ms = header.base_timestamp_ms + reader.varint()
-            if reader.varint() != index:
+            delta_ms, pos = _varint(data, pos + 1)  # past the record attributes (unused by Kafka so far)
+            offset_delta, pos = _varint(data, pos)
+            if offset_delta != index:
                 raise KafkaRecordError(f"record {index} has another offset delta: records must be numbered 0, 1, ...")
-            key = _varint_bytes(reader)
-            value = _varint_bytes(reader)
-            if value is None:
+            size, pos = _varint(data, pos)
+            key = None if size < 0 else data[pos:pos + size]
+            pos += max(size, 0)
+            size, pos = _varint(data, pos)
+            if size < 0:
                 raise KafkaRecordError("a record with a null value (a tombstone): replog stores no null values",
                                        invalid=True)
-            headers = []
-            for _ in range(reader.varint()):
-                name = _varint_bytes(reader)
-                if name is None:
-                    raise WireError("a header with a null key")
-                headers.append((name.decode("utf-8"), _varint_bytes(reader)))
-            if reader.pos != end:
+            value = data[pos:pos + size]
+            pos += size
+            count, pos = _varint(data, pos)
+            headers = None
+            if count:
+                headers = []
+                for _ in range(count):
+                    size, pos = _varint(data, pos)
+                    if size < 0:
+                        raise WireError("a header with a null key")
+                    name = data[pos:pos + size].decode("utf-8")
+                    pos += size
+                    size, pos = _varint(data, pos)
+                    headers.append((name, None if size < 0 else data[pos:pos + size]))
+                    pos += max(size, 0)
+                headers = tuple(headers)
+            if pos != end:
                 raise WireError(f"record {index} does not end where its length says")
-            records.append((key, value, timestamp_ms, tuple(headers) or None))
-    except (WireError, UnicodeDecodeError) as exc:
-        raise KafkaRecordError(f"malformed records: {exc}") from None
-    if reader.left:
-        raise KafkaRecordError(f"{reader.left} bytes follow the batch's {header.record_count} records")
+            append((key, value, base_ms + delta_ms, headers))
+    except (WireError, UnicodeDecodeError, IndexError) as exc:
+        raise KafkaRecordError(f"malformed records: {exc or 'cut short'}") from None
+    if pos != end_all:
+        raise KafkaRecordError(f"{end_all - pos} bytes follow the batch's {header.record_count} records")
     if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
         raise KafkaRecordError("the batch's last offset delta does not match its record count")
     return records
 
 
-def _varint_bytes(reader: Reader) -> bytes | None:
-    size = reader.varint()
-    return None if size < 0 else reader.raw(size)
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """The zigzag varint at `pos` and the position after it; IndexError when cut short."""
+    byte = data[pos]
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), pos + 1
+    raw, shift = byte & 0x7F, 7
+    for at in range(pos + 1, pos + VARINT_BYTES_MAX):
+        byte = data[at]
+        raw |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (raw >> 1) ^ -(raw & 1), at + 1
+        shift += 7
+    raise WireError("a varint longer than 10 bytes")
 
 
 # --- out: replog -> Kafka ------------------------------------------------------------------------
@@ -194,23 +222,33 @@ def to_kafka(stored: bytes) -> bytes:
 def _kafka_batch(header: BatchHeader, records: list) -> bytes:
     append_time = header.attributes & ATTRIBUTE_LOG_APPEND_TIME
     base_timestamp_ms = header.base_timestamp_ms
-    body = bytearray()
+    base_offset = header.base_offset
+    parts = []
+    add = parts.append
     for record in records:
         delta_ms = 0 if append_time or record.timestamp_type is TimestampType.LOG_APPEND_TIME \
             else record.timestamp_ms - base_timestamp_ms
-        inner = bytearray(b"\x00")
-        inner += encode_varint(delta_ms)
-        inner += encode_varint(record.offset - header.base_offset)
-        _put_bytes(inner, record.key)
-        _put_bytes(inner, record.value)
-        inner += encode_varint(len(record.headers))
-        for name, value in record.headers:
-            _put_bytes(inner, name.encode("utf-8"))
-            _put_bytes(inner, value)
-        body += encode_varint(len(inner))
-        body += inner
+        key, value = record.key, record.value
+        inner = [b"\x00", _zigzag(delta_ms), _zigzag(record.offset - base_offset)]
+        if key is None:
+            inner.append(_NULL)
+        else:
+            inner += (_zigzag(len(key)), key)
+        inner += (_zigzag(len(value)), value, _zigzag(len(record.headers)))
+        for name, header_value in record.headers:
+            encoded = name.encode("utf-8")
+            inner += (_zigzag(len(encoded)), encoded)
+            if header_value is None:
+                inner.append(_NULL)
+            else:
+                inner += (_zigzag(len(header_value)), header_value)
+        body = b"".join(inner)
+        add(_zigzag(len(body)))
+        add(body)
     codec = header.attributes & ATTRIBUTE_COMPRESSION_MASK
-    payload = compress(codec, bytes(body)) if codec != COMPRESSION_NONE else bytes(body)
+    payload = b"".join(parts)
+    if codec != COMPRESSION_NONE:
+        payload = compress(codec, payload)
     attributes = codec | append_time
     covered = _COVERED.pack(attributes, header.last_offset_delta, base_timestamp_ms, header.max_timestamp_ms,
                             header.producer_id, header.producer_epoch, header.base_sequence, header.record_count)
@@ -220,10 +258,10 @@ def _kafka_batch(header: BatchHeader, records: list) -> bytes:
     return b"".join((prefix, covered, payload))
 
 
-def _put_bytes(out: bytearray, value: bytes | None) -> None:
-    if value is None:
-        out += encode_varint(-1)
-    else:
-        out += encode_varint(len(value))
-        out += value
+_SMALL = {value: encode_varint(value) for value in range(-64, 1 << 14)}  # the lengths and deltas most records have
+_NULL = encode_varint(-1)
 
+
+def _zigzag(value: int) -> bytes:
+    found = _SMALL.get(value)
+    return found if found is not None else encode_varint(value)
