@@ -151,3 +151,25 @@ def test_a_users_produce_quota_throttles_its_kafka_client(cluster, replog, alice
 
     wait_for(throttled, APPLY_DEADLINE_S, "a throttle time in alice's produce answers on the Kafka listener")
     assert max(throttles) > 0
+
+
+def test_a_group_the_user_may_not_use_is_refused(cluster, replog, alice):
+    from confluent_kafka import Consumer
+
+    create(replog, cluster, "kafka-group-guarded", partitions=1, replicas=1)
+    for operation in ("consume", "describe"):
+        code, _, err = replog("acls", "add", "--allow-principal", "User:alice", "--operation", operation,
+                              "--topic", "kafka-group-guarded")
+        assert code == 0, err
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap(cluster), **alice, "group.id": "not-alices"})
+    try:
+        consumer.subscribe(["kafka-group-guarded"])
+        deadline = time.monotonic() + 60
+        while True:
+            assert time.monotonic() < deadline, "no refusal of the group reached the consumer"
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is not None:
+                assert message.error().code() == KafkaError.GROUP_AUTHORIZATION_FAILED, message.error()
+                break
+    finally:
+        consumer.close()

@@ -371,12 +371,14 @@ class KafkaHandlers:
 
     def offset_commit(self, session: Session, version: int, request: dict) -> dict:
         group = request["group_id"]
-        group_ok = self._access.allowed(session.principal, "JoinGroup", group=group)
+        # OffsetCommit's one rule, asked first for the group alone (no topic named), then for each topic
+        # with it: a refusal of the group is GROUP_AUTHORIZATION_FAILED, of a topic TOPIC_AUTHORIZATION_FAILED.
+        group_ok = self._access.allowed(session.principal, "OffsetCommit", group=group)
         pb = group_pb2.OffsetCommitRequest(group_id=group, generation_id=request["generation_id"],
                                            member_id=request["member_id"])
         order, refused = [], {}
         for topic in request["topics"]:
-            topic_ok = self._access.allowed(session.principal, "Fetch", topic=topic["name"])
+            topic_ok = self._access.allowed(session.principal, "OffsetCommit", topic=topic["name"], group=group)
             for p in topic["partitions"]:
                 key = (topic["name"], p["partition_index"])
                 order.append(key)
