@@ -193,6 +193,9 @@ def _ports_table() -> list[str]:
         pair = ports.BY_ROLE[role]
         lines.append(f"| {program} | {pair.grpc} | `port` | gRPC (mutual TLS) | {ports.GRPC_CALLERS[role]} |")
         lines.append(f"| {program} | {pair.metrics} | `metrics_port` | HTTP `/metrics` | Prometheus |")
+        if role == "broker":
+            lines.append(f"| {program} | {ports.BROKER_KAFKA} | `kafka_port` | Kafka wire protocol (TLS with client "
+                         "certificates, as gRPC) | Kafka clients (docs/kafka-compatibility.md) |")
     for other in ports.ZOOKEEPER:
         lines.append(f"| {other.process} | {other.port} | (ZooKeeper's own) | {other.use} | {other.reached_by} |")
     return [*lines, ""]

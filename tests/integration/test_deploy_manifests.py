@@ -74,8 +74,8 @@ def test_the_manifests_have_the_shape_of_a_real_deployment():
         assert container["readinessProbe"]["exec"]["command"] == ["replog-healthcheck"]
         assert container["livenessProbe"]["exec"]["command"] == ["replog-healthcheck", "--live"]
         role = name.removeprefix("replog-").split("-")[0]
-        assert {p["containerPort"] for p in container["ports"]} == {ports.BY_ROLE[role].grpc,
-                                                                    ports.BY_ROLE[role].metrics}
+        assert {p["containerPort"] for p in container["ports"]} == {
+            ports.BY_ROLE[role].grpc, ports.BY_ROLE[role].metrics, *([ports.BROKER_KAFKA] if role == "broker" else [])}
 
 
 def test_the_secrets_make_secrets_writes_are_valid_and_name_each_pod(tmp_path):

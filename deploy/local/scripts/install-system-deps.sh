@@ -5,7 +5,8 @@
 # libfuse3 with fusermount3 for the fault tests' power-loss filesystem (tests/fault/powerloss/),
 # Prometheus with promtool for deploy/prometheus/ (its rule tests, and a real server in
 # tests/integration/test_prometheus.py), and Node.js with npm for the Node client example
-# (examples/node/, tests/integration/test_node_client.py).
+# (examples/node/, tests/integration/test_node_client.py), and kcat (librdkafka's command-line client)
+# for the Kafka listener's tests (tests/integration/kafka/).
 # Safe to run again: it does nothing when all are there.
 set -euo pipefail
 
@@ -20,6 +21,7 @@ ldconfig -p 2>/dev/null | grep 'libfuse3\.so' >/dev/null || need+=(libfuse3-3)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 { command -v prometheus && command -v promtool; } >/dev/null 2>&1 || need+=(prometheus)
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 echo "setup: installing ${need[*]} from Debian's packages"
@@ -32,7 +34,7 @@ else
   exit 1
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: need ${need[*]} but this machine has no apt-get; install Java 17, ZooKeeper 3.8 (jar at $zk_jar), nftables, iproute2, fuse3, Prometheus 2 (with promtool), Node.js and npm by hand" >&2
+  echo "setup: need ${need[*]} but this machine has no apt-get; install Java 17, ZooKeeper 3.8 (jar at $zk_jar), nftables, iproute2, fuse3, Prometheus 2 (with promtool), Node.js, npm and kcat by hand" >&2
   exit 1
 fi
 export DEBIAN_FRONTEND=noninteractive

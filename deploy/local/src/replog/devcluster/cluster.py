@@ -27,6 +27,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from replog.common import ports
 from replog.common.security.credentials import open_channel
 from replog.common.zk.auth import ZkEndpoint
 from replog.devcluster import tls, zk_credentials, zookeeper
@@ -170,13 +171,15 @@ class LocalCluster:
                 name = f"{role}-{i}"
                 host, port, metrics, namespace = self._place(name, role)
                 rack = spec.racks[(i - 1) % len(spec.racks)] if role == "broker" and spec.racks else ""
+                kafka_port = (ports.BROKER_KAFKA if namespace else free_port()) if role == "broker" else 0
                 own = {"controller": ["--controller-id", str(i)], "gateway": ["--gateway-id", str(i)],
-                       "broker": ["--broker-id", str(i), "--rack", rack, *self._log_dir_args(name, spec)]}
+                       "broker": ["--broker-id", str(i), "--rack", rack, "--kafka-port", str(kafka_port),
+                                  *self._log_dir_args(name, spec)]}
                 self.processes[name] = ProcessInfo(
                     name, role, i, port, metrics,
                     [str(bin_dir / f"replog-{role}"), *own[role], "--port", str(port), "--metrics-port", str(metrics),
                      "--host", host, *common, *tls_args(role, i), *zk_auth(name), *spec.extra_args.get(role, [])],
-                    rack=rack, host=host, namespace=namespace,
+                    rack=rack, host=host, namespace=namespace, kafka_port=kafka_port,
                 )
         self._save()
 
@@ -399,6 +402,7 @@ class LocalCluster:
             rows.append({
                 "name": name, "role": info.role, "pid": info.pid if running else None,
                 "address": info.address, "metrics_port": info.metrics_port or None,
+                "kafka_port": info.kafka_port or None,
                 "rack": info.rack or None, "running": running, "healthy": running and self.healthy(name),
             })
         return rows

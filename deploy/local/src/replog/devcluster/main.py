@@ -19,11 +19,11 @@ from replog.devcluster.zookeeper import ZooKeeperMissing
 def _print_status(cluster: LocalCluster) -> None:
     rows = cluster.status()
     width = max(len(r["name"]) for r in rows)
-    print(f"{'process':<{width}}  {'state':<9}  {'pid':>7}  {'endpoint':<21}  {'metrics':>7}  rack")
+    print(f"{'process':<{width}}  {'state':<9}  {'pid':>7}  {'endpoint':<21}  {'metrics':>7}  {'kafka':>7}  rack")
     for r in rows:
         state = "healthy" if r["healthy"] else ("running" if r["running"] else "stopped")
         print(f"{r['name']:<{width}}  {state:<9}  {r['pid'] or '-':>7}  {r['address']:<21}  "
-              f"{r['metrics_port'] or '-':>7}  {r['rack'] or '-'}")
+              f"{r['metrics_port'] or '-':>7}  {r['kafka_port'] or '-':>7}  {r['rack'] or '-'}")
 
 
 def _write_credentials(cluster: LocalCluster, name: str) -> int:

@@ -51,6 +51,7 @@ class ProcessInfo:
     rack: str = ""
     host: str = "127.0.0.1"  # the address it listens on and advertises
     namespace: str = ""      # its network namespace in the multi-host layout, "" for the root namespace
+    kafka_port: int = 0      # a broker's Kafka listener (docs/kafka-compatibility.md); 0 for other roles
 
     @property
     def address(self) -> str:

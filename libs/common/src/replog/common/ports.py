@@ -22,6 +22,8 @@ GATEWAY = RolePorts(grpc=9090, metrics=9091)
 CONTROLLER = RolePorts(grpc=9190, metrics=9191)
 BROKER = RolePorts(grpc=9290, metrics=9291)
 BY_ROLE = {"gateway": GATEWAY, "controller": CONTROLLER, "broker": BROKER}
+# A broker's Kafka wire-protocol listener (key `kafka_port`): Kafka clients, beside the gRPC port.
+BROKER_KAFKA = 9292
 
 
 @dataclass(frozen=True)

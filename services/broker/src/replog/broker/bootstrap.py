@@ -35,6 +35,7 @@ from replog.broker.entrypoints.produce_edge import ProduceEdge
 from replog.broker.entrypoints.replication_servicer import ReplicationServicer
 from replog.broker.entrypoints.servicers import bindings
 from replog.broker.groups.wiring import build_groups
+from replog.broker.kafka.wiring import build_kafka_listener
 from replog.broker.log import LogConfig
 from replog.broker.log.descriptors import process_budget
 from replog.broker.produce.delayed_produces import DelayedProduces
@@ -105,6 +106,7 @@ class BrokerProcess:
         self.acl_watcher = AclWatcher(self.zk, self.authorizer)
         self.quota_watcher: QuotaWatcher | None = None  # built with the services (_build)
         self.server = None
+        self.kafka = None  # the Kafka listener (kafka/), when kafka_port is not -1
         self.broker_epoch = 0
         self._joined = False  # start() ran to the end: every component is up, for stop() to take down
         self._stopping = False
@@ -146,6 +148,11 @@ class BrokerProcess:
             concurrent_rpcs_max=config.grpc_concurrent_rpcs_max,
             edge=config, enforcer=Enforcer(self.authorizer), super_users=config.super_user_principals,
         )
+        self.kafka = build_kafka_listener(config, self.tls, self.authorizer, metadata=self.metadata,
+                                          log_servicer=self.log_servicer, group_servicer=self.group_servicer,
+                                          zk=self.zk, topic_config_defaults=self._topic_config_defaults,
+                                          topic_configs=self.topic_configs,
+                                          request_bytes_max=request_bytes_max(config))
         # Scraped from now on, also while waiting for ZooKeeper (replog_zookeeper_connected says so).
         metrics_port = telemetry.start_metrics_server(config.metrics_port, config.host)
         if not self.zk.connect(stopping):
@@ -156,6 +163,8 @@ class BrokerProcess:
         self.replicas.delete_unassigned(assigned_here(self.zk, config.broker_id))
         gc_policy.settle()  # the loaded replicas live as long as the process
         self.gate.open()
+        if self.kafka is not None:
+            self.kafka.start()  # bound already (its port is in the registration); serves from now on
         self.metrics.watch_partitions(lambda: self.replicas.summary(self.topic_configs.min_insync_replicas))
         self.controller.start()
         self.throttle.watch(self.zk)
@@ -168,8 +177,9 @@ class BrokerProcess:
         self.server.set_serving(True)  # healthy means registered: peers and the controller can see it
         self.zk.add_session_listener(self._on_session)
         self._joined = True
-        log.info("broker %d up: grpc %s:%d (advertised as %s), metrics %d, rack %r, %d local replicas",
-                 config.broker_id, config.host, self.server.port, config.published_host, metrics_port, config.rack,
+        log.info("broker %d up: grpc %s:%d (advertised as %s), kafka %s, metrics %d, rack %r, %d local replicas",
+                 config.broker_id, config.host, self.server.port, config.published_host,
+                 self.kafka.port if self.kafka is not None else "off", metrics_port, config.rack,
                  len(self.replicas.topic_partitions()))
         return True
 
@@ -276,6 +286,8 @@ class BrokerProcess:
             batch_bytes_max=config.message_max_bytes, request_timeout_ms=config.request_timeout_ms,
             wait_slots=wait_slots, turn=turn, clock=clock,
         )
+        self._topic_config_defaults = {**self.topic_configs.default_log_config.as_topic_configs(),
+                                       "min.insync.replicas": str(config.min_insync_replicas)}
         quotas = ClientQuotas(clock, metrics, samples=config.quota_window_num,
                               sample_ms=config.quota_window_size_seconds * 1000)
         self.quota_watcher = QuotaWatcher(self.zk, quotas.replace)
@@ -285,8 +297,7 @@ class BrokerProcess:
             metadata=self.metadata, producer_ids=ProducerIdAllocator(self.zk, config.broker_id), clock=clock,
             metrics=metrics, fetch_bytes_max=config.fetch_max_bytes, stopping=stopping, wait_slots=wait_slots,
             quotas=QuotaGate(quotas),
-            topic_config_defaults={**self.topic_configs.default_log_config.as_topic_configs(),
-                                   "min.insync.replicas": str(config.min_insync_replicas)},
+            topic_config_defaults=self._topic_config_defaults,
             checkpoint=lambda: replicas.write_checkpoints(flush_if_due=False, strict=True),
         )
         self.groups, self.group_servicer = build_groups(config, produce=produce, lookup=replicas.get,
@@ -301,6 +312,7 @@ class BrokerProcess:
             broker_id=config.broker_id, host=config.published_host, port=self.server.port,
             rack=config.rack or None,
             metrics_port=metrics_port, timestamp_ms=int(time.time() * 1000),
+            kafka_port=self.kafka.port if self.kafka is not None else 0,
             lost_partitions=self.lost_marks.partitions(), log_dirs=tuple(str(d) for d in log_directories(config)),
             unclean_start=not self.replicas.clean_start, min_insync_replicas_default=config.min_insync_replicas,
             **self._offline_fields(),
@@ -379,6 +391,8 @@ class BrokerProcess:
                 probe.stop()
             self.replication_servicer.end_streams()
             self.log_servicer.end_streams()
+        if self.kafka is not None:
+            self.kafka.stop()
         if self.server is not None:
             self.server.stop(SERVER_STOP_GRACE_S)
             self.replicas.close()

@@ -56,6 +56,11 @@ class BrokerConfig(TlsSettings, AclSettings, EdgeSettings, QuotaSettings, Advert
                              zookeeper_connect)
     zookeeper_credentials_file: str = credentials_file_setting()
     port: int = setting(ports.BROKER.grpc, "gRPC port (0 picks a free one)", tcp_port)
+    kafka_port: int = setting(
+        ports.BROKER_KAFKA, "port of the Kafka wire-protocol listener (docs/kafka-compatibility.md), on the same "
+        "host and with the same TLS as the gRPC port (0 picks a free one, -1: no listener)", between(-1, 65535))
+    kafka_connections_max: int = setting(
+        1000, "Kafka client connections served at once (one thread each); more are closed at accept", positive)
     rack: str = setting("", "rack (failure domain) label; empty when rack-unaware")
     log_dir: str = setting("./data/broker", "directory holding this broker's partition logs and checkpoints, "
                                             "when log_dirs is empty")

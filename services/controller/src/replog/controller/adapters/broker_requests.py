@@ -352,5 +352,6 @@ def _await_reconnect(channel: grpc.Channel) -> None:
 
 def _endpoints(state, broker_ids, infos=None):
     infos = infos if infos is not None else [state.live_brokers[i] for i in broker_ids if i in state.live_brokers]
-    return [common_pb2.BrokerEndpoint(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack or "")
+    return [common_pb2.BrokerEndpoint(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack or "",
+                                      kafka_port=b.kafka_port)
             for b in infos]

@@ -56,7 +56,8 @@ def broker_info(registration: schema.BrokerRegistration, broker_epoch: int) -> B
     return BrokerInfo(registration.broker_id, registration.host, registration.port, registration.rack, broker_epoch,
                       lost_partitions(registration), offline_partitions(registration),
                       unclean_start=registration.unclean_start,
-                      min_insync_replicas_default=registration.min_insync_replicas_default)
+                      min_insync_replicas_default=registration.min_insync_replicas_default,
+                      kafka_port=registration.kafka_port)
 
 
 def offline_partitions(registration: schema.BrokerRegistration) -> frozenset[TopicPartition]:

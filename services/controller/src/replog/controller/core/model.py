@@ -66,6 +66,8 @@ class BrokerInfo:
     unclean_start: bool = False
     # Its `min_insync_replicas`: what its leaders enforce for topics without their own (elr.py takes the lowest).
     min_insync_replicas_default: int = 1
+    # Port of its Kafka listener (0: none), passed on to the brokers' metadata for Kafka clients.
+    kafka_port: int = 0
 
     def serves(self, tp: TopicPartition) -> bool:
         """False while the broker's replica of `tp` is in an offline log directory."""

@@ -82,6 +82,9 @@ class BrokerRegistration:
     # own: the controller takes the lowest of the live brokers' for its ELR rules (controller/core/elr.py).
     # Absent (1) in registrations of older brokers.
     min_insync_replicas_default: int = 1
+    # The port of the broker's Kafka wire-protocol listener on `host` (0: it runs none). Absent (0) in
+    # registrations of older brokers.
+    kafka_port: int = 0
 
     def encode(self) -> bytes:
         return dump_json({
@@ -89,7 +92,8 @@ class BrokerRegistration:
             "host": self.host,
             "port": self.port,
             "rack": self.rack,
-            "endpoints": [f"GRPC://{self.host}:{self.port}"],
+            "endpoints": [f"GRPC://{self.host}:{self.port}"]
+            + ([f"KAFKA://{self.host}:{self.kafka_port}"] if self.kafka_port else []),
             "metrics_port": self.metrics_port,
             "timestamp": str(self.timestamp_ms),
             "lost_committed_records": [{"topic": topic, "partition": partition}
@@ -100,6 +104,7 @@ class BrokerRegistration:
                                    for topic, partition in sorted(self.offline_partitions)],
             "unclean_start": self.unclean_start,
             "min_insync_replicas": self.min_insync_replicas_default,
+            "kafka_port": self.kafka_port,
         })
 
     @staticmethod
@@ -129,6 +134,9 @@ class BrokerRegistration:
         min_insync_replicas = value.get("min_insync_replicas", 1)
         if type(min_insync_replicas) is not int or min_insync_replicas < 1:
             raise ZkDataError(f"{path}: 'min_insync_replicas' must be an integer of at least 1")
+        kafka_port = value.get("kafka_port", 0)
+        if type(kafka_port) is not int or not 0 <= kafka_port <= 65535:
+            raise ZkDataError(f"{path}: 'kafka_port' must be a port number (0: none)")
         return BrokerRegistration(
             broker_id=broker_id,
             host=host,
@@ -142,6 +150,7 @@ class BrokerRegistration:
             offline_partitions=tuple((item["topic"], item["partition"]) for item in offline),
             unclean_start=unclean_start,
             min_insync_replicas_default=min_insync_replicas,
+            kafka_port=kafka_port,
         )
 
 
