@@ -1,11 +1,13 @@
 """Who may do what over the Kafka listener: a client certificate names a replog principal, and the
 ACLs that hold on the gRPC port hold here (a user without them is refused per topic, and allowed once
 an operator grants them); a client without a certificate is not served; an --insecure cluster serves
-Kafka clients in plaintext."""
+Kafka clients in plaintext; one identity holds a bounded share of the listener's connections, and idle
+connections and silent handshakes are closed."""
 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 import time
 
@@ -19,7 +21,7 @@ from replog.devcluster import ClusterSpec
 
 from .broker_helpers import wait_for, wait_for_leader, zk_session
 from .gateway_helpers import cli_runner
-from .test_kafka_clients import consume_with_librdkafka, create, kafka_bootstrap
+from .test_kafka_clients import consume_with_librdkafka, create, kafka_bootstrap, tls_config
 from .tls_helpers import session_certificate
 
 pytestmark = pytest.mark.integration
@@ -173,3 +175,85 @@ def test_a_group_the_user_may_not_use_is_refused(cluster, replog, alice):
                 break
     finally:
         consumer.close()
+
+
+# --- connections: bounded per identity and in time -------------------------------------------------------
+
+HELD_MAX = 4  # the bounded cluster's kafka_principal_connections_max
+IDLE_MS = 3_000  # its kafka_connections_max_idle_ms
+CLOSE_DEADLINE_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def bounded(tmp_path_factory):
+    from tests.conftest import ClusterFactory
+
+    factory = ClusterFactory(tmp_path_factory.mktemp("kafka-bounded"))
+    yield factory(ClusterSpec(controllers=1, brokers=1, gateways=1, extra_args={"broker": [
+        "--kafka-principal-connections-max", str(HELD_MAX), "--kafka-connections-max-idle-ms", str(IDLE_MS)]}))
+    factory.teardown()
+
+
+def _tls_connection(cluster, settings: dict) -> ssl.SSLSocket:
+    broker = cluster.of_role("broker")[0]
+    context = ssl.create_default_context(cafile=settings["ssl.ca.location"])
+    context.check_hostname = False
+    context.load_cert_chain(settings["ssl.certificate.location"], settings["ssl.key.location"])
+    raw = socket.create_connection((broker.host, broker.kafka_port), timeout=CLOSE_DEADLINE_S)
+    return context.wrap_socket(raw)
+
+
+def _api_versions_answered(connection) -> bool:
+    """Whether the listener answers an ApiVersions v0 on `connection` (False: it closed the connection)."""
+    header = struct.pack(">hhih", 18, 0, 7, -1)
+    try:
+        connection.sendall(struct.pack(">i", len(header)) + header)
+        size = _read(connection, 4)
+        answer = _read(connection, struct.unpack(">i", size)[0]) if len(size) == 4 else b""
+    except (ConnectionResetError, BrokenPipeError, ssl.SSLError):
+        return False
+    return len(answer) >= 4 and struct.unpack(">i", answer[:4])[0] == 7
+
+
+def _read(connection, size: int) -> bytes:
+    """`size` bytes, or fewer when the connection ends first."""
+    data = b""
+    while len(data) < size and (chunk := connection.recv(size - len(data))):
+        data += chunk
+    return data
+
+
+def _closed_by_listener(connection) -> bool:
+    """Waits (up to the socket's timeout) for the listener to close a connection that sends nothing."""
+    try:
+        return connection.recv(1) == b""
+    except (ConnectionResetError, ssl.SSLError):
+        return True
+
+
+def test_one_identity_holds_at_most_its_share_of_kafka_connections_and_the_operator_still_gets_in(bounded, alice):
+    held = [_tls_connection(bounded, alice) for _ in range(HELD_MAX)]
+    try:
+        assert all(_api_versions_answered(c) for c in held)
+        with _tls_connection(bounded, alice) as over:
+            assert not _api_versions_answered(over)
+        operator = {**tls_config(), "client.id": "operator"}
+        AdminClient({"bootstrap.servers": kafka_bootstrap(bounded), **operator}).list_topics(timeout=30)
+    finally:
+        for connection in held:
+            connection.close()
+    # Once they end, the identity's connections are given back.
+    wait_for(lambda: _api_versions_answered(_tls_connection(bounded, alice)), CLOSE_DEADLINE_S,
+             "alice's closed connections to be given back")
+
+
+def test_an_idle_kafka_connection_and_a_silent_handshake_are_closed(bounded, alice):
+    idle = _tls_connection(bounded, alice)
+    with idle:
+        assert _api_versions_answered(idle)
+        started = time.monotonic()
+        assert _closed_by_listener(idle)  # no request for IDLE_MS
+        assert time.monotonic() - started >= IDLE_MS / 1000 * 0.9
+    broker = bounded.of_role("broker")[0]
+    with socket.create_connection((broker.host, broker.kafka_port), timeout=CLOSE_DEADLINE_S) as silent:
+        assert _closed_by_listener(silent)  # a TCP connection that never starts its handshake

@@ -61,6 +61,12 @@ class BrokerConfig(TlsSettings, AclSettings, EdgeSettings, QuotaSettings, Advert
         "host and with the same TLS as the gRPC port (0 picks a free one, -1: no listener)", between(-1, 65535))
     kafka_connections_max: int = setting(
         1000, "Kafka client connections served at once (one thread each); more are closed at accept", positive)
+    kafka_principal_connections_max: int = setting(
+        0, "Kafka client connections one identity may hold at once (super users apart); more are closed after "
+           "the TLS handshake. 0: a quarter of kafka_connections_max", non_negative)
+    kafka_connections_max_idle_ms: int = setting(
+        600_000, "a Kafka client connection that sends no request for this long is closed (Kafka's "
+                 "connections.max.idle.ms); a TLS handshake must end within 10 s of the connection", positive)
     rack: str = setting("", "rack (failure domain) label; empty when rack-unaware")
     log_dir: str = setting("./data/broker", "directory holding this broker's partition logs and checkpoints, "
                                             "when log_dirs is empty")

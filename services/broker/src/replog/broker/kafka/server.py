@@ -8,7 +8,11 @@ long-polls), which a thread may do.
 
 Bounds: a request larger than `request_bytes_max` closes the connection (Kafka does the same: the
 size prefix is all there is to go by); at most `connections_max` connections are served at once,
-further ones are closed at accept. A request that does not decode is answered with the API's error
+further ones are closed at accept; one identity holds at most `principal_connections_max` of them
+(super users apart), further ones of it are closed after the handshake, so one user certificate cannot
+take the listener from the others; a TLS handshake must end within HANDSHAKE_TIMEOUT_S, and a
+connection that sends no request for `idle_ms` is closed (Kafka's connections.max.idle.ms), so
+connections that hold a thread and send nothing do not stay. A request that does not decode is answered with the API's error
 UNSUPPORTED_VERSION (a version not offered, or an unknown API) or closes only when its header
 itself is unreadable (no correlation id to answer with).
 
@@ -39,6 +43,7 @@ log = logging.getLogger(__name__)
 UNSUPPORTED_VERSION = 35
 _SIZE = struct.Struct(">i")
 ACCEPT_POLL_S = 0.5
+HANDSHAKE_TIMEOUT_S = 10.0
 NO_ANSWER = b""
 
 
@@ -56,10 +61,15 @@ Dispatch = Callable[[Session, apis.Api, int, dict], "dict | None"]
 
 class KafkaListener:
     def __init__(self, *, host: str, port: int, tls: TlsFiles | None, dispatch: Dispatch, request_bytes_max: int,
-                 connections_max: int) -> None:
+                 connections_max: int, principal_connections_max: int = 0, idle_ms: int = 600_000,
+                 super_users: frozenset[str] = frozenset()) -> None:
         self._dispatch = dispatch
         self._request_bytes_max = request_bytes_max
         self._connections_max = connections_max
+        self._principal_connections_max = principal_connections_max or max(connections_max // 4, 1)
+        self._idle_s = idle_ms / 1000
+        self._super_users = super_users
+        self._held: dict[str, int] = {}  # principal -> connections it holds now (only while it holds some)
         self._context = _server_context(tls) if tls is not None else None
         self._socket = socket.create_server((host, port), reuse_port=False)
         self._socket.settimeout(ACCEPT_POLL_S)
@@ -108,9 +118,9 @@ class KafkaListener:
                              name="kafka-conn", daemon=True).start()
 
     def _serve(self, raw: socket.socket, peer: str) -> None:
-        connection = raw
+        connection, held_by = raw, None
         try:
-            raw.settimeout(None)
+            raw.settimeout(HANDSHAKE_TIMEOUT_S)
             raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             principal = None
             if self._context is not None:
@@ -119,6 +129,13 @@ class KafkaListener:
                 if principal is None:
                     log.warning("Kafka listener: %s presented a certificate without one replog:// identity", peer)
                     return
+                held_by = self._hold(str(principal))
+                if held_by is None:
+                    log.warning("Kafka listener: %s already holds %d connections, the most one identity may "
+                                "(kafka_principal_connections_max); closing one from %s", principal,
+                                self._principal_connections_max, peer)
+                    return
+            connection.settimeout(self._idle_s)
             session = Session(principal, peer)
             while not self._stopping.is_set():
                 frame = _read_frame(connection, self._request_bytes_max)
@@ -129,13 +146,35 @@ class KafkaListener:
                     return
                 if answer:  # NO_ANSWER is empty
                     connection.sendall(_SIZE.pack(len(answer)) + answer)
+        except socket.timeout:
+            log.info("Kafka connection from %s closed: no request for %.0f s (or no TLS handshake in %.0f s)",
+                     peer, self._idle_s, HANDSHAKE_TIMEOUT_S)
         except (OSError, ssl.SSLError, FrameTooLarge) as exc:
             if not self._stopping.is_set():
                 log.info("Kafka connection from %s closed: %s", peer, exc)
         finally:
             with self._lock:
                 self._connections.discard(raw)
+                if held_by is not None:
+                    self._let_go(held_by)
             _close(connection)
+
+    def _hold(self, principal: str) -> str | None:
+        """Count a connection of `principal`; None when it holds its most already (super users: no most)."""
+        with self._lock:
+            held = self._held.get(principal, 0)
+            if principal not in self._super_users and held >= self._principal_connections_max:
+                return None
+            self._held[principal] = held + 1
+        return principal
+
+    def _let_go(self, principal: str) -> None:
+        """Under the lock: one connection of `principal` ended."""
+        left = self._held[principal] - 1
+        if left:
+            self._held[principal] = left
+        else:
+            del self._held[principal]
 
     def _answer(self, session: Session, frame: bytes) -> bytes | None:
         """The answer to one request frame, with its response header; None to close the connection,

@@ -34,4 +34,7 @@ def build_kafka_listener(config: BrokerConfig, tls: TlsFiles | None, authorizer:
                              batch_bytes_max=lambda topic: min(config.message_max_bytes,
                                                                topic_configs.log_config(topic).max_batch_bytes))
     return KafkaListener(host=config.host, port=config.kafka_port, tls=tls, dispatch=handlers,
-                         request_bytes_max=request_bytes_max, connections_max=config.kafka_connections_max)
+                         request_bytes_max=request_bytes_max, connections_max=config.kafka_connections_max,
+                         principal_connections_max=config.kafka_principal_connections_max,
+                         idle_ms=config.kafka_connections_max_idle_ms,
+                         super_users=frozenset(config.super_user_principals))
