@@ -43,7 +43,7 @@ def start_server(directory: Path) -> tuple[subprocess.Popen, int, int]:
     log = open(directory / "zookeeper.log", "wb")
     process = subprocess.Popen(zookeeper.zookeeper_command(config), stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
-    while not zookeeper.is_ok(plain_port):
+    while zookeeper.mode("127.0.0.1", plain_port) is None:  # serving (`ruok` answers before it is)
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             raise SystemExit(f"ZooKeeper did not start; see {directory / 'zookeeper.log'}")

@@ -3,12 +3,14 @@ a clear refusal when neither names a file, and kazoo told to verify the server."
 
 from __future__ import annotations
 
+import ssl
+
 import pytest
 
 from replog.common.config import ConfigError, load_config
 from replog.common.security.certificates import issue, new_authority
 from replog.common.security.principal import Principal
-from replog.common.zk.tls import kazoo_args, zookeeper_tls_files
+from replog.common.zk.tls import client_context, kazoo_args, zookeeper_tls_files
 from replog.controller.config import ControllerConfig
 
 
@@ -46,7 +48,10 @@ def test_a_key_that_is_not_the_certificate_is_refused(own_files, tmp_path):
         zookeeper_tls_files(config)
 
 
-def test_kazoo_verifies_the_server_and_its_host_name(own_files):
+def test_kazoo_connects_with_the_context_that_trusts_the_named_ca_alone_and_checks_host_names(own_files):
     args = kazoo_args(own_files)
-    assert args["use_ssl"] and args["verify_certs"] and args["check_hostname"]
+    assert args["use_ssl"] and args["handler"]._files == own_files
+    context = client_context(own_files)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert len(context.get_ca_certs()) == 1  # the named CA, not the system's
     assert kazoo_args(None) == {}
