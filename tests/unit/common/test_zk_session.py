@@ -123,10 +123,8 @@ def tls_pair(tmp_path):
 class FakeTlsServer(FakeServer):
     """FakeServer behind TLS that needs a client certificate of the CA; records the client's certificate."""
 
-    def __init__(self, files, connections: int = 1, **kwargs) -> None:
+    def __init__(self, files, **kwargs) -> None:
         import ssl
-
-        self.connections = connections
 
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.load_cert_chain(files.cert_file, files.key_file)
@@ -137,19 +135,18 @@ class FakeTlsServer(FakeServer):
         super().__init__(**kwargs)
 
     def _serve(self) -> None:
-        for _ in range(self.connections):
-            conn, _ = self.listener.accept()
-            try:
-                conn = self.context.wrap_socket(conn, server_side=True)
-            except OSError as exc:
-                self.refused = exc
-                conn.close()
-                return
-            self.peer_certificate = conn.getpeercert()
-            with conn:
-                session.read_frame(conn, bytearray())
-                conn.sendall(struct.pack(">i", len(self.answer)) + self.answer)
-                conn.recv(1)
+        conn, _ = self.listener.accept()
+        try:
+            conn = self.context.wrap_socket(conn, server_side=True)
+        except OSError as exc:
+            self.refused = exc
+            conn.close()
+            return
+        self.peer_certificate = conn.getpeercert()
+        with conn:
+            session.read_frame(conn, bytearray())
+            conn.sendall(struct.pack(">i", len(self.answer)) + self.answer)
+            conn.recv(1)
 
 
 def test_a_tls_session_shows_the_client_certificate_and_checks_the_server(tls_pair):
@@ -207,17 +204,3 @@ def test_peer_closed_on_a_tls_connection_keeps_what_waits_for_the_reader(tls_pai
     finally:
         ours.close()
         listener.close()
-
-
-def test_a_reconnection_resumes_the_tls_session(tls_pair):
-    server_files, client_files, _ = tls_pair
-    live = FakeTlsServer(server_files, connections=2)
-    try:
-        resumed = []
-        for _ in range(2):
-            sock, _, _ = session.connect([live.address], 5.0, tls=client_files)
-            resumed.append(sock.session_reused)
-            sock.close()
-    finally:
-        live.close()
-    assert resumed == [False, True]  # the second handshake is an abbreviated one

@@ -80,25 +80,9 @@ def _context(files: TlsFiles, _stamp: tuple) -> ssl.SSLContext:
     return context
 
 
-# The last TLS session with each server, by (context, address): a reconnection resumes it, an abbreviated
-# handshake without the certificates' signatures. When a server dies its clients reconnect to the others at
-# once, and while the ensemble elects a leader those accept and close again; every retry would otherwise cost
-# a full handshake on servers that need their CPU for the election (ZooKeeper runs its crypto C1-compiled).
-_SESSIONS_MAX = 64
-_sessions: dict[tuple[TlsFiles, tuple], tuple[ssl.SSLContext, ssl.SSLSession]] = {}
-
-
 def wrap(sock: socket.socket, files: TlsFiles, host: str) -> ssl.SSLSocket:
-    """`sock`, connected to ZooKeeper at `host`, after a TLS handshake (within the socket's timeout),
-    resuming the last session with that server when the server still has it."""
-    context = client_context(files)
-    key = (files, sock.getpeername())
-    made_by, last = _sessions.get(key, (None, None))
-    tls_sock = context.wrap_socket(sock, server_hostname=host, session=last if made_by is context else None)
-    if len(_sessions) >= _SESSIONS_MAX and key not in _sessions:
-        _sessions.clear()  # one entry per server and set of files: many means something odd, start over
-    _sessions[key] = (context, tls_sock.session)
-    return tls_sock
+    """`sock`, connected to ZooKeeper at `host`, after a TLS handshake (within the socket's timeout)."""
+    return client_context(files).wrap_socket(sock, server_hostname=host)
 
 
 def kazoo_args(files: TlsFiles | None) -> dict:
