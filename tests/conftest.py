@@ -132,19 +132,22 @@ def venv_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
-def zookeeper_server(tmp_path_factory):
-    """A real standalone ZooKeeper server on a free port with digest authentication, for adapter tests:
-    its connect string, and its credentials files (`credentials_file(name)`: super, controller-1,
-    broker-1, broker-2, gateway-1)."""
+def zookeeper_server(tmp_path_factory, session_certificates):
+    """A real standalone ZooKeeper server on a free port with digest authentication, serving clients over TLS
+    only (as `make up`'s), for adapter tests: its connect string, the TLS files clients reach it with (the
+    session's operator certificate), and its credentials files (`credentials_file(name)`: super,
+    controller-1, broker-1, broker-2, gateway-1)."""
     import subprocess
     import time
 
-    from replog.devcluster import zk_credentials, zookeeper
+    from replog.devcluster import tls, zk_credentials, zookeeper
     from replog.devcluster.ports import free_port
 
     port = free_port()
     directory = tmp_path_factory.mktemp("zookeeper")
-    config = zookeeper.write_config(directory, port)
+    tls.prepare(directory, [], str(session_certificates), zookeepers={"zookeeper": ""})
+    client_tls = local.files_of(directory, local.OPERATOR)
+    config = zookeeper.write_config(directory, port, tls=tls.zookeeper_server_tls(directory, "zookeeper"))
     # The identities of a small cluster (brokers 1 and 2), as `replog-local up` makes them.
     super_digest = zk_credentials.generate(directory, ["controller-1", "broker-1", "broker-2", "gateway-1"])
     log = open(config.parent / "zookeeper.log", "wb")
@@ -152,11 +155,11 @@ def zookeeper_server(tmp_path_factory):
                                stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 30
-        while not zookeeper.is_ok(port):
+        while not zookeeper.is_ok(port, tls=client_tls):
             assert process.poll() is None, "ZooKeeper exited during start-up"
             assert time.monotonic() < deadline, "ZooKeeper did not answer ruok within 30 s"
             time.sleep(0.1)
-        yield ZooKeeperServer(f"127.0.0.1:{port}", zk_credentials.credentials_dir(directory))
+        yield ZooKeeperServer(f"127.0.0.1:{port}", zk_credentials.credentials_dir(directory), client_tls)
     finally:
         process.kill()
         process.wait()
@@ -164,18 +167,21 @@ def zookeeper_server(tmp_path_factory):
 
 
 class ZooKeeperServer:
-    def __init__(self, connect: str, credentials_dir: Path) -> None:
+    def __init__(self, connect: str, credentials_dir: Path, tls) -> None:
         self.connect = connect
         self.credentials_dir = credentials_dir
+        self.tls = tls
 
     def credentials_file(self, name: str) -> Path:
         return self.credentials_dir / name
 
     def endpoint(self, chroot: str = "", name: str | None = "super"):
-        """The server (under `chroot`) as process `name` would see it: with its credentials, or anonymous for None."""
+        """The server (under `chroot`) as process `name` would see it: with its credentials, or anonymous for None
+        (over TLS either way)."""
         from replog.common.zk.auth import ZkEndpoint, load_credentials
 
-        return ZkEndpoint(self.connect + chroot, load_credentials(str(self.credentials_file(name))) if name else None)
+        credentials = load_credentials(str(self.credentials_file(name))) if name else None
+        return ZkEndpoint(self.connect + chroot, credentials, self.tls)
 
 
 @pytest.fixture
@@ -189,7 +195,7 @@ def zk_client(zookeeper_server):
     from replog.common.zk.client import ZkClient
 
     chroot = f"/test-{uuid.uuid4().hex[:8]}"
-    bootstrap = KazooClient(zookeeper_server.connect, auth_data=zookeeper_server.endpoint().kazoo_auth_data())
+    bootstrap = KazooClient(**zookeeper_server.endpoint().kazoo_args())
     bootstrap.start()
     bootstrap.ensure_path(chroot)
     bootstrap.stop()

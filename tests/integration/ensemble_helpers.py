@@ -16,7 +16,7 @@ def server_of_session(cluster, session_id: int) -> str | None:
     for info in cluster.of_role("zookeeper"):
         if not cluster.is_running(info.name):
             continue
-        answer = zookeeper.four_letter_word("127.0.0.1", info.port, "cons") or ""
+        answer = cluster.zookeeper_word(info.name, "cons") or ""
         if wanted.search(answer):
             return info.name
     return None
@@ -25,7 +25,7 @@ def server_of_session(cluster, session_id: int) -> str | None:
 def leader(cluster) -> str | None:
     """The name of the server that says it leads the ensemble, if one does."""
     for info in cluster.of_role("zookeeper"):
-        if cluster.is_running(info.name) and zookeeper.mode("127.0.0.1", info.port) == "leader":
+        if cluster.is_running(info.name) and zookeeper.mode("127.0.0.1", info.port, cluster.zookeeper_tls) == "leader":
             return info.name
     return None
 
@@ -33,4 +33,4 @@ def leader(cluster) -> str | None:
 def serving(cluster) -> list[str]:
     """The servers that serve clients now (standalone, leader or follower)."""
     return [info.name for info in cluster.of_role("zookeeper")
-            if cluster.is_running(info.name) and zookeeper.mode("127.0.0.1", info.port) is not None]
+            if cluster.is_running(info.name) and zookeeper.mode("127.0.0.1", info.port, cluster.zookeeper_tls) is not None]

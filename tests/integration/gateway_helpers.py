@@ -23,7 +23,7 @@ def running_cluster(base, spec):
 
 
 def kazoo_client(cluster):
-    client = KazooClient(cluster.zookeeper_connect, auth_data=cluster.zookeeper_endpoint.kazoo_auth_data())
+    client = KazooClient(**cluster.zookeeper_endpoint.kazoo_args())
     client.start()
     try:
         yield client

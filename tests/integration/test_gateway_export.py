@@ -37,7 +37,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def topology(cluster):
     """alpha: RF 3, min ISR 2, healthy; beta: RF 1. Then broker 3 dies: alpha-2 and beta-1 lose their leader."""
-    client = KazooClient(cluster.zookeeper_connect, auth_data=cluster.zookeeper_endpoint.kazoo_auth_data())
+    client = KazooClient(**cluster.zookeeper_endpoint.kazoo_args())
     client.start()
     try:
         with cluster.channel(cluster.gateway_address) as channel:

@@ -164,7 +164,7 @@ def wrong_password(zookeeper_server, chroot: str, name: str) -> ZkEndpoint:
     text = zookeeper_server.credentials_file(name).read_text()
     user, _, _ = text.splitlines()[0].partition(":")
     text = text.replace(text.splitlines()[0], f"{user}:not-the-password", 1)
-    return ZkEndpoint(zookeeper_server.connect + chroot, parse_credentials(text, name))
+    return ZkEndpoint(zookeeper_server.connect + chroot, parse_credentials(text, name), zookeeper_server.tls)
 
 
 def test_a_wrong_password_fails_with_a_clear_error_in_every_kind_of_session(cluster_znodes, zookeeper_server):
@@ -198,7 +198,7 @@ def test_kazoo_and_the_hand_written_sessions_authenticate_as_the_identities_in_t
     controller = session_as("controller-1")
     assert controller.kazoo.get_children(schema.BROKERS)  # an anonymous session may not (above)
     assert bulk.children_many(controller.endpoint, [schema.BROKERS])[0]
-    anonymous = KazooClient(controller.connect_string)
+    anonymous = KazooClient(**ZkEndpoint(controller.connect_string, None, zookeeper_server.tls).kazoo_args())
     anonymous.start()
     try:
         with pytest.raises(NoAuthError):
@@ -209,7 +209,7 @@ def test_kazoo_and_the_hand_written_sessions_authenticate_as_the_identities_in_t
 
 
 def test_without_credentials_sessions_are_anonymous_and_znodes_open_as_before(zookeeper_server):
-    bootstrap = KazooClient(zookeeper_server.connect, auth_data=zookeeper_server.endpoint().kazoo_auth_data())
+    bootstrap = KazooClient(**zookeeper_server.endpoint().kazoo_args())
     bootstrap.start()
     bootstrap.ensure_path("/test-open")
     bootstrap.stop()

@@ -26,7 +26,8 @@ def test_an_anonymous_client_can_neither_read_nor_change_the_default_cluster(clu
     cluster = cluster_factory()
     for path in zk_credentials.credentials_dir(cluster.state_dir).iterdir():
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
-    anonymous = KazooClient(cluster.zookeeper_connect)
+    # Over TLS with a certificate of the cluster's CA, but with no digest identity.
+    anonymous = KazooClient(**ZkEndpoint(cluster.zookeeper_connect, None, cluster.zookeeper_tls).kazoo_args())
     anonymous.start()
     try:
         with pytest.raises(NoAuthError):
@@ -52,7 +53,7 @@ def test_broker_1s_credentials_registering_as_broker_2_do_not_make_broker_2_live
         wait_for(lambda: zk.kazoo.exists(schema.broker_path(2)) is None, 30, "broker 2's registration to go")
     wait_for(lambda: live_brokers(cluster, 1) == {1, 3}, 30, "the brokers to learn that broker 2 is gone")
     credentials = load_credentials(str(zk_credentials.credentials_dir(cluster.state_dir) / "broker-1"))
-    forger = ZkClient(ZkEndpoint(cluster.zookeeper_connect, credentials))
+    forger = ZkClient(ZkEndpoint(cluster.zookeeper_connect, credentials, cluster.zookeeper_tls))
     forger.start()
     try:
         # Broker 1 registers as broker 2 (with broker 1's address), its own ACL on it, as its own registration has.

@@ -145,7 +145,7 @@ def session_owner(ctx: FaultContext, name: str) -> int:
 
 def _expire_sessions(ctx: FaultContext, names: tuple[str, ...]) -> None:
     for name in names:
-        expire_session(ctx.cluster.zookeeper_connect, session_owner(ctx, name))
+        expire_session(ctx.cluster.zookeeper_endpoint, session_owner(ctx, name))
 
 
 def _nothing(ctx: FaultContext, names: tuple[str, ...]) -> None:

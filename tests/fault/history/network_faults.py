@@ -95,7 +95,7 @@ def _delay(ctx: FaultContext, targets: tuple[str, ...]) -> None:
 
 def _zookeeper_in_mode(ctx: FaultContext, wanted: str) -> tuple[str, ...]:
     for info in ctx.cluster.of_role("zookeeper"):
-        if zookeeper.mode(info.host, info.port) == wanted:
+        if zookeeper.mode(info.host, info.port, ctx.cluster.zookeeper_tls) == wanted:
             return (info.name,)
     raise AssertionError(f"no ZooKeeper server is a {wanted} now")
 

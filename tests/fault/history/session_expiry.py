@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from kazoo.client import KazooClient
 
+from replog.common.zk.auth import ZkEndpoint
+
 SUPER_SECRET = 0xB3415C00
 _MULTIPLIER = 0x5DEECE66D
 _MASK_48 = (1 << 48) - 1
@@ -30,9 +32,10 @@ def session_password(session_id: int) -> bytes:
     return bytes(out)
 
 
-def expire_session(connect: str, session_id: int, timeout_s: float = 15.0) -> None:
-    """Take session `session_id` over and close it."""
-    takeover = KazooClient(connect, client_id=(session_id, session_password(session_id)), timeout=timeout_s)
+def expire_session(endpoint: ZkEndpoint, session_id: int, timeout_s: float = 15.0) -> None:
+    """Take session `session_id` over (connecting as `endpoint` does: over TLS when it has TLS) and close it."""
+    connect = {**endpoint.kazoo_args(), "auth_data": []}  # the session's password is the whole authority needed
+    takeover = KazooClient(**connect, client_id=(session_id, session_password(session_id)), timeout=timeout_s)
     takeover.start(timeout=timeout_s)
     assert takeover.client_id[0] == session_id, (
         f"ZooKeeper gave session {takeover.client_id[0]:#x}, not {session_id:#x}: the password was refused")

@@ -113,9 +113,20 @@ class LocalCluster:
         return open_channel(address, self.operator_tls, options)
 
     @property
+    def zookeeper_tls(self):
+        """The operator's TLS files when ZooKeeper serves clients over TLS, else None (plaintext)."""
+        return self.operator_tls if any(p.tls for p in self.of_role("zookeeper")) else None
+
+    @property
     def zookeeper_endpoint(self) -> ZkEndpoint:
-        """ZooKeeper as its super user (anonymous when the cluster runs without authentication), for tools and tests."""
-        return zk_credentials.super_endpoint(self.state_dir, self.zookeeper_connect)
+        """ZooKeeper as its super user (anonymous when the cluster runs without authentication), over TLS with the
+        operator's certificate when ZooKeeper has TLS, for tools and tests."""
+        return zk_credentials.super_endpoint(self.state_dir, self.zookeeper_connect, self.zookeeper_tls)
+
+    def zookeeper_word(self, name: str, word: str) -> str | None:
+        """ZooKeeper server `name`'s answer to a four-letter word (srvr, cons, ...), None when it does not answer."""
+        info = self.processes[name]
+        return zookeeper.four_letter_word(info.host, info.port, word, tls=self.zookeeper_tls)
 
     @property
     def gateway_address(self) -> str:
@@ -160,10 +171,11 @@ class LocalCluster:
             self.network = HostNetwork.create(self.state_dir, names, self.owner_pid)
             self._layout = self.network.layout
         zk_jvm_args, zk_auth = zk_credentials.plan(self.state_dir, spec)
-        self._plan_zookeeper(zk_names, zk_jvm_args)
+        zk_tls = spec.zookeeper_tls and not spec.insecure
+        self._plan_tls(zk_names if zk_tls else [])
+        self._plan_zookeeper(zk_names, zk_jvm_args, zk_tls)
         bin_dir = Path(sys.executable).parent
-        self._plan_tls()
-        tls_args = lambda role, i: tls.service_args(self.state_dir, role, i, spec.insecure)  # noqa: E731
+        tls_args = lambda role, i: tls.service_args(self.state_dir, role, i, spec.insecure, zk_tls)  # noqa: E731
         common = ["--zookeeper", self.zookeeper_connect, "--trace-dir", str(self.trace_dir),
                   "--zookeeper-session-timeout-ms", str(spec.zookeeper_session_timeout_ms)]
         for role, count in (("controller", spec.controllers), ("broker", spec.brokers), ("gateway", spec.gateways)):
@@ -183,9 +195,10 @@ class LocalCluster:
                 )
         self._save()
 
-    def _plan_zookeeper(self, names: list[str], jvm_args: list[str]) -> None:
+    def _plan_zookeeper(self, names: list[str], jvm_args: list[str], with_tls: bool) -> None:
         """One standalone server `zookeeper`, or an ensemble `zookeeper-1..N`, each with its own ports (on
-        its own host in the multi-host layout, where every server uses the same well-known ports)."""
+        its own host in the multi-host layout, where every server uses the same well-known ports); with
+        `with_tls`, each serves clients on a TLS port only (zookeeper.py)."""
         ensemble = len(names) > 1
         servers, places = [], {}
         for i, name in enumerate(names, start=1):
@@ -194,14 +207,16 @@ class LocalCluster:
                                 if namespace else (free_port(), free_port()))
             servers.append(zookeeper.ServerAddress(i, host, port, quorum, election))
         for server, name in zip(servers, names):
+            server_tls = tls.zookeeper_server_tls(self.state_dir, name) if with_tls else None
             config = zookeeper.write_server_config(self.state_dir / name, server.server_id, servers,
-                                                    force_sync=self.spec.zookeeper_force_sync)
+                                                    force_sync=self.spec.zookeeper_force_sync, tls=server_tls)
             host, port, _, namespace = places[name]
             self.processes[name] = ProcessInfo(name, "zookeeper", server.server_id if ensemble else 0, port, 0,
                                                zookeeper.zookeeper_command(config, jvm_args),
-                                               host=host, namespace=namespace)
+                                               host=host, namespace=namespace, tls=with_tls)
 
-    def _plan_tls(self) -> None:
+    def _plan_tls(self, zookeepers: list[str]) -> None:
+        """The certificates of every service process, the operator and the ZooKeeper servers `zookeepers`."""
         spec = self.spec
         if spec.insecure:
             tls.mark_insecure(self.state_dir)
@@ -209,7 +224,8 @@ class LocalCluster:
         processes = [(role, str(i)) for role, count in (("controller", spec.controllers), ("broker", spec.brokers),
                                                          ("gateway", spec.gateways)) for i in range(1, count + 1)]
         addresses = {(role, i): self.network.address(f"{role}-{i}") for role, i in processes} if self.network else {}
-        tls.prepare(self.state_dir, processes, spec.ca_dir, addresses)
+        zk_addresses = {name: self.network.address(name) if self.network else "" for name in zookeepers}
+        tls.prepare(self.state_dir, processes, spec.ca_dir, addresses, zk_addresses)
 
     def _place(self, name: str, role: str) -> tuple[str, int, int, str]:
         """Where process `name` listens: (host, port, metrics port, network namespace)."""
@@ -330,7 +346,7 @@ class LocalCluster:
     def healthy(self, name: str) -> bool:
         info = self.processes[name]
         if info.role == "zookeeper":  # serving clients: standalone, or an ensemble member with a quorum
-            return zookeeper.mode(info.host, info.port) is not None
+            return zookeeper.mode(info.host, info.port, self.zookeeper_tls) is not None
         try:
             with self.channel(info.address) as channel:
                 reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1.0)

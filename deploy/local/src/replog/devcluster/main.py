@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "up":
             cluster.up()
             _print_status(cluster)
-            print(f"\nZooKeeper {cluster.zookeeper_connect}; gateway {cluster.gateway_address} "
+            over = " (TLS only: a client shows a certificate of the cluster's CA)" if cluster.zookeeper_tls else ""
+            print(f"\nZooKeeper {cluster.zookeeper_connect}{over}; gateway {cluster.gateway_address} "
                   f"(replog --gateway {cluster.gateway_address}); logs in {cluster.log_dir}")
             operator = cluster.operator_tls
             print("plaintext, no authorization (--insecure)" if operator is None else

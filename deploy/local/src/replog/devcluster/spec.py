@@ -31,6 +31,9 @@ class ClusterSpec:
     # Extra environment for every service process.
     env: dict[str, str] = field(default_factory=dict)
     insecure: bool = False  # plaintext, no certificates (replog-local up --insecure)
+    # ZooKeeper serves clients on a TLS port only, each process showing it its certificate (zookeeper.py);
+    # a cluster with `insecure` keeps a plaintext ZooKeeper whatever this says.
+    zookeeper_tls: bool = True
     # A directory with ca.pem and ca.key to sign this cluster's certificates (else a new CA): the test
     # suite's clusters share one CA, so that one operator certificate calls them all.
     ca_dir: str = field(default_factory=lambda: os.environ.get(tls.CA_DIR_ENV, ""))
@@ -52,6 +55,7 @@ class ProcessInfo:
     host: str = "127.0.0.1"  # the address it listens on and advertises
     namespace: str = ""      # its network namespace in the multi-host layout, "" for the root namespace
     kafka_port: int = 0      # a broker's Kafka listener (docs/kafka-compatibility.md); 0 for other roles
+    tls: bool = False        # a ZooKeeper server whose client port is a TLS one
 
     @property
     def address(self) -> str:

@@ -6,6 +6,10 @@ for its host's address too), the operator's (`replog://user/admin`) for the CLI,
 checks, and `tls/env` exporting REPLOG_TLS_* for other tools. The layout is security/local.py's. A
 cluster started insecure gets the marker file instead, so that clients pointed at its state directory
 know to speak plaintext.
+
+Each ZooKeeper server gets a certificate of the same CA (`zookeeper.pem`, or `zookeeper-2.pem` in an
+ensemble), valid for its addresses and naming no replog identity, and `<name>-keystore.pem`, its key
+and certificate in one file, as ZooKeeper's PEM key store reads them.
 """
 
 from __future__ import annotations
@@ -17,15 +21,17 @@ from replog.common.security import local
 from replog.common.security.certificates import LOCAL_HOSTS, issue, load_authority, new_authority
 from replog.common.security.files import TlsFiles
 from replog.common.security.principal import Principal
+from replog.devcluster.zookeeper import ServerTls
 
 CA_DIR_ENV = "REPLOG_LOCAL_CA_DIR"  # ClusterSpec.ca_dir's default
 
 
 def prepare(state_dir: Path, processes: list[tuple[str, str]], ca_dir: str = "",
-            addresses: dict[tuple[str, str], str] | None = None) -> None:
+            addresses: dict[tuple[str, str], str] | None = None, zookeepers: dict[str, str] | None = None) -> None:
     """Make the CA (or copy the one in `ca_dir`) and a certificate for each (role, id) in `processes`
     and for the operator; files already there are kept. A process in `addresses` (the multi-host layout)
-    has its host's address among its certificate's SANs too."""
+    has its host's address among its certificate's SANs too. `zookeepers`: the ZooKeeper servers to make
+    certificates for, by name, with their address ("" for loopback only)."""
     addresses = addresses or {}
     directory = local.tls_dir(state_dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -44,7 +50,26 @@ def prepare(state_dir: Path, processes: list[tuple[str, str]], ca_dir: str = "",
         if not Path(files.cert_file).exists() or (address and address not in _addresses_of(files.cert_file)):
             # A cluster whose first start was retried on a new network gets certificates for its new addresses.
             issue(authority, principal, directory, hosts=(*LOCAL_HOSTS, address) if address else LOCAL_HOSTS)
+    for name, address in (zookeepers or {}).items():
+        _prepare_zookeeper(authority, directory, name, address)
     (directory / local.ENV_FILE).write_text(local.env_exports(local.files_of(state_dir, local.OPERATOR)))
+
+
+def _prepare_zookeeper(authority, directory: Path, name: str, address: str) -> None:
+    cert_file = directory / f"{name}.pem"
+    if cert_file.exists() and (not address or address in _addresses_of(str(cert_file))):
+        return
+    files = issue(authority, Principal("user", name), directory, stem=name, with_identity=False,
+                  hosts=(*LOCAL_HOSTS, address) if address else LOCAL_HOSTS)
+    keystore = directory / f"{name}-keystore.pem"
+    keystore.touch(mode=0o600)
+    keystore.write_bytes(Path(files.key_file).read_bytes() + Path(files.cert_file).read_bytes())
+
+
+def zookeeper_server_tls(state_dir: Path, name: str) -> ServerTls:
+    """The TLS files of ZooKeeper server `name`, made by `prepare`."""
+    directory = local.tls_dir(state_dir)
+    return ServerTls(str(directory / f"{name}-keystore.pem"), str(directory / "ca.pem"))
 
 
 def _addresses_of(cert_file: str) -> set[str]:
@@ -68,12 +93,13 @@ def is_insecure(state_dir: Path) -> bool:
     return (Path(state_dir) / local.INSECURE_MARKER).exists()
 
 
-def service_args(state_dir: Path, role: str, instance: int, insecure: bool) -> list[str]:
-    """The TLS flags of one service process."""
+def service_args(state_dir: Path, role: str, instance: int, insecure: bool, zookeeper_tls: bool = False) -> list[str]:
+    """The TLS flags of one service process (`zookeeper_tls`: it reaches ZooKeeper over TLS, with its own files)."""
     if insecure:
         return ["--insecure", "true"]
     files = local.files_of(state_dir, Principal(role, str(instance)))
-    return ["--tls-ca-file", files.ca_file, "--tls-cert-file", files.cert_file, "--tls-key-file", files.key_file]
+    return ["--tls-ca-file", files.ca_file, "--tls-cert-file", files.cert_file, "--tls-key-file", files.key_file,
+            *(["--zookeeper-tls", "true"] if zookeeper_tls else [])]
 
 
 def operator_files(state_dir: Path) -> TlsFiles | None:

@@ -62,5 +62,6 @@ def super_credentials(state_dir: Path) -> ZkCredentials | None:
     return parse_credentials(path.read_text(), str(path)) if path.exists() else None
 
 
-def super_endpoint(state_dir: Path, connect: str) -> ZkEndpoint:
-    return ZkEndpoint(connect, super_credentials(state_dir))
+def super_endpoint(state_dir: Path, connect: str, tls=None) -> ZkEndpoint:
+    """ZooKeeper as its super user, over TLS with `tls` (TlsFiles) when ZooKeeper has it."""
+    return ZkEndpoint(connect, super_credentials(state_dir), tls)

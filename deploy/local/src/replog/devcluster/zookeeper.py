@@ -1,15 +1,29 @@
-"""Running Debian's ZooKeeper package as a plain java process (no service scripts)."""
+"""Running Debian's ZooKeeper package as a plain java process (no service scripts).
+
+With TLS (`ServerTls`), a server serves clients on its TLS port only (`secureClientPort`, through
+Netty's connection factory): no plaintext client port is open. Each client must present a certificate
+the cluster's CA signed (`ssl.clientAuth=need`); ZooKeeper's own certificate names no replog identity,
+so it cannot call replog's services. The servers of an ensemble speak TLS to each other too
+(`sslQuorum`), with the same certificate. The four-letter words (`srvr`, `ruok`, ...) go over TLS then.
+"""
 
 from __future__ import annotations
 
 import shutil
 import socket
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
+
+from replog.common.security.files import TlsFiles
 
 ZK_JAR = Path("/usr/share/java/zookeeper.jar")
 ZK_CONF_DIR = Path("/etc/zookeeper/conf")
 SLF4J_SIMPLE = Path("/usr/share/java/slf4j-simple.jar")
+# Netty's TLS handler needs these, which the jar's manifest leaves out of its class path (Debian's 3.8.0):
+# without them a TLS port accepts connections and drops each at once (ClassNotFoundException).
+NETTY_EXTRA_JARS = (Path("/usr/share/java/netty-codec.jar"), Path("/usr/share/java/netty-resolver.jar"))
+NETTY_FACTORY = "org.apache.zookeeper.server.NettyServerCnxnFactory"
 # Four-letter words a server answers (tests find the leader with srvr, a client's server with cons).
 FOUR_LETTER_WORDS = ("ruok", "stat", "mntr", "srvr", "cons")
 
@@ -30,6 +44,7 @@ def zookeeper_command(config_path: Path, jvm_args: list[str] | tuple[str, ...] =
     classpath = f"{ZK_CONF_DIR}:{ZK_JAR}"
     if SLF4J_SIMPLE.exists():  # otherwise ZooKeeper logs nothing at all (slf4j's no-op binding)
         classpath += f":{SLF4J_SIMPLE}"
+    classpath += "".join(f":{jar}" for jar in NETTY_EXTRA_JARS if jar.exists())
     return [
         # C1 only (no C2): a young server recompiles its request processors with C2 in the middle
         # of the first bulk failover, on the cores the brokers need. A long-running production
@@ -62,29 +77,41 @@ class ServerAddress:
         return f"{self.host}:{self.client_port}"
 
 
+@dataclass(frozen=True)
+class ServerTls:
+    """A server's TLS files: its key and certificate in one PEM file (ZooKeeper's PEM key store), and the CA
+    certificate clients' and peers' certificates must be signed by."""
+
+    keystore_file: str
+    ca_file: str
+
+
 def write_config(directory: Path, port: int, tick_ms: int = 500, host: str = "127.0.0.1",
-                 force_sync: bool = False) -> Path:
+                 force_sync: bool = False, tls: ServerTls | None = None) -> Path:
     """A standalone server config; sessions may last 2..20 ticks (1 s to 10 s)."""
-    return write_server_config(directory, 1, [ServerAddress(1, host, port)], tick_ms, force_sync)
+    return write_server_config(directory, 1, [ServerAddress(1, host, port)], tick_ms, force_sync, tls)
 
 
 def write_server_config(directory: Path, my_id: int, servers: list[ServerAddress], tick_ms: int = 500,
-                        force_sync: bool = False) -> Path:
+                        force_sync: bool = False, tls: ServerTls | None = None) -> Path:
     """The config (and myid file) of server `my_id` of `servers`; one server alone runs standalone.
 
     With more than one, each `server.N` line names the peer's quorum and election ports, and a
     follower has 10 ticks to join the leader and 5 to answer it (initLimit, syncLimit).
     `force_sync` False (a development cluster's default, for speed): the transaction log is not
-    fsynced, so a power loss of the machine may take committed metadata with it."""
+    fsynced, so a power loss of the machine may take committed metadata with it. With `tls`, the client
+    port is a TLS one and the only one (module docstring)."""
     me = next(s for s in servers if s.server_id == my_id)
     data = directory / "data"
     data.mkdir(parents=True, exist_ok=True)
     path = directory / "zoo.cfg"
+    port_key = "clientPort" if tls is None else "secureClientPort"
     lines = [
         f"tickTime={tick_ms}",
         f"dataDir={data}",
-        f"clientPort={me.client_port}",
-        f"clientPortAddress={me.host}",
+        f"{port_key}={me.client_port}",
+        f"{port_key}Address={me.host}",
+        *([] if tls is None else _tls_lines(tls, quorum=len(servers) > 1)),
         "maxClientCnxns=0",
         "admin.enableServer=false",
         f"4lw.commands.whitelist={','.join(FOUR_LETTER_WORDS)}",
@@ -104,11 +131,25 @@ def write_server_config(directory: Path, my_id: int, servers: list[ServerAddress
     return path
 
 
-def four_letter_word(host: str, port: int, word: str, timeout_s: float = 1.0) -> str | None:
-    """The server's answer to `word` (ruok, srvr, stat, cons, mntr), None when it does not answer."""
+def _tls_lines(tls: ServerTls, quorum: bool) -> list[str]:
+    stores = [f"keyStore.location={tls.keystore_file}", "keyStore.type=PEM",
+              f"trustStore.location={tls.ca_file}", "trustStore.type=PEM"]
+    lines = [f"serverCnxnFactory={NETTY_FACTORY}", *(f"ssl.{line}" for line in stores), "ssl.clientAuth=need",
+             # A client is known by its certificate, not by the address it calls from (as at replog's own
+             # servers): the operator's certificate, say, names no host.
+             "ssl.hostnameVerification=false"]
+    if quorum:  # each peer checks the other's certificate against the address in its server.N line
+        lines += ["sslQuorum=true", *(f"ssl.quorum.{line}" for line in stores)]
+    return lines
+
+
+def four_letter_word(host: str, port: int, word: str, timeout_s: float = 1.0,
+                     tls: TlsFiles | None = None) -> str | None:
+    """The server's answer to `word` (ruok, srvr, stat, cons, mntr), None when it does not answer; over TLS
+    with `tls` (a server with a TLS client port has no other)."""
     assert word in FOUR_LETTER_WORDS, word
     try:
-        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        with _open(host, port, timeout_s, tls) as sock:
             sock.sendall(word.encode())
             chunks = []
             while True:
@@ -121,16 +162,29 @@ def four_letter_word(host: str, port: int, word: str, timeout_s: float = 1.0) ->
     return b"".join(chunks).decode(errors="replace")
 
 
-def mode(host: str, port: int) -> str | None:
+def _open(host: str, port: int, timeout_s: float, tls: TlsFiles | None) -> socket.socket:
+    sock = socket.create_connection((host, port), timeout=timeout_s)
+    if tls is None:
+        return sock
+    context = ssl.create_default_context(cafile=tls.ca_file)
+    context.load_cert_chain(tls.cert_file, tls.key_file)
+    try:
+        return context.wrap_socket(sock, server_hostname=host)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def mode(host: str, port: int, tls: TlsFiles | None = None) -> str | None:
     """"leader", "follower" or "standalone" for a server that serves clients, else None (not running, or an
     ensemble member without a quorum)."""
-    answer = four_letter_word(host, port, "srvr") or ""
+    answer = four_letter_word(host, port, "srvr", tls=tls) or ""
     for line in answer.splitlines():
         if line.startswith("Mode: "):
             return line[len("Mode: "):].strip()
     return None
 
 
-def is_ok(port: int, timeout_s: float = 0.5, host: str = "127.0.0.1") -> bool:
+def is_ok(port: int, timeout_s: float = 0.5, host: str = "127.0.0.1", tls: TlsFiles | None = None) -> bool:
     """True when the server on `port` answers 'imok' to 'ruok'."""
-    return four_letter_word(host, port, "ruok", timeout_s) == "imok"
+    return four_letter_word(host, port, "ruok", timeout_s, tls) == "imok"

@@ -24,6 +24,7 @@ from replog.common.security.settings import tls_files
 from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
 from replog.common.zk.schema import znode_acls
+from replog.common.zk.tls import zookeeper_tls_files
 from replog.gateway.config import GatewayConfig
 from replog.gateway.deps import GatewayDeps
 from replog.gateway.servicer import AdminServicer
@@ -37,7 +38,7 @@ class GatewayProcess:
         self.config = config
         credentials = load_credentials(config.zookeeper_credentials_file, znode_acls.GATEWAY_ROLE)
         self.zk = ZkClient(
-            ZkEndpoint(config.zookeeper, credentials),
+            ZkEndpoint(config.zookeeper, credentials, zookeeper_tls_files(config)),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )

@@ -12,10 +12,11 @@ from replog.common.config import one_of, positive, setting, tcp_port, zookeeper_
 from replog.common.listen import ListenSettings
 from replog.common.security.settings import TlsSettings
 from replog.common.zk.auth import credentials_file_setting
+from replog.common.zk.tls import ZkTlsSettings
 
 
 @dataclass(frozen=True)
-class GatewayConfig(TlsSettings, AclSettings, EdgeSettings, ListenSettings):
+class GatewayConfig(TlsSettings, ZkTlsSettings, AclSettings, EdgeSettings, ListenSettings):
     gateway_id: str = setting("1", "instance name of this gateway (for logs and traces)")
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     zookeeper_credentials_file: str = credentials_file_setting()

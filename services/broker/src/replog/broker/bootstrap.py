@@ -79,6 +79,7 @@ from replog.common.zk import schema
 from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
 from replog.common.zk.schema import znode_acls
+from replog.common.zk.tls import zookeeper_tls_files
 from replog.v1 import broker_control_pb2
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,7 @@ class BrokerProcess:
         self.clock = SystemClock()
         credentials = load_credentials(config.zookeeper_credentials_file, znode_acls.broker_identity(config.broker_id))
         self.zk = ZkClient(
-            ZkEndpoint(config.zookeeper, credentials),
+            ZkEndpoint(config.zookeeper, credentials, zookeeper_tls_files(config)),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )

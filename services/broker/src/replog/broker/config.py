@@ -19,6 +19,7 @@ from replog.common.config import between, non_negative, one_of, positive, settin
 from replog.common.listen import AdvertiseSettings
 from replog.common.security.settings import TlsSettings
 from replog.common.zk.auth import credentials_file_setting
+from replog.common.zk.tls import ZkTlsSettings
 
 # A leader keeps a fetch session per fetcher of each follower, and refuses fetcher ids past this.
 REPLICA_FETCHERS_MAX = 16
@@ -50,7 +51,7 @@ log_dir_list.rule = "comma-separated, no empty or repeated entry"  # type: ignor
 
 
 @dataclass(frozen=True)
-class BrokerConfig(TlsSettings, AclSettings, EdgeSettings, QuotaSettings, AdvertiseSettings):
+class BrokerConfig(TlsSettings, ZkTlsSettings, AclSettings, EdgeSettings, QuotaSettings, AdvertiseSettings):
     broker_id: int = setting(1, "id of this broker, unique in the cluster", non_negative)
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]",
                              zookeeper_connect)

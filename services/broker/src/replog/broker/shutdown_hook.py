@@ -59,9 +59,11 @@ def move_leadership(config) -> bool:
     from replog.common.zk.auth import ZkEndpoint, load_credentials
     from replog.common.zk.client import ZkClient
     from replog.common.zk.schema import znode_acls
+    from replog.common.zk.tls import zookeeper_tls_files
 
     credentials = load_credentials(config.zookeeper_credentials_file, znode_acls.broker_identity(config.broker_id))
-    zk = ZkClient(ZkEndpoint(config.zookeeper, credentials), session_timeout_ms=config.zookeeper_session_timeout_ms)
+    zk = ZkClient(ZkEndpoint(config.zookeeper, credentials, zookeeper_tls_files(config)),
+                  session_timeout_ms=config.zookeeper_session_timeout_ms)
     zk.start()
     tls = None if config.insecure else TlsFiles(config.tls_ca_file, config.tls_cert_file, config.tls_key_file)
     channels = ChannelCache(tls)

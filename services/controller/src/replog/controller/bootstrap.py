@@ -19,6 +19,7 @@ from replog.common.security.settings import tls_files
 from replog.common.zk.auth import ZkEndpoint, load_credentials
 from replog.common.zk.client import ZkClient
 from replog.common.zk.schema import znode_acls
+from replog.common.zk.tls import zookeeper_tls_files
 from replog.controller.adapters.event_loop import ControllerLoop
 from replog.controller.adapters.seat import SeatElector
 from replog.controller.adapters.servicer import ControllerServicer
@@ -35,7 +36,7 @@ class ControllerProcess:
         self.config = config
         credentials = load_credentials(config.zookeeper_credentials_file, znode_acls.CONTROLLER_ROLE)
         self.zk = ZkClient(
-            ZkEndpoint(config.zookeeper, credentials),
+            ZkEndpoint(config.zookeeper, credentials, zookeeper_tls_files(config)),
             session_timeout_ms=config.zookeeper_session_timeout_ms,
             connect_backoff_max_ms=config.zookeeper_connect_backoff_max_ms,
         )

@@ -11,10 +11,11 @@ from replog.common.edge.settings import EdgeSettings
 from replog.common.listen import AdvertiseSettings
 from replog.common.security.settings import TlsSettings
 from replog.common.zk.auth import credentials_file_setting
+from replog.common.zk.tls import ZkTlsSettings
 
 
 @dataclass(frozen=True)
-class ControllerConfig(TlsSettings, EdgeSettings, AdvertiseSettings):
+class ControllerConfig(TlsSettings, ZkTlsSettings, EdgeSettings, AdvertiseSettings):
     controller_id: int = setting(1, "id of this controller process, unique among controllers", non_negative)
     zookeeper: str = setting("127.0.0.1:2181", "ZooKeeper connect string host:port[,host:port][/chroot]", zookeeper_connect)
     zookeeper_credentials_file: str = credentials_file_setting()

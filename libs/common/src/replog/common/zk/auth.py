@@ -30,10 +30,13 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from replog.common.config import ConfigError, setting
 from replog.common.zk.schema import znode_acls as acls
+
+if TYPE_CHECKING:
+    from replog.common.security.files import TlsFiles
 
 log = logging.getLogger(__name__)
 
@@ -157,10 +160,12 @@ def write_credentials_file(path: Path, identities: list[tuple[str, str]], digest
 
 @dataclass(frozen=True)
 class ZkEndpoint:
-    """Where ZooKeeper is (connect string, with any chroot) and how to authenticate there."""
+    """Where ZooKeeper is (connect string, with any chroot) and how to authenticate there: digest
+    `credentials`, and `tls`, the files of a TLS connection (tls.py; None: plaintext)."""
 
     connect: str
     credentials: ZkCredentials | None = None
+    tls: "TlsFiles | None" = None
 
     @staticmethod
     def of(value: "ZkEndpoint | str") -> "ZkEndpoint":
@@ -177,6 +182,13 @@ class ZkEndpoint:
 
     def kazoo_acl(self, path: str) -> list:
         return kazoo_acl(self.acl(path))
+
+    def kazoo_args(self) -> dict:
+        """KazooClient's arguments for this endpoint: hosts, digest auth and TLS (tests and tools that open
+        a kazoo client of their own)."""
+        from replog.common.zk.tls import kazoo_args
+
+        return {"hosts": self.connect, "auth_data": self.kazoo_auth_data(), **kazoo_args(self.tls)}
 
 
 def kazoo_acl(entries: tuple[AclEntry, ...] | list[AclEntry]) -> list:

@@ -141,7 +141,7 @@ class BulkReader:
         self._buffer.clear()
         connect = lambda key: session.connect(  # noqa: E731
             self._hosts, self._timeout_s, key=key, last_zxid=self._last_zxid, receive_buffer=4 << 20,
-            credentials=self._endpoint.credentials, avoid=failed, deadline=deadline)
+            credentials=self._endpoint.credentials, avoid=failed, deadline=deadline, tls=self._endpoint.tls)
         try:
             self._sock, self._key, self._server = connect(self._key)
         except SessionExpired:

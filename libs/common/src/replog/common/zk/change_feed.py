@@ -95,7 +95,8 @@ class ChangeFeed:
     def _open(self) -> None:
         try:
             sock, self._key, self._server = session.connect(self._hosts, self._session_timeout_s,
-                                                            credentials=self._endpoint.credentials)
+                                                            credentials=self._endpoint.credentials,
+                                                            tls=self._endpoint.tls)
         except (ZkWireError, OSError) as exc:
             raise ChangeFeedBroken(str(exc)) from None
         self._sock = sock
@@ -215,7 +216,8 @@ class ChangeFeed:
             try:
                 sock, self._key, server = session.connect(
                     self._hosts, self._session_timeout_s, key=self._key, last_zxid=self._last_zxid,
-                    credentials=self._endpoint.credentials, avoid=self._server, deadline=deadline)
+                    credentials=self._endpoint.credentials, avoid=self._server, deadline=deadline,
+                    tls=self._endpoint.tls)
             except (session.SessionExpired, session.ZkAuthError):
                 return False
             except (ZkWireError, OSError):

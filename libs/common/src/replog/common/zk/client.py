@@ -15,6 +15,10 @@ at start left the partitions it alone held offline until a person started it aga
 tests `start` with a deadline. kazoo logs each failed attempt; `_ConnectionLogFilter` lets
 those lines through at a bounded rate, and `connect` says itself that it is waiting.
 
+TLS. An endpoint with TLS files (tls.py) has kazoo open each connection with TLS, checking the
+server's certificate and host name and presenting this process's certificate; a server that refuses
+the certificate looks like one that does not answer, and `connect` keeps waiting and saying so.
+
 Authentication. With credentials (auth.py), kazoo sends one digest auth packet per identity
 on every connection, and every znode this client creates gets the ACL schema/znode_acls.py gives
 its path (`acl`). `ensure_layout` creates the persistent znodes, gives them and the root of the
@@ -129,8 +133,8 @@ class ZkClient:
         _filter_connection_logs()
         connection_retry = KazooRetry(max_tries=-1, delay=CONNECT_BACKOFF_FIRST_S, backoff=2,
                                       max_delay=connect_backoff_max_ms / 1000.0)
-        self.kazoo = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000.0,
-                                 connection_retry=connection_retry, auth_data=self.endpoint.kazoo_auth_data())
+        self.kazoo = KazooClient(timeout=session_timeout_ms / 1000.0, connection_retry=connection_retry,
+                                 **self.endpoint.kazoo_args())
         self._listeners: list[SessionListener] = []
         self.kazoo.add_listener(self._on_state)
 

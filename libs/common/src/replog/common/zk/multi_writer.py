@@ -210,7 +210,7 @@ class MultiWriter:
         self._buffer.clear()
 
     def _session(self) -> socket.socket:
-        if self._sock is not None and session.peer_closed(self._sock):
+        if self._sock is not None and session.peer_closed(self._sock, self._buffer):
             self._drop_connection()
         if self._sock is not None and time.monotonic() - self._last_used > self._session_timeout_s / 3:
             if not self._ping():
@@ -226,7 +226,7 @@ class MultiWriter:
         deadline = None if self._key is None else time.monotonic() + self._key.timeout_ms / 1000
         connect = lambda key: session.connect(  # noqa: E731
             self._hosts, self._session_timeout_s, key=key, last_zxid=self._last_zxid, receive_buffer=4 << 20,
-            credentials=self._endpoint.credentials, avoid=failed, deadline=deadline)
+            credentials=self._endpoint.credentials, avoid=failed, deadline=deadline, tls=self._endpoint.tls)
         try:
             try:
                 self._sock, self._key, self._server = connect(self._key)

@@ -21,17 +21,27 @@ readOnly bool; its answer: protocolVersion i32, timeOut i32, sessionId i64, pass
 xid -4, type 100, AuthPacket (type i32 0, scheme "digest", auth buffer "user:password"),
 answered by a header with xid -4 whose err is 0, or AUTHFAILED (-115) before the server
 closes the connection. Every later answer starts with a header: xid i32, zxid i64, err i32.
+
+TLS (tls.py): with TLS files, each connection is wrapped after the TCP connect and before the
+connect request, checking the server's certificate against the host of the connect string; a server
+that refuses this process's certificate fails the handshake, which counts as a failed connection (the
+next server is tried). The clients read on one thread while another writes (bulk's sender, the change
+feed's pinger), so the context stops at TLS 1.2, whose records never make a read write anything: a TLS 1.3
+read may answer a key update or take a session ticket on the reader's thread.
 """
 
 from __future__ import annotations
 
 import random
 import socket
+import ssl
 import struct
 import time
 from dataclasses import dataclass
 from typing import Sequence
 
+from replog.common.security.files import TlsFiles
+from replog.common.zk import tls as zk_tls
 from replog.common.zk.auth import ZkCredentials
 
 _I32 = struct.Struct(">i")
@@ -113,11 +123,11 @@ def reply_zxid(frame: bytes) -> int:
 
 def connect(servers: Sequence[Server], timeout_s: float, *, key: SessionKey | None = None, last_zxid: int = 0,
             credentials: ZkCredentials | None = None, receive_buffer: int = 0, avoid: Server | None = None,
-            deadline: float | None = None) -> tuple[socket.socket, SessionKey, Server]:
+            deadline: float | None = None, tls: TlsFiles | None = None) -> tuple[socket.socket, SessionKey, Server]:
     """A connection to one of `servers` (tried in a shuffled order, `avoid` last) holding a new session, or
     session `key` resumed; handshake and authentication done. Without `deadline`, one round over the
     servers; with it, rounds with short pauses until one answers or the deadline passes (ConnectionLost).
-    A resumed session the ensemble has expired raises SessionExpired; refused credentials, ZkAuthError."""
+    With `tls`, every connection is a TLS one presenting that certificate. A resumed session the ensemble has expired raises SessionExpired; refused credentials, ZkAuthError."""
     order = list(servers)
     random.shuffle(order)
     if avoid in order and len(order) > 1:
@@ -128,7 +138,7 @@ def connect(servers: Sequence[Server], timeout_s: float, *, key: SessionKey | No
         errors = []
         for server in order:
             try:
-                sock, answered = _handshake(server, timeout_s, key, last_zxid, receive_buffer, deadline)
+                sock, answered = _handshake(server, timeout_s, key, last_zxid, receive_buffer, deadline, tls)
             except (OSError, ConnectionLost) as exc:
                 errors.append(f"{server[0]}:{server[1]}: {exc}")
                 continue
@@ -151,13 +161,15 @@ def connect(servers: Sequence[Server], timeout_s: float, *, key: SessionKey | No
 
 
 def _handshake(server: Server, timeout_s: float, key: SessionKey | None, last_zxid: int, receive_buffer: int,
-               deadline: float | None) -> tuple[socket.socket, SessionKey]:
+               deadline: float | None, tls: TlsFiles | None) -> tuple[socket.socket, SessionKey]:
     attempt_s = timeout_s if deadline is None else max(0.1, min(timeout_s, deadline - time.monotonic()))
     sock = socket.create_connection(server, timeout=attempt_s)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if receive_buffer:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        if tls is not None:
+            sock = zk_tls.wrap(sock, tls, server[0])  # the handshake, within the attempt's timeout
         timeout_ms = key.timeout_ms if key is not None else int(timeout_s * 1000)
         password = key.password if key is not None else b"\0" * PASSWORD_BYTES
         body = _CONNECT.pack(0, last_zxid, timeout_ms, key.session_id if key else 0, len(password)) + password + b"\0"
@@ -207,16 +219,22 @@ def close_session(sock: socket.socket) -> None:
     sock.close()
 
 
-def peer_closed(sock: socket.socket) -> bool:
+def peer_closed(sock: socket.socket, buffer: bytearray) -> bool:
     """True when the server has closed this connection (or it failed) while nothing was asked of it: a
-    request sent now would not be answered. Reads nothing that is there."""
+    request sent now would not be answered. What is there to read stays to be read: on a plain socket
+    it is only peeked at; a TLS socket cannot peek at decrypted bytes, so they are moved to `buffer`
+    (the connection's, which read_frame takes first)."""
     blocking = sock.gettimeout()
     try:
         sock.setblocking(False)
         try:
+            if isinstance(sock, ssl.SSLSocket):
+                data = sock.recv(1 << 16)
+                buffer += data
+                return data == b""
             return sock.recv(1, socket.MSG_PEEK) == b""
-        except (BlockingIOError, InterruptedError):
-            return False
+        except (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return False  # nothing there (on TLS: no whole record yet)
         except OSError:
             return True
     finally:
