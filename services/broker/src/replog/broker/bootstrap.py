@@ -183,6 +183,11 @@ class BrokerProcess:
             retention_ms=None if config.log_retention_ms < 0 else config.log_retention_ms,
             retention_bytes=None if config.log_retention_bytes < 0 else config.log_retention_bytes,
             segment_ms=config.log_roll_ms,
+            cleanup_policy=config.log_cleanup_policy,
+            min_cleanable_dirty_ratio=config.log_cleaner_min_cleanable_ratio,
+            min_compaction_lag_ms=config.log_cleaner_min_compaction_lag_ms,
+            max_compaction_lag_ms=config.log_cleaner_max_compaction_lag_ms,
+            delete_retention_ms=config.log_cleaner_delete_retention_ms,
             fsync_on_roll=False,  # the checkpointer fsyncs rolled segments off the append path
             remove_deleted_at_once=False,  # deleted segments' files are removed off the partition's lock
         )

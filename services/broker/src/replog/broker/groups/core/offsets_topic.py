@@ -7,8 +7,11 @@ replication factor is the configured one capped at the live brokers, so a small 
 gets a topic; the plan says when it capped, for a log line. Racks are used when every live broker
 has one, as in topic creation, and ignored otherwise rather than refusing.
 
-The topic keeps its records however old (retention.ms=-1): a committed offset or a group's
-snapshot must not age out of the log while the group still relies on it.
+The topic is compacted and never aged out (cleanup.policy=compact, retention.ms=-1): a committed
+offset or a group's snapshot must not leave the log while the group still relies on it, and the log
+cleaner keeps only the latest record of each key (records.py keys them by group, and by group, topic
+and partition), so the topic stops growing under a steady commit load; a deleted group's tombstones
+go after delete.retention.ms.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Mapping
 
 from replog.common.core import placement
 
-OFFSETS_TOPIC_CONFIGS = {"retention.ms": "-1"}
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "retention.ms": "-1"}
 
 
 @dataclass(frozen=True)
