@@ -49,6 +49,7 @@ from replog.broker.replicas.log_dirs import DuplicateReplicaError, NoOnlineLogDi
 from replog.broker.replicas.producer_expiry import ProducerExpiry
 from replog.broker.replicas.recovery_losses import report_recovery
 from replog.broker.replicas.replica_manager import ReplicaManager
+from replog.broker.replicas.log_cleaner import LogCleaner
 from replog.broker.replicas.retention_rounds import RetentionRounds
 from replog.broker.replicas.scrubber import Scrubber
 from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
@@ -161,6 +162,8 @@ class BrokerProcess:
         self.throttle.watch(self.zk)
         self.isr_changes.start()
         self.checkpointer.start()
+        if self.log_cleaner is not None:
+            self.log_cleaner.start()
         for probe in self.fsync_probes:
             probe.start()
         self.groups.start()
@@ -265,6 +268,10 @@ class BrokerProcess:
                          on_corrupt=metrics.scrub_corrupt_segments.inc, resign=self.resignations.resign,
                          refetch=self.fetchers.position_changed)),
         )
+        self.log_cleaner = LogCleaner(
+            replicas.hosted, clock, keys_max=config.log_cleaner_keys_max,
+            bytes_per_second=config.log_cleaner_io_max_bytes_per_second, backoff_ms=config.log_cleaner_backoff_ms,
+            metrics=metrics) if config.log_cleaner_enable else None
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
             state_changes=self.state_changes, metadata=self.metadata, broker_epoch_of=lambda: self.broker_epoch,
@@ -378,6 +385,8 @@ class BrokerProcess:
             self.fetchers.stop()
             self.isr_changes.stop()
             self.checkpointer.stop()
+            if self.log_cleaner is not None:
+                self.log_cleaner.stop()
             self.offline_dirs.stop()
             self.resignations.stop()
             for probe in self.fsync_probes:
