@@ -98,10 +98,13 @@ def test_tombstones_go_only_after_delete_retention(tmp_path):
     history = [(b"a", b"1"), (b"b", b"1"), (b"a", None)] + [(b"c%d" % i, b"x" * 100) for i in range(60)]
     log = open_log(tmp_path / "t-0", compacted(delete_retention_ms=1000))
     write_history(log, history)
-    run_pass(log, now_ms=T0_MS + 500)
+    first = run_pass(log, now_ms=T0_MS + 500)
     kept = {(r.key, r.value) for r in all_records(log)}
     assert (b"a", None) in kept and (b"a", b"1") not in kept
-    run_pass(log, now_ms=T0_MS + 1001)
+    assert first.oldest_tombstone_ms == T0_MS
+    # nothing dirty is left: the next pass goes over the clean part only, and removes the expired tombstone
+    second = run_pass(log, now_ms=T0_MS + 1001, first_dirty_offset=first.first_dirty_offset)
+    assert second.records_removed == 1 and second.oldest_tombstone_ms is None
     keys = [r.key for r in all_records(log)]
     assert b"a" not in keys and b"b" in keys
 

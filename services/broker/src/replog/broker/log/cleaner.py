@@ -95,6 +95,7 @@ class PassResult:
     records_removed: int = 0
     first_dirty_offset: int = -1  # where the next pass's dirty part starts
     swaps_discarded: int = 0
+    oldest_tombstone_ms: int | None = None  # the oldest timestamp of a tombstone the cleaned part keeps
     segments: list[CleanableSegment] = field(default_factory=list)
 
 
@@ -118,11 +119,11 @@ def clean_log(log, run_locked: Callable[[Callable[[], T]], T], *, upper_offset: 
         for snapshot in dirty:
             if not offsets.try_add_segment(_keys(snapshot, throttle), snapshot.next_offset):
                 break
-        if offsets.end_offset < 0:
-            return result
+        # no dirty segment: a pass over the clean part still removes the tombstones past delete.retention.ms
+        clean_end = offsets.end_offset if offsets.end_offset >= 0 else min(first_dirty_offset, upper)
         keep_whole = producer_last_batches(producer_batches + active_producers)
         for snapshot in snapshots[:count]:
-            if snapshot.base_offset >= offsets.end_offset:
+            if snapshot.base_offset >= clean_end:
                 break
             written = _rewrite(log.directory, snapshot, offsets, keep_whole, now_ms, config.delete_retention_ms,
                                throttle, result)
@@ -134,7 +135,7 @@ def clean_log(log, run_locked: Callable[[Callable[[], T]], T], *, upper_offset: 
                 result.bytes_written += size_bytes
             else:
                 result.swaps_discarded += 1
-        result.first_dirty_offset = offsets.end_offset
+        result.first_dirty_offset = max(clean_end, first_dirty_offset)
         return result
     finally:
         for snapshot in snapshots:
@@ -197,6 +198,10 @@ def _rewrite(directory: Path, snapshot: SegmentSnapshot, offsets: KeyOffsets, ke
         kept = [r for r in records if keeps_record(r.key, r.value is None, r.offset, r.timestamp_ms, offsets,
                                                   now_ms=now_ms, delete_retention_ms=delete_retention_ms)]
         removed += len(records) - len(kept)
+        for record in kept:
+            if record.value is None and (result.oldest_tombstone_ms is None
+                                         or record.timestamp_ms < result.oldest_tombstone_ms):
+                result.oldest_tombstone_ms = record.timestamp_ms
         if len(kept) == len(records):
             parts.append(data)
         elif kept:

@@ -6,7 +6,9 @@ Each round looks at every hosted, usable replica whose log compacts, leaders
 and followers alike (each replica cleans its own copy, below its own HW), and
 weighs its cleanable segments: the dirtiest log that is due (dirty ratio at
 least min.cleanable.dirty.ratio, or dirty records older than
-max.compaction.lag.ms) gets one pass; with none due the thread waits
+max.compaction.lag.ms, or a tombstone in its clean part older than
+delete.retention.ms, which a pass over the clean part alone removes) gets
+one pass; with none due the thread waits
 `backoff_ms`. Where a log's dirty part starts is kept per log in memory: a
 restarted broker counts a log as dirty from its start, and its first pass
 cleans it all again (which changes nothing already clean). A pass takes the
@@ -44,6 +46,7 @@ class LogCleaner:
         self._metrics = metrics
         self._first_dirty: dict[int, int] = {}  # id(log) -> where its dirty part starts
         self._resting_until_ms: dict[int, int] = {}  # id(log) -> no pass before (after an error)
+        self._oldest_tombstone_ms: dict[int, int] = {}  # id(log) -> its clean part's oldest tombstone
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="log-cleaner", daemon=True)
         self.passes = 0  # since start, for tests and logs
@@ -88,13 +91,15 @@ class LogCleaner:
             if dirty:
                 lag_ms_max = max(lag_ms_max, now_ms - min(s.max_timestamp_ms for s in dirty))
             due = is_due(segments, first_dirty, now_ms=now_ms, min_cleanable_dirty_ratio=config.min_cleanable_dirty_ratio,
-                         max_compaction_lag_ms=config.max_compaction_lag_ms)
+                         max_compaction_lag_ms=config.max_compaction_lag_ms) or (
+                now_ms - self._oldest_tombstone_ms.get(key, now_ms) > config.delete_retention_ms)
             if due and self._resting_until_ms.get(key, 0) <= now_ms:
                 candidates.append((ratio, hosted, first_dirty))
         for key in list(self._first_dirty):
             if key not in live:  # a replica deleted or reloaded: its log object is gone
                 del self._first_dirty[key]
                 self._resting_until_ms.pop(key, None)
+                self._oldest_tombstone_ms.pop(key, None)
         if self._metrics is not None:
             self._metrics.cleaner_dirty_ratio.set(ratio_max)
             self._metrics.cleaner_lag_s.set(max(lag_ms_max, 0) / 1000)
@@ -120,6 +125,10 @@ class LogCleaner:
         if result.first_dirty_offset <= first_dirty:  # nothing cleanable yet (min.compaction.lag.ms, the HW)
             self._resting_until_ms[key] = now_ms + self._backoff_ms
         self._first_dirty[key] = max(result.first_dirty_offset, first_dirty)
+        if result.oldest_tombstone_ms is None:
+            self._oldest_tombstone_ms.pop(key, None)
+        else:
+            self._oldest_tombstone_ms[key] = result.oldest_tombstone_ms
         if self._metrics is not None:
             self._metrics.cleaner_bytes.inc(result.bytes_read + result.bytes_written)
             self._metrics.cleaner_records_removed.inc(result.records_removed)
