@@ -266,3 +266,20 @@ def test_topic_overrides_set_the_policy_and_retention_leaves_a_compact_only_log_
                             ManualClock(T0_MS))
     write_history(log, [(b"k", b"x" * 50)] * 30, per_batch=1)
     assert log.delete_old_segments(T0_MS + DAY_MS) == []
+
+
+def test_segments_left_empty_are_removed_and_their_offsets_still_read(tmp_path):
+    log = open_log(tmp_path / "t-0")
+    write_history(log, [(b"k", b"x" * 100 + b"%d" % i) for i in range(300)], per_batch=1)
+    segments_before = log.segment_count
+    active_base = log.cleanable_segments()[-1].next_offset
+    run_pass(log)
+    assert log.segment_count <= 3 < segments_before  # the first (where the log starts), the last kept, the active
+    assert log.log_start_offset == 0
+    records = all_records(log)
+    assert len([r for r in records if r.offset < active_base]) == 1  # the latest below the active segment
+    assert decode_records(log.read(0, 1 << 20))[0].offset == records[0].offset
+    assert not log.verify()
+    log.close()
+    reopened = open_log(tmp_path / "t-0")
+    assert [(r.offset, r.value) for r in all_records(reopened)] == [(r.offset, r.value) for r in records]

@@ -159,6 +159,10 @@ class BrokerConfig(TlsSettings, AclSettings, EdgeSettings, QuotaSettings, Advert
     offsets_topic_replication_factor: int = setting(
         3, "replication factor of __consumer_offsets when a broker creates it; capped (with a warning logged) at "
            "the brokers live at that moment", positive)
+    offsets_topic_segment_bytes: int = setting(
+        100 * 1024 * 1024, "segment.bytes of __consumer_offsets when a broker creates it: the log cleaner compacts "
+                           "only rolled segments, so this bounds what a partition holds beyond its live keys",
+        between(14, 2**31 - 1))
     controlled_shutdown_enable: bool = setting(True, "on SIGTERM ask the controller to move leadership away first")
     replica_high_watermark_checkpoint_interval_ms: int = setting(
         5000, "how often the HW and recovery-point checkpoint files are rewritten", positive)

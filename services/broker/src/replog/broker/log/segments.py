@@ -318,6 +318,10 @@ class Segments:
         """Put the fsynced rewrite `cleaned` (`<segment>.log.cleaned`) in place of the rolled segment
         starting at `base_offset`, if it is still there as it was read (`size_bytes`); else discard it.
 
+        A rewrite with nothing left removes the segment instead, its offsets then the previous segment's
+        (a gap at its end), so a compacted log does not keep one empty file per cleaned segment; the first
+        segment stays, empty if need be, where the log starts.
+
         Crash safety: the rename to `.swap` (made durable) decides the swap; recovery finishes a swap it
         finds (`finish_interrupted_swaps`) and discards a `.cleaned` file. The old index is removed before
         the segment is replaced, and rebuilt from the new file."""
@@ -325,6 +329,16 @@ class Segments:
         if segment is None or segment.size_bytes != size_bytes:
             cleaned.unlink(missing_ok=True)
             return False
+        i = self._segments.index(segment)
+        if i > 0 and cleaned.stat().st_size == 0:  # nothing left: the previous segment takes its offsets over
+            segment.delete()
+            cleaned.unlink()
+            fsync_directory(self._directory)
+            self._segments[i - 1].next_offset = segment.next_offset
+            del self._segments[i]
+            self._layout_version += 1
+            self._unsynced_rolled = [s for s in self._unsynced_rolled if s is not segment]
+            return True
         swap = segment.log_path.with_name(segment.log_path.name + SWAP_SUFFIX)
         os.rename(cleaned, swap)
         fsync_directory(self._directory)

@@ -38,12 +38,16 @@ class OffsetsTopicPlan:
 
 
 def plan_offsets_topic(live_racks: Mapping[int, str | None], partitions: int, replication_factor: int,
-                       rng: random.Random) -> OffsetsTopicPlan | None:
-    """The topic to create over `live_racks` (broker id -> rack or None); None with no live broker."""
+                       rng: random.Random, *, segment_bytes: int | None = None) -> OffsetsTopicPlan | None:
+    """The topic to create over `live_racks` (broker id -> rack or None); None with no live broker.
+    `segment_bytes`: its segment.bytes (the broker's offsets_topic_segment_bytes), None for the default."""
     assert partitions > 0 and replication_factor > 0, (partitions, replication_factor)
     if not live_racks:
         return None
     factor = min(replication_factor, len(live_racks))
     racks = dict(live_racks) if all(live_racks.values()) else {b: None for b in live_racks}
     assignment = placement.assign_replicas_to_brokers(racks, partitions, factor, rng)
-    return OffsetsTopicPlan(dict(assignment), dict(OFFSETS_TOPIC_CONFIGS), factor, replication_factor)
+    configs = dict(OFFSETS_TOPIC_CONFIGS)
+    if segment_bytes is not None:
+        configs["segment.bytes"] = str(segment_bytes)
+    return OffsetsTopicPlan(dict(assignment), configs, factor, replication_factor)
