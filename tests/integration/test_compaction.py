@@ -28,12 +28,14 @@ KEYS = 1_000
 TOMBSTONE_SHARE = 0.10
 FILLER_KEY = b"~filler"  # written last, so every write above lies in rolled (cleanable) segments
 SEGMENT_BYTES = 16384
+OFFSETS_SEGMENT_BYTES = 4096
 CLEAN_DEADLINE_S = 180  # cleaning ~4 MB three times over on two busy cores, with generous slack
 
 
 def spec() -> ClusterSpec:
     return ClusterSpec(controllers=1, brokers=3, gateways=1, extra_args={"broker": [
-        "--log-cleaner-backoff-ms", "200", "--log-cleaner-io-max-bytes-per-second", "0"]})
+        "--log-cleaner-backoff-ms", "200", "--log-cleaner-io-max-bytes-per-second", "0",
+        "--offsets-topic-num-partitions", "1", "--offsets-topic-segment-bytes", str(OFFSETS_SEGMENT_BYTES)]})
 
 
 @pytest.fixture(scope="module")
@@ -142,18 +144,75 @@ def test_a_compacted_topic_keeps_the_latest_value_of_each_key_on_every_replica(c
     assert values_after == live
 
 
-def test_the_offsets_topic_is_compacted(cluster, replog):
-    def coordinator_found():  # the first FindCoordinator of a cluster creates __consumer_offsets
-        try:
-            answer = group_pb2_grpc.GroupServiceStub(cluster.channel(bootstrap(cluster)[0])).FindCoordinator(
-                group_pb2.FindCoordinatorRequest(group_id="g-compaction"), timeout=10)
-        except grpc.RpcError:
-            return False
-        return answer.error_code == common_pb2.ERROR_CODE_NONE
-    wait_for(coordinator_found, DEADLINE_S, "the offsets topic to exist")
+def find_coordinator(cluster, group_id: str):
+    try:
+        answer = group_pb2_grpc.GroupServiceStub(cluster.channel(bootstrap(cluster)[0])).FindCoordinator(
+            group_pb2.FindCoordinatorRequest(group_id=group_id), timeout=10)
+    except grpc.RpcError:
+        return None
+    return answer if answer.error_code == common_pb2.ERROR_CODE_NONE else None
+
+
+def test_the_offsets_topic_is_compacted_and_stops_growing_under_steady_commits(cluster, replog):
+    found = wait_for(lambda: find_coordinator(cluster, "steady"), DEADLINE_S, "the offsets topic to exist")
     code, out, err = replog("topics", "describe", "__consumer_offsets")
     assert code == 0, err
     assert "cleanup.policy=compact" in out, out
+    code, _, err = replog("topics", "create", "committed", "--partitions", "10", "--replication-factor", "1")
+    assert code == 0, err
+
+    stub = group_pb2_grpc.GroupServiceStub(cluster.channel(f"{found.coordinator.host}:{found.coordinator.port}"))
+
+    def join():
+        answer = stub.JoinGroup(group_pb2.JoinGroupRequest(
+            group_id="steady", client_id="test", session_timeout_ms=30_000, rebalance_timeout_ms=30_000,
+            protocol_type="consumer", protocols=[group_pb2.GroupProtocol(name="range", topics=["committed"])]),
+            timeout=60)
+        if answer.error_code != common_pb2.ERROR_CODE_NONE:
+            return None
+        synced = stub.SyncGroup(group_pb2.SyncGroupRequest(
+            group_id="steady", generation_id=answer.generation_id, member_id=answer.member_id,
+            assignments=[group_pb2.MemberAssignment(member_id=answer.member_id)]), timeout=60)
+        return synced.error_code == common_pb2.ERROR_CODE_NONE and answer
+    member = wait_for(join, DEADLINE_S, "the group to form")
+    replicas_of = [b for b in (1, 2, 3) if describe(cluster, b, "__consumer_offsets") is not None]
+    written = 0
+    for phase in range(3):  # the same load three times over: the topic's size stays where it was
+        for _ in range(200):
+            written += 1
+            reply = stub.OffsetCommit(group_pb2.OffsetCommitRequest(
+                group_id="steady", generation_id=member.generation_id, member_id=member.member_id,
+                partitions=[group_pb2.OffsetCommitPartition(topic="committed", partition=p, offset=written)
+                            for p in range(10)]), timeout=30)
+            assert reply.error_code == common_pb2.ERROR_CODE_NONE, reply
+
+        def bounded():
+            found = [describe(cluster, b, "__consumer_offsets") for b in replicas_of]
+            return all(d is not None and d.log_end_offset >= written * 10 and d.size_bytes <= 6 * OFFSETS_SEGMENT_BYTES
+                       for d in found) and found
+        found = wait_for(bounded, CLEAN_DEADLINE_S, f"every offsets replica within 6 segments after phase {phase}")
+    # 6,000 offset records of about 200 bytes were written; every replica holds a few segments' worth
+    assert all(d.log_end_offset >= 6000 for d in found)
+
+    # Deleting the group writes tombstones, which the cleaner removes once delete.retention.ms has passed.
+    stub.LeaveGroup(group_pb2.LeaveGroupRequest(group_id="steady", member_id=member.member_id), timeout=30)
+    code, _, err = replog("groups", "delete", "--group", "steady")
+    assert code == 0, err
+    latest = {}
+    for record in replica_records(cluster, replicas_of[0], "__consumer_offsets"):
+        if b'"steady"' in record.key:
+            latest[record.key] = record.value
+    assert len(latest) == 11 and all(value is None for value in latest.values())  # the group and its 10 offsets
+    code, _, err = replog("topics", "alter", "__consumer_offsets", "--config", "delete.retention.ms=1000")
+    assert code == 0, err
+    for round_number in range(30):  # another group's commits roll the segment holding the tombstones
+        reply = stub.OffsetCommit(group_pb2.OffsetCommitRequest(
+            group_id="other", generation_id=-1, partitions=[group_pb2.OffsetCommitPartition(
+                topic="committed", partition=p, offset=round_number) for p in range(10)]), timeout=30)
+        assert reply.error_code == common_pb2.ERROR_CODE_NONE, reply
+    for broker_id in replicas_of:
+        wait_for(lambda b=broker_id: not any(b'"steady"' in r.key for r in replica_records(
+            cluster, b, "__consumer_offsets")), CLEAN_DEADLINE_S, f"broker {broker_id} to drop the group's tombstones")
 
 
 def test_a_tombstone_reads_back_as_none(cluster, replog):
