@@ -185,42 +185,53 @@ def _keys(snapshot: SegmentSnapshot, throttle: Throttle) -> Iterator[tuple[bytes
 
 def _rewrite(directory: Path, snapshot: SegmentSnapshot, offsets: KeyOffsets, keep_whole: frozenset[int],
              now_ms: int, delete_retention_ms: int, throttle: Throttle, result: PassResult) -> tuple[Path, int] | None:
-    """Write the cleaned copy of one segment to `<segment>.log.cleaned`, fsynced; None when it would keep
-    everything (no file written)."""
-    parts: list[bytes] = []
-    removed = 0
-    for header, data in _batches(snapshot, throttle):
-        result.bytes_read += len(data)
-        if header.base_offset in keep_whole:
-            parts.append(data)
-            continue
-        records = decode_records(data)
-        kept = [r for r in records if keeps_record(r.key, r.value is None, r.offset, r.timestamp_ms, offsets,
-                                                  now_ms=now_ms, delete_retention_ms=delete_retention_ms)]
-        removed += len(records) - len(kept)
-        for record in kept:
-            if record.value is None and (result.oldest_tombstone_ms is None
-                                         or record.timestamp_ms < result.oldest_tombstone_ms):
-                result.oldest_tombstone_ms = record.timestamp_ms
-        if len(kept) == len(records):
-            parts.append(data)
-        elif kept:
-            parts.extend(_reencoded(header, kept))
-    if removed == 0:
-        return None
-    result.records_removed += removed
+    """Write the cleaned copy of one segment to `<segment>.log.cleaned` as it is read (memory bounded by a
+    batch), fsynced; None, the file removed, when it would keep everything."""
     path = directory / f"{snapshot.base_offset:020d}.log{CLEANED_SUFFIX}"
-    body = b"".join(parts)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    removed = written_bytes = 0
     try:
-        view = memoryview(body)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
+        for header, data in _batches(snapshot, throttle):
+            result.bytes_read += len(data)
+            if header.base_offset in keep_whole:
+                parts = [data]
+            else:
+                parts, dropped = _cleaned_batch(header, data, offsets, now_ms, delete_retention_ms, result)
+                removed += dropped
+            for part in parts:
+                _write_all(fd, part)
+                written_bytes += len(part)
+                throttle.spend(len(part))
+        if removed:
+            os.fsync(fd)
     finally:
         os.close(fd)
-    throttle.spend(len(body))
-    return path, len(body)
+    if not removed:
+        path.unlink()
+        return None
+    result.records_removed += removed
+    return path, written_bytes
+
+
+def _cleaned_batch(header: BatchHeader, data: bytes, offsets: KeyOffsets, now_ms: int, delete_retention_ms: int,
+                   result: PassResult) -> tuple[list[bytes], int]:
+    """What a batch becomes (itself, its kept runs, or nothing) and how many records it lost."""
+    records = decode_records(data)
+    kept = [r for r in records if keeps_record(r.key, r.value is None, r.offset, r.timestamp_ms, offsets,
+                                              now_ms=now_ms, delete_retention_ms=delete_retention_ms)]
+    for record in kept:
+        if record.value is None and (result.oldest_tombstone_ms is None
+                                     or record.timestamp_ms < result.oldest_tombstone_ms):
+            result.oldest_tombstone_ms = record.timestamp_ms
+    if len(kept) == len(records):
+        return [data], 0
+    return (_reencoded(header, kept) if kept else []), len(records) - len(kept)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _reencoded(header: BatchHeader, kept: list) -> list[bytes]:
