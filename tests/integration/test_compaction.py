@@ -68,6 +68,19 @@ def replica_records(cluster, broker_id: int, topic: str) -> list:
     return records
 
 
+def mismatch(records, expected: dict[bytes, bytes | None]) -> str:
+    """What differs from `holds_exactly`, for a failure message."""
+    kept = [(r.key, r.value, r.offset) for r in records if r.key != FILLER_KEY]
+    keys: dict[bytes, list] = {}
+    for key, value, offset in kept:
+        keys.setdefault(key, []).append((offset, value))
+    repeated = {k: v for k, v in keys.items() if len(v) > 1}
+    wrong = {k: v for k, v in keys.items() if v[-1][1] != expected.get(k, b"<absent>")}
+    missing = set(expected) - set(keys)
+    return (f"{len(kept)} records for {len(expected)} keys; {len(repeated)} keys repeated (e.g. "
+            f"{list(repeated.items())[:2]}), {len(wrong)} wrong (e.g. {list(wrong.items())[:2]}), {len(missing)} missing")
+
+
 def holds_exactly(records, expected: dict[bytes, bytes | None]) -> bool:
     """The records other than the filler are one per key of `expected`, with its value (None: a tombstone)."""
     kept = [(r.key, r.value) for r in records if r.key != FILLER_KEY]

@@ -12,7 +12,8 @@ produce and fetch go on. Rolled segments are immutable, so what a duplicated
 descriptor reads stays true; a segment deleted or cut meanwhile (retention,
 truncation) is noticed at its swap, which then discards the rewrite.
 
-A rewrite keeps each kept record's offset. A batch whose records all stay is
+A rewrite keeps each kept record's offset (and the last record of each producer's
+latest batch, compaction.py). A batch whose records all stay is
 copied byte for byte (its CRC, codec and attributes unchanged); otherwise
 each run of consecutive kept records becomes a batch of its own, with the
 original's leader epoch, producer id and epoch, its codec and timestamp
@@ -121,11 +122,11 @@ def clean_log(log, run_locked: Callable[[Callable[[], T]], T], *, upper_offset: 
                 break
         # no dirty segment: a pass over the clean part still removes the tombstones past delete.retention.ms
         clean_end = offsets.end_offset if offsets.end_offset >= 0 else min(first_dirty_offset, upper)
-        keep_whole = producer_last_batches(producer_batches + active_producers)
+        producers_last = producer_last_batches(producer_batches + active_producers)
         for snapshot in snapshots[:count]:
             if snapshot.base_offset >= clean_end:
                 break
-            written = _rewrite(log.directory, snapshot, offsets, keep_whole, now_ms, config.delete_retention_ms,
+            written = _rewrite(log.directory, snapshot, offsets, producers_last, now_ms, config.delete_retention_ms,
                                throttle, result)
             if written is None:
                 continue
@@ -183,7 +184,7 @@ def _keys(snapshot: SegmentSnapshot, throttle: Throttle) -> Iterator[tuple[bytes
             yield record.key, record.offset
 
 
-def _rewrite(directory: Path, snapshot: SegmentSnapshot, offsets: KeyOffsets, keep_whole: frozenset[int],
+def _rewrite(directory: Path, snapshot: SegmentSnapshot, offsets: KeyOffsets, producers_last: frozenset[int],
              now_ms: int, delete_retention_ms: int, throttle: Throttle, result: PassResult) -> tuple[Path, int] | None:
     """Write the cleaned copy of one segment to `<segment>.log.cleaned` as it is read (memory bounded by a
     batch), fsynced; None, the file removed, when it would keep everything."""
@@ -193,11 +194,9 @@ def _rewrite(directory: Path, snapshot: SegmentSnapshot, offsets: KeyOffsets, ke
     try:
         for header, data in _batches(snapshot, throttle):
             result.bytes_read += len(data)
-            if header.base_offset in keep_whole:
-                parts = [data]
-            else:
-                parts, dropped = _cleaned_batch(header, data, offsets, now_ms, delete_retention_ms, result)
-                removed += dropped
+            parts, dropped = _cleaned_batch(header, data, offsets, now_ms, delete_retention_ms, result,
+                                            keep_last=header.base_offset in producers_last)
+            removed += dropped
             for part in parts:
                 _write_all(fd, part)
                 written_bytes += len(part)
@@ -214,11 +213,13 @@ def _rewrite(directory: Path, snapshot: SegmentSnapshot, offsets: KeyOffsets, ke
 
 
 def _cleaned_batch(header: BatchHeader, data: bytes, offsets: KeyOffsets, now_ms: int, delete_retention_ms: int,
-                   result: PassResult) -> tuple[list[bytes], int]:
-    """What a batch becomes (itself, its kept runs, or nothing) and how many records it lost."""
+                   result: PassResult, *, keep_last: bool) -> tuple[list[bytes], int]:
+    """What a batch becomes (itself, its kept runs, or nothing) and how many records it lost. `keep_last`: the
+    batch is its producer's latest, whose last record stays whatever its key (see the module docstring)."""
     records = decode_records(data)
-    kept = [r for r in records if keeps_record(r.key, r.value is None, r.offset, r.timestamp_ms, offsets,
-                                              now_ms=now_ms, delete_retention_ms=delete_retention_ms)]
+    kept = [r for r in records if (keep_last and r.offset == header.last_offset) or keeps_record(
+        r.key, r.value is None, r.offset, r.timestamp_ms, offsets, now_ms=now_ms,
+        delete_retention_ms=delete_retention_ms)]
     for record in kept:
         if record.value is None and (result.oldest_tombstone_ms is None
                                      or record.timestamp_ms < result.oldest_tombstone_ms):

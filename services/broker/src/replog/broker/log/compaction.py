@@ -18,10 +18,13 @@ by that, a larger dirty part takes several passes), then rewrites every
 cleanable segment up to the end of that prefix. `keeps_record` decides each
 record: a record whose key has a later offset in the map goes; a tombstone
 (null value) that is the latest of its key goes once `delete_retention_ms`
-has passed since its timestamp; a record without a key stays. The latest
-batch of each idempotent producer is kept whole (`producer_last_batches`),
-so the producer's sequence state rebuilt from the log after cleaning is what
-it was. Offsets never change: a kept record keeps its offset, so the log has
+has passed since its timestamp; a record without a key stays. The last record
+of each idempotent producer's latest batch stays whatever its key
+(`producer_last_batches`), with its producer id, epoch and sequence, so the
+producer state rebuilt from the log after cleaning has that producer's last
+sequence and offset (Kafka keeps the batch, empty if need be; our batches hold
+at least one record). A retry of that very batch is then refused as out of
+sequence rather than answered as a duplicate: its first sequence is gone. Offsets never change: a kept record keeps its offset, so the log has
 gaps where records went.
 """
 
