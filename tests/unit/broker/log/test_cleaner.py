@@ -49,6 +49,8 @@ def all_records(log: PartitionLog) -> list:
     out, offset = [], log.log_start_offset
     while offset < log.log_end_offset:
         data = log.read(offset, 1 << 20)
+        if not data:  # the log ends in a gap (after a truncation into one)
+            break
         records = decode_records(data, start_offset=offset)
         assert records, f"no record read from {offset}"
         out += records
@@ -283,3 +285,19 @@ def test_segments_left_empty_are_removed_and_their_offsets_still_read(tmp_path):
     log.close()
     reopened = open_log(tmp_path / "t-0")
     assert [(r.offset, r.value) for r in all_records(reopened)] == [(r.offset, r.value) for r in records]
+
+
+def test_truncation_into_a_gap_keeps_what_lies_below_it(tmp_path):
+    history = [(b"once", b"kept")] + [(b"k%d" % (i % 5), b"v%d" % i) for i in range(400)]
+    log = open_log(tmp_path / "t-0")
+    write_history(log, history, per_batch=1)
+    run_pass(log)
+    kept = [r.offset for r in all_records(log)]
+    gap_at = next(o + 1 for o, after in zip(kept, kept[1:]) if after > o + 1) + 1  # inside the gap after offset 0
+    log.truncate_to(gap_at)
+    assert log.log_end_offset == gap_at
+    assert [r.offset for r in all_records(log)] == [o for o in kept if o < gap_at]
+    log.append_as_leader(encode_batch([(b"k0", b"after", T0_MS)]), leader_epoch=1)
+    assert all_records(log)[-1].offset == gap_at and not log.verify()
+    log.close()
+    assert [r.offset for r in all_records(open_log(tmp_path / "t-0"))] == [o for o in kept if o < gap_at] + [gap_at]

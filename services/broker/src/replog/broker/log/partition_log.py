@@ -242,6 +242,8 @@ class PartitionLog(LogStart):
             data = self._segments.read(start_offset, max_bytes, limit_offset)
         except CorruptRecordError as exc:  # a header or the file's length is not what was written
             raise CorruptLogError(self.directory, start_offset, str(exc)) from exc
+        if not data and self._segments.gaps_allowed:
+            return b""  # a compacted log may end in a gap (a truncation into one): no record there yet
         if not data:  # below the log end every offset is in some batch: a header there was damaged
             raise CorruptLogError(self.directory, start_offset, "no batch holds it")
         valid_bytes, first_bad_offset, reason = checked_prefix(data, start_offset, self._segments.gaps_allowed)

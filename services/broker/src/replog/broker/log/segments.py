@@ -200,6 +200,8 @@ class Segments:
         while found is None and self._segments[i].gaps_allowed and i < len(self._segments) - 1:
             i += 1  # the cleaner removed the segment's last records: read on from the next segment
             found = self._segments[i].find_batch(start_offset)
+        if found is None and self.gaps_allowed:
+            return b""  # a gap at the end of the active segment (a truncation into a gap): nothing there yet
         if found is None:  # the segment's end was damaged after it was written (recovery did not scan it)
             raise TornReadError(f"offset {start_offset} is below the log end but in no batch of "
                                 f"{self._segments[i].name}")
@@ -241,18 +243,23 @@ class Segments:
         LEO); the cut segment is fsynced. Returns the new LEO."""
         i = self.index_of(offset)
         found = self._segments[i].find_batch(offset)
-        assert found is not None, f"offset {offset} below the LEO but in no batch of {self._segments[i].name}"
-        position, header = found
+        if found is None and self.gaps_allowed:  # in a gap the cleaner left at the segment's end: all of it stays
+            position, new_end = self._segments[i].size_bytes, offset
+        else:
+            assert found is not None, f"offset {offset} below the LEO but in no batch of {self._segments[i].name}"
+            position, header = found
+            # a batch starting above `offset` follows a gap: the log then ends at `offset`, after the gap's start
+            new_end = min(header.base_offset, offset)
         later = self._segments[i + 1 :]
         for segment in reversed(later):  # newest first: a crash leaves a prefix of the log
             segment.delete()
         del self._segments[i + 1 :]
         if later:
             fsync_directory(self._directory)
-        self._segments[i].truncate_to(position, header.base_offset)
+        self._segments[i].truncate_to(position, new_end)
         self._forget_unsynced_beyond_active()
-        self._log_start_offset = min(self._log_start_offset, header.base_offset)  # a start inside the cut batch
-        return header.base_offset
+        self._log_start_offset = min(self._log_start_offset, new_end)  # a start inside the cut batch
+        return new_end
 
     def restart_at(self, offset: int) -> None:
         """Delete every segment; the log restarts empty at `offset`."""
