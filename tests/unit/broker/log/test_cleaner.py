@@ -301,3 +301,23 @@ def test_truncation_into_a_gap_keeps_what_lies_below_it(tmp_path):
     assert all_records(log)[-1].offset == gap_at and not log.verify()
     log.close()
     assert [r.offset for r in all_records(open_log(tmp_path / "t-0"))] == [o for o in kept if o < gap_at] + [gap_at]
+
+
+def test_a_stopping_cleaner_ends_its_pass_and_the_log_stays_whole(tmp_path):
+    from replog.broker.log.cleaner import CleaningStopped
+
+    history = random_history(seed=5, writes=300, keys=20)
+    log = open_log(tmp_path / "t-0")
+    write_history(log, history)
+    before = [(r.offset, r.value) for r in all_records(log)]
+    steps = iter(range(1000))
+
+    def stopping() -> bool:  # the stop comes after a few batches, in the middle of the pass
+        return next(steps) >= 5
+
+    throttle = Throttle(0, lambda: 0.0, lambda s: None, stopping=stopping)
+    with pytest.raises(CleaningStopped):
+        run_pass(log, throttle=throttle)
+    assert [(r.offset, r.value) for r in all_records(log)] == before
+    log.close()
+    assert [(r.offset, r.value) for r in all_records(open_log(tmp_path / "t-0"))] == before

@@ -59,17 +59,26 @@ T = TypeVar("T")
 SEQUENCE_MODULUS = 2**31  # sequences wrap past 2**31 - 1 to 0 (core/producer_state.py)
 
 
-class Throttle:
-    """At most `bytes_per_second` read plus written (0: no limit); `sleep` and `monotonic_s` come in."""
+class CleaningStopped(Exception):
+    """The cleaner is stopping: the pass ends where it is (a `.cleaned` file left is recovery's to discard)."""
 
-    def __init__(self, bytes_per_second: int, monotonic_s: Callable[[], float], sleep: Callable[[float], None]):
+
+class Throttle:
+    """At most `bytes_per_second` read plus written (0: no limit); `sleep` and `monotonic_s` come in.
+    `stopping`: checked at every step, CleaningStopped once it says so."""
+
+    def __init__(self, bytes_per_second: int, monotonic_s: Callable[[], float], sleep: Callable[[float], None],
+                 stopping: Callable[[], bool] = lambda: False):
         self._rate = bytes_per_second
         self._monotonic_s = monotonic_s
         self._sleep = sleep
+        self._stopping = stopping
         self._start_s = monotonic_s()
         self._bytes = 0
 
     def spend(self, byte_count: int) -> None:
+        if self._stopping():
+            raise CleaningStopped()
         if self._rate <= 0:
             return
         self._bytes += byte_count

@@ -25,7 +25,7 @@ import time
 from typing import Callable
 
 from replog.broker.core.effects import NO_EFFECTS
-from replog.broker.log.cleaner import PassResult, Throttle, clean_log
+from replog.broker.log.cleaner import CleaningStopped, PassResult, Throttle, clean_log
 from replog.broker.log.compaction import dirty_ratio, is_due
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.runtime.metrics import BrokerMetrics
@@ -111,12 +111,14 @@ class LogCleaner:
 
     def _clean(self, hosted: HostedPartition, first_dirty: int, now_ms: int) -> None:
         key = id(hosted.log)
-        throttle = Throttle(self._bytes_per_second, time.monotonic, self._stop.wait)
+        throttle = Throttle(self._bytes_per_second, time.monotonic, self._stop.wait, self._stop.is_set)
         started_s = time.monotonic()
         try:
             result: PassResult = clean_log(
                 hosted.log, lambda step: hosted.run(_locked, step), upper_offset=lambda: hosted.replica.high_watermark,
                 now_ms=now_ms, keys_max=self._keys_max, throttle=throttle, first_dirty_offset=first_dirty)
+        except CleaningStopped:
+            return
         except (OSError, ValueError) as exc:  # ValueError: a damaged batch (CorruptRecordError); left for later
             log.error("%s: the log cleaner could not clean the log: %s", hosted.topic_partition, exc)
             self._resting_until_ms[key] = now_ms + self._backoff_ms
