@@ -12,7 +12,7 @@ def test_three_brokers_get_the_configured_topic_with_three_replicas_each():
     plan = plan_offsets_topic({1: "a", 2: "b", 3: "c"}, 12, 3, random.Random(7))
     assert sorted(plan.assignment) == list(range(12))
     assert all(sorted(replicas) == [1, 2, 3] for replicas in plan.assignment.values())
-    assert not plan.capped and plan.configs == {"retention.ms": "-1"}
+    assert not plan.capped and plan.configs == {"cleanup.policy": "compact", "retention.ms": "-1"}
 
 
 def test_the_replication_factor_is_capped_at_the_live_brokers():

@@ -84,7 +84,7 @@ class Accumulator:
 
     # --- records in (the callers' threads) ------------------------------------------------------
 
-    def append(self, topic: str, partition: int, key: bytes | None, value: bytes, timestamp_ms: int,
+    def append(self, topic: str, partition: int, key: bytes | None, value: bytes | None, timestamp_ms: int,
                headers: rec.Headers | None, size: int, only_if_open: bool = False) -> tuple[SendHandle | None, bool]:
         """Write one record into its partition's open batch: its handle (None, writing nothing, when
         `only_if_open` and the partition has no open batch) and whether the sender must be woken.

@@ -119,11 +119,14 @@ class Producer:
 
     # --- API -------------------------------------------------------------------------------
 
-    def send(self, topic: str, value: bytes, key: bytes | None = None, headers: rec.Headers | None = None,
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None, headers: rec.Headers | None = None,
              timestamp_ms: int | None = None, partition: int | None = None) -> SendHandle:
         """Add one record to its partition's open batch; the handle gives its RecordMetadata
         (`handle.result(timeout)`, or `handle.add_done_callback(fn)`), shaped like a Future.
 
+        `value` None with a `key` is a tombstone: on a compacted topic (cleanup.policy=compact) it
+        deletes the key, and the cleaner removes it after delete.retention.ms; it reads back as a
+        record whose value is None.
         `partition`: default Kafka's partitioner (partitioner.py): murmur2 of the key, or the
         topic's sticky partition for a record without a key.
         `headers`: (key, value) pairs or a mapping, keys non-empty str, values bytes or None
@@ -137,7 +140,7 @@ class Producer:
             partition = partition_for_key(key, count) if key is not None else self._sticky.partition(topic, count)
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
-        size = len(value) + 24
+        size = (0 if value is None else len(value)) + 24
         if key is not None:
             size += len(key)
         if headers:

@@ -50,6 +50,7 @@ from replog.broker.replicas.log_dirs import DuplicateReplicaError, NoOnlineLogDi
 from replog.broker.replicas.producer_expiry import ProducerExpiry
 from replog.broker.replicas.recovery_losses import report_recovery
 from replog.broker.replicas.replica_manager import ReplicaManager
+from replog.broker.replicas.log_cleaner import LogCleaner
 from replog.broker.replicas.retention_rounds import RetentionRounds
 from replog.broker.replicas.scrubber import Scrubber
 from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
@@ -171,6 +172,8 @@ class BrokerProcess:
         self.throttle.watch(self.zk)
         self.isr_changes.start()
         self.checkpointer.start()
+        if self.log_cleaner is not None:
+            self.log_cleaner.start()
         for probe in self.fsync_probes:
             probe.start()
         self.groups.start()
@@ -194,6 +197,11 @@ class BrokerProcess:
             retention_ms=None if config.log_retention_ms < 0 else config.log_retention_ms,
             retention_bytes=None if config.log_retention_bytes < 0 else config.log_retention_bytes,
             segment_ms=config.log_roll_ms,
+            cleanup_policy=config.log_cleanup_policy,
+            min_cleanable_dirty_ratio=config.log_cleaner_min_cleanable_ratio,
+            min_compaction_lag_ms=config.log_cleaner_min_compaction_lag_ms,
+            max_compaction_lag_ms=config.log_cleaner_max_compaction_lag_ms,
+            delete_retention_ms=config.log_cleaner_delete_retention_ms,
             fsync_on_roll=False,  # the checkpointer fsyncs rolled segments off the append path
             remove_deleted_at_once=False,  # deleted segments' files are removed off the partition's lock
         )
@@ -271,6 +279,10 @@ class BrokerProcess:
                          on_corrupt=metrics.scrub_corrupt_segments.inc, resign=self.resignations.resign,
                          refetch=self.fetchers.position_changed)),
         )
+        self.log_cleaner = LogCleaner(
+            replicas.hosted, clock, keys_max=config.log_cleaner_keys_max,
+            bytes_per_second=config.log_cleaner_io_max_bytes_per_second, backoff_ms=config.log_cleaner_backoff_ms,
+            metrics=metrics) if config.log_cleaner_enable else None
         stopping = lambda: self._stopping  # noqa: E731
         self.control_servicer = BrokerControlServicer(
             state_changes=self.state_changes, metadata=self.metadata, broker_epoch_of=lambda: self.broker_epoch,
@@ -386,6 +398,8 @@ class BrokerProcess:
             self.fetchers.stop()
             self.isr_changes.stop()
             self.checkpointer.stop()
+            if self.log_cleaner is not None:
+                self.log_cleaner.stop()
             self.offline_dirs.stop()
             self.resignations.stop()
             for probe in self.fsync_probes:

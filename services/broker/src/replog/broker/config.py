@@ -111,6 +111,29 @@ class BrokerConfig(TlsSettings, ZkTlsSettings, AclSettings, EdgeSettings, QuotaS
         200, "partitions the checkpointer thread checks for retention in one round (one a second, or per "
              "flush interval); a check of more is spread over the next rounds, so produce never waits on "
              "one long pass (10,000 partitions: a pass of 50 s)", positive)
+    log_cleanup_policy: str = setting(
+        "delete", "cleanup.policy of topics without their own: delete (retention), compact (the log cleaner keeps "
+                  "the latest record of each key) or compact,delete", one_of("delete", "compact", "compact,delete"))
+    log_cleaner_min_cleanable_ratio: float = setting(
+        0.5, "min.cleanable.dirty.ratio of topics without their own: a compacted log is cleaned once the part not "
+             "cleaned yet is this share of its rolled segments", between(0, 1))
+    log_cleaner_min_compaction_lag_ms: int = setting(
+        0, "min.compaction.lag.ms of topics without their own: a record younger than this is not cleaned yet",
+        between(0, LONG_MAX))
+    log_cleaner_max_compaction_lag_ms: int = setting(
+        LONG_MAX, "max.compaction.lag.ms of topics without their own: a log whose oldest uncleaned record is older "
+                  "is cleaned whatever its dirty ratio", between(1, LONG_MAX))
+    log_cleaner_delete_retention_ms: int = setting(
+        24 * 3600 * 1000, "delete.retention.ms of topics without their own: a tombstone (a record with a null value) "
+                          "stays this long after its timestamp before the cleaner removes it", between(0, LONG_MAX))
+    log_cleaner_enable: bool = setting(True, "run the log cleaner, which compacts topics with cleanup.policy=compact")
+    log_cleaner_io_max_bytes_per_second: int = setting(
+        10 * 1024 * 1024, "how fast the log cleaner reads and writes segments at most (0: no limit)", non_negative)
+    log_cleaner_keys_max: int = setting(
+        1_000_000, "keys the cleaner's key-to-offset map holds in one pass (about 60 bytes each); a dirty part with "
+                   "more is cleaned over several passes", positive)
+    log_cleaner_backoff_ms: int = setting(
+        5000, "how long the log cleaner waits when no compacted log needs cleaning", positive)
     log_dir_free_bytes_min: int = setting(
         64 * 1024 * 1024, "free space the log directory keeps: below it a leader refuses produce with STORAGE_ERROR "
                           "(measured once a checkpointer round) rather than meet a full disk, which takes the "
@@ -148,6 +171,10 @@ class BrokerConfig(TlsSettings, ZkTlsSettings, AclSettings, EdgeSettings, QuotaS
     offsets_topic_replication_factor: int = setting(
         3, "replication factor of __consumer_offsets when a broker creates it; capped (with a warning logged) at "
            "the brokers live at that moment", positive)
+    offsets_topic_segment_bytes: int = setting(
+        100 * 1024 * 1024, "segment.bytes of __consumer_offsets when a broker creates it: the log cleaner compacts "
+                           "only rolled segments, so this bounds what a partition holds beyond its live keys",
+        between(14, 2**31 - 1))
     controlled_shutdown_enable: bool = setting(True, "on SIGTERM ask the controller to move leadership away first")
     replica_high_watermark_checkpoint_interval_ms: int = setting(
         5000, "how often the HW and recovery-point checkpoint files are rewritten", positive)

@@ -38,6 +38,13 @@ COMPRESSION_TYPE = "compression.type"
 COMPRESSION_PRODUCER = "producer"
 COMPRESSION_UNCOMPRESSED = "uncompressed"
 COMPRESSION_TYPES = (COMPRESSION_PRODUCER, COMPRESSION_UNCOMPRESSED, "gzip", "snappy", "lz4", "zstd")
+# What happens to a topic's old records (Kafka's values): `delete` by retention.ms / retention.bytes,
+# `compact` by the log cleaner (the latest record of each key is kept, tombstones go after
+# delete.retention.ms), `compact,delete` both. The brokers' log package reads it (log/cleaner.py).
+CLEANUP_POLICY = "cleanup.policy"
+CLEANUP_DELETE = "delete"
+CLEANUP_COMPACT = "compact"
+CLEANUP_COMPACT_DELETE = "compact,delete"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +62,11 @@ class TopicConfig:
     flush_ms: int | None = None
     message_timestamp_type: str = TimestampType.CREATE_TIME.value
     compression_type: str = COMPRESSION_PRODUCER
+    cleanup_policy: str = CLEANUP_DELETE
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = _LONG_MAX
+    delete_retention_ms: int = 24 * 3600 * 1000
 
     @classmethod
     def from_map(cls, configs: Mapping[str, str]) -> TopicConfig:
@@ -117,6 +129,26 @@ def _one_of(*choices: str) -> Callable[[str, str], str]:
     return parse
 
 
+def _ratio(key: str, text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise InvalidConfigError(f"Invalid value '{text}' for topic config '{key}': expected a number.") from None
+    if not 0.0 <= value <= 1.0:  # also refuses nan
+        raise InvalidConfigError(f"Invalid value {text} for topic config '{key}': must be between 0 and 1.")
+    return value
+
+
+def _cleanup_policy(key: str, text: str) -> str:
+    """`delete`, `compact`, or both in either order (comma-separated); the canonical spelling."""
+    parts = [part.strip() for part in text.split(",")]
+    if not parts or any(part not in (CLEANUP_DELETE, CLEANUP_COMPACT) for part in parts) or len(set(parts)) != len(parts):
+        raise InvalidConfigError(
+            f"Invalid value '{text}' for topic config '{key}': expected delete, compact or compact,delete."
+        )
+    return CLEANUP_COMPACT_DELETE if len(parts) == 2 else parts[0]
+
+
 def _boolean(key: str, text: str) -> bool:
     lowered = text.strip().lower()
     if lowered not in ("true", "false"):
@@ -139,6 +171,11 @@ _SPECS: dict[str, tuple[str, Callable[[str, str], object]]] = {
     "flush.ms": ("flush_ms", _integer(0)),
     MESSAGE_TIMESTAMP_TYPE: ("message_timestamp_type", _one_of(*(t.value for t in TimestampType))),
     COMPRESSION_TYPE: ("compression_type", _one_of(*COMPRESSION_TYPES)),
+    CLEANUP_POLICY: ("cleanup_policy", _cleanup_policy),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _ratio),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", _integer(0)),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", _integer(1)),
+    "delete.retention.ms": ("delete_retention_ms", _integer(0)),
 }
 
 assert {name for name, _ in _SPECS.values()} == {f.name for f in fields(TopicConfig)}

@@ -232,6 +232,18 @@ BROKER_RETENTION_SEGMENTS_DELETED = _row(
 BROKER_RETENTION_ROUND = _row(
     "replog_broker_retention_round_seconds", HISTOGRAM, "time one retention round took on the checkpointer thread",
     section="Storage", buckets=REQUEST_BUCKETS_S)
+BROKER_CLEANER_BYTES_CLEANED = _row(
+    "replog_broker_cleaner_cleaned_bytes_total", COUNTER, "bytes of compacted logs' segments the log cleaner read "
+    "and rewrote (cleanup.policy=compact)", section="Storage")
+BROKER_CLEANER_RECORDS_REMOVED = _row(
+    "replog_broker_cleaner_removed_records_total", COUNTER, "records the log cleaner removed: superseded by a later "
+    "record of their key, or tombstones past delete.retention.ms", section="Storage")
+BROKER_CLEANER_DIRTY_RATIO = _row(
+    "replog_broker_cleaner_max_dirty_ratio", GAUGE, "the largest share of a compacted log's rolled segments not "
+    "cleaned yet, as the log cleaner last saw it (a log is cleaned from min.cleanable.dirty.ratio)", section="Storage")
+BROKER_CLEANER_LAG = _row(
+    "replog_broker_cleaner_lag_seconds", GAUGE, "how long the oldest record not cleaned yet of a compacted log has "
+    "waited, the largest over the logs, as the log cleaner last saw it", section="Storage")
 BROKER_QUOTA_THROTTLED_REQUESTS = _row(
     "replog_broker_quota_throttled_requests_total", COUNTER, "client requests answered with a throttle time: their "
     "user went over its client quota, or they arrived while it was throttled (docs/quotas.md)", ("quota",),

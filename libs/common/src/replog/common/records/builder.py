@@ -67,6 +67,16 @@ def encode_headers(headers: Headers | None) -> bytes:
     return b"".join(parts)
 
 
+_NULL_VALUE = INT32.pack(-1)
+
+
+def _tombstone(key: bytes | None, offset_delta: int, timestamp_delta_ms: int) -> bytes:
+    """A record whose value is null (value_len -1, no value bytes)."""
+    if key is None:
+        return RECORD_HEAD_NULL_KEY.pack(offset_delta, timestamp_delta_ms, -1, -1)
+    return b"".join((RECORD_HEAD.pack(offset_delta, timestamp_delta_ms, len(key)), key, _NULL_VALUE))
+
+
 class BatchBuilder:
     """A batch encoded as its records arrive: `add_many` writes each record's bytes at once, so
     `build` only lays down the header and the CRC. A producer adds records while a request of
@@ -85,8 +95,9 @@ class BatchBuilder:
         self._max_timestamp_ms = 0
         self._with_headers = False
 
-    def add(self, key: bytes | None, value: bytes, timestamp_ms: int) -> None:
-        """Append one record without headers: `add_many` for a producer's one-record-per-call path."""
+    def add(self, key: bytes | None, value: bytes | None, timestamp_ms: int) -> None:
+        """Append one record without headers: `add_many` for a producer's one-record-per-call path.
+        A value None is a tombstone (value_len -1): a compacted topic's delete of its key."""
         if self._with_headers:
             self.add_many_with_headers(((key, value, timestamp_ms, None),))
             return
@@ -96,18 +107,21 @@ class BatchBuilder:
         elif timestamp_ms > self._max_timestamp_ms:
             self._max_timestamp_ms = timestamp_ms
         parts = self._parts
-        if key is None:
+        if value is None:
+            parts.append(_tombstone(key, offset_delta, timestamp_ms - self._base_timestamp_ms))
+        elif key is None:
             parts.append(RECORD_HEAD_NULL_KEY.pack(offset_delta, timestamp_ms - self._base_timestamp_ms, -1,
                                                    len(value)))
+            parts.append(value)
         else:
             parts.append(RECORD_HEAD.pack(offset_delta, timestamp_ms - self._base_timestamp_ms, len(key)))
             parts.append(key)
             parts.append(INT32.pack(len(value)))
-        parts.append(value)
+            parts.append(value)
         self.count = offset_delta + 1
 
-    def add_many(self, records: Iterable[tuple[bytes | None, bytes, int]]) -> BatchBuilder:
-        """Append records, each (key, value, timestamp_ms); key may be None."""
+    def add_many(self, records: Iterable[tuple[bytes | None, bytes | None, int]]) -> BatchBuilder:
+        """Append records, each (key, value, timestamp_ms); key may be None, value None is a tombstone."""
         if self._with_headers:
             return self.add_many_with_headers([(key, value, stamp, None) for key, value, stamp in records])
         append = self._parts.append
@@ -122,13 +136,16 @@ class BatchBuilder:
                 base_timestamp_ms = max_timestamp_ms = timestamp_ms
             elif timestamp_ms > max_timestamp_ms:
                 max_timestamp_ms = timestamp_ms
-            if key is None:
+            if value is None:
+                append(_tombstone(key, offset_delta, timestamp_ms - base_timestamp_ms))
+            elif key is None:
                 append(pack_head_null_key(offset_delta, timestamp_ms - base_timestamp_ms, -1, len(value)))
+                append(value)
             else:
                 append(pack_head(offset_delta, timestamp_ms - base_timestamp_ms, len(key)))
                 append(key)
                 append(pack_int32(len(value)))
-            append(value)
+                append(value)
             offset_delta += 1
         self.count = offset_delta
         self._base_timestamp_ms = base_timestamp_ms
@@ -136,7 +153,7 @@ class BatchBuilder:
         return self
 
     def add_many_with_headers(
-        self, records: Iterable[tuple[bytes | None, bytes, int, Headers | None]]
+        self, records: Iterable[tuple[bytes | None, bytes | None, int, Headers | None]]
     ) -> BatchBuilder:
         """Append records, each (key, value, timestamp_ms, headers); key and headers may be None.
         Every header is checked before any record is added (ValueError / TypeError)."""
@@ -154,13 +171,16 @@ class BatchBuilder:
                 base_timestamp_ms = max_timestamp_ms = timestamp_ms
             elif timestamp_ms > max_timestamp_ms:
                 max_timestamp_ms = timestamp_ms
-            if key is None:
+            if value is None:
+                append(_tombstone(key, offset_delta, timestamp_ms - base_timestamp_ms))
+            elif key is None:
                 append(RECORD_HEAD_NULL_KEY.pack(offset_delta, timestamp_ms - base_timestamp_ms, -1, len(value)))
+                append(value)
             else:
                 append(RECORD_HEAD.pack(offset_delta, timestamp_ms - base_timestamp_ms, len(key)))
                 append(key)
                 append(pack_int32(len(value)))
-            append(value)
+                append(value)
             append(section)
             offset_delta += 1
         self.count = offset_delta
@@ -179,7 +199,7 @@ class BatchBuilder:
             _, _, key_len = RECORD_HEAD.unpack_from(body, start)
             value_len_at = start + RECORD_HEAD.size + max(key_len, 0)
             (value_len,) = INT32.unpack_from(body, value_len_at)
-            end = value_len_at + INT32.size + value_len
+            end = value_len_at + INT32.size + max(value_len, 0)
             parts += (body[start:end], _NO_HEADERS)
             start = end
         self._parts[:] = [b"".join(parts)]

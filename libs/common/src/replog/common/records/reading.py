@@ -41,7 +41,7 @@ class DecodedRecord(NamedTuple):
 
     offset: int
     key: bytes | None
-    value: bytes
+    value: bytes | None  # None: a tombstone (a compacted topic's delete of `key`)
     timestamp_ms: int
     headers: tuple[tuple[str, bytes | None], ...] = ()
     timestamp_type: TimestampType = TimestampType.CREATE_TIME
@@ -195,11 +195,14 @@ def _decode_batch_records(
                 key = data[p : p + key_len]
                 p += key_len
             (value_len,) = unpack_int32(data, p)
-            if value_len < 0:
-                raise CorruptRecordError(f"batch at position {pos}: value_len {value_len}")
             p += 4
-            value = data[p : p + value_len]
-            p += value_len
+            if value_len >= 0:
+                value = data[p : p + value_len]
+                p += value_len
+            elif value_len == -1:
+                value = None  # a tombstone
+            else:
+                raise CorruptRecordError(f"batch at position {pos}: value_len {value_len}")
             offset = base_offset + offset_delta
             if offset >= start_offset:
                 stamp_ms = base_timestamp_ms + timestamp_delta_ms
@@ -227,11 +230,11 @@ def _decode_batch_records_with_attributes(
             key = None if key_len < 0 else data[p : p + key_len]
             p += max(key_len, 0)
             (value_len,) = INT32.unpack_from(data, p)
-            if value_len < 0:
+            if value_len < -1:
                 raise CorruptRecordError(f"batch at position {pos}: value_len {value_len}")
             p += INT32.size
-            value = data[p : p + value_len]
-            p += value_len
+            value = None if value_len < 0 else data[p : p + value_len]  # None: a tombstone
+            p += max(value_len, 0)
             headers: tuple[tuple[str, bytes | None], ...] = ()
             if with_headers:
                 headers, p = _decode_headers(data, p, pos)

@@ -138,9 +138,9 @@ def _check_records(buf: bytes | bytearray | memoryview, pos: int, header: BatchH
         if p + INT32.size > end:
             raise CorruptRecordError(f"batch at position {pos}: record {expected_delta} runs past the batch end")
         (value_len,) = unpack_int32(buf, p)
-        if value_len < 0:
+        if value_len < -1:  # -1: a null value (a tombstone)
             raise CorruptRecordError(f"batch at position {pos}: record {expected_delta} has value_len {value_len}")
-        p += INT32.size + value_len
+        p += INT32.size + max(value_len, 0)
         if p > end:
             raise CorruptRecordError(f"batch at position {pos}: record {expected_delta} runs past the batch end")
         if with_headers:

@@ -260,8 +260,8 @@ class GroupCoordinator:
             refusal = group.alter_offsets_refusal() if group is not None else None
             if refusal:
                 return refusal
-            tombstones = [(offset_key(group_id, tp), b"") for tp in loaded.offsets.of_group(group_id)]
-        refusal, _ = self._log.append(loaded.tp, [(group_key(group_id), b"")] + tombstones)
+            tombstones = [(offset_key(group_id, tp), None) for tp in loaded.offsets.of_group(group_id)]
+        refusal, _ = self._log.append(loaded.tp, [(group_key(group_id), None)] + tombstones)
         if refusal:
             return refusal
         with self._lock:

@@ -36,8 +36,8 @@ class OffsetsLog:
         self._append_timeout_ms = append_timeout_ms
         self._now_ms = now_ms
 
-    def append(self, tp: TopicPartition, records: list[tuple[bytes, bytes]]) -> tuple[Refusal | None, int]:
-        """Append (key, value) records in one batch, acks=all: (None, the batch's base offset) once replicated."""
+    def append(self, tp: TopicPartition, records: list[tuple[bytes, bytes | None]]) -> tuple[Refusal | None, int]:
+        """Append (key, value) records in one batch (a value None: a tombstone), acks=all: (None, the batch's base offset) once replicated."""
         now_ms = self._now_ms()
         request = ProduceRequest(ACKS_ALL, self._append_timeout_ms,
                                  (PartitionProduce(tp, b"", tuple((k, v, now_ms, None) for k, v in records)),),

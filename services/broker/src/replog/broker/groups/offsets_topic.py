@@ -31,8 +31,10 @@ log = logging.getLogger(__name__)
 
 
 class OffsetsTopicCreator:
-    def __init__(self, zk: ZkClient, partitions: int, replication_factor: int, rng: random.Random) -> None:
+    def __init__(self, zk: ZkClient, partitions: int, replication_factor: int, rng: random.Random, *,
+                 segment_bytes: int | None = None) -> None:
         self._zk = zk
+        self._segment_bytes = segment_bytes
         self._partitions = partitions
         self._replication_factor = replication_factor
         self._rng = rng
@@ -57,7 +59,8 @@ class OffsetsTopicCreator:
         if self._zk.get(topic_path) is not None:
             return f"the offsets topic {OFFSETS_TOPIC} is being created; retry"
         try:
-            plan = plan_offsets_topic(live_racks, self._partitions, self._replication_factor, self._rng)
+            plan = plan_offsets_topic(live_racks, self._partitions, self._replication_factor, self._rng,
+                                      segment_bytes=self._segment_bytes)
         except RequestError as error:
             return f"the offsets topic {OFFSETS_TOPIC} cannot be placed: {error}"
         if plan is None:

@@ -34,7 +34,8 @@ def build_groups(config: BrokerConfig, *, produce: ProduceHandler, lookup, metad
 
     metrics.watch_groups(lambda: coordinator.metric_rows(high_watermark))
     offsets_topic = OffsetsTopicCreator(zk, config.offsets_topic_num_partitions,
-                                        config.offsets_topic_replication_factor, random.Random())
+                                        config.offsets_topic_replication_factor, random.Random(),
+                                        segment_bytes=config.offsets_topic_segment_bytes)
     servicer = GroupServicer(coordinator=coordinator, metadata=metadata, now_ms=clock.now_ms,
                              offsets_topic=offsets_topic)
     return coordinator, servicer

@@ -12,6 +12,8 @@ Pure file I/O: no gRPC, no ZooKeeper, no threads. One job per module:
 - leader_epoch_cache.py leader_epoch -> start offset, KIP-101 end offsets (pure)
 - flush_policy.py       when to fsync (pure)
 - retention.py          which old segments to delete (pure)
+- compaction.py         what the log cleaner keeps of a compacted log: key map, dirty ratio, tombstones (pure)
+- cleaner.py            one cleaning pass: segments rewritten with their offsets, swapped in crash-safely
 - checkpoints.py        atomic versioned text files (HW, recovery points, log starts, epochs)
 - clean_shutdown.py     the clean-shutdown marker; committed records recovery could not find
 - config.py             a log's settings, and a topic's overrides laid over the broker's defaults

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from replog.common.core.topic_config import TopicConfig, parse_value
+from replog.common.core.topic_config import CLEANUP_COMPACT, CLEANUP_DELETE, TopicConfig, parse_value
 
 # Positions in a segment are stored as uint32 and offsets relative to the
 # segment base as int32, so a segment (and a batch) stays below 2 GiB.
@@ -41,6 +41,24 @@ class LogConfig:
     # later, without holding the log (`take_set_aside_files`, `remove_set_aside_files`): an unlink and
     # a directory fsync may take long on a busy disk, and the partition's produce would wait on them.
     remove_deleted_at_once: bool = True
+    # Compaction (cleaner.py; Kafka's names): `cleanup_policy` is delete, compact or compact,delete; with
+    # compact the cleaner keeps the latest record of each key in the rolled segments once the dirty part
+    # (not cleaned yet) is `min_cleanable_dirty_ratio` of them, or its oldest record is `max_compaction_lag_ms`
+    # old; a record younger than `min_compaction_lag_ms` is not cleaned yet; a tombstone (null value) goes
+    # `delete_retention_ms` after its timestamp. Retention deletes only under a policy with delete.
+    cleanup_policy: str = CLEANUP_DELETE
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = 2**63 - 1
+    delete_retention_ms: int = 24 * 3600 * 1000
+
+    @property
+    def compacts(self) -> bool:
+        return CLEANUP_COMPACT in self.cleanup_policy.split(",")
+
+    @property
+    def deletes(self) -> bool:
+        return CLEANUP_DELETE in self.cleanup_policy.split(",")
 
     def __post_init__(self) -> None:
         if not 0 < self.segment_bytes <= SEGMENT_BYTES_MAX:
@@ -57,6 +75,12 @@ class LogConfig:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be >= 0 or None, got {value}")
+        if not (self.compacts or self.deletes):
+            raise ValueError(f"cleanup_policy must name delete and/or compact, got {self.cleanup_policy!r}")
+        if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
+            raise ValueError(f"min_cleanable_dirty_ratio must be in [0, 1], got {self.min_cleanable_dirty_ratio}")
+        if self.min_compaction_lag_ms < 0 or self.max_compaction_lag_ms <= 0 or self.delete_retention_ms < 0:
+            raise ValueError("min_compaction_lag_ms and delete_retention_ms must be >= 0, max_compaction_lag_ms > 0")
 
     def with_topic_overrides(self, configs: Mapping[str, str]) -> LogConfig:
         """These settings with a topic's overrides laid over them (keys the log does not read, such as
@@ -96,4 +120,9 @@ TOPIC_KEYS = {
     "max.message.bytes": ("max_batch_bytes", _same),
     "flush.messages": ("flush_messages", _same),
     "flush.ms": ("flush_interval_ms", _same),
+    "cleanup.policy": ("cleanup_policy", _same),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _same),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", _same),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", _same),
+    "delete.retention.ms": ("delete_retention_ms", _same),
 }

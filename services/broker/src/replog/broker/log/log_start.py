@@ -60,8 +60,8 @@ class LogStart:
         being wall-clock time (records' timestamps are). Returns the names of the deleted segment files.
         """
         self._assert_open()
-        if self.config.retention_ms is None and self.config.retention_bytes is None:
-            return []
+        if not self.config.deletes or (self.config.retention_ms is None and self.config.retention_bytes is None):
+            return []  # cleanup.policy=compact: only the cleaner removes records
         count = count_deletable_segments(
             self._segments.summaries(with_timestamps=self.config.retention_ms is not None),
             now_ms=now_ms,

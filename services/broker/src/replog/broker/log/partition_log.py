@@ -44,6 +44,8 @@ from replog.common.clock import Clock
 from replog.common.records import BatchHeader, CorruptRecordError, validate_batch, with_offset_and_epoch
 
 from .checkpoints import LEADER_EPOCH_CHECKPOINT_FILE, write_leader_epoch_checkpoint
+from .cleaner import SegmentSnapshot
+from .compaction import CleanableSegment
 from .config import LogConfig
 from .descriptors import LogDescriptors
 from .errors import CorruptLogError, OffsetOutOfRangeError
@@ -131,6 +133,11 @@ class PartitionLog(LogStart):
     def recovery_point(self) -> int:
         """Every offset below this was fsynced."""
         return self._recovery_point
+
+    @property
+    def gaps_allowed(self) -> bool:
+        """A compacted log (now or once): batches may have offset gaps between them (log/compaction.py)."""
+        return self._segments.gaps_allowed
 
     @property
     def segment_count(self) -> int:
@@ -235,9 +242,11 @@ class PartitionLog(LogStart):
             data = self._segments.read(start_offset, max_bytes, limit_offset)
         except CorruptRecordError as exc:  # a header or the file's length is not what was written
             raise CorruptLogError(self.directory, start_offset, str(exc)) from exc
+        if not data and self._segments.gaps_allowed:
+            return b""  # a compacted log may end in a gap (a truncation into one): no record there yet
         if not data:  # below the log end every offset is in some batch: a header there was damaged
             raise CorruptLogError(self.directory, start_offset, "no batch holds it")
-        valid_bytes, first_bad_offset, reason = checked_prefix(data, start_offset)
+        valid_bytes, first_bad_offset, reason = checked_prefix(data, start_offset, self._segments.gaps_allowed)
         if valid_bytes == 0 and reason is not None:
             raise CorruptLogError(self.directory, first_bad_offset, reason)
         return data if valid_bytes == len(data) else data[:valid_bytes]
@@ -251,6 +260,35 @@ class PartitionLog(LogStart):
         """(offset, timestamp_ms) of the first record stamped at or after `timestamp_ms`."""
         self._assert_open()
         return self._segments.offset_for_timestamp(timestamp_ms)
+
+    # -- the log cleaner (cleaner.py) ------------------------------------------
+
+    def cleaning_snapshot(self) -> tuple[list[SegmentSnapshot], list[tuple[int, int]]]:
+        """For a cleaning pass: the rolled segments, each with a duplicated descriptor the caller closes, and
+        (producer_id, base_offset) of the active segment's batches (their producers' last batches may be there)."""
+        self._assert_open()
+        snapshots: list[SegmentSnapshot] = []
+        try:
+            for segment in self._segment_list[:-1]:
+                snapshots.append(SegmentSnapshot(segment.base_offset, segment.next_offset, segment.size_bytes,
+                                                 segment.duplicate_fd()))
+        except BaseException:  # e.g. EMFILE: nothing handed out
+            for snapshot in snapshots:
+                os.close(snapshot.fd)
+            raise
+        active = [(header.producer_id, header.base_offset) for _, header in self._segment_list[-1].iter_headers()]
+        return snapshots, active
+
+    def cleanable_segments(self) -> list[CleanableSegment]:
+        """The rolled segments as compaction.py weighs them (newest timestamps cached once computed)."""
+        self._assert_open()
+        return [CleanableSegment(s.base_offset, s.next_offset, s.size_bytes, s.max_timestamp_ms())
+                for s in self._segment_list[:-1]]
+
+    def swap_cleaned(self, base_offset: int, size_bytes: int, cleaned: Path) -> bool:
+        """Put a cleaned rewrite in place of its segment (segments.py); False if the segment changed meanwhile."""
+        self._assert_open()
+        return self._segments.swap_cleaned(base_offset, size_bytes, cleaned)
 
     # -- truncation ----------------------------------------------------------
 

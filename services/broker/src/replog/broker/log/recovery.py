@@ -34,7 +34,8 @@ from .config import LogConfig
 from .leader_epoch_cache import LeaderEpochCache
 from .results import RecoveryReport
 from .segment import LogSegment
-from .segment_names import INDEX_SUFFIX, LOG_SUFFIX, parse_segment_file_name
+from .segment_names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, parse_segment_file_name
+from .segments import replace_with_swap
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +121,8 @@ def open_log_files(
     bases = _clean_directory(directory)
     if bases:
         segments = [LogSegment.open_existing(directory, base, config.index_interval_bytes) for base in bases]
+        for segment in segments:
+            segment.gaps_allowed = config.compacts  # a compacted log's cleaned segments have gaps
         segments, report, leader_epoch_starts = recover_segments(segments, recovery_point)
     else:
         # A new, empty log needs no fsync: losing it in a crash loses no record, and the
@@ -131,7 +134,9 @@ def open_log_files(
 
 
 def _clean_directory(directory: Path) -> list[int]:
-    """Remove leftovers of interrupted writes; return the segment base offsets, sorted."""
+    """Remove leftovers of interrupted writes, finish an interrupted swap of the log cleaner; return the
+    segment base offsets, sorted."""
+    finish_interrupted_swaps(directory)
     bases = []
     for path in directory.iterdir():
         base_offset = parse_segment_file_name(path.name)
@@ -145,6 +150,23 @@ def _clean_directory(directory: Path) -> list[int]:
             logger.info("%s: removing index %s without a segment", directory, path.name)
             path.unlink()
     return sorted(bases)
+
+
+def finish_interrupted_swaps(directory: Path) -> None:
+    """A `.log.swap` file was decided on before a crash: it replaces its segment (the old index goes and is
+    rebuilt). A `.log.cleaned` file was not: it is discarded, and the segment stays as it was."""
+    for path in sorted(directory.iterdir()):
+        name = path.name
+        if name.endswith(LOG_SUFFIX + CLEANED_SUFFIX):
+            logger.info("%s: discarding the unfinished cleaned segment %s", directory, name)
+            path.unlink()
+        elif name.endswith(LOG_SUFFIX + SWAP_SUFFIX):
+            log_path = path.with_name(name[: -len(SWAP_SUFFIX)])
+            base_offset = parse_segment_file_name(log_path.name)
+            if base_offset is None:
+                continue
+            logger.warning("%s: finishing the interrupted swap of cleaned segment %s", directory, log_path.name)
+            replace_with_swap(log_path, log_path.with_suffix(INDEX_SUFFIX), path, directory)
 
 
 def _load_leader_epoch_cache(

@@ -84,6 +84,9 @@ class LogSegment:
         self._bytes_since_index_entry = 0
         self._max_timestamp_ms: int | None = -1 if size_bytes == 0 else None
         self._tail: list[tuple[int, int, int]] = []  # (base offset, start, end) of the last appends
+        # a compacted log's segment (LogConfig.compacts, set by its owner): batches may have gaps between
+        # them and end before next_offset, where the log cleaner removed records
+        self.gaps_allowed = False
 
     # -- lifecycle -------------------------------------------------------
 
@@ -187,7 +190,9 @@ class LogSegment:
 
     def append(self, batch: bytes, header: BatchHeader) -> None:
         """Write one whole, validated batch that starts at `next_offset`."""
-        assert header.base_offset == self.next_offset, (header.base_offset, self.next_offset)
+        # above next_offset only in a compacted log: a follower continuing across its leader's gaps
+        assert header.base_offset == self.next_offset or (self.gaps_allowed and header.base_offset > self.next_offset), (
+            header.base_offset, self.next_offset)
         assert len(batch) == header.size_bytes
         fd = self._fd  # first: running out of descriptors (EMFILE) leaves the segment as it was
         position = self.size_bytes
@@ -262,13 +267,13 @@ class LogSegment:
         leads to no batch (a damaged index) is passed over: the scan starts again from the file's start."""
         start_offset, start = self.index.lookup(offset)
         try:
-            return batch_holding(self.iter_headers(start), self.name, offset, start_offset)
+            return batch_holding(self.iter_headers(start), self.name, offset, start_offset, self.gaps_allowed)
         except CorruptRecordError:
             if start == 0:
                 raise
         logger.error("%s: the index entry for offset %d leads to no batch holding it; scanning from the start",
                      self.index_path, offset)
-        return batch_holding(self.iter_headers(0), self.name, offset, self.base_offset)
+        return batch_holding(self.iter_headers(0), self.name, offset, self.base_offset, self.gaps_allowed)
 
     def read_batches(
         self, position: int, max_bytes: int, upper_offset: int, take_first: bool
@@ -342,7 +347,8 @@ class LogSegment:
         Afterwards the file holds only valid, contiguous batches and
         `next_offset` is the offset after the last of them.
         """
-        valid = scan_valid_prefix(self._fd, self.size_bytes, self.base_offset, self._index_interval_bytes)
+        valid = scan_valid_prefix(self._fd, self.size_bytes, self.base_offset, self._index_interval_bytes,
+                                  self.gaps_allowed)
         bytes_dropped = self.size_bytes - valid.size_bytes
         if bytes_dropped:
             os.ftruncate(self._fd, valid.size_bytes)
@@ -366,7 +372,7 @@ class LogSegment:
             self._bytes_since_index_entry = self.size_bytes - (last_entry[1] if last_entry else 0)
             return False
         entries, bytes_since_index_entry, damage = index_entries(self.iter_headers(), self._index_interval_bytes,
-                                                                 self.base_offset)
+                                                                 self.base_offset, self.gaps_allowed)
         if damage:  # kept as it is: reads stop there, verify() and the scrubber report it
             logger.error("%s: damaged after it was written, indexed up to the damage: %s", self.log_path, damage)
         self.index = OffsetIndex.rebuild(self.index_path, self.base_offset, entries)
@@ -392,7 +398,7 @@ class LogSegment:
         A batch with a bad body is skipped and the scan goes on from the next
         one; a header that cannot be trusted ends the scan of this segment.
         """
-        return verify_batches(self._fd, self.size_bytes, self.name, expected_offset)
+        return verify_batches(self._fd, self.size_bytes, self.name, expected_offset, self.gaps_allowed)
 
 
 def _first(entry: tuple[int, int, int]) -> int:

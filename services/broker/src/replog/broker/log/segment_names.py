@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
+# The log cleaner's files (cleaner.py): `<segment>.log.cleaned` is a rewrite being written (a leftover
+# is discarded), `<segment>.log.swap` one decided on (a leftover replaces its segment at recovery).
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
 
 
 def segment_file_name(base_offset: int, suffix: str = LOG_SUFFIX) -> str:

@@ -5,7 +5,9 @@ Theory of operation (docs/architecture.md, "Storage", start-up recovery):
 
 `scan_valid_prefix` walks a segment from its start and stops at the first batch
 that is torn (shorter than its header says), corrupt (bad CRC or framing) or out
-of sequence (not starting where the previous one ended). What it reports (how
+of sequence (not starting where the previous one ended; in a compacted log,
+whose cleaned segments have gaps between batches (compaction.py), not
+starting at or a little above it: `out_of_sequence`). What it reports (how
 far the file is valid, the index entries and leader-epoch starts seen on the
 way) is all `LogSegment.recover` needs to cut the file and rebuild its index;
 the scan itself changes nothing. `verify_batches` walks a whole segment and
@@ -36,6 +38,7 @@ from replog.common.records import (
 from .results import CorruptionReport
 
 SCAN_CHUNK_BYTES = 1024 * 1024
+GAP_MAX = 2**31  # a gap the cleaner leaves stays inside one segment's 32-bit relative offsets
 
 
 class TornReadError(CorruptRecordError):
@@ -75,7 +78,8 @@ class ValidPrefix(NamedTuple):
     leader_epoch_starts: list[tuple[int, int]]  # (leader_epoch, base_offset) wherever the epoch went up
 
 
-def scan_valid_prefix(fd: int, size_bytes: int, base_offset: int, index_interval_bytes: int) -> ValidPrefix:
+def scan_valid_prefix(fd: int, size_bytes: int, base_offset: int, index_interval_bytes: int,
+                      gaps: bool = False) -> ValidPrefix:
     reader = ChunkReader(fd, size_bytes, SCAN_CHUNK_BYTES)
     position, next_offset, batches_scanned = 0, base_offset, 0
     index_entries: list[tuple[int, int]] = []
@@ -83,7 +87,7 @@ def scan_valid_prefix(fd: int, size_bytes: int, base_offset: int, index_interval
     bytes_since_index_entry = 0
     reason = None
     while position < size_bytes:
-        header, reason = _batch_at(reader, size_bytes, position, next_offset)
+        header, reason = _batch_at(reader, size_bytes, position, next_offset, gaps)
         if header is None:
             break
         if bytes_since_index_entry >= index_interval_bytes and position > 0:
@@ -100,7 +104,7 @@ def scan_valid_prefix(fd: int, size_bytes: int, base_offset: int, index_interval
 
 
 def _batch_at(
-    reader: ChunkReader, size_bytes: int, position: int, expected_offset: int
+    reader: ChunkReader, size_bytes: int, position: int, expected_offset: int, gaps: bool
 ) -> tuple[BatchHeader | None, str | None]:
     """The valid batch at `position`, or None and why there is none."""
     remaining_bytes = size_bytes - position
@@ -118,16 +122,16 @@ def _batch_at(
         validate_batch(buf, at, check_records=False)
     except CorruptRecordError as exc:
         return None, f"corrupt batch at position {position}: {exc}"
-    if header.base_offset != expected_offset:
+    if out_of_sequence(header.base_offset, expected_offset, gaps):
         return None, (
             f"corrupt batch at position {position}: base offset {header.base_offset}, "
-            f"expected {expected_offset}"
+            f"expected {expected_offset}{' or more' if gaps else ''}"
         )
     return header, None
 
 
-def verify_batches(fd: int, size_bytes: int, name: str,
-                   expected_offset: int) -> tuple[list[CorruptionReport], int]:
+def verify_batches(fd: int, size_bytes: int, name: str, expected_offset: int,
+                   gaps: bool = False) -> tuple[list[CorruptionReport], int]:
     """Every problem found (CRC, records, offsets) and the offset after the last batch read."""
     reports = []
     reader = ChunkReader(fd, size_bytes, SCAN_CHUNK_BYTES)
@@ -158,7 +162,7 @@ def verify_batches(fd: int, size_bytes: int, name: str,
             validate_batch(buf, at)
         except CorruptRecordError as exc:
             reports.append(CorruptionReport(name, position, str(exc)))
-        if header.base_offset != expected_offset:
+        if out_of_sequence(header.base_offset, expected_offset, gaps):
             reports.append(CorruptionReport(
                 name, position, f"base offset {header.base_offset}, expected {expected_offset}"))
         expected_offset = header.next_offset
@@ -166,7 +170,7 @@ def verify_batches(fd: int, size_bytes: int, name: str,
     return reports, expected_offset
 
 
-def checked_prefix(data: bytes, start_offset: int) -> tuple[int, int, str | None]:
+def checked_prefix(data: bytes, start_offset: int, gaps: bool = False) -> tuple[int, int, str | None]:
     """How many leading bytes of `data` (whole batches read from the log, the first holding `start_offset`)
     pass their checks (framing, CRC, contiguous offsets): (valid bytes, the offset where a bad batch
     starts, why it is bad), the reason None when all of `data` passes. The CRC covers the records, so
@@ -181,8 +185,11 @@ def checked_prefix(data: bytes, start_offset: int) -> tuple[int, int, str | None
             check_batch(data, header, position, check_records=False)
         except CorruptRecordError as exc:
             return position, where, str(exc)
-        contiguous = (header.base_offset <= start_offset <= header.last_offset if expected_offset is None
-                      else header.base_offset == expected_offset)
+        if expected_offset is None:  # a gap (records the log cleaner removed) may come before the first
+            contiguous = header.base_offset <= start_offset <= header.last_offset or (
+                gaps and start_offset < header.base_offset < start_offset + GAP_MAX)
+        else:
+            contiguous = not out_of_sequence(header.base_offset, expected_offset, gaps)
         if not contiguous:
             return position, where, f"batch at position {position} has base offset {header.base_offset}"
         expected_offset = header.next_offset
@@ -191,7 +198,7 @@ def checked_prefix(data: bytes, start_offset: int) -> tuple[int, int, str | None
 
 
 def index_entries(headers: Iterator[tuple[int, BatchHeader]], index_interval_bytes: int,
-                  base_offset: int) -> tuple[list[tuple[int, int]], int, str | None]:
+                  base_offset: int, gaps: bool = False) -> tuple[list[tuple[int, int]], int, str | None]:
     """The index entries of a segment from its (position, header) pairs, the bytes after the last entry,
     and the damage that ended the walk early (None when it reached the end). A batch out of sequence
     (its base offset, outside the CRC, damaged) ends the walk too: an entry for it would send a read of
@@ -201,7 +208,7 @@ def index_entries(headers: Iterator[tuple[int, BatchHeader]], index_interval_byt
     expected_offset = base_offset
     try:
         for position, header in headers:
-            if header.base_offset != expected_offset:
+            if out_of_sequence(header.base_offset, expected_offset, gaps):
                 return entries, bytes_since_index_entry, (f"batch at position {position} has base offset "
                                                           f"{header.base_offset}, expected {expected_offset}")
             expected_offset = header.next_offset
@@ -214,13 +221,22 @@ def index_entries(headers: Iterator[tuple[int, BatchHeader]], index_interval_byt
     return entries, bytes_since_index_entry, None
 
 
+def out_of_sequence(base_offset: int, expected_offset: int, gaps: bool) -> bool:
+    """A batch does not start where the previous one ended: below is always damage, above only where the
+    log cleaner leaves gaps (`gaps`, a compacted log), and there by less than GAP_MAX (a base offset lies
+    outside the CRC: a flipped high bit must still read as damage)."""
+    if gaps:
+        return not expected_offset <= base_offset < expected_offset + GAP_MAX
+    return base_offset != expected_offset
+
+
 def batch_holding(headers: Iterator[tuple[int, BatchHeader]], name: str, offset: int,
-                  expected_offset: int) -> tuple[int, BatchHeader] | None:
+                  expected_offset: int, gaps: bool = False) -> tuple[int, BatchHeader] | None:
     """(position, header) of the batch holding `offset`, walking `headers` whose first batch starts at
     `expected_offset`; None past the end. A batch out of sequence is damage (its base offset lies outside
     the CRC): CorruptRecordError rather than the wrong records."""
     for position, header in headers:
-        if header.base_offset != expected_offset:
+        if out_of_sequence(header.base_offset, expected_offset, gaps):
             raise CorruptRecordError(f"{name}: batch at position {position} has base offset "
                                      f"{header.base_offset}, expected {expected_offset}")
         if header.last_offset >= offset:

@@ -44,7 +44,8 @@ from .errors import LogOffsetMismatchError
 from .results import CorruptionReport
 from .retention import SegmentSummary
 from .segment import LogSegment
-from .segment_scan import TornReadError
+from .segment_names import SWAP_SUFFIX
+from .segment_scan import TornReadError, out_of_sequence
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,10 @@ class Segments:
         self._directory = directory
         self._config = config
         self._segments = segments
+        # once compacted, always read as possibly holding gaps (a policy change leaves the cleaned segments)
+        self.gaps_allowed = config.compacts or any(segment.gaps_allowed for segment in segments)
+        for segment in segments:
+            segment.gaps_allowed = self.gaps_allowed
         self._unsynced_rolled: list[LogSegment] = []  # rolled, fsync pending (fsync_on_roll False)
         self._layout_version = 0  # bumped whenever segments are cut or deleted
         self._set_aside: list[Path] = []  # files of deleted segments, renamed aside (remove_deleted_at_once False)
@@ -74,7 +79,10 @@ class Segments:
                 descriptors.opened()
 
     def _new_segment(self, base_offset: int) -> LogSegment:
-        return LogSegment.create(self._directory, base_offset, self._config.index_interval_bytes, self._descriptors)
+        segment = LogSegment.create(self._directory, base_offset, self._config.index_interval_bytes,
+                                    self._descriptors)
+        segment.gaps_allowed = self.gaps_allowed
+        return segment
 
     @property
     def in_order(self) -> list[LogSegment]:
@@ -98,6 +106,10 @@ class Segments:
     def update_config(self, config: LogConfig) -> None:
         """The topic's settings changed: the next write rolls by the new size and age."""
         self._config = config
+        if config.compacts and not self.gaps_allowed:
+            self.gaps_allowed = True
+            for segment in self._segments:
+                segment.gaps_allowed = True
 
     @property
     def log_end_offset(self) -> int:
@@ -115,17 +127,19 @@ class Segments:
 
     def continuation(self, batches: bytes) -> list[tuple[int, BatchHeader]]:
         """(position, header) of each of a leader's `batches`, checked whole, with valid CRCs, and
-        continuing this log exactly at its LEO (LogOffsetMismatchError / CorruptRecordError)."""
+        continuing this log exactly at its LEO, or above it on a compacted topic, where the leader's
+        cleaner leaves gaps (LogOffsetMismatchError / CorruptRecordError)."""
         headers: list[tuple[int, BatchHeader]] = []
         expected_offset = self.log_end_offset
         scan = iter_batches(batches)
         for position, header in scan:
             check_batch(batches, header, position, check_records=False)
-            if header.base_offset != expected_offset:
+            if out_of_sequence(header.base_offset, expected_offset, self.gaps_allowed):
                 where = "the first batch" if not headers else f"the batch at position {position}"
                 raise LogOffsetMismatchError(
                     f"{self._directory}: {where} starts at offset {header.base_offset}, expected {expected_offset}"
                     + (" (the log end offset)" if not headers else "")
+                    + (" or more" if self.gaps_allowed else "")
                 )
             headers.append((position, header))
             expected_offset = header.next_offset
@@ -183,6 +197,11 @@ class Segments:
         if tail is not None and (tail[1] or i == len(self._segments) - 1):
             return tail[0]
         found = self._segments[i].find_batch(start_offset)
+        while found is None and self._segments[i].gaps_allowed and i < len(self._segments) - 1:
+            i += 1  # the cleaner removed the segment's last records: read on from the next segment
+            found = self._segments[i].find_batch(start_offset)
+        if found is None and self.gaps_allowed:
+            return b""  # a gap at the end of the active segment (a truncation into a gap): nothing there yet
         if found is None:  # the segment's end was damaged after it was written (recovery did not scan it)
             raise TornReadError(f"offset {start_offset} is below the log end but in no batch of "
                                 f"{self._segments[i].name}")
@@ -224,18 +243,23 @@ class Segments:
         LEO); the cut segment is fsynced. Returns the new LEO."""
         i = self.index_of(offset)
         found = self._segments[i].find_batch(offset)
-        assert found is not None, f"offset {offset} below the LEO but in no batch of {self._segments[i].name}"
-        position, header = found
+        if found is None and self.gaps_allowed:  # in a gap the cleaner left at the segment's end: all of it stays
+            position, new_end = self._segments[i].size_bytes, offset
+        else:
+            assert found is not None, f"offset {offset} below the LEO but in no batch of {self._segments[i].name}"
+            position, header = found
+            # a batch starting above `offset` follows a gap: the log then ends at `offset`, after the gap's start
+            new_end = min(header.base_offset, offset)
         later = self._segments[i + 1 :]
         for segment in reversed(later):  # newest first: a crash leaves a prefix of the log
             segment.delete()
         del self._segments[i + 1 :]
         if later:
             fsync_directory(self._directory)
-        self._segments[i].truncate_to(position, header.base_offset)
+        self._segments[i].truncate_to(position, new_end)
         self._forget_unsynced_beyond_active()
-        self._log_start_offset = min(self._log_start_offset, header.base_offset)  # a start inside the cut batch
-        return header.base_offset
+        self._log_start_offset = min(self._log_start_offset, new_end)  # a start inside the cut batch
+        return new_end
 
     def restart_at(self, offset: int) -> None:
         """Delete every segment; the log restarts empty at `offset`."""
@@ -288,6 +312,56 @@ class Segments:
         doomed = self.delete_oldest(count) if count else []
         self._log_start_offset = offset
         return doomed
+
+    # -- the log cleaner's swap -----------------------------------------------------------
+
+    def rolled_segment(self, base_offset: int) -> LogSegment | None:
+        """The rolled (not active) segment starting at `base_offset`, if there is one."""
+        i = self.index_of(base_offset)
+        segment = self._segments[i]
+        return segment if segment.base_offset == base_offset and i < len(self._segments) - 1 else None
+
+    def swap_cleaned(self, base_offset: int, size_bytes: int, cleaned: Path) -> bool:
+        """Put the fsynced rewrite `cleaned` (`<segment>.log.cleaned`) in place of the rolled segment
+        starting at `base_offset`, if it is still there as it was read (`size_bytes`); else discard it.
+
+        A rewrite with nothing left removes the segment instead, its offsets then the previous segment's
+        (a gap at its end), so a compacted log does not keep one empty file per cleaned segment; the first
+        segment stays, empty if need be, where the log starts.
+
+        Crash safety: the rename to `.swap` (made durable) decides the swap; recovery finishes a swap it
+        finds (`finish_interrupted_swaps`) and discards a `.cleaned` file. The old index is removed before
+        the segment is replaced, and rebuilt from the new file."""
+        segment = self.rolled_segment(base_offset)
+        if segment is None or segment.size_bytes != size_bytes:
+            cleaned.unlink(missing_ok=True)
+            return False
+        i = self._segments.index(segment)
+        if i > 0 and cleaned.stat().st_size == 0:  # nothing left: the previous segment takes its offsets over
+            segment.delete()
+            cleaned.unlink()
+            fsync_directory(self._directory)
+            self._segments[i - 1].next_offset = segment.next_offset
+            del self._segments[i]
+            self._layout_version += 1
+            self._unsynced_rolled = [s for s in self._unsynced_rolled if s is not segment]
+            return True
+        swap = segment.log_path.with_name(segment.log_path.name + SWAP_SUFFIX)
+        os.rename(cleaned, swap)
+        fsync_directory(self._directory)
+        segment.close(write_index=False)
+        replace_with_swap(segment.log_path, segment.index_path, swap, self._directory)
+        new = LogSegment.open_existing(self._directory, base_offset, self._config.index_interval_bytes)
+        new.next_offset = segment.next_offset
+        new.gaps_allowed = True
+        new.load_index()
+        new.index.close()  # immutable: its entries are written
+        new.release_descriptor()
+        new.descriptors = self._descriptors
+        self._segments[self._segments.index(segment)] = new
+        self._layout_version += 1  # a report of fsyncs under the old layout names the old file
+        self._unsynced_rolled = [s for s in self._unsynced_rolled if s is not segment]
+        return True
 
     # -- durability ------------------------------------------------------------------
 
@@ -349,12 +423,15 @@ class Segments:
         """Deep-check every batch of every segment (CRC, records, contiguous offsets); change nothing."""
         reports: list[CorruptionReport] = []
         previous_end_offset = None
+        previous_gaps_allowed = False  # the cleaner leaves gaps; elsewhere one is lost data
         for segment in self._segments:
-            if previous_end_offset is not None and previous_end_offset != segment.base_offset:
+            if previous_end_offset is not None and (previous_end_offset > segment.base_offset or (
+                    previous_end_offset < segment.base_offset and not previous_gaps_allowed)):
                 reports.append(CorruptionReport(
                     segment.name, 0,
                     f"segment starts at {segment.base_offset}, the previous one ends at {previous_end_offset}"))
             segment_reports, previous_end_offset = segment.verify(segment.base_offset)
+            previous_gaps_allowed = segment.gaps_allowed
             reports.extend(segment_reports)
         return reports
 
@@ -365,6 +442,14 @@ class Segments:
     def close(self) -> None:
         for segment in self._segments:
             segment.close()
+
+
+def replace_with_swap(log_path: Path, index_path: Path, swap: Path, directory: Path) -> None:
+    """The last steps of a swap (also recovery's): the old index goes, then the rewrite takes the segment's name."""
+    index_path.unlink(missing_ok=True)
+    fsync_directory(directory)
+    os.rename(swap, log_path)
+    fsync_directory(directory)
 
 
 def remove_set_aside(directory: Path, paths: list[Path]) -> None:

@@ -7,6 +7,7 @@
 - follower_side.py      follower steps: fetch position, append the leader's batches, truncate
 - log_maintenance.py    steps beside the data path: retention, DeleteRecords, a topic's new log settings
 - retention_rounds.py   retention over every hosted replica, a bounded slice per checkpointer round
+- log_cleaner.py        the log cleaner thread: the dirtiest compacted replica, one throttled pass at a time
 - describe.py           what DescribeReplicas reports of a replica, read in one step
 - long_poll.py          the Waiter parked on partitions, and the consumers' event-driven long poll
 - producer_headers.py   idempotent producer state from batch headers (record, rebuild from the log)

@@ -33,7 +33,8 @@ def apply_retention(hosted: HostedPartition, now_ms: int) -> int:
     """Delete the segments retention lets go (`now_ms`: wall-clock), and the files of any segment
     deleted since; returns how many segments retention deleted."""
     config = hosted.log.config
-    if config.retention_ms is None and config.retention_bytes is None and not hosted.log.has_set_aside_files:
+    retained = config.deletes and (config.retention_ms is not None or config.retention_bytes is not None)
+    if not retained and not hosted.log.has_set_aside_files:
         return 0  # read without the lock: a change in between waits one round
     count, set_aside = hosted.run(_apply_retention, now_ms)
     remove_set_aside(hosted.log.directory, set_aside)

@@ -73,7 +73,7 @@ class Scrubber:
                 return
             verified.add((hosted.topic_partition, base_offset))
             try:
-                reports, _ = verify_batches(fd, size_bytes, name, base_offset)
+                reports, _ = verify_batches(fd, size_bytes, name, base_offset, hosted.log.gaps_allowed)
             finally:
                 os.close(fd)
             self._budget_bytes -= max(size_bytes, 1)

@@ -8,8 +8,9 @@ Two kinds of record, each a JSON object (compact, keys sorted, so equal facts ar
   (generation, protocol type and name, leader, and each member with its subscription under the
   chosen assignor and its assignment; bytes as base64).
 
-An empty value is a tombstone: the key's fact is deleted. The latest record of a key wins, which is
-what compaction (or the coordinator's rewrite of live keys under time retention) relies on.
+A null value is a tombstone: the key's fact is deleted (an empty value, which older brokers wrote,
+reads as one too). The latest record of a key wins, which is what compaction relies on; the log
+cleaner removes a tombstone delete.retention.ms after it was written.
 `decode` raises `RecordFormatError` for a record it cannot read; the loader skips and logs it.
 """
 

@@ -1,0 +1,114 @@
+"""kill -9 of brokers while their log cleaners rewrite segments: nothing acknowledged is lost and the
+replicas agree on the latest value of every key.
+
+The cleaners are throttled so that each rewrite takes seconds: a broker killed then leaves a
+`.cleaned` file (a rewrite not decided yet) in the replica's directory, which recovery discards. The
+test kills until it has seen that at least twice. (The instants between the rename to `.swap` and
+the end of the swap are too short to hit by chance; the unit tests crash the swap at each of its
+renames, tests/unit/broker/log/test_cleaner.py.)
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from replog.client import Consumer, Producer
+from replog.devcluster import ClusterSpec
+from tests.integration.broker_helpers import (  # noqa: F401 - start_cluster is a fixture
+    broker_name,
+    describe,
+    start_cluster,
+    wait_for,
+    wait_for_leader,
+    zk_session,
+)
+from tests.integration.controller_helpers import create_topic
+from tests.integration.test_compaction import FILLER_KEY, holds_exactly, mismatch, replica_records
+
+pytestmark = pytest.mark.fault
+
+TOPIC = "kill-compacted"
+SEGMENT_BYTES = 16384
+KEYS = 300
+KILLS_MAX = 12
+INTERRUPTED_WANTED = 2
+DEADLINE_S = 120
+
+
+def bootstrap(cluster) -> list[str]:
+    return [p.address for p in cluster.of_role("broker") if cluster.is_running(p.name)]
+
+
+def write(producer: Producer, final: dict, rng: random.Random, count: int, start: int) -> None:
+    """`count` keyed writes (10% tombstones), acks=all; each counts once it is acknowledged."""
+    pending = []
+    for i in range(start, start + count):
+        key = b"key-%03d" % rng.randrange(KEYS)
+        value = None if rng.random() < 0.1 else b"value-%06d" % i + b"." * 200
+        pending.append((key, value, producer.send(TOPIC, value, key=key)))
+    for key, value, handle in pending:
+        handle.result(90)
+        final[key] = value
+
+
+def leftovers(cluster, broker_id: int) -> list[str]:
+    directory = cluster.data_dir(broker_name(broker_id)) / f"{TOPIC}-0"
+    return [p.name for p in directory.iterdir() if p.name.endswith((".cleaned", ".swap"))]
+
+
+def test_brokers_killed_while_cleaning_recover_and_agree_on_every_key(start_cluster):
+    cluster = start_cluster(ClusterSpec(controllers=1, gateways=0, zookeeper_session_timeout_ms=6000, extra_args={
+        "broker": ["--log-cleaner-backoff-ms", "100", "--log-cleaner-io-max-bytes-per-second", "150000",
+                   "--replica-lag-time-max-ms", "3000"]}))
+    with zk_session(cluster) as zk:
+        create_topic(zk, TOPIC, {0: (1, 2, 3)}, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
+                                                 "segment.bytes": str(SEGMENT_BYTES), "min.insync.replicas": "2"})
+        wait_for_leader(cluster, zk, TOPIC, 1, 30)
+    rng = random.Random(61)
+    final: dict[bytes, bytes | None] = {}
+    written = 0
+    interrupted = []
+    # one idempotent producer throughout: its latest batch (the filler, last) is in the active segment
+    with Producer(bootstrap(cluster), acks=-1, linger_ms=5, request_timeout_ms=5000) as producer:
+        for kill in range(KILLS_MAX):
+            write(producer, final, rng, 3000, written)
+            written += 3000
+            victim = 1 + kill % 3
+            if kill % 2 == 0:  # a rewrite is under way once a .cleaned file shows; else kill whenever
+                wait_for(lambda: leftovers(cluster, victim) or None, DEADLINE_S,
+                         f"broker {victim} to be rewriting a segment")
+            cluster.kill(broker_name(victim))
+            found = leftovers(cluster, victim)
+            if found:
+                interrupted.append((victim, found))
+            cluster.start(broker_name(victim))
+            cluster.wait_healthy([broker_name(victim)], 60)
+            if len(interrupted) >= INTERRUPTED_WANTED and kill >= 3:
+                break
+        assert len(interrupted) >= INTERRUPTED_WANTED, interrupted
+        # the last writes roll into cleanable segments behind a filler; then every replica converges
+        for _ in range(2 * SEGMENT_BYTES // 1000):
+            producer.send(TOPIC, b"f" * 1000, key=FILLER_KEY)
+        producer.flush()
+    live = {k: v for k, v in final.items() if v is not None}
+    for broker_id in (1, 2, 3):
+        try:
+            wait_for(lambda b=broker_id: not leftovers(cluster, b) and holds_exactly(
+                replica_records(cluster, b, TOPIC), final), DEADLINE_S,
+                f"broker {broker_id} to hold exactly the latest acknowledged record of each key")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {mismatch(replica_records(cluster, broker_id, TOPIC), final)}; "
+                                 f"leftovers {leftovers(cluster, broker_id)}") from None
+    ends = {describe(cluster, b, TOPIC).log_end_offset for b in (1, 2, 3)}
+    assert len(ends) == 1
+    end = ends.pop()
+    seen_values: dict[bytes, bytes | None] = {}
+    with Consumer(bootstrap(cluster), TOPIC, start=0) as consumer:
+        for record in consumer:
+            seen_values[record.key] = record.value
+            if record.offset >= end - 1:
+                break
+    seen_values.pop(FILLER_KEY, None)
+    assert {k: v for k, v in seen_values.items() if v is not None} == live
