@@ -12,7 +12,7 @@ integers. So a produced batch is translated once, on the way in, and a fetched o
   Kafka's xerial framing, as the Java client and kafka-python send it), read, and written as one
   replog batch with the same codec, timestamps, keys, values, headers, producer id, producer epoch
   and base sequence, so the leader's idempotence check (core/producer_state.py) sees what the
-  producer sent. A record with a null value is refused: replog stores no tombstones.
+  producer sent. A record with a null value is a tombstone, stored as one (records/batch.py).
 - out (`to_kafka`): each stored batch's CRC checked (reading.decode_records), its records written in
   Kafka's layout with the stored base offset, partition leader epoch (KIP-320), producer fields,
   timestamp type and codec, and a new CRC. A batch cut short at the end of a fetch is left out, as
@@ -158,11 +158,8 @@ def _read_records(body, header: BatchHeader) -> list:
             key = None if size < 0 else data[pos:pos + size]
             pos += max(size, 0)
             size, pos = _varint(data, pos)
-            if size < 0:
-                raise KafkaRecordError("a record with a null value (a tombstone): replog stores no null values",
-                                       invalid=True)
-            value = data[pos:pos + size]
-            pos += size
+            value = None if size < 0 else data[pos:pos + size]
+            pos += max(size, 0)
             count, pos = _varint(data, pos)
             headers = None
             if count:
@@ -234,7 +231,11 @@ def _kafka_batch(header: BatchHeader, records: list) -> bytes:
             inner.append(_NULL)
         else:
             inner += (_zigzag(len(key)), key)
-        inner += (_zigzag(len(value)), value, _zigzag(len(record.headers)))
+        if value is None:
+            inner.append(_NULL)
+        else:
+            inner += (_zigzag(len(value)), value)
+        inner.append(_zigzag(len(record.headers)))
         for name, header_value in record.headers:
             encoded = name.encode("utf-8")
             inner += (_zigzag(len(encoded)), encoded)
