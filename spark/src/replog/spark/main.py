@@ -38,6 +38,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="spark.sql.shuffle.partitions (default: 2 per core on a local master)")
     parser.add_argument("--driver-memory", default=None, metavar="SIZE",
                         help="spark.driver.memory when the driver starts here (e.g. 4g)")
+    parser.add_argument("--ui", action=argparse.BooleanOptionalAction, default=None,
+                        help="serve the Spark UI (default: off on a local master, on for a cluster master; "
+                             "under spark-submit, what it was given)")
+    parser.add_argument("--conf", action="append", type=parse_conf, default=[], metavar="KEY=VALUE",
+                        help="any Spark setting, repeatable (e.g. spark.executor.memory=1g, spark.driver.host=...)")
+
+
+def parse_conf(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
+    return key.strip(), value
 
 
 def job_parser(name: str, prog: str | None = None) -> argparse.ArgumentParser:
@@ -73,7 +85,8 @@ def execute(name: str, args: argparse.Namespace) -> int:
         from replog.spark import session
 
         spark = session.build(args.master, f"replog-spark {name}", shuffle_partitions=args.shuffle_partitions,
-                              driver_memory=args.driver_memory, jvm_log=jvm_log)
+                              driver_memory=args.driver_memory, jvm_log=jvm_log, ui=args.ui,
+                              conf=dict(args.conf))
         return module.run(spark, args)
     except (ExportError, JobError) as exc:
         return fail(str(exc))
