@@ -143,9 +143,12 @@ class RecordsStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         starts = ofs.from_json_form(start)
-        ranges = [ofs.OffsetRange(topic, partition, starts.get((topic, partition), 0), stop)
-                  for (topic, partition), stop in sorted(ofs.from_json_form(end).items())
-                  if stop > starts.get((topic, partition), 0)]
+        ends = ofs.from_json_form(end)
+        if any(key not in starts for key in ends):  # partitions added since the last batch: from their start
+            bounds = partition_bounds(self.connection, self.topics)
+            starts.update({key: bounds[key].log_start for key in ends if key not in starts and key in bounds})
+        ranges = [ofs.OffsetRange(topic, partition, starts.get((topic, partition), stop), stop)
+                  for (topic, partition), stop in sorted(ends.items()) if stop > starts.get((topic, partition), stop)]
         return pieces_of(ranges, self.records_per_piece_max)
 
     def read(self, partition) -> Iterator:
