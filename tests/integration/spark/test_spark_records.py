@@ -18,7 +18,7 @@ from replog.devcluster import ClusterSpec
 from tests.integration.broker_helpers import wait_for_isr, zk_session
 from tests.integration.controller_helpers import create_topic
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]  # the 1M run: minutes on a busy machine
 PARTITIONS = 12
 TOTAL = int(os.environ.get("REPLOG_SPARK_EXACT_RECORDS", "24000"))
 CHUNK = 2000  # records per send_batch

@@ -4,6 +4,7 @@
     replog-spark plan      --export DIR | --gateway HOST:PORT  [--add-brokers 7,8 --racks 7:a,8:b]
                            [--remove-brokers 3] --out FILE
     replog-spark failovers --traces DIR_OR_FILE [...] [--out DIR]
+    replog-spark traffic   --bootstrap HOST:PORT --subscribe TOPICS --gateway HOST:PORT [--out DIR]
 
 Every job also runs as ``spark-submit spark/src/replog/spark/<job>.py ...`` with
 the same options. ``--master`` defaults to ``local[*]`` (under spark-submit: the
@@ -24,6 +25,7 @@ JOBS = {
     "report": ("replog.spark.report", "topology report: load per broker and topic, skew, rack diversity"),
     "plan": ("replog.spark.planner", "rebalance plan: a Kafka reassignment JSON moving as few replicas as possible"),
     "failovers": ("replog.spark.failovers", "failover report from trace files: phases, percentiles, trends"),
+    "traffic": ("replog.spark.leader_traffic", "records joined with topology: bytes each partition leader serves"),
 }
 
 
