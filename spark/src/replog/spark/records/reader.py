@@ -82,9 +82,9 @@ def partition_bounds(connection: Connection, topics: list[str]) -> dict[tuple[st
     """Every partition of ``topics`` with its log start and high watermark, now."""
     from replog.client import EARLIEST, LATEST
 
-    consumer = connection.consumer(topics, start=LATEST)
+    consumer = connection.consumer(topics, start=LATEST)  # positions: each partition's HW (ListOffsets LATEST)
     try:
-        return {(tp.topic, tp.partition): ofs.Bounds(consumer.offset_of(tp, EARLIEST), consumer.offset_of(tp, LATEST))
+        return {(tp.topic, tp.partition): ofs.Bounds(consumer.offset_of(tp, EARLIEST), consumer.position(tp))
                 for tp in consumer.assignment()}
     finally:
         consumer.close()
