@@ -13,14 +13,13 @@ the same run, alternated `--rounds` times:
   records (``for record in consumer``) until it has seen them all: what the source's readers do
   per partition, without Spark, on one thread.
 
-The Spark session's start-up is reported apart (session_start_seconds) and a warm-up read of the
-first partition runs before the timed ones. The last stdout line is one JSON object.
+The Spark session's start-up is reported apart (session_start_seconds) and one untimed whole read
+runs first (the Python workers start and import the client then). The last stdout line is one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -109,9 +108,8 @@ def main() -> None:
         spark = session.build(args.master, "spark-source bench", driver_memory=args.driver_memory)
         session_start_s = time.perf_counter() - started
         try:
-            first = args.records // args.partitions + (1 if args.records % args.partitions else 0)
-            only_first = {str(p): (-2 if p == 0 else -1) for p in range(args.partitions)}  # -2 earliest, -1 latest
-            read_with_source(spark, bootstrap, first, startingOffsets=json.dumps({TOPIC: only_first}))  # warm-up
+            # Warm-up, untimed: one whole read, so every Python worker of the master has started and imported.
+            read_with_source(spark, bootstrap, args.records)
             source_s, consumer_s = [], []
             for round_index in range(args.rounds):
                 source_s.append(read_with_source(spark, bootstrap, args.records))
