@@ -238,7 +238,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="JSON lines or CSV with role,id,died_at_ms: known death times, so detection "
                              "is measured instead of inferred from the session timeout")
     parser.add_argument("--out", metavar="DIR", help="write failovers, percentiles, trend (Parquet and CSV) "
-                                                    "and failover_timeline.png here")
+                                                    "and failover_timeline.png here (a local path or a Hadoop URI)")
     parser.add_argument("--show", type=int, default=20, metavar="N", help="failovers to print (default 20, latest)")
 
 
@@ -260,7 +260,7 @@ def read_deaths(spark, path: str) -> DataFrame:
 
 
 def run(spark, args) -> int:
-    from replog.spark import charts, printing, traces
+    from replog.spark import charts, outputs, printing, traces
     from replog.spark.report import write_table
 
     spans = traces.read_spans(spark, args.traces).cache()
@@ -279,11 +279,12 @@ def run(spark, args) -> int:
     print()
     print(printing.table("Trend by partitions affected", [r.asDict() for r in trend.collect()]))
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+        out = args.out
+        outputs.make_dirs(spark, out)
         for name, frame in (("failovers", table), ("percentiles", pct), ("trend", trend)):
             write_table(frame, out, name, "both")
-        charts.failover_timeline(rows, out / "failover_timeline.png")
+        with outputs.LocalFile(spark, outputs.join(out, "failover_timeline.png")) as png:
+            charts.failover_timeline(rows, png)
         print(f"\nWrote failovers, percentiles, trend and failover_timeline.png to {out}")
     return 0
 

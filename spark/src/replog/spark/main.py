@@ -4,6 +4,7 @@
     replog-spark plan      --export DIR | --gateway HOST:PORT  [--add-brokers 7,8 --racks 7:a,8:b]
                            [--remove-brokers 3] --out FILE
     replog-spark failovers --traces DIR_OR_FILE [...] [--out DIR]
+    replog-spark traffic   --bootstrap HOST:PORT --subscribe TOPICS --gateway HOST:PORT [--out DIR]
 
 Every job also runs as ``spark-submit spark/src/replog/spark/<job>.py ...`` with
 the same options. ``--master`` defaults to ``local[*]`` (under spark-submit: the
@@ -24,6 +25,7 @@ JOBS = {
     "report": ("replog.spark.report", "topology report: load per broker and topic, skew, rack diversity"),
     "plan": ("replog.spark.planner", "rebalance plan: a Kafka reassignment JSON moving as few replicas as possible"),
     "failovers": ("replog.spark.failovers", "failover report from trace files: phases, percentiles, trends"),
+    "traffic": ("replog.spark.leader_traffic", "records joined with topology: bytes each partition leader serves"),
 }
 
 
@@ -38,6 +40,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
                         help="spark.sql.shuffle.partitions (default: 2 per core on a local master)")
     parser.add_argument("--driver-memory", default=None, metavar="SIZE",
                         help="spark.driver.memory when the driver starts here (e.g. 4g)")
+    parser.add_argument("--ui", action=argparse.BooleanOptionalAction, default=None,
+                        help="serve the Spark UI (default: off on a local master, on for a cluster master; "
+                             "under spark-submit, what it was given)")
+    parser.add_argument("--conf", action="append", type=parse_conf, default=[], metavar="KEY=VALUE",
+                        help="any Spark setting, repeatable (e.g. spark.executor.memory=1g, spark.driver.host=...)")
+
+
+def parse_conf(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
+    return key.strip(), value
 
 
 def job_parser(name: str, prog: str | None = None) -> argparse.ArgumentParser:
@@ -73,7 +87,8 @@ def execute(name: str, args: argparse.Namespace) -> int:
         from replog.spark import session
 
         spark = session.build(args.master, f"replog-spark {name}", shuffle_partitions=args.shuffle_partitions,
-                              driver_memory=args.driver_memory, jvm_log=jvm_log)
+                              driver_memory=args.driver_memory, jvm_log=jvm_log, ui=args.ui,
+                              conf=dict(args.conf))
         return module.run(spark, args)
     except (ExportError, JobError) as exc:
         return fail(str(exc))

@@ -32,7 +32,6 @@ import json
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pyspark.sql import DataFrame
 
@@ -229,7 +228,7 @@ def check_inputs(args) -> None:
 
 
 def run(spark, args) -> int:
-    from replog.spark import charts, inputs, printing
+    from replog.spark import charts, inputs, outputs, printing
     from replog.spark.main import JobError
 
     topology = inputs.load(spark, export_dir=args.export, gateway=args.gateway)
@@ -242,18 +241,20 @@ def run(spark, args) -> int:
     brokers = [r.asDict() for r in tables["brokers"].collect()]
     plan = reassignment_json([r.asDict() for r in tables["reassignment"].collect()])
     try:
-        Path(args.out).write_text(json.dumps(plan) + "\n")
+        outputs.write_text(spark, args.out, json.dumps(plan) + "\n")
         if args.summary_out:
-            Path(args.summary_out).write_text(json.dumps({"summary": summary, "brokers": brokers}, indent=2) + "\n")
+            outputs.write_text(spark, args.summary_out,
+                               json.dumps({"summary": summary, "brokers": brokers}, indent=2) + "\n")
         if args.chart:
-            charts.plan_balance(
-                [{"broker_id": b["broker_id"], "replicas": b["replicas_before"],
-                  "preferred_leaders": b["preferred_leaders_before"]} for b in brokers],
-                [{"broker_id": b["broker_id"], "replicas": b["replicas_after"],
-                  "preferred_leaders": b["preferred_leaders_after"]} for b in brokers if b["in_target"]],
-                Path(args.chart))
+            with outputs.LocalFile(spark, args.chart) as png:
+                charts.plan_balance(
+                    [{"broker_id": b["broker_id"], "replicas": b["replicas_before"],
+                      "preferred_leaders": b["preferred_leaders_before"]} for b in brokers],
+                    [{"broker_id": b["broker_id"], "replicas": b["replicas_after"],
+                      "preferred_leaders": b["preferred_leaders_after"]} for b in brokers if b["in_target"]],
+                    png)
     except OSError as exc:
-        raise JobError(f"cannot write {exc.filename}: {exc.strerror}") from None
+        raise JobError(f"cannot write {exc.filename}: {exc.strerror}" if exc.filename else str(exc)) from None
     print(printing.key_values(f"Rebalance plan ({topology.origin})", summary))
     print()
     print(printing.table("Brokers", brokers[:args.show]))

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -191,7 +190,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--export", metavar="DIR", help="a topology export directory (replog export --out DIR)")
     source.add_argument("--gateway", metavar="HOST:PORT", help="read the live cluster through the gateway instead")
-    parser.add_argument("--out", metavar="DIR", help="write the tables and PNG charts here")
+    parser.add_argument("--out", metavar="DIR", help="write the tables and PNG charts here (a local path or a "
+                                                    "Hadoop URI: s3a://, hdfs://, file://)")
     parser.add_argument("--format", choices=["parquet", "csv", "both"], default="both",
                         help="table format under --out (default: both)")
     parser.add_argument("--show", type=int, default=20, metavar="N", help="rows of each table to print (default 20)")
@@ -205,7 +205,7 @@ def check_inputs(args) -> None:
 
 
 def run(spark, args) -> int:
-    from replog.spark import charts, inputs, printing
+    from replog.spark import charts, inputs, outputs, printing
 
     topology = inputs.load(spark, export_dir=args.export, gateway=args.gateway)
     tables = report(topology.brokers, topology.partitions)
@@ -227,27 +227,32 @@ def run(spark, args) -> int:
         print(printing.table("Consumer groups (most lag first)",
                              [r.asDict() for r in tables["group_lag"].limit(args.show).collect()]))
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+        out = args.out
+        outputs.make_dirs(spark, out)
         for name, frame in tables.items():
             write_table(frame, out, name, args.format)
-        charts.broker_load(brokers, out / "leaders_replicas_per_broker.png")
-        charts.broker_bytes(brokers, out / "bytes_per_broker.png")
+        with outputs.LocalFile(spark, outputs.join(out, "leaders_replicas_per_broker.png")) as png:
+            charts.broker_load(brokers, png)
+        with outputs.LocalFile(spark, outputs.join(out, "bytes_per_broker.png")) as png:
+            charts.broker_bytes(brokers, png)
         print(f"\nWrote {', '.join(tables)} ({args.format}) and 2 PNG charts to {out}")
     return 0
 
 
-def write_table(frame: DataFrame, out: Path, name: str, fmt: str) -> None:
-    """Small tables (one row per broker, topic or violation) as one file each."""
+def write_table(frame: DataFrame, out: str, name: str, fmt: str) -> None:
+    """Small tables (one row per broker, topic or violation) as one file each, under a local path or any
+    Hadoop URI (outputs.py)."""
+    from replog.spark.outputs import join
+
     single = frame.coalesce(1)
     if fmt in ("parquet", "both"):
-        single.write.mode("overwrite").parquet(str(out / f"{name}.parquet"))
+        single.write.mode("overwrite").parquet(join(out, f"{name}.parquet"))
     if fmt in ("csv", "both"):
         # CSV has no lists: a replica list becomes "1 2 3".
         flat = single.select([F.concat_ws(" ", F.col(f.name).cast("array<string>")).alias(f.name)
                               if f.dataType.simpleString().startswith("array") else F.col(f.name)
                               for f in frame.schema.fields])
-        flat.write.mode("overwrite").option("header", True).csv(str(out / f"{name}.csv"))
+        flat.write.mode("overwrite").option("header", True).csv(join(out, f"{name}.csv"))
 
 
 def main(argv: list[str] | None = None) -> int:

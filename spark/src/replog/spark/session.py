@@ -9,6 +9,10 @@
   most a few million rows and Spark's default of 200 tasks costs seconds on 2 cores.
 * The driver logs errors only (``log4j2.properties`` beside this file), so a job's
   output is its tables and a failure is one line.
+* The Spark UI is off on a local master unless asked for (a CLI run has no use for a web
+  server), and left to Spark (on) or to spark-submit's ``--conf`` on a cluster master.
+* ``conf``: any other Spark settings (``--conf KEY=VALUE`` on the command line); under
+  spark-submit, its own ``--conf`` settings stay as given unless named again here.
 * The ``replog`` Python data source (source.py) is registered on every session.
 """
 
@@ -61,7 +65,8 @@ def _stderr_to(path: str | None):
 
 
 def build(master: str | None = None, app_name: str = "replog-spark", *,
-          shuffle_partitions: int | None = None, driver_memory: str | None = None, jvm_log: str | None = None):
+          shuffle_partitions: int | None = None, driver_memory: str | None = None, jvm_log: str | None = None,
+          ui: bool | None = None, conf: dict[str, str] | None = None):
     """A SparkSession (getOrCreate: a running session is reused, also its master).
 
     ``jvm_log``: a file for the JVM's own output (the command line passes one; tests and
@@ -85,6 +90,12 @@ def build(master: str | None = None, app_name: str = "replog-spark", *,
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     if driver_memory:
         builder = builder.config("spark.driver.memory", driver_memory)
+    if ui is None and cores is not None and not under_spark_submit():
+        ui = False
+    if ui is not None:
+        builder = builder.config("spark.ui.enabled", str(ui).lower())
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     java_options = f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
     with _stderr_to(jvm_log):
         session = _create(builder, java_options)
@@ -95,7 +106,6 @@ def build(master: str | None = None, app_name: str = "replog-spark", *,
 
 def _create(builder, java_options: str):
     return (builder
-            .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.driver.extraJavaOptions", java_options)
@@ -104,6 +114,6 @@ def _create(builder, java_options: str):
 
 
 def register_sources(session) -> None:
-    from replog.spark.source import ReplogDataSource
+    from replog.spark import register
 
-    session.dataSource.register(ReplogDataSource)
+    register(session)

@@ -1,4 +1,8 @@
-"""``spark.read.format("replog")``: the gateway's ExportTopology stream as a DataFrame.
+"""``spark.read.format("replog")``: one format, two inputs, told apart by their options.
+
+* ``bootstrap.servers`` and ``subscribe``: a log's records, batch or streaming, as Spark's Kafka
+  source gives them (records/reader.py).
+* ``gateway``: the gateway's ExportTopology stream as a DataFrame, below.
 
     spark.read.format("replog").option("gateway", "127.0.0.1:9090").option("table", "partitions").load()
 
@@ -38,10 +42,30 @@ class ReplogDataSource(DataSource):
     def name(cls) -> str:
         return "replog"
 
+    def _records(self) -> bool:
+        if "bootstrap.servers" in self.options and "gateway" in self.options:
+            raise ValueError("the replog source reads records (bootstrap.servers) or topology (gateway), not both")
+        return "bootstrap.servers" in self.options or "subscribe" in self.options
+
     def schema(self) -> str:
+        if self._records():
+            from replog.spark.records.reader import SCHEMA
+
+            return SCHEMA
         return schema.ddl(self._table())
 
-    def reader(self, schema) -> "ExportTopologyReader":  # Spark passes the schema by this name
+    def streamReader(self, schema):
+        from replog.spark.records.reader import RecordsStreamReader
+
+        if not self._records():
+            raise ValueError("a stream of the replog source reads records: give bootstrap.servers and subscribe")
+        return RecordsStreamReader(self.options)
+
+    def reader(self, schema):  # Spark passes the schema by this name
+        if self._records():
+            from replog.spark.records.reader import RecordsBatchReader
+
+            return RecordsBatchReader(self.options)
         gateway = self.options.get("gateway")
         if not gateway:
             raise ValueError("the replog source needs .option('gateway', 'host:port')")

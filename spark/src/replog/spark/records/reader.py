@@ -1,0 +1,211 @@
+"""The records source's two sides: planning on the driver, fetching on the executors.
+
+    spark.read.format("replog").option("bootstrap.servers", "127.0.0.1:9092").option("subscribe", "orders").load()
+
+Driver: one replog Consumer (started at "latest", so its fetcher idles at the end of every
+partition) gives the subscribed topics' partitions (``Consumer.assignment()``) and each one's log
+start and high watermark (ListOffsets at the leader); offsets.py turns the options into ranges and
+pieces. Executors: each piece is read by a Consumer of its own assigned to that one partition from
+the piece's start, until its position reaches the piece's end; records at or past the end are
+dropped. Records reach Spark as Arrow record batches, one per fetched chunk, so no Python row
+objects are built. The Consumer returns committed records only (up to the HW), from the leader.
+
+The stream reader's offsets are ``{topic: {partition: next offset}}``: Spark writes a micro-batch's
+end to its checkpoint before the batch runs, and a restarted query re-plans the same [start, end)
+pieces from it, which is what lets an idempotent sink see every record exactly once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Iterator
+
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
+
+from replog.spark.records import offsets as ofs
+
+SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+          "timestampType int, headers array<struct<key: string, value: binary>>")
+RECORDS_PER_PIECE_MAX_DEFAULT = 1_000_000
+STALL_TIMEOUT_MS_DEFAULT = 120_000  # a piece whose records stop coming for this long fails its task
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How executors and driver reach the brokers (picklable: it travels with every piece)."""
+
+    bootstrap: str
+    tls: object  # TlsFiles or None
+    insecure: bool
+    fetch_max_bytes: int
+    stall_timeout_ms: int
+
+    def consumer(self, topics, **kwargs):
+        from replog.client import Consumer
+
+        return Consumer(self.bootstrap, topics, tls=self.tls, insecure=self.insecure,
+                        fetch_max_bytes=self.fetch_max_bytes, **kwargs)
+
+
+@dataclass(frozen=True)
+class Piece(InputPartition):
+    """One Spark task's input: [start, end) of one topic partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+def options_of(options) -> tuple[Connection, list[str]]:
+    bootstrap = options.get("bootstrap.servers")
+    topics = [t.strip() for t in (options.get("subscribe") or "").split(",") if t.strip()]
+    if not bootstrap:
+        raise ValueError("the replog records source needs .option('bootstrap.servers', 'host:port[,host:port]')")
+    if not topics:
+        raise ValueError("the replog records source needs .option('subscribe', 'topic[,topic]')")
+    insecure = str(options.get("insecure", "false")).lower() == "true"
+    tls = None
+    if not insecure:
+        from replog.common.security.local import resolve_client_tls
+
+        tls = resolve_client_tls(options.get("tls_ca_file"), options.get("tls_cert_file"),
+                                 options.get("tls_key_file"), insecure=False)
+        insecure = tls is None
+    connection = Connection(bootstrap, tls, insecure, int(options.get("fetchMaxBytes", 4 * 1024 * 1024)),
+                            int(options.get("stallTimeoutMs", STALL_TIMEOUT_MS_DEFAULT)))
+    return connection, topics
+
+
+def partition_bounds(connection: Connection, topics: list[str]) -> dict[tuple[str, int], ofs.Bounds]:
+    """Every partition of ``topics`` with its log start and high watermark, now."""
+    from replog.client import EARLIEST, LATEST
+
+    consumer = connection.consumer(topics, start=LATEST)  # positions: each partition's HW (ListOffsets LATEST)
+    try:
+        return {(tp.topic, tp.partition): ofs.Bounds(consumer.offset_of(tp, EARLIEST), consumer.position(tp))
+                for tp in consumer.assignment()}
+    finally:
+        consumer.close()
+
+
+def pieces_of(offset_ranges: list[ofs.OffsetRange], records_per_piece_max: int) -> list[Piece]:
+    return [Piece(r.topic, r.partition, r.start, r.end) for r in ofs.split(offset_ranges, records_per_piece_max)]
+
+
+class RecordsBatchReader(DataSourceReader):
+    def __init__(self, options) -> None:
+        self.connection, self.topics = options_of(options)
+        self.starting = ofs.parse_spec(options.get("startingOffsets"), ofs.EARLIEST, "startingOffsets")
+        self.ending = ofs.parse_spec(options.get("endingOffsets"), ofs.LATEST, "endingOffsets")
+        self.records_per_piece_max = int(options.get("maxRecordsPerPartition", RECORDS_PER_PIECE_MAX_DEFAULT))
+
+    def partitions(self) -> list[InputPartition]:
+        bounds = partition_bounds(self.connection, self.topics)
+        starts = ofs.resolve(self.starting, bounds, ofs.EARLIEST, "startingOffsets")
+        ends = ofs.resolve(self.ending, bounds, ofs.LATEST, "endingOffsets")
+        pieces = pieces_of(ofs.ranges(starts, ends, bounds), self.records_per_piece_max)
+        return pieces or [InputPartition(None)]  # nothing to read: one empty task
+
+    def read(self, partition) -> Iterator:
+        if isinstance(partition, Piece):
+            yield from read_piece(self.connection, partition)
+
+
+class RecordsStreamReader(DataSourceStreamReader):
+    def __init__(self, options) -> None:
+        self.connection, self.topics = options_of(options)
+        self.starting = ofs.parse_spec(options.get("startingOffsets"), ofs.LATEST, "startingOffsets")
+        self.records_per_piece_max = int(options.get("maxRecordsPerPartition", RECORDS_PER_PIECE_MAX_DEFAULT))
+        per_trigger = options.get("maxOffsetsPerTrigger")
+        self.per_trigger = int(per_trigger) if per_trigger else None
+
+    def initialOffset(self) -> dict:
+        bounds = partition_bounds(self.connection, self.topics)
+        return ofs.to_json_form(ofs.resolve(self.starting, bounds, ofs.LATEST, "startingOffsets"))
+
+    def latestOffset(self, start: dict, limit) -> dict:
+        from pyspark.sql.streaming.datasource import ReadMaxRows
+
+        bounds = partition_bounds(self.connection, self.topics)
+        starts = ofs.from_json_form(start)
+        for key, bound in bounds.items():
+            starts.setdefault(key, bound.log_start)  # a partition added since: from its beginning
+        records_max = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        latest = {key: bound.high_watermark for key, bound in bounds.items()}
+        return ofs.to_json_form(ofs.capped(starts, latest, records_max))
+
+    def getDefaultReadLimit(self):
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+        return ReadAllAvailable() if self.per_trigger is None else ReadMaxRows(self.per_trigger)
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        starts = ofs.from_json_form(start)
+        ends = ofs.from_json_form(end)
+        if any(key not in starts for key in ends):  # partitions added since the last batch: from their start
+            bounds = partition_bounds(self.connection, self.topics)
+            starts.update({key: bounds[key].log_start for key in ends if key not in starts and key in bounds})
+        ranges = [ofs.OffsetRange(topic, partition, starts.get((topic, partition), stop), stop)
+                  for (topic, partition), stop in sorted(ends.items()) if stop > starts.get((topic, partition), stop)]
+        return pieces_of(ranges, self.records_per_piece_max)
+
+    def read(self, partition) -> Iterator:
+        yield from read_piece(self.connection, partition)
+
+    def commit(self, end: dict) -> None:
+        pass  # the offsets live in Spark's checkpoint; the brokers keep nothing for this reader
+
+
+def read_piece(connection: Connection, piece: Piece) -> Iterator:
+    """The records [start, end) of one partition as Arrow record batches (on an executor)."""
+    import pyarrow as pa
+
+    if piece.end <= piece.start:
+        return
+    schema = arrow_schema(pa)
+    consumer = connection.consumer(piece.topic, partitions=[piece.partition], start=piece.start,
+                                   max_wait_ms=200)
+    try:
+        position = piece.start
+        progress_at = time.monotonic()
+        while position < piece.end:
+            records = [r for r in consumer.poll(200) if r.offset < piece.end]
+            if records:
+                position = consumer.position(piece.partition)
+                progress_at = time.monotonic()
+                yield to_arrow(pa, schema, records)
+            else:
+                position = consumer.position(piece.partition)
+            if position < piece.end and time.monotonic() - progress_at > connection.stall_timeout_ms / 1000:
+                raise TimeoutError(f"{piece.topic}-{piece.partition}: no record at or after offset {position} "
+                                   f"within {connection.stall_timeout_ms} ms (reading up to {piece.end})")
+    finally:
+        consumer.close()
+
+
+def arrow_schema(pa):
+    header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+    return pa.schema([pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
+                      pa.field("partition", pa.int32()), pa.field("offset", pa.int64()),
+                      pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("timestampType", pa.int32()),
+                      pa.field("headers", pa.list_(header))])
+
+
+def to_arrow(pa, schema, records) -> object:
+    """One Arrow batch of ConsumerRecords; timestampType as Kafka numbers it (0 CreateTime, 1 LogAppendTime)."""
+    from replog.common.core.timestamp_type import TimestampType
+
+    CREATE_TIME = TimestampType.CREATE_TIME  # noqa: N806
+    columns = [
+        pa.array([r.key for r in records], pa.binary()),
+        pa.array([r.value for r in records], pa.binary()),
+        pa.array([r.topic for r in records], pa.string()),
+        pa.array([r.partition for r in records], pa.int32()),
+        pa.array([r.offset for r in records], pa.int64()),
+        pa.array([r.timestamp_ms * 1000 for r in records], pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        pa.array([0 if r.timestamp_type is CREATE_TIME else 1 for r in records], pa.int32()),
+        pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records], schema.field("headers").type),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
