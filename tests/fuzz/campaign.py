@@ -48,8 +48,8 @@ class Finding:
 
 @dataclass
 class Budget:
-    entitled: int = 8   # messages per method an identity may call
-    refused: int = 2    # messages per method the method table refuses it
+    entitled: int = 24  # messages per method an identity may call
+    refused: int = 3    # messages per method the method table refuses it
 
 
 @dataclass
@@ -122,7 +122,7 @@ class Campaign:
             self.tally.add(target.path, identity.label, kind, code)
             if code in BAD_CODES:
                 self.findings.append(Finding(f"{code.name} answer", identity.label, target.path, round_index,
-                                             f"context {context}", seed, text))
+                                             f"context {json.dumps(asdict(context))}", seed, text))
         self.after_batch(identity)
         self.tally.batches += 1
         for problem in self.watch.problems():

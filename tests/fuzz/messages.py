@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import random
-import time
 from dataclasses import dataclass, field
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -74,6 +73,7 @@ class Context:
     leader: int = 1
     leader_epoch: int = 0
     partition_epoch: int = 0
+    now_ms: int = 1_800_000_000_000  # the records' timestamps: the time the batch was built
 
 
 def seed_of(*parts: object) -> int:
@@ -221,8 +221,7 @@ def random_bytes(rng: random.Random) -> bytes:
     return bytes(batch)
 
 
-def _batch(rng: random.Random, count: int | None = None) -> bytes:
-    now_ms = int(time.time() * 1000)
+def _batch(rng: random.Random, count: int | None = None, now_ms: int = Context.now_ms) -> bytes:
     values = [rng.randbytes(rng.randint(0, 64)) for _ in range(count or rng.randint(1, 5))]
     return encode_batch([(None, v, now_ms) for v in values])
 
@@ -283,7 +282,7 @@ def _plausible_scalar(f: FieldDescriptor, rng: random.Random, context: Context, 
             return context.group_id
         return _STRINGS.get(name, "fuzz")
     if kind == FieldDescriptor.TYPE_BYTES:
-        return _batch(rng, 3) if name == "record_batch" else b""
+        return _batch(rng, 3, context.now_ms) if name == "record_batch" else b""
     if kind == FieldDescriptor.TYPE_BOOL:
         return rng.random() < 0.5
     if kind == FieldDescriptor.TYPE_ENUM:

@@ -7,9 +7,10 @@ status code: OK or the typed code the server answered.
 
 `defang` lists the few acts an identity is *entitled* to that would wreck the cluster on purpose,
 which the fuzz does not commit (it checks that a caller cannot do what it may not, not that an
-entitled caller cannot do harm): the controller's UpdateMetadata at the live controller epoch (the
-controller's word on every live broker and partition), a broker's ControlledShutdown of itself at
-its live broker epoch, and the operator's election of every partition's leader at once.
+entitled caller cannot do harm): at the live controller epoch, the controller's UpdateMetadata (its
+word on every live broker and partition) and its LeaderAndIsr with `init` (the whole list of what a
+broker hosts: the broker deletes every replica not listed); a broker's ControlledShutdown of itself
+at its live broker epoch; the operator's election of every partition's leader at once.
 """
 
 from __future__ import annotations
@@ -90,6 +91,8 @@ def defang(target: Target, request: Message, context: Context) -> Message:
     name = target.method.name
     if name == "UpdateMetadata" and request.controller_epoch == context.controller_epoch:
         request.controller_epoch = context.controller_epoch + 1  # an epoch ZooKeeper has not confirmed
+    elif name == "LeaderAndIsr" and request.controller_epoch == context.controller_epoch:
+        request.init = False
     elif name == "ControlledShutdown" and not request.partitions:
         request.broker_epoch = 0  # refused as stale: the broker stays in the cluster
     elif name == "ElectLeaders":

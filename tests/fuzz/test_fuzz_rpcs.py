@@ -128,7 +128,7 @@ class Playground:
         own = int(identity.principal.name) if identity.principal.kind == "broker" else brokers[0]
         return Context(play_topic=PLAY_TOPIC, own_broker_id=own, broker_ids=brokers, controller_id=controller_id,
                        controller_epoch=controller_epoch, broker_epochs=broker_epochs, leader=leader,
-                       leader_epoch=leader_epoch, partition_epoch=partition_epoch)
+                       leader_epoch=leader_epoch, partition_epoch=partition_epoch, now_ms=int(time.time() * 1000))
 
     def clear(self, identity: Identity) -> None:
         if identity.label != "operator":
