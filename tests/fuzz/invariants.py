@@ -6,6 +6,8 @@
 - every service process still runs (none crashed or exited);
 - no service log gained a traceback (an exception the service did not handle: gRPC logs
   "Exception calling application" with one and answers UNKNOWN);
+- every replica on every broker (the playground's too) holds its log start and high watermark within
+  its log (a forged fetch offset or log start taken as true would show here);
 - no fence moved: ZooKeeper's `/controller_epoch`, each broker's epoch (the czxid of its
   registration), and the leader and partition epochs of the kept topic's partitions, in ZooKeeper
   and as each broker holds them (the fuzz never names the kept topic, so no entitled call moves them);
@@ -33,7 +35,8 @@ from .messages import ESCAPE_MARK
 
 TRACEBACK_SIGNS = ("Traceback (most recent call last)", "Exception calling application", "Exception iterating")
 # Written by the running processes themselves: their logs and traces, the brokers' data (their log
-# directories), ZooKeeper's data. Everything else in the state directory is the sentinel tree.
+# directories, data/broker-N), ZooKeeper's data. Everything else in the state directory (certificates,
+# credentials, configs) is the sentinel tree.
 _LIVE_PARTS = ("logs", "traces")
 
 
@@ -59,6 +62,7 @@ class ClusterWatch:
         found = [f"{n} is not running (crashed or exited)" for n in self.cluster.processes
                  if not self.cluster.is_running(n)]
         found += self._new_tracebacks()
+        found += self._offsets_out_of_order()
         fences = self.read_fences()
         if fences != self.fences:
             found.append(f"a fence moved: before {self.fences}, after {fences}")
@@ -91,6 +95,22 @@ class ClusterWatch:
             held.update({(broker, r.partition): r.leader_epoch for r in replicas})
         return held
 
+    def _offsets_out_of_order(self) -> list[str]:
+        """Replicas whose log start or high watermark lies outside their log."""
+        found = []
+        for broker in self.brokers:
+            with self.cluster.channel(self.cluster.processes[f"broker-{broker}"].address) as channel:
+                try:
+                    replicas = log_pb2_grpc.LogServiceStub(channel).DescribeReplicas(
+                        log_pb2.DescribeReplicasRequest(), timeout=30).replicas
+                except grpc.RpcError as error:
+                    found.append(f"broker {broker} did not describe its replicas: {error.code().name}")
+                    continue
+            found += [f"broker {broker} holds {r.topic}-{r.partition} at log start {r.log_start_offset}, HW "
+                      f"{r.high_watermark}, log end {r.log_end_offset}" for r in replicas
+                      if not (0 <= r.log_start_offset <= r.log_end_offset and 0 <= r.high_watermark <= r.log_end_offset)]
+        return found
+
     def _log_size(self, name: str) -> int:
         path = self.cluster.log_path(name)
         return path.stat().st_size if path.exists() else 0
@@ -107,8 +127,8 @@ class ClusterWatch:
         return found
 
     def _tree(self) -> dict[str, tuple[int, int]]:
-        """(size, mtime) of every file of the state directory outside the live parts; the names (only) of the
-        brokers' data directories' parent and of ZooKeeper's."""
+        """(size, mtime) of every file of the state directory outside the live parts (the processes' logs and
+        traces, the brokers' log directories, ZooKeeper's data), and the names of those directories."""
         root = self.cluster.state_dir
         tree: dict[str, tuple[int, int]] = {}
         for directory, subdirectories, files in os.walk(root):
@@ -121,7 +141,7 @@ class ClusterWatch:
                 tree[str(relative)] = (0, 0)
                 subdirectories[:] = []
                 continue
-            if len(parts) >= 2 and parts[0] == "zookeeper":
+            if parts[:2] == ("zookeeper", "data"):  # ZooKeeper's snapshots and transaction logs
                 subdirectories[:] = []
                 continue
             for name in files:

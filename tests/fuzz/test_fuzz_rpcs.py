@@ -37,7 +37,9 @@ from .invariants import ClusterWatch, epochs_of
 from .messages import Context
 from .targets import Identity, all_targets
 
-pytestmark = pytest.mark.integration
+MINUTES = float(os.environ["FUZZ_MINUTES"]) if os.environ.get("FUZZ_MINUTES") else None
+# One round takes a minute or two on a quiet machine; a long run takes its minutes and the round under way.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600 + 60 * (MINUTES or 0))]
 
 KEPT_TOPIC = "fuzz-kept"
 PLAY_TOPIC = "fuzz-play"
@@ -148,12 +150,11 @@ def test_every_rpc_from_every_identity_leaves_the_cluster_whole(cluster, tmp_pat
     watch = ClusterWatch(cluster, KEPT_TOPIC, PARTITIONS)
     only = os.environ.get("FUZZ_ONLY", "")
     targets = [t for t in all_targets(list(cluster.processes)) if only in t.path]
-    minutes = float(os.environ["FUZZ_MINUTES"]) if os.environ.get("FUZZ_MINUTES") else None
     playground = Playground(cluster)
     campaign = Campaign(cluster, identities(cluster, tmp_path), targets, watch, playground.context,
                         int(os.environ.get("FUZZ_SEED", "55")), Budget(), after_batch=playground.clear)
     try:
-        campaign.run(minutes)
+        campaign.run(MINUTES)
     finally:
         campaign.close()
         report = Path(os.environ.get("FUZZ_REPORT", tmp_path / "fuzz-report.json"))

@@ -3,12 +3,19 @@ hostile where it means to be."""
 
 from __future__ import annotations
 
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replog.common.acls.core.authorizer import Authorizer
+from replog.common.acls.enforcement import Enforcer
+from replog.common.edge.validation import RequestChecker
+from replog.common.security.rules import RULES
 from replog.v1 import broker_control_pb2, log_pb2
 
 from .messages import ESCAPE_MARK, MESSAGE_BYTES_MAX, Context, build, plausible_message, seed_of
 from .targets import all_targets, defang
-
-import random
 
 SERVERS = ["controller-1", "broker-1", "broker-2", "gateway-1", "zookeeper"]
 
@@ -54,3 +61,18 @@ def test_the_controllers_word_on_every_broker_is_not_spoken_at_the_live_epoch():
     request = defang(target, broker_control_pb2.UpdateMetadataRequest(controller_epoch=7, full=True), Context(
         controller_epoch=7))
     assert request.controller_epoch == 8
+
+
+TARGETS = all_targets(SERVERS)
+
+
+@settings(max_examples=300)
+@given(st.sampled_from(TARGETS), st.integers(0, (1 << 64) - 1))
+def test_the_edge_and_the_acl_checks_judge_any_fuzzed_request_without_raising(target, seed):
+    """What runs on every request before its servicer (the bounds, a user's ACL needs) answers a verdict
+    for any request the fuzz can send: an exception there would be UNKNOWN on every server."""
+    _, message = build(target.method.input_type, seed, Context())
+    RequestChecker().problem(message)
+    rule = RULES[target.path]
+    if rule.user is not None:
+        rule.user.refusal(Enforcer(Authorizer()), "User:probe", message)
