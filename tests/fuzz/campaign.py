@@ -56,6 +56,7 @@ class Budget:
 class Tally:
     statuses: dict[str, dict[str, Counter]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(Counter)))
     messages: Counter = field(default_factory=Counter)
+    by_identity: Counter = field(default_factory=Counter)
     kinds: Counter = field(default_factory=Counter)
     batches: int = 0
     rounds: int = 0
@@ -63,6 +64,7 @@ class Tally:
     def add(self, method: str, identity: str, kind: str, code: grpc.StatusCode) -> None:
         self.statuses[method][identity][code.name] += 1
         self.messages[method] += 1
+        self.by_identity[identity] += 1
         self.kinds[kind] += 1
 
     def table(self) -> str:
@@ -160,6 +162,7 @@ class Campaign:
             "rounds": self.tally.rounds,
             "batches": self.tally.batches,
             "identities": [i.label for i in self.identities],
+            "messages_per_identity": dict(self.tally.by_identity),
             "methods": len(self.tally.messages),
             "messages": sum(self.tally.messages.values()),
             "messages_by_kind": dict(self.tally.kinds),

@@ -162,7 +162,7 @@ def test_every_rpc_from_every_identity_leaves_the_cluster_whole(cluster, tmp_pat
         summary = campaign.report()
         print(f"\nfuzz: seed {summary['run_seed']}, {summary['minutes']} min, {summary['rounds']} round(s), "
               f"{summary['batches']} batches, {summary['messages']} messages {summary['messages_by_kind']} "
-              f"to {summary['methods']} methods from {summary['identities']}; report {report}")
+              f"to {summary['methods']} methods; per identity {summary['messages_per_identity']}; report {report}")
         print(campaign.tally.table())
         for finding in campaign.findings:
             print(f"FINDING {finding.what} as {finding.identity} at {finding.method} (round {finding.round}, "
