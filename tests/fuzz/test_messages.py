@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from replog.common.acls.core.authorizer import Authorizer
 from replog.common.acls.enforcement import Enforcer
-from replog.common.edge.validation import RequestChecker
+from replog.common.edge.validation import STRING_CHARS_MAX, RequestChecker
 from replog.common.security.rules import RULES
 from replog.v1 import broker_control_pb2, log_pb2
 
-from .messages import ESCAPE_MARK, MESSAGE_BYTES_MAX, Context, build, plausible_message, seed_of
+from .messages import ESCAPE_MARK, MESSAGE_BYTES_MAX, Context, build, plausible_message, random_scalar, seed_of
 from .targets import all_targets, defang
 
 SERVERS = ["controller-1", "broker-1", "broker-2", "gateway-1", "zookeeper"]
@@ -39,14 +39,15 @@ def test_a_seed_rebuilds_its_message_and_every_message_fits_the_bound():
             assert message.ByteSize() <= MESSAGE_BYTES_MAX
 
 
-def test_random_messages_carry_paths_extremes_and_unknown_enums():
-    seen = []
-    for index in range(400):
-        _, message = build(log_pb2.ProduceRequest.DESCRIPTOR, seed_of("hostile", index) | 1, Context())
-        seen.append(str(message))
-    text = "\n".join(seen)
-    assert ESCAPE_MARK in text and "2147483647" in text and "-2147483648" in text
-    assert "timestamp_type: 99" in text or "timestamp_type: -1" in text
+def test_random_values_carry_paths_extremes_and_unknown_enums():
+    rng = random.Random(55)
+    fields = log_pb2.ListOffsetsPartition.DESCRIPTOR.fields_by_name
+    strings = [random_scalar(fields["topic"], rng) for _ in range(300)]
+    assert any(ESCAPE_MARK in s for s in strings) and "" in strings and max(map(len, strings)) > STRING_CHARS_MAX
+    numbers = {random_scalar(fields["timestamp_ms"], rng) for _ in range(300)}
+    assert {(1 << 63) - 1, -(1 << 63), -1} <= numbers
+    specs = {random_scalar(fields["spec"], rng) for _ in range(300)}
+    assert specs - {v.number for v in fields["spec"].enum_type.values}, "values the proto does not define"
 
 
 def test_a_plausible_request_names_the_playground_and_the_live_epochs():
