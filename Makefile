@@ -13,7 +13,7 @@ PYPROJECTS := $(addsuffix /pyproject.toml,$(DISTS))
 NODE_EXAMPLE := examples/node
 NODE_STAMP := $(NODE_EXAMPLE)/node_modules/.installed
 
-.PHONY: setup system-deps demo test test-faults spark-records-exact up down status proto lint docs clean dist constraints image test-deploy
+.PHONY: setup system-deps demo test test-faults spark-records-exact fuzz up down status proto lint docs clean dist constraints image test-deploy
 
 setup: system-deps $(STAMP) $(NODE_STAMP)
 
@@ -100,6 +100,16 @@ test-faults: setup
 spark-records-exact: setup
 	REPLOG_SPARK_EXACT_RECORDS=1000000 $(BIN)/python -m pytest tests/integration/spark/test_spark_records.py \
 		-k "counted_exactly or split_by_offset_count" -q -p no:cacheprovider --durations=0
+
+# The RPC fuzz in its long form: rounds of random and mutated requests of every method, from every kind of
+# identity, against a real secure cluster for FUZZ_MINUTES (default 30), a new seed each run (FUZZ_SEED to
+# repeat one); counts and findings print at the end and go to .fuzz/report-<seed>.json (docs/security.md).
+# The default suite runs one seeded round.
+FUZZ_MINUTES ?= 30
+FUZZ_SEED ?= $(shell date +%s)
+fuzz: setup
+	FUZZ_MINUTES=$(FUZZ_MINUTES) FUZZ_SEED=$(FUZZ_SEED) FUZZ_REPORT=.fuzz/report-$(FUZZ_SEED).json \
+		$(BIN)/python -m pytest tests/fuzz/test_fuzz_rpcs.py -q -s -p no:cacheprovider --durations=0
 
 clean: down
 	rm -rf .state $(VENV) $(PROTO_OUT)/replog/v1 $(NODE_EXAMPLE)/node_modules

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole suite, in tiers: pure unit tests, scenario tests of the cores, then
-# integration and fault tests with real ZooKeeper and real processes.
+# integration and fault tests with real ZooKeeper and real processes, then a round of the RPC fuzz.
 # pytest exits 5 when a tier collects nothing; that is not a failure. Each tier ends with
 # its 15 slowest tests, so the suite's time budget stays in view.
 set -uo pipefail
@@ -24,4 +24,6 @@ run_tier() {
 }
 run_tier "unit and scenario" tests/unit tests/scenario -q -p no:cacheprovider --durations=15
 run_tier "integration and fault" tests/integration tests/fault -q -p no:cacheprovider --durations=15
+# One seeded round of the RPC fuzz (`make fuzz` runs it for longer); -s prints its counts per method.
+run_tier "fuzz (one round)" tests/fuzz -q -s -p no:cacheprovider --durations=5
 exit $status

@@ -55,6 +55,10 @@ def test_every_explicit_bound_names_a_real_field():
     (group_pb2.SyncGroupRequest(group_id="g", assignments=[group_pb2.MemberAssignment(
         member_id="m", partitions=[common_pb2.TopicPartition(topic="a/b")])]),
      "SyncGroupRequest.assignments[0].partitions[0].topic"),
+    # An enum value the proto does not define reached the gateway's table lookup (KeyError, UNKNOWN).
+    (admin_pb2.DescribeTopicsRequest(filter=2147483647), "DescribeTopicsRequest.filter: 2147483647 is no value of"),
+    (log_pb2.ProduceRequest(partitions=[log_pb2.ProducePartitionData(topic="t", records=[common_pb2.Record(
+        timestamp_type=-1)])]), "ProduceRequest.partitions[0].records[0].timestamp_type: -1 is no value"),
 ])
 def test_a_request_out_of_bounds_is_named_by_its_path_and_rule(request_, fragment):
     problem = RequestChecker().problem(request_)

@@ -140,6 +140,17 @@ def test_offset_for_timestamp(logs):
     assert logs.open(segment_bytes=600).offset_for_timestamp(T0_MS + 51) == (12, T0_MS + 60)
 
 
+def test_a_negative_timestamp_finds_the_first_record_or_none_in_an_empty_log(logs):
+    # An empty segment's max timestamp (-1, none) matched a negative target, whose search then found no record
+    # and failed an assertion inside a ListOffsets call (found by the RPC fuzz, tests/fuzz/).
+    log = logs.open(segment_bytes=600)
+    assert log.offset_for_timestamp(-(1 << 63)) is None
+    for i in range(20):
+        log.append_as_leader(logs.batch(2, timestamp_ms=T0_MS + 10 * i), leader_epoch=0)
+    assert log.offset_for_timestamp(-5) == (0, T0_MS)
+    assert log.offset_for_timestamp(T0_MS + 191) is None
+
+
 def test_offset_for_timestamp_finds_the_first_record_in_a_batch(logs):
     log = logs.open()
     log.append_as_leader(encode_batch([(None, b"a", T0_MS + 9), (None, b"b", T0_MS + 3), (None, b"c", T0_MS + 7)]), 0)

@@ -159,6 +159,14 @@ class _HealthServicer(health.HealthServicer):
             context.add_callback(self._forget(watcher, service if known else None))
         watcher.send_latest()
 
+    def List(self, request, context):
+        """Every service this server answers for, with its status. The library's servicer leaves `List` (a
+        newer method of the health protocol) unimplemented: each call logged a traceback."""
+        with self._lock:
+            statuses = dict(self._server_status)
+        return health_pb2.HealthListResponse(statuses={
+            service: health_pb2.HealthCheckResponse(status=status) for service, status in statuses.items()})
+
     def _forget(self, watcher: "_Watcher", service: str | None) -> Callable[[], None]:
         """The close callback: forgets the watcher (and its service's entry once it has no watcher left)
         under the lock, then ends the call."""

@@ -12,6 +12,8 @@ bounded without a line in a servicer:
 - a repeated field of strings or messages holds at most REPEATED_ITEMS_MAX items, or LIST_ITEMS_MAX
   for a list of partitions or of topics (the request kinds that name many; a broker bounds those
   further with `request_partitions_max`); a map field is a repeated field of its entries;
+- an enum field holds a value its proto defines: a number from a newer caller, or a made-up one,
+  is refused here rather than met by a handler's table lookup (where it raised KeyError);
 - bytes fields and repeated numbers are bounded by the message size gRPC refuses above (a record
   batch may be megabytes, and its contents are the record format's to check; a list of numbers
   costs what it weighs to read, and checking each of a failover's hundred thousand ISRs would cost
@@ -99,6 +101,8 @@ class RequestChecker:
         if field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type.GetOptions().map_entry:
             return self._map_check(field)
         if field.is_repeated:
+            if field.type == FieldDescriptor.TYPE_ENUM:
+                return _enum_items(field)
             if field.type not in (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_MESSAGE):
                 return None  # numbers: bounded by the message size (see the module's docstring)
             items_max = explicit if isinstance(explicit, int) else self._items_max(field, is_topic)
@@ -122,6 +126,8 @@ class RequestChecker:
         return REPEATED_ITEMS_MAX
 
     def _scalar_check(self, field: FieldDescriptor, is_topic: bool, explicit: Any) -> Check | None:
+        if field.type == FieldDescriptor.TYPE_ENUM:
+            return _enum(field)
         if field.type != FieldDescriptor.TYPE_STRING:
             return None
         if is_topic:
@@ -189,6 +195,29 @@ def _string(chars_max: int) -> Check:
         if len(value) <= chars_max:
             return None
         return f": {len(value)} characters, more than the {chars_max} allowed (starts {value[:40]!r})"
+
+    return check
+
+
+def _enum(field: FieldDescriptor) -> Check:
+    defined = frozenset(v.number for v in field.enum_type.values)
+    name = field.enum_type.name
+
+    def check(value: int) -> str | None:
+        return None if value in defined else f": {value} is no value of {name}"
+
+    return check
+
+
+def _enum_items(field: FieldDescriptor) -> Check:
+    one = _enum(field)
+
+    def check(values) -> str | None:
+        for i, value in enumerate(values):
+            found = one(value)
+            if found is not None:
+                return f"[{i}]{found}"
+        return None
 
     return check
 

@@ -225,7 +225,8 @@ class Segments:
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         for segment in self._segments:
-            if segment.max_timestamp_ms() >= timestamp_ms:
+            # An empty segment's max timestamp is -1, "none": a negative target must not take it for a record's.
+            if segment.size_bytes and segment.max_timestamp_ms() >= timestamp_ms:
                 found = segment.offset_for_timestamp(timestamp_ms)
                 assert found is not None, f"{segment.name}: max timestamp but no record at it"
                 return found
