@@ -107,6 +107,24 @@ def test_offset_options_pick_ranges(spark, cluster, counted):
     assert records(spark, cluster, "counted", startingOffsets="latest").count() == 0
 
 
+def test_timestamp_options_pick_ranges(spark, cluster):
+    create(cluster, "stamped", 2)
+    t0 = 1_700_000_000_000
+    with Producer(bootstrap(cluster), acks="all") as producer:
+        for partition in (0, 1):
+            for i in range(300):
+                producer.send("stamped", b"%d:%d" % (partition, i), partition=partition, timestamp_ms=t0 + i * 10)
+        producer.flush(120)
+    frame = records(spark, cluster, "stamped", startingTimestamp=str(t0 + 1000), endingTimestamp=str(t0 + 2000))
+    got = {r.partition: (r.lo, r.hi) for r in frame.groupBy("partition").agg(
+        F().min("offset").alias("lo"), F().max("offset").alias("hi")).collect()}
+    assert got == {0: (100, 199), 1: (100, 199)}  # stamped t0 + 1000 up to, not including, t0 + 2000
+    by_partition = records(spark, cluster, "stamped", startingOffsetsByTimestamp=json.dumps({"stamped": {"1": t0 + 2990}}))
+    assert {r.partition: r.n for r in by_partition.groupBy("partition").agg(F().count("*").alias("n")).collect()} == {
+        0: 300, 1: 1}
+    assert records(spark, cluster, "stamped", startingTimestamp=str(t0 + 10**9)).count() == 0  # after every record
+
+
 def test_columns_carry_keys_headers_and_timestamps(spark, cluster):
     create(cluster, "columns", 2)
     with Producer(bootstrap(cluster), acks="all") as producer:

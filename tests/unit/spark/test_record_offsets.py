@@ -61,3 +61,23 @@ def test_the_json_form_round_trips():
     positions = {("t", 0): 5, ("t", 11): 7, ("u", 2): 0}
     assert ofs.to_json_form(positions) == {"t": {"0": 5, "11": 7}, "u": {"2": 0}}
     assert ofs.from_json_form(ofs.to_json_form(positions)) == positions
+
+
+def test_timestamp_options_parse_and_name_their_partitions():
+    bounds = {("t", 0): ofs.Bounds(0, 10), ("t", 1): ofs.Bounds(2, 8)}
+    assert ofs.parse_timestamps(None, None, "starting") is None
+    assert ofs.timestamp_targets(ofs.parse_timestamps("1700000000000", None, "starting"), bounds, "x") == {
+        ("t", 0): 1_700_000_000_000, ("t", 1): 1_700_000_000_000}
+    by_partition = ofs.parse_timestamps("5", '{"t": {"1": 42}}', "starting")  # the JSON wins
+    assert ofs.timestamp_targets(by_partition, bounds, "x") == {("t", 1): 42}
+    for single, by in (("yesterday", None), ("-5", None), (None, '{"t": {"0": -3}}'), (None, "[1]")):
+        with pytest.raises(ofs.OffsetsError, match="starting"):
+            ofs.parse_timestamps(single, by, "starting")
+    with pytest.raises(ofs.OffsetsError, match="not read"):
+        ofs.timestamp_targets({"other": {"0": 1}}, bounds, "startingOffsetsByTimestamp")
+
+
+def test_a_time_past_every_record_is_the_high_watermark_and_offsets_stay_in_the_log():
+    bounds = {("t", 0): ofs.Bounds(0, 10), ("t", 1): ofs.Bounds(2, 8)}
+    assert ofs.at_times({("t", 0): None, ("t", 1): 0}, bounds) == {("t", 0): 10, ("t", 1): 2}
+    assert ofs.at_times({("t", 0): 12}, bounds) == {("t", 0): 10}

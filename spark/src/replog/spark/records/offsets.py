@@ -7,6 +7,12 @@ JSON leaves out takes the default: earliest to start, latest to end). "latest" i
 high watermark at planning time (ListOffsets LATEST answers the HW), so a read takes exactly the
 records committed when it was planned, and a re-run of the same plan reads the same records.
 
+Timestamps, as in Spark's Kafka source: ``startingTimestamp`` / ``endingTimestamp`` (milliseconds, every
+partition) or ``startingOffsetsByTimestamp`` / ``endingOffsetsByTimestamp`` (the same JSON with
+timestamps for offsets; a partition it leaves out takes the offsets option's value). A timestamp stands
+for the first offset whose record is stamped at or after it; when no record is, the high watermark
+(nothing to read there yet). Timestamp options take precedence over the offsets options.
+
 A range is [start, end) of one topic partition; a big one is split into pieces of at most
 ``maxRecordsPerPartition`` offsets, so one Spark task reads one piece. Pieces are a pure function
 of the ranges, which is what lets a streaming micro-batch replayed from its checkpoint read what
@@ -76,6 +82,47 @@ def parse_spec(text: str | None, default: str, option: str) -> str | Offsets:
                                    f"partition number and an offset (or -2 earliest, -1 latest)")
             out[topic][str(int(partition))] = offset
     return out
+
+
+def parse_timestamps(single: str | None, by_partition: str | None, option: str) -> int | Offsets | None:
+    """``<option>OffsetsByTimestamp`` (JSON) if given, else ``<option>Timestamp`` (one for every
+    partition), else None."""
+    if by_partition is not None and by_partition.strip():
+        spec = parse_spec(by_partition, EARLIEST, f"{option}OffsetsByTimestamp")
+        if not isinstance(spec, dict) or any(t < 0 for parts in spec.values() for t in parts.values()):
+            raise OffsetsError(f'{option}OffsetsByTimestamp: expected JSON like {{"topic": {{"0": 1700000000000}}}} '
+                               f"with timestamps in milliseconds, not {by_partition!r}")
+        return spec
+    if single is None or not str(single).strip():
+        return None
+    text = str(single).strip()
+    if not text.isdigit():
+        raise OffsetsError(f"{option}Timestamp: expected milliseconds since the epoch, not {single!r}")
+    return int(text)
+
+
+def timestamp_targets(spec: int | Offsets, bounds: Mapping[tuple[str, int], Bounds],
+                      option: str) -> dict[tuple[str, int], int]:
+    """The timestamp each partition of ``bounds`` starts (or ends) at, for those ``spec`` names."""
+    if isinstance(spec, int):
+        return {key: spec for key in bounds}
+    out = {}
+    for topic, partitions in spec.items():
+        for partition, stamp in partitions.items():
+            if (topic, int(partition)) not in bounds:
+                raise OffsetsError(f"{option}: {topic} partition {partition} is not read (not subscribed, "
+                                   f"or no such partition)")
+            out[(topic, int(partition))] = stamp
+    return out
+
+
+def at_times(found: Mapping[tuple[str, int], int | None],
+             bounds: Mapping[tuple[str, int], Bounds]) -> dict[tuple[str, int], int]:
+    """The offsets ListOffsets by timestamp ``found`` (None: no record at or after the time), each held
+    within its partition's log start and high watermark."""
+    return {key: bounds[key].high_watermark if offset is None
+            else min(max(offset, bounds[key].log_start), bounds[key].high_watermark)
+            for key, offset in found.items()}
 
 
 def resolve(spec: str | Offsets, bounds: Mapping[tuple[str, int], Bounds], default: str,

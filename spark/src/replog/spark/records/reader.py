@@ -90,6 +90,39 @@ def partition_bounds(connection: Connection, topics: list[str]) -> dict[tuple[st
         consumer.close()
 
 
+def offsets_at_times(connection: Connection, topics: list[str], targets: dict[tuple[str, int], int],
+                     bounds: dict[tuple[str, int], ofs.Bounds]) -> dict[tuple[str, int], int]:
+    """Each target partition's first offset stamped at or after its time (ListOffsets by timestamp)."""
+    if not targets:
+        return {}
+    from replog.client import LATEST, TopicPartition
+
+    consumer = connection.consumer(topics, start=LATEST)
+    try:
+        found = consumer.offsets_for_times({TopicPartition(t, p): stamp for (t, p), stamp in targets.items()})
+    finally:
+        consumer.close()
+    return ofs.at_times({(tp.topic, tp.partition): offset for tp, offset in found.items()}, bounds)
+
+
+class Positions:
+    """Where reads start (or end): the offsets option, overridden by the timestamp options."""
+
+    def __init__(self, options, which: str, default: str) -> None:
+        self.which, self.default = which, default
+        self.offsets = ofs.parse_spec(options.get(f"{which}Offsets"), default, f"{which}Offsets")
+        self.times = ofs.parse_timestamps(options.get(f"{which}Timestamp"),
+                                          options.get(f"{which}OffsetsByTimestamp"), which)
+
+    def resolve(self, connection: Connection, topics: list[str],
+                bounds: dict[tuple[str, int], ofs.Bounds]) -> dict[tuple[str, int], int]:
+        out = ofs.resolve(self.offsets, bounds, self.default, f"{self.which}Offsets")
+        if self.times is not None:
+            targets = ofs.timestamp_targets(self.times, bounds, f"{self.which}OffsetsByTimestamp")
+            out.update(offsets_at_times(connection, topics, targets, bounds))
+        return out
+
+
 def pieces_of(offset_ranges: list[ofs.OffsetRange], records_per_piece_max: int) -> list[Piece]:
     return [Piece(r.topic, r.partition, r.start, r.end) for r in ofs.split(offset_ranges, records_per_piece_max)]
 
@@ -97,14 +130,14 @@ def pieces_of(offset_ranges: list[ofs.OffsetRange], records_per_piece_max: int) 
 class RecordsBatchReader(DataSourceReader):
     def __init__(self, options) -> None:
         self.connection, self.topics = options_of(options)
-        self.starting = ofs.parse_spec(options.get("startingOffsets"), ofs.EARLIEST, "startingOffsets")
-        self.ending = ofs.parse_spec(options.get("endingOffsets"), ofs.LATEST, "endingOffsets")
+        self.starting = Positions(options, "starting", ofs.EARLIEST)
+        self.ending = Positions(options, "ending", ofs.LATEST)
         self.records_per_piece_max = int(options.get("maxRecordsPerPartition", RECORDS_PER_PIECE_MAX_DEFAULT))
 
     def partitions(self) -> list[InputPartition]:
         bounds = partition_bounds(self.connection, self.topics)
-        starts = ofs.resolve(self.starting, bounds, ofs.EARLIEST, "startingOffsets")
-        ends = ofs.resolve(self.ending, bounds, ofs.LATEST, "endingOffsets")
+        starts = self.starting.resolve(self.connection, self.topics, bounds)
+        ends = self.ending.resolve(self.connection, self.topics, bounds)
         pieces = pieces_of(ofs.ranges(starts, ends, bounds), self.records_per_piece_max)
         return pieces or [InputPartition(None)]  # nothing to read: one empty task
 
@@ -116,14 +149,14 @@ class RecordsBatchReader(DataSourceReader):
 class RecordsStreamReader(DataSourceStreamReader):
     def __init__(self, options) -> None:
         self.connection, self.topics = options_of(options)
-        self.starting = ofs.parse_spec(options.get("startingOffsets"), ofs.LATEST, "startingOffsets")
+        self.starting = Positions(options, "starting", ofs.LATEST)
         self.records_per_piece_max = int(options.get("maxRecordsPerPartition", RECORDS_PER_PIECE_MAX_DEFAULT))
         per_trigger = options.get("maxOffsetsPerTrigger")
         self.per_trigger = int(per_trigger) if per_trigger else None
 
     def initialOffset(self) -> dict:
         bounds = partition_bounds(self.connection, self.topics)
-        return ofs.to_json_form(ofs.resolve(self.starting, bounds, ofs.LATEST, "startingOffsets"))
+        return ofs.to_json_form(self.starting.resolve(self.connection, self.topics, bounds))
 
     def latestOffset(self, start: dict, limit) -> dict:
         from pyspark.sql.streaming.datasource import ReadMaxRows
