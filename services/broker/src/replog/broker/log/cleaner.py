@@ -38,9 +38,6 @@ from typing import TypeVar
 from replog.common.records import (
     ATTRIBUTE_COMPRESSION_MASK,
     ATTRIBUTE_LOG_APPEND_TIME,
-    HEADER_SIZE,
-    MAGIC,
-    MIN_BATCH_LENGTH,
     BatchHeader,
     CorruptRecordError,
     decode_records,
@@ -50,8 +47,9 @@ from replog.common.records import (
 )
 
 from .compaction import CleanableSegment, KeyOffsets, cleanable_prefix, keeps_record, kept_runs, producer_last_batches
+from .segment import batch_headers
 from .segment_names import CLEANED_SUFFIX
-from .segment_scan import SCAN_CHUNK_BYTES, ChunkReader
+from .segment_scan import SCAN_CHUNK_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -153,17 +151,7 @@ def clean_log(log, run_locked: Callable[[Callable[[], T]], T], *, upper_offset: 
 
 
 def _headers(snapshot: SegmentSnapshot) -> Iterator[tuple[int, BatchHeader]]:
-    reader = ChunkReader(snapshot.fd, snapshot.size_bytes, SCAN_CHUNK_BYTES)
-    position = 0
-    while position < snapshot.size_bytes:
-        buf, at = reader.get(position, HEADER_SIZE)
-        if len(buf) - at < HEADER_SIZE:
-            raise CorruptRecordError(f"segment {snapshot.base_offset}: the file ends inside a batch header")
-        header = read_header(buf, at)
-        if header.magic != MAGIC or header.batch_length < MIN_BATCH_LENGTH:
-            raise CorruptRecordError(f"segment {snapshot.base_offset}: no batch at position {position}")
-        yield position, header
-        position += header.size_bytes
+    return batch_headers(snapshot.fd, snapshot.size_bytes, f"segment {snapshot.base_offset}", 0, SCAN_CHUNK_BYTES)
 
 
 def _summaries(snapshots: list[SegmentSnapshot]) -> tuple[list[CleanableSegment], list[tuple[int, int]]]:

@@ -251,16 +251,7 @@ class LogSegment:
         if position >= self.size_bytes:
             return
         with self._reading() as fd:
-            reader = ChunkReader(fd, self.size_bytes, HEADER_SCAN_CHUNK_BYTES)
-            while position < self.size_bytes:
-                buf, at = reader.get(position, HEADER_SIZE)
-                if len(buf) - at < HEADER_SIZE:
-                    raise TornReadError(f"{self.name}: the file ends inside the batch header at {position}")
-                header = read_header(buf, at)
-                if header.magic != MAGIC or header.batch_length < MIN_BATCH_LENGTH:
-                    raise CorruptRecordError(f"{self.name}: no batch at position {position}")
-                yield position, header
-                position += header.size_bytes
+            yield from batch_headers(fd, self.size_bytes, self.name, position, HEADER_SCAN_CHUNK_BYTES)
 
     def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
         """(position, header) of the batch holding `offset`, or None if past the end. An index entry that
@@ -403,3 +394,19 @@ class LogSegment:
 
 def _first(entry: tuple[int, int, int]) -> int:
     return entry[0]
+
+
+def batch_headers(fd: int, size_bytes: int, name: str, position: int = 0,
+                  chunk_bytes: int = HEADER_SCAN_CHUNK_BYTES) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each batch of the open segment file `fd` from `position` (a batch boundary)
+    to `size_bytes`, read in chunks; `name` names the file in errors."""
+    reader = ChunkReader(fd, size_bytes, chunk_bytes)
+    while position < size_bytes:
+        buf, at = reader.get(position, HEADER_SIZE)
+        if len(buf) - at < HEADER_SIZE:
+            raise TornReadError(f"{name}: the file ends inside the batch header at {position}")
+        header = read_header(buf, at)
+        if header.magic != MAGIC or header.batch_length < MIN_BATCH_LENGTH:
+            raise CorruptRecordError(f"{name}: no batch at position {position}")
+        yield position, header
+        position += header.size_bytes
