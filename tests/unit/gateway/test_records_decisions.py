@@ -6,7 +6,7 @@ import pytest
 
 from replog.gateway.core.config_entries import config_entries
 from replog.gateway.core.records import Deletion, check_high_watermarks, route_deletions
-from replog.gateway.core.refusal import Refusal, Status
+from replog.common.topic_admin.core.refusal import Refusal, Status
 
 
 @pytest.fixture

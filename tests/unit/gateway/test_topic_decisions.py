@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replog.gateway.core import topics
-from replog.gateway.core.health import Filter
-from replog.gateway.core.refusal import Refusal, Status
+from replog.common.topic_admin.core import topics
+from replog.common.topic_admin.core.health import Filter
+from replog.common.topic_admin.core.refusal import Refusal, Status
 
 
 def refused(call, *args, **kwargs) -> Refusal:

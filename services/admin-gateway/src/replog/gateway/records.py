@@ -15,7 +15,7 @@ from replog.common.error_codes import ErrorCode
 from replog.gateway.core.records import Deletion, Routed, check_high_watermarks, route_deletions
 from replog.gateway.deps import GatewayDeps
 from replog.gateway.log_stats import describe_replicas
-from replog.gateway.zk_view import load_view
+from replog.common.topic_admin.zk_view import load_view
 from replog.v1 import admin_pb2, log_pb2, log_pb2_grpc
 
 
