@@ -349,3 +349,20 @@ def test_an_admin_client_creates_and_deletes_topics_as_the_gateway_does(cluster,
     assert admin_error(deleted["kafka-made"]) is None
     wait_for(lambda: "kafka-made" not in replog("topics", "list")[1].split(), LEADER_DEADLINE_S,
              "kafka-made deleted")
+
+
+def test_kafka_python_creates_and_deletes_a_topic(cluster, replog):
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewTopic as PyNewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster).split(","), request_timeout_ms=120_000,
+                             **kafka_python_tls())
+    try:
+        admin.create_topics([PyNewTopic("kafka-python-made", 3, 2)], timeout_ms=60_000)
+        code, listed, err = replog("topics", "list")
+        assert code == 0 and "kafka-python-made" in listed.split(), err
+        admin.delete_topics(["kafka-python-made"], timeout_ms=60_000)
+        wait_for(lambda: "kafka-python-made" not in replog("topics", "list")[1].split(), LEADER_DEADLINE_S,
+                 "kafka-python-made deleted")
+    finally:
+        admin.close()
