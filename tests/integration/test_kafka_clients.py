@@ -3,7 +3,8 @@ controller, three brokers, a gateway) with TLS: librdkafka (confluent-kafka, kca
 negotiate versions, read metadata that names the Kafka listeners, produce (idempotent, compressed,
 keyed: each key on the partition Kafka's murmur2 partitioner picks) and consume; what a Kafka client
 writes reads identically through replog's own consumer and the other way round; an API the listener
-does not serve is answered, not dropped."""
+does not serve is answered, not dropped; admin clients (librdkafka, kafka-python) create and delete
+topics as the gateway does, a refusal answered per topic with Kafka's code."""
 
 from __future__ import annotations
 
