@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from replog.common.topic_admin.core.model import ClusterView
-from replog.gateway.deps import GatewayDeps
 from replog.common.topic_admin.zk_view import load_view
+from replog.gateway.deps import GatewayDeps
 from replog.v1 import admin_pb2
 
 

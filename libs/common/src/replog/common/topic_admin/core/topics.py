@@ -26,9 +26,9 @@ from dataclasses import dataclass, field, fields
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from replog.common.core import placement
-from replog.common.error_codes import ErrorCode
 from replog.common.core.errors import BrokerNotAvailableError, InvalidConfigError, InvalidRequestError, RequestError
 from replog.common.core.topic_config import MIN_INSYNC_REPLICAS, TopicConfig
+from replog.common.error_codes import ErrorCode
 from replog.common.zk.schema import BrokerRegistration, TopicAssignment, TopicConfigRecord
 
 from .health import Filter, PartitionHealth, partition_health
