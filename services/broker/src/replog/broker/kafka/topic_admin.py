@@ -82,11 +82,11 @@ class KafkaTopicAdmin:
             code = refusal.code or _BY_STATUS.get(refusal.status, ErrorCode.INVALID_REQUEST)
             return errors.kafka_code(code), refusal.message
         except (NoAuthError, ZkAuthError) as exc:
-            # The brokers' ZooKeeper identity lacks the ACL: a cluster laid out before brokers had it.
+            # The brokers' ZooKeeper identity lacks the ACL: /admin/delete_topics laid out before brokers had
+            # CREATE there, or a config znode left by an interrupted delete, which only the gateway may rewrite.
             log.warning("Kafka %s: ZooKeeper refused the brokers' identity: %s", what, exc)
             return errors.CLUSTER_AUTHORIZATION_FAILED, (
-                "ZooKeeper does not let the brokers write this (an ACL from before the Kafka listener "
-                "administered topics; see docs/zookeeper-security.md)")
+                f"ZooKeeper does not let the brokers {what} (docs/zookeeper-security.md); use the admin gateway")
         except (KazooException, ZkWireError, OSError) as exc:
             log.warning("Kafka %s: ZooKeeper failed: %s", what, exc)
             return errors.REQUEST_TIMED_OUT, f"ZooKeeper could not be asked ({type(exc).__name__}); retry"
