@@ -3,7 +3,8 @@ controller, three brokers, a gateway) with TLS: librdkafka (confluent-kafka, kca
 negotiate versions, read metadata that names the Kafka listeners, produce (idempotent, compressed,
 keyed: each key on the partition Kafka's murmur2 partitioner picks) and consume; what a Kafka client
 writes reads identically through replog's own consumer and the other way round; an API the listener
-does not serve is answered, not dropped."""
+does not serve is answered, not dropped; admin clients (librdkafka, kafka-python) create and delete
+topics as the gateway does, a refusal answered per topic with Kafka's code."""
 
 from __future__ import annotations
 
@@ -281,8 +282,8 @@ def _read(connection, size: int) -> bytes:
     return data
 
 
-def test_describe_cluster_and_topic_configs_and_topic_creation_is_left_to_the_gateway(cluster, replog):
-    from confluent_kafka.admin import ConfigResource, NewTopic
+def test_describe_cluster_and_topic_configs(cluster, replog):
+    from confluent_kafka.admin import ConfigResource
 
     code, _, err = replog("topics", "create", "kafka-configured", "--partitions", "1", "--replication-factor", "3",
                           "--config", "retention.ms=123456")
@@ -297,6 +298,72 @@ def test_describe_cluster_and_topic_configs_and_topic_creation_is_left_to_the_ga
     configs = admin.describe_configs([resource])[resource].result(30)
     assert configs["retention.ms"].value == "123456" and not configs["retention.ms"].is_default
     assert configs["min.insync.replicas"].is_default
-    refused = admin.create_topics([NewTopic("kafka-made", 1, 1)])["kafka-made"]
-    with pytest.raises(Exception, match="admin gateway"):
-        refused.result(30)
+
+
+def admin_error(future) -> int | None:
+    """The Kafka error code a create or delete future ends with (None: it succeeded)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        future.result(120)
+    except KafkaException as exc:
+        return exc.args[0].code()
+    return None
+
+
+def test_an_admin_client_creates_and_deletes_topics_as_the_gateway_does(cluster, replog):
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import ConfigResource, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap(cluster), **tls_config()})
+    made = NewTopic("kafka-made", num_partitions=2, replication_factor=3, config={"retention.ms": "654321"})
+    checked = admin.create_topics([made], validate_only=True, request_timeout=120)["kafka-made"]
+    assert admin_error(checked) is None
+    code, listed, err = replog("topics", "list")
+    assert code == 0 and "kafka-made" not in listed.split(), err   # validated, not written
+
+    created = admin.create_topics([made], operation_timeout=60, request_timeout=120)["kafka-made"]
+    assert admin_error(created) is None
+    code, listed, err = replog("topics", "list")   # the gateway sees the topic the listener wrote
+    assert code == 0 and "kafka-made" in listed.split(), err
+    wait_for(lambda: len(admin.list_topics("kafka-made", timeout=10).topics["kafka-made"].partitions) == 2,
+             LEADER_DEADLINE_S, "kafka-made's two partitions in the metadata")
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "kafka-made")
+    assert admin.describe_configs([resource])[resource].result(30)["retention.ms"].value == "654321"
+    assert len(produce_with_librdkafka(cluster, "kafka-made", [(b"k", b"made by kafka", None, T0_MS)])) == 1
+
+    refusals = admin.create_topics([
+        NewTopic("kafka-made", 1, 1),                            # exists
+        NewTopic("kafka/bad", 1, 1),                             # not a topic name
+        NewTopic("kafka-too-replicated", 1, 4),                  # three brokers
+        NewTopic("kafka-misconfigured", 1, 1, config={"retention.ms": "soon"}),
+    ], request_timeout=120)
+    assert {name: admin_error(f) for name, f in refusals.items()} == {
+        "kafka-made": KafkaError.TOPIC_ALREADY_EXISTS,
+        "kafka/bad": KafkaError.TOPIC_EXCEPTION,
+        "kafka-too-replicated": KafkaError.INVALID_REPLICATION_FACTOR,
+        "kafka-misconfigured": KafkaError.INVALID_CONFIG,
+    }
+
+    deleted = admin.delete_topics(["kafka-made", "kafka-never-made"], operation_timeout=60, request_timeout=120)
+    assert admin_error(deleted["kafka-never-made"]) == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert admin_error(deleted["kafka-made"]) is None
+    wait_for(lambda: "kafka-made" not in replog("topics", "list")[1].split(), LEADER_DEADLINE_S,
+             "kafka-made deleted")
+
+
+def test_kafka_python_creates_and_deletes_a_topic(cluster, replog):
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewTopic as PyNewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster).split(","), request_timeout_ms=120_000,
+                             **kafka_python_tls())
+    try:
+        admin.create_topics([PyNewTopic("kafka-python-made", 3, 2)], timeout_ms=60_000)
+        code, listed, err = replog("topics", "list")
+        assert code == 0 and "kafka-python-made" in listed.split(), err
+        admin.delete_topics(["kafka-python-made"], timeout_ms=60_000)
+        wait_for(lambda: "kafka-python-made" not in replog("topics", "list")[1].split(), LEADER_DEADLINE_S,
+                 "kafka-python-made deleted")
+    finally:
+        admin.close()

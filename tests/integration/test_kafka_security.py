@@ -155,6 +155,40 @@ def test_a_users_produce_quota_throttles_its_kafka_client(cluster, replog, alice
     assert max(throttles) > 0
 
 
+def test_a_user_creates_and_deletes_only_the_topics_its_acls_allow(cluster, replog, alice):
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    def outcome(future) -> int | None:
+        try:
+            future.result(120)
+        except KafkaException as exc:
+            return exc.args[0].code()
+        return None
+
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap(cluster), **alice})
+    refused = admin.create_topics([NewTopic("kafka-alices", 1, 1)], request_timeout=120)["kafka-alices"]
+    assert outcome(refused) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    code, listed, err = replog("topics", "list")
+    assert code == 0 and "kafka-alices" not in listed.split(), err
+
+    for operation in ("create", "delete"):
+        code, _, err = replog("acls", "add", "--allow-principal", "User:alice", "--operation", operation,
+                              "--topic", "kafka-alices")
+        assert code == 0, err
+    wait_for(lambda: outcome(admin.create_topics([NewTopic("kafka-alices", 1, 1)], request_timeout=120)[
+        "kafka-alices"]) in (None, KafkaError.TOPIC_ALREADY_EXISTS), APPLY_DEADLINE_S,
+        "alice's create ACL to apply on the Kafka listener")
+    assert "kafka-alices" in replog("topics", "list")[1].split()
+    create(replog, cluster, "kafka-not-alices", partitions=1, replicas=1)
+    deleted = admin.delete_topics(["kafka-alices", "kafka-not-alices"], request_timeout=120)
+    assert outcome(deleted["kafka-not-alices"]) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert outcome(deleted["kafka-alices"]) is None
+    wait_for(lambda: "kafka-alices" not in replog("topics", "list")[1].split(), APPLY_DEADLINE_S,
+             "kafka-alices deleted")
+    assert "kafka-not-alices" in replog("topics", "list")[1].split()
+
+
 def test_a_group_the_user_may_not_use_is_refused(cluster, replog, alice):
     from confluent_kafka import Consumer
 

@@ -87,6 +87,19 @@ def test_a_brokers_credentials_read_but_cannot_write_partition_state_or_the_cont
         broker.delete(schema.topic_path("orders"), recursive=True)
 
 
+def test_a_brokers_credentials_mark_a_topic_for_deletion_but_cannot_change_it(cluster_znodes, session_as):
+    """The Kafka listener's DeleteTopics: a broker marks a topic for deletion as the gateway does; it still
+    cannot rewrite a topic's assignment or config, nor take a deletion mark back."""
+    broker = session_as("broker-1").kazoo
+    with pytest.raises(NoAuthError):
+        broker.set(schema.topic_path("orders"), schema.TopicAssignment({0: (2, 1)}).encode())
+    mark = schema.delete_topic_path("orders")
+    broker.create(mark, acl=cluster_znodes.acl(mark))
+    with pytest.raises(NoAuthError):
+        broker.delete(mark)
+    assert cluster_znodes.kazoo.exists(mark)
+
+
 def test_the_gateways_credentials_cannot_write_partition_state_but_can_change_assignments(cluster_znodes,
                                                                                           session_as):
     gateway = session_as("gateway-1").kazoo

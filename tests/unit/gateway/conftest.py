@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from replog.common.topic_admin.core.model import ClusterView, TopicView
 from replog.common.zk.schema import BrokerRegistration, PartitionStateRecord, ReassignmentRequest, TopicAssignment
-from replog.gateway.core.model import ClusterView, TopicView
 
 
 def _view(brokers=(1, 2, 3), racks=None, topics=None, reassignment=None, deleting=(), min_isr=None):

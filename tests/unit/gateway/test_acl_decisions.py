@@ -15,7 +15,7 @@ from replog.gateway.core.acls import (
     plan_create,
     plan_delete,
 )
-from replog.gateway.core.refusal import Refusal, Status
+from replog.common.topic_admin.core.refusal import Refusal, Status
 
 
 def b(principal="User:alice", name="orders", operation="produce", permission="allow", pattern="literal"):

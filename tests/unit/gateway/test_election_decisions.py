@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from replog.common.error_codes import ErrorCode
+from replog.common.topic_admin.core.refusal import Refusal, Status
 from replog.gateway.core import elections as core
-from replog.gateway.core.refusal import Refusal, Status
 
 TOPICS = {"t": {
     "partitions": {0: [1, 2], 1: [1, 2], 2: [3, 1], 3: [2, 1], 4: [3, 4], 5: [1, 2]},

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from replog.common.topic_admin.core.health import Filter, partition_health
+from replog.common.topic_admin.core.names import check_topic_name, collision_key
+from replog.common.topic_admin.core.refusal import Refusal, Status
 from replog.common.zk.schema import PartitionStateRecord
-from replog.gateway.core.health import Filter, partition_health
-from replog.gateway.core.names import check_topic_name, collision_key
-from replog.gateway.core.refusal import Refusal, Status
 
 
 @pytest.mark.parametrize("name", ["a", "orders", "A.b_c-9", "x" * 249, "..."])

@@ -16,7 +16,7 @@ from replog.gateway.core.quotas import (
     described,
     plan_alter,
 )
-from replog.gateway.core.refusal import Refusal, Status
+from replog.common.topic_admin.core.refusal import Refusal, Status
 
 P, C = "producer_byte_rate", "consumer_byte_rate"
 

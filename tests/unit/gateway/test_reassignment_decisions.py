@@ -6,8 +6,8 @@ import random
 
 import pytest
 
+from replog.common.topic_admin.core.refusal import Refusal, Status
 from replog.gateway.core import reassignments as core
-from replog.gateway.core.refusal import Refusal, Status
 
 TOPICS = {
     "t": {"partitions": {0: [1, 2], 1: [2, 3], 2: [3, 1]}, "states": {0: (1, [1, 2]), 1: (2, [2, 3])}},

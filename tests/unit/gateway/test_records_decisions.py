@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from replog.common.topic_admin.core.refusal import Refusal, Status
 from replog.gateway.core.config_entries import config_entries
 from replog.gateway.core.records import Deletion, check_high_watermarks, route_deletions
-from replog.gateway.core.refusal import Refusal, Status
 
 
 @pytest.fixture

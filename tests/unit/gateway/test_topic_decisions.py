@@ -9,9 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replog.gateway.core import topics
-from replog.gateway.core.health import Filter
-from replog.gateway.core.refusal import Refusal, Status
+from replog.common.error_codes import ErrorCode
+from replog.common.topic_admin.core import topics
+from replog.common.topic_admin.core.health import Filter
+from replog.common.topic_admin.core.refusal import Refusal, Status
 
 
 def refused(call, *args, **kwargs) -> Refusal:
@@ -52,6 +53,29 @@ def test_create_refusals(make_view, fields, status, fragment):
     refusal = refused(create, make_view(topics=ORDERS), **fields)
     assert refusal.status is status
     assert fragment in refusal.message, refusal.message
+
+
+@pytest.mark.parametrize("fields, code", [
+    ({"name": "bad name", "partitions": 1, "replication_factor": 1}, ErrorCode.INVALID_TOPIC),
+    ({"name": "t", "partitions": 0, "replication_factor": 1}, ErrorCode.INVALID_PARTITIONS),
+    ({"name": "t", "partitions": 60_000, "replication_factor": 1}, ErrorCode.INVALID_PARTITIONS),
+    ({"name": "t", "partitions": 1, "replication_factor": 0}, ErrorCode.INVALID_REPLICATION_FACTOR),
+    ({"name": "t", "partitions": 1, "replication_factor": 4}, ErrorCode.INVALID_REPLICATION_FACTOR),
+    ({"name": "t", "partitions": 1, "replication_factor": 1, "configs": {"nope": "1"}}, ErrorCode.INVALID_CONFIG),
+    ({"name": "orders", "partitions": 1, "replication_factor": 1}, ErrorCode.TOPIC_ALREADY_EXISTS),
+    ({"name": "t", "assignment": (("", 0, (1,)), ("", 0, (2,)))}, ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    ({"name": "t", "assignment": (("", 0, (1, 9)),)}, ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+])
+def test_a_create_refusal_names_the_typed_code_of_the_bad_value(make_view, fields, code):
+    """The Kafka listener answers per topic with these (INVALID_PARTITIONS, INVALID_CONFIG, ...)."""
+    assert refused(create, make_view(topics=ORDERS), **fields).code is code
+
+
+def test_a_delete_refusal_names_its_typed_code(make_view):
+    view = make_view(topics={**ORDERS, "going": {"partitions": {0: [1]}}}, deleting=("going",))
+    assert refused(topics.check_delete, view, "absent").code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert refused(topics.check_delete, view, "going").code is ErrorCode.TOPIC_DELETION_IN_PROGRESS
+    assert refused(topics.check_delete, view, "bad/name").code is ErrorCode.INVALID_TOPIC
 
 
 def test_create_refuses_a_dead_known_broker_as_a_precondition(make_view):

@@ -14,11 +14,11 @@ from typing import Sequence
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from replog.common.acls.store import read_acls
+from replog.common.topic_admin.zk_writes import Conflict, commit, create_or_set, retrying
 from replog.common.zk import schema
 from replog.gateway import convert
 from replog.gateway.core import acls as core
 from replog.gateway.deps import GatewayDeps
-from replog.gateway.zk_writes import Conflict, commit, create_or_set, retrying
 from replog.v1 import admin_pb2
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from replog.gateway.core.model import ClusterView
+from replog.common.topic_admin.core.model import ClusterView
+from replog.common.topic_admin.zk_view import load_view
 from replog.gateway.deps import GatewayDeps
-from replog.gateway.zk_view import load_view
 from replog.v1 import admin_pb2
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from replog.common.acls.core.model import AclBinding, AclFilter
+from replog.common.topic_admin.core.health import Filter
+from replog.common.topic_admin.core.topics import AssignmentEntry, PartitionDescription, TopicDescription
 from replog.gateway.core.config_entries import BROKER_DEFAULT, DEFAULT, TOPIC_OVERRIDE
-from replog.gateway.core.health import Filter
-from replog.gateway.core.topics import AssignmentEntry, PartitionDescription, TopicDescription
 from replog.v1 import admin_pb2, common_pb2
 
 FILTERS = {

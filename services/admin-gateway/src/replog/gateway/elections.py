@@ -15,12 +15,12 @@ import time
 
 from kazoo.exceptions import NodeExistsError
 
+from replog.common.topic_admin.core.refusal import invalid, precondition
+from replog.common.topic_admin.zk_view import load_view
 from replog.common.zk import schema
 from replog.gateway import convert
 from replog.gateway.core import elections as core
-from replog.gateway.core.refusal import invalid, precondition
 from replog.gateway.deps import GatewayDeps
-from replog.gateway.zk_view import load_view
 from replog.v1 import admin_pb2, common_pb2
 
 TIMEOUT_MS_DEFAULT = 30_000

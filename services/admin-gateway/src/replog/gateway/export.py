@@ -24,12 +24,12 @@ from __future__ import annotations
 from typing import Iterator
 
 from replog.common.export_schema import SCHEMA_VERSION
+from replog.common.topic_admin.core.topics import describe_partitions
+from replog.common.topic_admin.zk_view import load_view
 from replog.gateway import log_stats
 from replog.gateway.cluster import broker_descriptions
-from replog.gateway.core.topics import describe_partitions
 from replog.gateway.deps import GatewayDeps
 from replog.gateway.group_stats import GroupSnapshot, describe_groups
-from replog.gateway.zk_view import load_view
 from replog.v1 import admin_pb2
 
 PARTITION_BATCH_MAX = 10_000

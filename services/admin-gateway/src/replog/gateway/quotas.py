@@ -13,10 +13,10 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from replog.common.quotas.core.model import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, QuotaRecord
 from replog.common.quotas.store import read_quotas
+from replog.common.topic_admin.zk_writes import Conflict, commit, create_or_set, retrying
 from replog.common.zk import schema
 from replog.gateway.core import quotas as core
 from replog.gateway.deps import GatewayDeps
-from replog.gateway.zk_writes import Conflict, commit, create_or_set, retrying
 from replog.v1 import admin_pb2
 
 _TYPES = {admin_pb2.CLIENT_QUOTA_TYPE_PRODUCER_BYTE_RATE: PRODUCER_BYTE_RATE,

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from replog.common.topic_admin.core.model import NO_ZNODE, ClusterView
+from replog.common.topic_admin.zk_view import load_view
+from replog.common.topic_admin.zk_writes import Conflict, commit, create_or_set, retrying
 from replog.common.zk import schema
 from replog.gateway import convert, log_stats
 from replog.gateway.core import reassignments as core
-from replog.gateway.core.model import NO_ZNODE, ClusterView
 from replog.gateway.deps import GatewayDeps
-from replog.gateway.zk_view import load_view
-from replog.gateway.zk_writes import Conflict, commit, create_or_set, retrying
 from replog.v1 import admin_pb2, common_pb2
 
 _STATUS = {

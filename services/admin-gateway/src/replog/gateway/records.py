@@ -12,10 +12,10 @@ from __future__ import annotations
 import grpc
 
 from replog.common.error_codes import ErrorCode
+from replog.common.topic_admin.zk_view import load_view
 from replog.gateway.core.records import Deletion, Routed, check_high_watermarks, route_deletions
 from replog.gateway.deps import GatewayDeps
 from replog.gateway.log_stats import describe_replicas
-from replog.gateway.zk_view import load_view
 from replog.v1 import admin_pb2, log_pb2, log_pb2_grpc
 
 

@@ -14,11 +14,11 @@ from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpir
 from kazoo.handlers.threading import KazooTimeoutError
 
 from replog.common.errors import AdminError
+from replog.common.topic_admin.core.refusal import Refusal
 from replog.common.zk.bulk import BulkReadError
 from replog.common.zk.client import ZkUnavailableError
 from replog.common.zk.schema import ZkDataError
 from replog.gateway import acls, cluster, elections, export, quotas, reassignments, records, topics
-from replog.gateway.core.refusal import Refusal
 from replog.gateway.deps import GatewayDeps
 from replog.v1 import admin_pb2_grpc
 

@@ -1,5 +1,7 @@
 """Topic requests: create, delete, list, describe, add partitions, alter configs.
 
+Create and delete are replog.common.topic_admin.writes' (shared with the brokers' Kafka listener).
+
 Each handler reads a snapshot, lets the core decide, and writes the decision in
 one version-checked transaction (see zk_writes). The controller takes it from
 there: it watches /brokers/topics (creating partition states), the
@@ -11,15 +13,16 @@ from __future__ import annotations
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from replog.common.core.internal_topics import is_internal
+from replog.common.topic_admin import writes as topic_writes
+from replog.common.topic_admin.core import topics as core
+from replog.common.topic_admin.core.refusal import not_found
+from replog.common.topic_admin.zk_view import load_view
+from replog.common.topic_admin.zk_writes import Conflict, commit, create_or_set, retrying
 from replog.common.zk import schema
 from replog.gateway import convert
-from replog.gateway.core import topics as core
 from replog.gateway.core.config_entries import config_entries
-from replog.gateway.core.refusal import already_exists, not_found, precondition
 from replog.gateway.deps import GatewayDeps
 from replog.gateway.log_stats import describe_replicas, leader_replica
-from replog.gateway.zk_view import load_view
-from replog.gateway.zk_writes import Conflict, commit, create_or_set, retrying
 from replog.v1 import admin_pb2
 
 
@@ -33,30 +36,7 @@ def create_topic(deps: GatewayDeps, request: admin_pb2.CreateTopicRequest) -> ad
         start_index=request.start_index if request.HasField("start_index") else None,
         replica_shift=request.replica_shift if request.HasField("replica_shift") else None,
     )
-
-    def attempt() -> core.TopicCreation:
-        # Every assignment is read (not states): an unknown broker is told from a dead one by them.
-        creation = core.plan_create_topic(load_view(deps.connect), spec, deps.rng)
-        if request.validate_only:
-            return creation
-        config_path = schema.topic_config_path(creation.name)
-        leftover = deps.kazoo.exists(config_path)   # a config left by an interrupted delete is replaced
-        tx = deps.kazoo.transaction()
-        create_or_set(tx, config_path, creation.config.encode(), leftover.version if leftover else -1,
-                      deps.zk.acl(config_path))
-        topic_path = schema.topic_path(creation.name)
-        tx.create(topic_path, creation.assignment.encode(), acl=deps.zk.acl(topic_path))
-        try:
-            commit(tx)
-        except NodeExistsError:
-            if deps.kazoo.exists(schema.topic_path(creation.name)):
-                raise already_exists(f"Topic '{creation.name}' already exists.") from None
-            raise Conflict() from None
-        except (BadVersionError, NoNodeError):
-            raise Conflict() from None
-        return creation
-
-    creation = retrying(attempt, f"create topic '{request.name}'")
+    creation = topic_writes.create_topic(deps.zk, spec, deps.rng, validate_only=request.validate_only)
     return admin_pb2.CreateTopicResponse(
         assignment=convert.topic_assignment_list(creation.name, creation.assignment.partitions),
         configs=creation.effective_configs,
@@ -64,17 +44,7 @@ def create_topic(deps: GatewayDeps, request: admin_pb2.CreateTopicRequest) -> ad
 
 
 def delete_topic(deps: GatewayDeps, request: admin_pb2.DeleteTopicRequest) -> admin_pb2.DeleteTopicResponse:
-    name = request.name
-    core.check_delete(load_view(deps.connect, topics=()), name)
-    tx = deps.kazoo.transaction()
-    tx.check(schema.topic_path(name), -1)     # still exists (any version)
-    tx.create(schema.delete_topic_path(name), acl=deps.zk.acl(schema.delete_topic_path(name)))
-    try:
-        commit(tx)
-    except NoNodeError:
-        raise not_found(f"Topic '{name}' does not exist.") from None
-    except NodeExistsError:
-        raise precondition(f"Topic '{name}' is already being deleted.") from None
+    topic_writes.delete_topic(deps.zk, request.name)
     return admin_pb2.DeleteTopicResponse()
 
 

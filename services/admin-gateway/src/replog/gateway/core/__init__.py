@@ -9,10 +9,11 @@ what to answer) or a :class:`refusal.Refusal` naming the bad value. The adapter
 then performs the decided writes with version checks, so a decision taken on a
 snapshot that changed underneath is refused by ZooKeeper, never half-applied.
 
-Modules: ``names`` (Kafka's topic-name rules), ``model`` (the snapshot),
-``health`` (the four kafka-topics health flags), ``topics`` (create, grow,
-configure, delete), ``reassignments`` (plans, merge, progress), ``elections``
-(pre-checks and outcomes). Placement and config parsing are not re-implemented:
+The snapshot (``model``), topic names, health, refusals and the topic decisions
+(create, grow, configure, delete) are ``replog.common.topic_admin.core``'s, shared
+with the brokers' Kafka listener. Here: ``reassignments`` (plans, merge,
+progress), ``elections`` (pre-checks and outcomes), ``acls``, ``quotas``,
+``records``, ``config_entries``. Placement and config parsing are not re-implemented:
 they come from ``replog.common.core``, the shared domain the controller uses too.
 
 Like every ``core`` package, nothing here imports grpc, kazoo, sockets or files

@@ -14,7 +14,7 @@ from typing import Iterable, Mapping, Sequence
 
 from replog.common.acls.core.model import AclBinding, AclFilter, binding_problem, filter_problem
 
-from .refusal import invalid
+from replog.common.topic_admin.core.refusal import invalid
 
 Resource = tuple[str, str, str]  # (resource_type, pattern_type, resource_name): one znode
 NO_ZNODE = -1

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from replog.common.core.topic_config import TopicConfig
-from replog.gateway.core.topics import known_config_keys
+from replog.common.topic_admin.core.topics import known_config_keys
 
 TOPIC_OVERRIDE = "topic_override"
 BROKER_DEFAULT = "broker_default"

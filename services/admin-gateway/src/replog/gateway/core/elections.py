@@ -28,9 +28,9 @@ from typing import Sequence
 from replog.common.core.partitions import TopicPartition
 from replog.common.error_codes import ErrorCode
 
-from .model import ClusterView
+from replog.common.topic_admin.core.model import ClusterView
 from .reassignments import label
-from .refusal import invalid
+from replog.common.topic_admin.core.refusal import invalid
 
 ELECTION_PARTITIONS_MAX = 100_000
 

@@ -14,8 +14,8 @@ from typing import Mapping, Sequence
 
 from replog.common.quotas.core.model import QUOTA_TYPES, QuotaRecord, QuotaSnapshot, principal_problem, rate_problem
 
-from .model import NO_ZNODE
-from .refusal import invalid
+from replog.common.topic_admin.core.model import NO_ZNODE
+from replog.common.topic_admin.core.refusal import invalid
 
 Entity = str | None  # "User:<name>", or None for the default of every user
 

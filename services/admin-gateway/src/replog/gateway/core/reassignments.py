@@ -35,9 +35,9 @@ from replog.common.core.errors import RequestError
 from replog.common.core.partitions import TopicPartition
 from replog.common.zk.schema import ReassignmentRequest, ReassignmentThrottle
 
-from .model import ClusterView
-from .refusal import invalid, not_found, precondition
-from .topics import ZK_REQUEST_BYTES_MAX, AssignmentEntry
+from replog.common.topic_admin.core.model import ClusterView
+from replog.common.topic_admin.core.refusal import invalid, not_found, precondition
+from replog.common.topic_admin.core.topics import ZK_REQUEST_BYTES_MAX, AssignmentEntry
 
 PLAN_PARTITIONS_MAX = 100_000
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from replog.common.core.partitions import NO_LEADER
-from replog.gateway.core.model import ClusterView
-from replog.gateway.core.refusal import invalid, not_found, precondition
+from replog.common.topic_admin.core.model import ClusterView
+from replog.common.topic_admin.core.refusal import invalid, not_found, precondition
 
 HIGH_WATERMARK = -1
 DELETIONS_MAX = 100_000  # partitions one request may name

@@ -18,9 +18,11 @@ from replog.broker.kafka.access import Access, CallAborted, KafkaCallContext
 from replog.broker.kafka.apis import Api
 from replog.broker.kafka.records import KafkaRecordError, to_kafka, to_replog
 from replog.broker.kafka.server import Session, offered
+from replog.broker.kafka.topic_admin import KafkaTopicAdmin
 from replog.broker.kafka.wire import WireError
 from replog.common.core.internal_topics import is_internal
 from replog.common.records import CorruptRecordError
+from replog.common.topic_admin.core.topics import CreateTopic
 from replog.v1 import common_pb2, group_pb2, log_pb2
 
 log = logging.getLogger(__name__)
@@ -29,7 +31,6 @@ CLUSTER_ID = "replog"
 NO_TOPIC = ""  # a name no topic has (empty is invalid): asked for, the metadata cache answers brokers only
 TOPIC_RESOURCE = 2  # DescribeConfigs' resource types: 2 topic, 4 broker
 DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5  # DescribeConfigs' config sources
-ADMIN_ONLY = "{what} through replog's admin gateway ({how}): the Kafka listener does not administer topics"
 LATEST, EARLIEST = -1, -2
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -37,7 +38,7 @@ CONSUMER_PROTOCOL_TYPE = "consumer"
 class KafkaHandlers:
     def __init__(self, *, broker_id: int, metadata, log_servicer, group_servicer, access: Access,
                  topic_overrides: Callable[[str], dict[str, str]], topic_config_defaults: dict[str, str],
-                 batch_bytes_max: Callable[[str], int]) -> None:
+                 batch_bytes_max: Callable[[str], int], topic_admin: KafkaTopicAdmin) -> None:
         # Kafka clients send administrative requests to the "controller" a Metadata answer names. Any replog
         # broker answers them alike (the real controller is no broker and runs no Kafka listener), so each
         # names itself.
@@ -49,6 +50,7 @@ class KafkaHandlers:
         self._log = log_servicer
         self._groups = group_servicer
         self._access = access
+        self._topic_admin = topic_admin
         self._by_name = {
             "ApiVersions": self.api_versions, "Metadata": self.metadata, "Produce": self.produce,
             "Fetch": self.fetch, "ListOffsets": self.list_offsets, "OffsetForLeaderEpoch": self.offset_for_leader_epoch,
@@ -464,16 +466,44 @@ class KafkaHandlers:
 
     # --- administration ----------------------------------------------------------------------------
 
-    # Topics are created and deleted by the admin gateway alone (it validates, places and writes them; a
-    # broker's ZooKeeper identity may not mark a topic for deletion): a Kafka client is told so, per topic.
+    # Topics are created and deleted as the admin gateway does (topic_admin.py): each topic authorized by
+    # the gateway's rule for its CreateTopic or DeleteTopic, then validated, placed and written.
 
     def create_topics(self, session: Session, version: int, request: dict) -> dict:
-        return {"topics": [{"name": t["name"], "error_code": errors.POLICY_VIOLATION,
-                            "error_message": ADMIN_ONLY.format(what="create topics", how="replog topics create")}
-                           for t in request["topics"]]}
+        validate_only = bool(request.get("validate_only"))
+        names = [t["name"] for t in request["topics"]]
+        answers = {}
+        for topic in request["topics"]:
+            name = topic["name"]
+            if names.count(name) > 1:
+                answers[name] = (errors.INVALID_REQUEST, f"Topic '{name}' is listed more than once.")
+            elif not self._access.allowed(session.principal, "CreateTopics", topic=name):
+                answers[name] = (errors.TOPIC_AUTHORIZATION_FAILED, f"Not authorized to create topic '{name}'.")
+            else:
+                spec, problem = _create_spec(topic)
+                answers[name] = problem or self._topic_admin.create(spec, validate_only)
+        created = [n for n, (code, _) in answers.items() if code == errors.NONE]
+        if created and not validate_only and request["timeout_ms"] > 0:
+            for name in self._topic_admin.await_leaders(created, request["timeout_ms"]):
+                answers[name] = (errors.REQUEST_TIMED_OUT, f"Topic '{name}' is created; its leaders are not elected yet.")
+        return {"throttle_time_ms": 0, "topics": [
+            {"name": n, "error_code": code, "error_message": message} for n, (code, message) in answers.items()]}
 
     def delete_topics(self, session: Session, version: int, request: dict) -> dict:
-        return {"responses": [{"name": n, "error_code": errors.POLICY_VIOLATION} for n in request["topic_names"]]}
+        answers = {}
+        for name in dict.fromkeys(request["topic_names"]):
+            if not self._access.allowed(session.principal, "DeleteTopics", topic=name):
+                answers[name] = errors.TOPIC_AUTHORIZATION_FAILED
+            else:
+                code, message = self._topic_admin.delete(name)
+                if code != errors.NONE:
+                    log.info("Kafka DeleteTopics of '%s' from %s refused: %s", name, session.peer, message)
+                answers[name] = code
+        deleted = [n for n, code in answers.items() if code == errors.NONE]
+        if deleted and request["timeout_ms"] > 0:
+            for name in self._topic_admin.await_gone(deleted, request["timeout_ms"]):
+                answers[name] = errors.REQUEST_TIMED_OUT
+        return {"throttle_time_ms": 0, "responses": [{"name": n, "error_code": c} for n, c in answers.items()]}
 
     def describe_configs(self, session: Session, version: int, request: dict) -> dict:
         """A topic's effective configuration: its overrides (ZooKeeper's /config/topics, as the gateway
@@ -504,6 +534,28 @@ class KafkaHandlers:
 _GROUP_STATES = {group_pb2.GROUP_STATE_EMPTY: "Empty", group_pb2.GROUP_STATE_PREPARING_REBALANCE: "PreparingRebalance",
                  group_pb2.GROUP_STATE_COMPLETING_REBALANCE: "CompletingRebalance",
                  group_pb2.GROUP_STATE_STABLE: "Stable", group_pb2.GROUP_STATE_DEAD: "Dead"}
+
+
+def _create_spec(topic: dict) -> tuple[CreateTopic | None, tuple[int, str] | None]:
+    """The gateway's CreateTopic for one Kafka topic entry, or the Kafka error that refuses it first."""
+    name, assignments = topic["name"], topic["assignments"]
+    if assignments and (topic["num_partitions"] != -1 or topic["replication_factor"] != -1):
+        return None, (errors.INVALID_REQUEST, "With a replica assignment, num_partitions and "
+                      "replication_factor must be -1.")
+    configs = {}
+    for entry in topic["configs"]:
+        if entry["value"] is None:
+            return None, (errors.INVALID_CONFIG, f"Config '{entry['name']}' has no value.")
+        if entry["name"] in configs:
+            return None, (errors.INVALID_REQUEST, f"Config '{entry['name']}' is given more than once.")
+        configs[entry["name"]] = entry["value"]
+    return CreateTopic(
+        name=name,
+        partitions=0 if assignments else topic["num_partitions"],
+        replication_factor=0 if assignments else topic["replication_factor"],
+        assignment=tuple(("", a["partition_index"], tuple(a["broker_ids"])) for a in assignments),
+        configs=configs,
+    ), None
 
 
 def _produce_error(code: int, message: str) -> dict:

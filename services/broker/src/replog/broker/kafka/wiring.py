@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
+
 from replog.broker.config import BrokerConfig
 from replog.broker.control.topic_configs import TopicConfigs
 from replog.broker.kafka.access import Access
 from replog.broker.kafka.handlers import KafkaHandlers
 from replog.broker.kafka.server import KafkaListener
+from replog.broker.kafka.topic_admin import KafkaTopicAdmin
 from replog.common.acls.core.authorizer import Authorizer
 from replog.common.acls.enforcement import Enforcer
 from replog.common.security.files import TlsFiles
@@ -31,6 +34,7 @@ def build_kafka_listener(config: BrokerConfig, tls: TlsFiles | None, authorizer:
     handlers = KafkaHandlers(broker_id=config.broker_id, metadata=metadata, log_servicer=log_servicer,
                              group_servicer=group_servicer, access=access, topic_overrides=topic_overrides,
                              topic_config_defaults=topic_config_defaults,
+                             topic_admin=KafkaTopicAdmin(zk, metadata, random.Random()),
                              batch_bytes_max=lambda topic: min(config.message_max_bytes,
                                                                topic_configs.log_config(topic).max_batch_bytes))
     return KafkaListener(host=config.host, port=config.kafka_port, tls=tls, dispatch=handlers,

@@ -92,7 +92,8 @@ _FIXED: dict[str, tuple[Grant, ...]] = {
     # brokers=CREATE: the first FindCoordinator of a cluster creates the offsets topic (groups/offsets_topic.py).
     TOPICS: _acl(gateway=CREATE, brokers=CREATE, controller=DELETE),
     ADMIN: _acl(gateway=CREATE, controller=DELETE),
-    DELETE_TOPICS: _acl(gateway=CREATE, controller=DELETE),
+    # brokers=CREATE: a Kafka client's DeleteTopics marks the topic through the listener (topic_admin/writes.py).
+    DELETE_TOPICS: _acl(gateway=CREATE, brokers=CREATE, controller=DELETE),
     REASSIGN_PARTITIONS: _acl(gateway=WRITE, controller=WRITE),
     PREFERRED_REPLICA_ELECTION: READ_ONLY,
     UNCLEAN_LEADER_ELECTION: READ_ONLY,

@@ -28,6 +28,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 from replog.common.core import placement
 from replog.common.core.errors import BrokerNotAvailableError, InvalidConfigError, InvalidRequestError, RequestError
 from replog.common.core.topic_config import MIN_INSYNC_REPLICAS, TopicConfig
+from replog.common.error_codes import ErrorCode
 from replog.common.zk.schema import BrokerRegistration, TopicAssignment, TopicConfigRecord
 
 from .health import Filter, PartitionHealth, partition_health
@@ -100,14 +101,15 @@ def plan_create_topic(view: ClusterView, request: CreateTopic, rng: random.Rando
     name = request.name
     check_topic_name(name)
     if name in view.topic_names:
-        raise already_exists(f"Topic '{name}' already exists.")
+        raise already_exists(f"Topic '{name}' already exists.", ErrorCode.TOPIC_ALREADY_EXISTS)
     if name in view.deleting_topics:
-        raise precondition(f"Topic '{name}' is being deleted; create it again once the deletion completes.")
+        raise precondition(f"Topic '{name}' is being deleted; create it again once the deletion completes.",
+                           ErrorCode.TOPIC_ALREADY_EXISTS)
     colliding = sorted(t for t in view.topic_names if collision_key(t) == collision_key(name))
     if colliding:
         raise precondition(
             f"Topic '{name}' collides with existing topic '{colliding[0]}': "
-            "names that differ only by '.' and '_' are not allowed together."
+            "names that differ only by '.' and '_' are not allowed together.", ErrorCode.INVALID_TOPIC
         )
     overrides = dict(request.configs)
     effective = _parse_configs(overrides)
@@ -123,10 +125,11 @@ def plan_create_topic(view: ClusterView, request: CreateTopic, rng: random.Rando
 
 def _placed_assignment(view: ClusterView, request: CreateTopic, rng: random.Random) -> dict[int, tuple[int, ...]]:
     if request.partitions <= 0:
-        raise invalid(f"Number of partitions must be larger than 0, got {request.partitions}.")
+        raise invalid(f"Number of partitions must be larger than 0, got {request.partitions}.", ErrorCode.INVALID_PARTITIONS)
     _check_partition_count(request.partitions)
     if request.replication_factor <= 0:
-        raise invalid(f"Replication factor must be larger than 0, got {request.replication_factor}.")
+        raise invalid(f"Replication factor must be larger than 0, got {request.replication_factor}.",
+                      ErrorCode.INVALID_REPLICATION_FACTOR)
     _check_live_brokers(view, request.replication_factor)
     for what, value in (("start index", request.start_index), ("replica shift", request.replica_shift)):
         if value is not None and value < 0:
@@ -149,9 +152,11 @@ def _explicit_assignment(
     by_partition: dict[int, tuple[int, ...]] = {}
     for topic, partition, replicas in entries:
         if topic and topic != name:
-            raise invalid(f"The assignment entry for partition {partition} names topic '{topic}', not '{name}'.")
+            raise invalid(f"The assignment entry for partition {partition} names topic '{topic}', not '{name}'.",
+                          ErrorCode.INVALID_REPLICA_ASSIGNMENT)
         if partition in by_partition:
-            raise invalid(f"Partition {partition} is listed twice in the replica assignment.")
+            raise invalid(f"Partition {partition} is listed twice in the replica assignment.",
+                          ErrorCode.INVALID_REPLICA_ASSIGNMENT)
         by_partition[partition] = tuple(replicas)
     try:
         return placement.validate_replica_assignment(
@@ -161,7 +166,7 @@ def _explicit_assignment(
     except BrokerNotAvailableError as exc:
         named = {b for replicas in by_partition.values() for b in replicas}
         unknown = named - view.known_broker_ids()
-        raise (invalid if unknown else precondition)(str(exc)) from None
+        raise (invalid if unknown else precondition)(str(exc), ErrorCode.INVALID_REPLICA_ASSIGNMENT) from None
     except RequestError as exc:
         raise _refusal(exc) from None
 
@@ -174,7 +179,8 @@ def _replication_factor(view: ClusterView, name: str) -> int:
 
 def _check_partition_count(count: int) -> None:
     if count > PARTITIONS_PER_TOPIC_MAX:
-        raise invalid(f"Partition count {count} is more than the {PARTITIONS_PER_TOPIC_MAX} a topic may have.")
+        raise invalid(f"Partition count {count} is more than the {PARTITIONS_PER_TOPIC_MAX} a topic may have.",
+                      ErrorCode.INVALID_PARTITIONS)
 
 
 def _check_request_size(name: str, assignment: TopicAssignment, config: TopicConfigRecord | None) -> None:
@@ -190,19 +196,20 @@ def _parse_configs(overrides: Mapping[str, str]) -> TopicConfig:
     try:
         return TopicConfig.from_map(overrides)
     except InvalidConfigError as exc:
-        raise invalid(str(exc)) from None
+        raise invalid(str(exc), ErrorCode.INVALID_CONFIG) from None
 
 
 def _refusal(exc: RequestError) -> Refusal:
     # Cluster-state failures (too few live brokers, mixed racks) are checked or
     # caught before this; what reaches here is a malformed request.
-    return invalid(str(exc))
+    return invalid(str(exc), exc.code)
 
 
 def _check_live_brokers(view: ClusterView, replication_factor: int) -> None:
     live = len(view.brokers)
     if replication_factor > live:
-        raise precondition(f"Replication factor: {replication_factor} larger than available brokers: {live}.")
+        raise precondition(f"Replication factor: {replication_factor} larger than available brokers: {live}.",
+                           ErrorCode.INVALID_REPLICATION_FACTOR)
 
 
 # --- grow ---------------------------------------------------------------------------
@@ -287,9 +294,9 @@ def plan_alter_configs(
 def check_delete(view: ClusterView, name: str) -> None:
     check_topic_name(name)
     if name not in view.topic_names:
-        raise not_found(f"Topic '{name}' does not exist.")
+        raise not_found(f"Topic '{name}' does not exist.", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if name in view.deleting_topics:
-        raise precondition(f"Topic '{name}' is already being deleted.")
+        raise precondition(f"Topic '{name}' is already being deleted.", ErrorCode.TOPIC_DELETION_IN_PROGRESS)
 
 
 def _existing_topic(view: ClusterView, name: str) -> TopicView:

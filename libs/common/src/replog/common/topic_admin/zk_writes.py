@@ -16,8 +16,8 @@ from typing import Callable, TypeVar
 
 from kazoo.exceptions import RolledBackError
 
-from replog.gateway.core.model import NO_ZNODE
-from replog.gateway.core.refusal import aborted
+from replog.common.topic_admin.core.model import NO_ZNODE
+from replog.common.topic_admin.core.refusal import aborted
 
 T = TypeVar("T")
 ATTEMPTS_MAX = 4

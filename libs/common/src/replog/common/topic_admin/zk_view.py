@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Collection
 
+from replog.common.topic_admin.core.model import NO_ZNODE, ClusterView, TopicView
 from replog.common.zk import bulk, schema
 from replog.common.zk.auth import ZkEndpoint
-from replog.gateway.core.model import NO_ZNODE, ClusterView, TopicView
 
 _SINGLETONS = (schema.CONTROLLER, schema.CONTROLLER_EPOCH, schema.REASSIGN_PARTITIONS, schema.REASSIGNMENT_THROTTLE)
 
