@@ -1,5 +1,6 @@
 """kill -9 of brokers while their log cleaners rewrite segments: nothing acknowledged is lost and the
-replicas agree on the latest value of every key.
+replicas agree on the latest value of every key. The writes are recorded as a history, which the
+compaction-aware checker judges against a consumer's read and against every replica's own files.
 
 The cleaners are throttled so that each rewrite takes seconds: a broker killed then leaves a
 `.cleaned` file (a rewrite not decided yet) in the replica's directory, which recovery discards. The
@@ -11,10 +12,11 @@ renames, tests/unit/broker/log/test_cleaner.py.)
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
-from replog.client import Consumer, Producer
+from replog.client import Producer
 from replog.devcluster import ClusterSpec
 from tests.integration.broker_helpers import (  # noqa: F401 - start_cluster is a fixture
     broker_name,
@@ -24,6 +26,9 @@ from tests.integration.broker_helpers import (  # noqa: F401 - start_cluster is 
     wait_for_leader,
     zk_session,
 )
+from tests.fault.history import compacted
+from tests.fault.history.compacted import KeyedSends, keyed_log, read_to_end
+from tests.fault.history.history import History, Ok
 from tests.integration.controller_helpers import create_topic
 from tests.integration.test_compaction import FILLER_KEY, holds_exactly, mismatch, replica_records
 
@@ -35,19 +40,19 @@ KEYS = 300
 KILLS_MAX = 12
 INTERRUPTED_WANTED = 2
 DEADLINE_S = 120
+DELETE_RETENTION_MS = 86_400_000  # no tombstone expires during the test
 
 
 def bootstrap(cluster) -> list[str]:
     return [p.address for p in cluster.of_role("broker") if cluster.is_running(p.name)]
 
 
-def write(producer: Producer, final: dict, rng: random.Random, count: int, start: int) -> None:
+def write(sends: KeyedSends, final: dict, rng: random.Random, count: int) -> None:
     """`count` keyed writes (10% tombstones), acks=all; each counts once it is acknowledged."""
     pending = []
-    for i in range(start, start + count):
+    for _ in range(count):
         key = b"key-%03d" % rng.randrange(KEYS)
-        value = None if rng.random() < 0.1 else b"value-%06d" % i + b"." * 200
-        pending.append((key, value, producer.send(TOPIC, value, key=key)))
+        pending.append((key, *sends.send(key, tombstone=rng.random() < 0.1, pad_bytes=200)))
     for key, value, handle in pending:
         handle.result(90)
         final[key] = value
@@ -64,17 +69,18 @@ def test_brokers_killed_while_cleaning_recover_and_agree_on_every_key(start_clus
                    "--replica-lag-time-max-ms", "3000"]}))
     with zk_session(cluster) as zk:
         create_topic(zk, TOPIC, {0: (1, 2, 3)}, {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
-                                                 "segment.bytes": str(SEGMENT_BYTES), "min.insync.replicas": "2"})
+                                                 "segment.bytes": str(SEGMENT_BYTES), "min.insync.replicas": "2",
+                                                 "delete.retention.ms": str(DELETE_RETENTION_MS)})
         wait_for_leader(cluster, zk, TOPIC, 1, 30)
     rng = random.Random(61)
     final: dict[bytes, bytes | None] = {}
-    written = 0
+    history = History()
     interrupted = []
     # one idempotent producer throughout: its latest batch (the filler, last) is in the active segment
     with Producer(bootstrap(cluster), acks=-1, linger_ms=5, request_timeout_ms=5000) as producer:
+        sends = KeyedSends(history, producer, TOPIC)
         for kill in range(KILLS_MAX):
-            write(producer, final, rng, 3000, written)
-            written += 3000
+            write(sends, final, rng, 3000)
             victim = 1 + kill % 3
             if kill % 2 == 0:  # a rewrite is under way once a .cleaned file shows; else kill whenever
                 wait_for(lambda: leftovers(cluster, victim) or None, DEADLINE_S,
@@ -90,8 +96,9 @@ def test_brokers_killed_while_cleaning_recover_and_agree_on_every_key(start_clus
         assert len(interrupted) >= INTERRUPTED_WANTED, interrupted
         # the last writes roll into cleanable segments behind a filler; then every replica converges
         for _ in range(2 * SEGMENT_BYTES // 1000):
-            producer.send(TOPIC, b"f" * 1000, key=FILLER_KEY)
+            sends.send(FILLER_KEY, pad_bytes=1000)
         producer.flush()
+        sends.close()
     live = {k: v for k, v in final.items() if v is not None}
     for broker_id in (1, 2, 3):
         try:
@@ -104,11 +111,16 @@ def test_brokers_killed_while_cleaning_recover_and_agree_on_every_key(start_clus
     ends = {describe(cluster, b, TOPIC).log_end_offset for b in (1, 2, 3)}
     assert len(ends) == 1
     end = ends.pop()
-    seen_values: dict[bytes, bytes | None] = {}
-    with Consumer(bootstrap(cluster), TOPIC, start=0) as consumer:
-        for record in consumer:
-            seen_values[record.key] = record.value
-            if record.offset >= end - 1:
-                break
+    read = read_to_end(bootstrap(cluster), TOPIC, end)
+    reads = {"the consumer's read": (keyed_log(read), time.monotonic())}
+    replicas = {}
+    for broker_id in (1, 2, 3):
+        replicas[broker_id] = keyed_log(replica_records(cluster, broker_id, TOPIC))
+        reads[f"broker {broker_id}'s files"] = (replicas[broker_id], time.monotonic())
+    violations = compacted.judge(history.events(), TOPIC, DELETE_RETENTION_MS, reads, replicas)
+    assert not violations, "\n".join(violations[:20]) + f"\nhistory: {history.dump(cluster.log_dir / 'history.jsonl')}"
+    print(f"history: {sum(isinstance(e, Ok) for e in history.events())} writes acknowledged; held: " +
+          ", ".join(f"{name} {len(log)}" for name, (log, _) in reads.items()))
+    seen_values = {record.key: record.value for record in read}
     seen_values.pop(FILLER_KEY, None)
     assert {k: v for k, v in seen_values.items() if v is not None} == live

@@ -1,16 +1,21 @@
 """Power loss in the middle of a cleaner's rewrite: brokers whose log directories live on the power-loss
 filesystem (tests/fault/powerloss/) lose every write they had not synced while a compacted topic in the
 durable mode (flush.messages=1) is being cleaned. Nothing acknowledged is lost, recovery leaves no
-cleaner file behind, and the replicas agree on the latest value of every key."""
+cleaner file behind, and the replicas agree on the latest value of every key. The writes are recorded as a
+history, which the compaction-aware checker judges against a consumer's read and every replica's own files."""
 
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
 from replog.client import Producer
 from replog.devcluster import ClusterSpec
+from tests.fault.history import compacted
+from tests.fault.history.compacted import KeyedSends, keyed_log, read_to_end
+from tests.fault.history.history import History, Ok
 from tests.fault.test_power_loss import EVERY_BROKER, lose_power, on_powerloss_disks
 from tests.integration.broker_helpers import create_topic, describe, wait_for, wait_for_leader, zk_session
 from tests.integration.test_compaction import FILLER_KEY, holds_exactly, mismatch, replica_records
@@ -21,6 +26,7 @@ TOPIC = "powerloss-compacted"
 SEGMENT_BYTES = 16384
 KEYS = 200
 DEADLINE_S = 120
+DELETE_RETENTION_MS = 86_400_000  # no tombstone expires during the test
 SPEC = ClusterSpec(
     controllers=1, gateways=0, zookeeper_session_timeout_ms=4000, zookeeper_force_sync=True,
     extra_args={"broker": ["--replica-high-watermark-checkpoint-interval-ms", "200", "--log-cleaner-backoff-ms",
@@ -40,17 +46,19 @@ def test_power_loss_mid_rewrite_loses_nothing_acknowledged(cluster_factory, tmp_
         with zk_session(cluster) as zk:
             create_topic(zk, TOPIC, {0: (1, 2, 3)}, {
                 "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "flush.messages": "1",
-                "segment.bytes": str(SEGMENT_BYTES), "min.insync.replicas": "2"})
+                "segment.bytes": str(SEGMENT_BYTES), "min.insync.replicas": "2",
+                "delete.retention.ms": str(DELETE_RETENTION_MS)})
             wait_for_leader(cluster, zk, TOPIC, 1, 30, followers=(2, 3))
         rng = random.Random(62)
         final: dict[bytes, bytes | None] = {}
+        history = History()
         bootstrap = [p.address for p in cluster.of_role("broker")]
         with Producer(bootstrap, acks=-1, linger_ms=5) as producer:
+            sends = KeyedSends(history, producer, TOPIC)
             pending = []
-            for i in range(6000):
+            for _ in range(6000):
                 key = b"key-%03d" % rng.randrange(KEYS)
-                value = None if rng.random() < 0.1 else b"value-%06d" % i + b"." * 150
-                pending.append((key, value, producer.send(TOPIC, value, key=key)))
+                pending.append((key, *sends.send(key, tombstone=rng.random() < 0.1, pad_bytes=150)))
             for key, value, handle in pending:
                 handle.result(90)
                 final[key] = value
@@ -58,8 +66,9 @@ def test_power_loss_mid_rewrite_loses_nothing_acknowledged(cluster_factory, tmp_
             wait_for(lambda: leftovers(cluster, 1) or None, DEADLINE_S, "broker 1 to be rewriting a segment")
             lose_power(cluster, disks, EVERY_BROKER)
             for _ in range(2 * SEGMENT_BYTES // 1000):
-                producer.send(TOPIC, b"f" * 1000, key=FILLER_KEY)
+                sends.send(FILLER_KEY, pad_bytes=1000)
             producer.flush()
+            sends.close()
         for broker_id in (1, 2, 3):
             try:
                 wait_for(lambda b=broker_id: not leftovers(cluster, b) and holds_exactly(
@@ -67,4 +76,14 @@ def test_power_loss_mid_rewrite_loses_nothing_acknowledged(cluster_factory, tmp_
                     f"broker {broker_id} to hold exactly the latest acknowledged record of each key")
             except AssertionError as exc:
                 raise AssertionError(f"{exc}: {mismatch(replica_records(cluster, broker_id, TOPIC), final)}") from None
-        assert len({describe(cluster, b, TOPIC).log_end_offset for b in (1, 2, 3)}) == 1
+        ends = {describe(cluster, b, TOPIC).log_end_offset for b in (1, 2, 3)}
+        assert len(ends) == 1
+        reads = {"the consumer's read": (keyed_log(read_to_end(bootstrap, TOPIC, ends.pop())), time.monotonic())}
+        replicas = {}
+        for broker_id in (1, 2, 3):
+            replicas[broker_id] = keyed_log(replica_records(cluster, broker_id, TOPIC))
+            reads[f"broker {broker_id}'s files"] = (replicas[broker_id], time.monotonic())
+        violations = compacted.judge(history.events(), TOPIC, DELETE_RETENTION_MS, reads, replicas)
+        assert not violations, "\n".join(violations[:20]) + f"\nhistory: {history.dump(tmp_path / 'history.jsonl')}"
+        print(f"history: {sum(isinstance(e, Ok) for e in history.events())} writes acknowledged; held: " +
+              ", ".join(f"{name} {len(log)}" for name, (log, _) in reads.items()))

@@ -13,6 +13,15 @@ Rules, per partition (issue 39, section 2):
   measured from the fault's start to the next acknowledgement and between acknowledgements, and
   the time from the heal to the first acknowledgement after it.
 
+A compacted topic (cleanup.policy=compact) drops records by design, so its history is judged by
+`check_compacted`, against logs that also hold each record's key: an acknowledged record may be
+gone from its offset when it is superseded (a later acknowledged record of its key is at a higher
+offset) or is a tombstone sent at least delete.retention.ms before the read; otherwise it is lost.
+What a log holds at an offset must still be what was acknowledged there, and the other rules stay.
+Every replica's own files are judged alike, and two replicas holding one offset must agree on it
+(`check_compacted_replicas`): each cleans on its own, so their logs differ in what they dropped only.
+Tombstones have no value to tell their copies apart, so a duplicated tombstone goes unseen.
+
 Sends that failed or stayed unanswered (indeterminate) may or may not be in the log: they count
 as neither lost nor acknowledged, but a second copy of one is a duplicate all the same.
 Every violation carries its evidence: the records involved.
@@ -28,6 +37,7 @@ from .history import ClientError, Event, Fail, Indeterminate, Invoke, Mark, Ok, 
 
 TopicPartition = tuple[str, int]
 Log = dict[int, bytes]  # offset -> value, the committed records of one partition
+KeyedLog = dict[int, tuple[bytes | None, bytes | None]]  # offset -> (key, value): a compacted partition's records
 
 
 @dataclass(frozen=True)
@@ -82,6 +92,42 @@ class Report:
 
 def check(events: list[Event], final_logs: dict[TopicPartition, Log]) -> Report:
     """Judge a history against the final committed logs (every partition the workload wrote)."""
+    report, acked = _tally(events, final_logs)
+    for tp, log in final_logs.items():
+        report.violations += check_lost(tp, acked[tp], log)
+        report.violations += check_duplicates(tp, log)
+        report.violations += check_order(tp, acked[tp])
+    report.violations += check_reads(events, final_logs)
+    _availabilities(report, events, acked)
+    return report
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What a compacted topic may have dropped by the time its log was read: `read_at_s` is the
+    read's time on the history's clock, `delete_retention_s` the topic's delete.retention.ms."""
+    delete_retention_s: float
+    read_at_s: float
+
+
+def check_compacted(events: list[Event], final_logs: dict[TopicPartition, KeyedLog],
+                    compaction: Compaction) -> Report:
+    """Judge the history of a compacted topic (its sends carry their keys) against logs read from
+    it: a consumer's read or one replica's files."""
+    report, acked = _tally(events, final_logs)
+    may_be_gone = {tp: droppable(acked[tp], compaction) for tp in final_logs}
+    values = {tp: {offset: value for offset, (_, value) in log.items()} for tp, log in final_logs.items()}
+    for tp, log in final_logs.items():
+        report.violations += check_kept(tp, acked[tp], log, may_be_gone[tp])
+        report.violations += check_duplicates(tp, {o: v for o, v in values[tp].items() if v is not None})
+        report.violations += check_order(tp, acked[tp])
+    report.violations += check_reads(events, values, may_be_gone)
+    _availabilities(report, events, acked)
+    return report
+
+
+def _tally(events: list[Event], final_logs: dict) -> tuple[Report, dict[TopicPartition, list[tuple[Invoke, Ok]]]]:
+    """The summary's counts and client errors, and each partition's acknowledged sends in answer order."""
     report = Report()
     sends = {(e.producer, e.seq): e for e in events if isinstance(e, Invoke)}
     acked: dict[TopicPartition, list[tuple[Invoke, Ok]]] = defaultdict(list)
@@ -102,15 +148,60 @@ def check(events: list[Event], final_logs: dict[TopicPartition, Log]) -> Report:
         elif isinstance(event, ClientError):
             report.violations.append(Violation("client_error", event.topic, -1,
                                                f"consumer {event.consumer} at {event.at_s:.3f}: {event.error}"))
-    for tp, log in final_logs.items():
-        report.violations += check_lost(tp, acked[tp], log)
-        report.violations += check_duplicates(tp, log)
-        report.violations += check_order(tp, acked[tp])
-    report.violations += check_reads(events, final_logs)
+    return report, acked
+
+
+def _availabilities(report: Report, events: list[Event], acked: dict[TopicPartition, list[tuple[Invoke, Ok]]]) -> None:
     marks = {e.name: e.at_s for e in events if isinstance(e, Mark)}
     for tp, summary in report.partitions.items():
         _availability(summary, sorted(ok.at_s for _, ok in acked[tp]), marks)
-    return report
+
+
+def droppable(acked: list[tuple[Invoke, Ok]], compaction: Compaction) -> dict[int, str]:
+    """offset -> why a compacted log may no longer hold the acknowledged record there."""
+    latest: dict[bytes, int] = {}
+    for sent, ok in acked:
+        if sent.key is not None:
+            latest[sent.key] = max(latest.get(sent.key, -1), ok.offset)
+    out = {}
+    for sent, ok in acked:
+        if sent.key is not None and ok.offset < latest[sent.key]:
+            out[ok.offset] = f"superseded at offset {latest[sent.key]}"
+        elif sent.tombstone and compaction.read_at_s - sent.at_s >= compaction.delete_retention_s:
+            out[ok.offset] = "a tombstone past delete.retention.ms"
+    return out
+
+
+def check_kept(tp: TopicPartition, acked: list[tuple[Invoke, Ok]], log: KeyedLog,
+               may_be_gone: dict[int, str]) -> list[Violation]:
+    """Every acknowledged record is at its offset with its key, unless compaction may have dropped it."""
+    out = []
+    for sent, ok in acked:
+        expected = (sent.key, None if sent.tombstone else record_value(sent.producer, sent.seq))
+        found = log.get(ok.offset)
+        if found == expected or (found is None and ok.offset in may_be_gone):
+            continue
+        kind = "tombstone" if sent.tombstone else repr(expected[1])
+        out.append(Violation("lost", *tp, f"{kind} of key {sent.key!r} acknowledged at offset {ok.offset} (at "
+                                          f"{ok.at_s:.3f}), neither superseded nor an expired tombstone; the "
+                                          f"log holds {found!r} there", ok.at_s))
+    return out
+
+
+def check_compacted_replicas(tp: TopicPartition, replica_logs: dict[int, KeyedLog]) -> list[Violation]:
+    """Replicas of a compacted partition (by broker id) hold the same record at every offset that
+    two of them hold: offsets are never reused, whatever each replica's cleaner dropped."""
+    out = []
+    brokers = sorted(replica_logs)
+    for i, first in enumerate(brokers):
+        for second in brokers[i + 1:]:
+            a, b = replica_logs[first], replica_logs[second]
+            offsets = sorted(o for o in a.keys() & b.keys() if a[o] != b[o])
+            if offsets:
+                shown = ", ".join(f"{o}: {a[o]!r} vs {b[o]!r}" for o in offsets[:5])
+                out.append(Violation("replicas_differ", *tp, f"brokers {first} and {second} hold different "
+                                                             f"records at {len(offsets)} offsets ({shown})"))
+    return out
 
 
 def check_lost(tp: TopicPartition, acked: list[tuple[Invoke, Ok]], log: Log) -> list[Violation]:
@@ -148,7 +239,9 @@ def check_order(tp: TopicPartition, acked: list[tuple[Invoke, Ok]]) -> list[Viol
     return out
 
 
-def check_reads(events: list[Event], final_logs: dict[TopicPartition, Log]) -> list[Violation]:
+def check_reads(events: list[Event], final_logs: dict[TopicPartition, Log],
+                may_be_gone: dict[TopicPartition, dict[int, str]] | None = None) -> list[Violation]:
+    """`may_be_gone`: offsets a compacted log may have dropped since they were read (`droppable`)."""
     out = []
     first_read: dict[tuple[str, int, int], Read] = {}
     for read in (e for e in events if isinstance(e, Read)):
@@ -162,7 +255,8 @@ def check_reads(events: list[Event], final_logs: dict[TopicPartition, Log]) -> l
                                                             f"at {read.at_s:.3f}"))
             continue
         final = final_logs.get(tp, {}).get(read.offset)
-        if final != read.value and earlier is read:
+        dropped = read.offset not in final_logs.get(tp, {}) and read.offset in (may_be_gone or {}).get(tp, {})
+        if final != read.value and earlier is read and not dropped:
             out.append(Violation("changed_after_read", *tp, f"offset {read.offset} read as {read.value!r} by "
                                                             f"consumer {read.consumer} at {read.at_s:.3f}; the "
                                                             f"final log holds {final!r}"))

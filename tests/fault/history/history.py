@@ -16,11 +16,14 @@ from pathlib import Path
 
 @dataclass(frozen=True, slots=True)
 class Invoke:
+    """A send. On a compacted topic a send carries its `key`, and a tombstone (value None) says so."""
     at_s: float
     producer: int
     seq: int
     topic: str
     partition: int
+    key: bytes | None = None
+    tombstone: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +56,7 @@ class Read:
     topic: str
     partition: int
     offset: int
-    value: bytes
+    value: bytes | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +108,7 @@ class History:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w") as out:
             for event in self.events():
-                fields = asdict(event)
-                if isinstance(fields.get("value"), bytes):
-                    fields["value"] = fields["value"].decode(errors="replace")
+                fields = {name: value.decode(errors="replace") if isinstance(value, bytes) else value
+                          for name, value in asdict(event).items()}
                 out.write(json.dumps({"event": type(event).__name__, **fields}) + "\n")
         return path
