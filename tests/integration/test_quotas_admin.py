@@ -152,8 +152,8 @@ def test_the_api_refuses_a_request_whole_naming_the_part_at_fault(admin, kazoo):
     assert "alteration 1 (User:alice): the entity is altered twice" in alter(good, good)
     assert "alteration 1 (the default), op 0: no quota type" in alter(good, admin_pb2.ClientQuotaAlteration(
         entity=admin_pb2.ClientQuotaEntity(default_user=True), ops=[admin_pb2.ClientQuotaOp(value=1)]))
-    assert "no quota type" in alter(admin_pb2.ClientQuotaAlteration(entity=alice, ops=[
-        admin_pb2.ClientQuotaOp(type=7, value=1)]))
+    assert "ops[0].type: 7 is no value of ClientQuotaType" in alter(admin_pb2.ClientQuotaAlteration(
+        entity=alice, ops=[admin_pb2.ClientQuotaOp(type=7, value=1)]))  # refused at the edge, naming the field
     assert "a removal of consumer_byte_rate takes no value (found 3)" in alter(admin_pb2.ClientQuotaAlteration(
         entity=alice, ops=[admin_pb2.ClientQuotaOp(type=C, value=3, remove=True)]))
     assert "no op" in alter(admin_pb2.ClientQuotaAlteration(entity=alice))
