@@ -13,7 +13,7 @@ PYPROJECTS := $(addsuffix /pyproject.toml,$(DISTS))
 NODE_EXAMPLE := examples/node
 NODE_STAMP := $(NODE_EXAMPLE)/node_modules/.installed
 
-.PHONY: setup system-deps demo test test-faults spark-records-exact fuzz up down status proto lint docs clean dist constraints image test-deploy
+.PHONY: setup system-deps demo test test-faults test-spark-cluster spark-records-exact fuzz up down status proto lint docs clean dist constraints image test-deploy
 
 setup: system-deps $(STAMP) $(NODE_STAMP)
 
@@ -94,6 +94,11 @@ test-faults: setup
 	REPLOG_FAULT_LOAD_S=$(REPLOG_FAULT_LOAD_S) $(BIN)/python -m pytest tests/fault/test_fault_matrix.py \
 		tests/fault/test_fault_matrix_network.py tests/fault/test_power_loss_matrix.py -q \
 		-p no:cacheprovider --durations=0
+
+# The Spark jobs on a standalone Spark cluster (a master and two workers as separate processes) through
+# spark-submit --master spark://...: minutes of JVMs, so not in the default suite.
+test-spark-cluster: setup
+	$(BIN)/python -m pytest tests/integration/spark/test_spark_standalone.py -q -p no:cacheprovider --durations=0
 
 # The records source's exactness at full size: 1,000,000 records over 12 partitions counted per partition
 # (the default suite runs the same test on 24,000).

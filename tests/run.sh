@@ -23,7 +23,9 @@ run_tier() {
   if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then status=1; fi
 }
 run_tier "unit and scenario" tests/unit tests/scenario -q -p no:cacheprovider --durations=15
-run_tier "integration and fault" tests/integration tests/fault -q -p no:cacheprovider --durations=15
+# A standalone Spark cluster (a master and two workers, each a JVM) runs behind `make test-spark-cluster`.
+run_tier "integration and fault" tests/integration tests/fault -q -p no:cacheprovider --durations=15 \
+  --ignore=tests/integration/spark/test_spark_standalone.py
 # One seeded round of the RPC fuzz (`make fuzz` runs it for longer); -s prints its counts per method.
 run_tier "fuzz (one round)" tests/fuzz -q -s -p no:cacheprovider --durations=5
 exit $status
