@@ -9,8 +9,8 @@ thread through one queue (`_completions`), which also carries the wake-ups.
 
 A batch that fails with a retriable error (not leader, timeout, broker gone, not enough
 replicas) is retried with the same bytes and the same sequence after a metadata refresh, and
-its partition recovers (accumulator.py). A batch the leader refused as out of order because
-an earlier one had not been appended is retried too. With idempotence the leader recognises
+its partition recovers (accumulator.py). A batch the leader refused as out of order, or as
+from an unknown producer, because an earlier one had not been appended is retried too. With idempotence the leader recognises
 a batch it already has and answers with its original offset, so a retry never writes a
 record twice.
 
@@ -74,6 +74,13 @@ RETRIABLE = {
     common_pb2.ERROR_CODE_STORAGE_ERROR,
     # A partition full of producers forgets the idle ones as soon as it refused a new one: room may come.
     common_pb2.ERROR_CODE_PRODUCER_STATE_FULL,
+}
+# How a leader refuses a batch whose predecessors it has not appended: out of order, or, when none of
+# them reached it (the partition's first batch failed, e.g. while a new topic's leaders were starting),
+# as a producer it does not know. Either is retried when an earlier batch of the partition is unfinished.
+SEQUENCE_GAP = {
+    common_pb2.ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER,
+    common_pb2.ERROR_CODE_UNKNOWN_PRODUCER_ID,
 }
 _THROTTLED = object()  # a completion saying a broker throttles this producer: (_THROTTLED, address, until_s)
 
@@ -339,7 +346,7 @@ class Sender:
             self._accumulator.retry(batch)
             return
         retry = code in RETRIABLE or code == common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE
-        if code == common_pb2.ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER:
+        if code in SEQUENCE_GAP:
             # An earlier batch of the partition not yet appended (it failed, or went to
             # another leader) explains the gap: retry after it. Else the gap is real.
             retry = self._accumulator.has_earlier_unfinished(batch)
