@@ -84,3 +84,19 @@ def test_an_expired_session_is_reported_once_and_refuses_barriers(zk_client):
     with pytest.raises(ChangeFeedBroken):
         feed.barrier()
     feed.close()
+
+
+def test_closing_feeds_never_breaks_the_next_sessions_tls_handshake(zk_client):
+    """A feed's reader is inside a TLS read when the feed closes. Were the socket closed under it, the read's
+    alert would reach whichever connection is given the descriptor next: ZooKeeper then refused that
+    connection's handshake (illegal_parameter). Closing and at once opening other sessions, many times over,
+    every session opens."""
+    from replog.common.zk.bulk import BulkReader
+
+    assert zk_client.endpoint.tls is not None, "the test server serves TLS only"
+    for _ in range(40):
+        feed = ChangeFeed(zk_client.endpoint, ["/brokers/topics"], Seen())
+        feed.open()
+        feed.close()
+        with BulkReader(zk_client.endpoint) as reader:  # its connection may take the feed's descriptor
+            assert reader.children_many(["/brokers"]) != [None]

@@ -241,8 +241,12 @@ class BulkReader:
                     raise BulkReadError(f"ZooKeeper answered request {answered} where {xid} was due")
                 results.extend(decode_multi_read(frame, op, chunk, self._endpoint.credentials, unreadable_as_missing))
         except BaseException:
-            for _ in chunks:  # a sender waiting for replies no one reads now ends (closing the session ends
-                window.release()  # one stuck in sendall)
+            # The connection is out of step (replies unread): stop it, and let the sender leave it before anyone
+            # closes it (session.py, "Closing"). A sender waiting for replies no one reads now ends too.
+            session.stop_io(sock)
+            for _ in chunks:
+                window.release()
+            sender.join()
             raise
         sender.join()
         if errors:

@@ -112,18 +112,21 @@ class ChangeFeed:
             self._request(OP_ADD_WATCH, self._encode_path(path) + _I32.pack(MODE_PERSISTENT_RECURSIVE))
 
     def close(self) -> None:
+        """End the session. The socket is closed once the reader thread has left it (session.py, "Closing")."""
         self._closed.set()
-        sock, self._sock = self._sock, None
+        with self._write_lock:  # no request or ping is being written, and none will be
+            sock, self._sock = self._sock, None
+            if sock is not None:
+                try:
+                    sock.sendall(_REQUEST_HEADER.pack(8, 0x7FFFFFF0, session.OP_CLOSE))
+                except OSError:
+                    pass
         if sock is not None:
-            try:
-                with self._write_lock:
-                    sock.sendall(_REQUEST_HEADER.pack(8, 0x7FFFFFF0, -11))
-            except OSError:
-                pass
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            session.stop_io(sock)  # the reader's read returns; it reads no more (the feed is closed)
+            reader = self._reader
+            if reader is not None and reader is not threading.current_thread():
+                # Bounded: after stop_io the reader is at most in an on_change callback, not in a read.
+                reader.join(self._session_timeout_s)
             sock.close()
         self._fail_waiters()
 

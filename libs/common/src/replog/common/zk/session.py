@@ -26,8 +26,16 @@ TLS (tls.py): with TLS files, each connection is wrapped after the TCP connect a
 connect request, checking the server's certificate against the host of the connect string; a server
 that refuses this process's certificate fails the handshake, which counts as a failed connection (the
 next server is tried). The clients read on one thread while another writes (bulk's sender, the change
-feed's pinger), so the context stops at TLS 1.2, whose records never make a read write anything: a TLS 1.3
+feed's pinger), so the context stops at TLS 1.2, where a read that succeeds writes nothing: a TLS 1.3
 read may answer a key update or take a session ticket on the reader's thread.
+
+Closing a connection another thread uses: OpenSSL keeps the socket's descriptor number, so a TLS read or
+write still in progress when the socket is closed carries on with whatever connection is given that number
+next -- a read that fails sends its fatal alert there, a read goes on to consume its bytes, a write its
+records. Seen as ZooKeeper refusing a new session's handshake with illegal_parameter (an encrypted alert of
+a closed connection amid its handshake). So a client with a second thread on a connection first calls
+`stop_io` (every read and write in progress returns, and the descriptor stays this connection's), waits
+for that thread to leave the connection, and only then closes it.
 """
 
 from __future__ import annotations
@@ -208,6 +216,15 @@ def authenticate(sock: socket.socket, credentials: ZkCredentials) -> None:
                               "zookeeper_credentials_file and the server's authentication providers")
         if err != 0:
             raise ZkAuthError(f"ZooKeeper error {err} authenticating as '{user}'")
+
+
+def stop_io(sock: socket.socket) -> None:
+    """Make every read and write in progress on `sock`, on any thread, return at once, and every later one
+    fail, without closing it: its descriptor cannot be given to another connection yet."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # not connected any more: nothing in progress waits on it
 
 
 def close_session(sock: socket.socket) -> None:

@@ -75,9 +75,7 @@ def _context(files: TlsFiles, _stamp: tuple) -> ssl.SSLContext:
     # The wire-level clients read on one thread while another writes (session.py); in TLS 1.2 a read
     # never writes, so the two never use the same half of the connection at once.
     context.maximum_version = ssl.TLSVersion.TLSv1_2
-    # Elliptic-curve key exchange only: with finite-field DHE, OpenSSL sends a public value without its
-    # leading zero bytes, which ZooKeeper's JVM refuses with an illegal_parameter alert about once in 256
-    # handshakes (seen as "sslv3 alert illegal parameter" on the wire-level sessions' connects).
+    # Forward secrecy with elliptic-curve key exchange, the cheapest the JVM and OpenSSL share.
     context.set_ciphers("ECDHE+AESGCM:ECDHE+CHACHA20")
     context.load_verify_locations(cafile=files.ca_file)
     context.load_cert_chain(files.cert_file, files.key_file)
