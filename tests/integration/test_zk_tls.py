@@ -24,7 +24,7 @@ from replog.common.security.files import TlsFiles
 from replog.common.security.principal import Principal
 from replog.common.zk import schema, session
 from replog.common.zk.auth import ZkEndpoint
-from replog.devcluster import ClusterSpec, zookeeper
+from replog.devcluster import zookeeper
 
 from .broker_helpers import zk_session
 from .controller_helpers import wait_for
@@ -34,22 +34,13 @@ pytestmark = pytest.mark.integration
 BIN = Path(sys.executable).parent
 
 
-@pytest.fixture(scope="module")
-def tls_cluster(tmp_path_factory):
-    from tests.conftest import ClusterFactory
-
-    factory = ClusterFactory(tmp_path_factory.mktemp("zk-tls"))
-    yield factory(ClusterSpec(zookeeper_tls=True))
-    factory.teardown()
-
-
 def zookeeper_server(cluster) -> tuple[str, int]:
     info = cluster.of_role("zookeeper")[0]
     return info.host, info.port
 
 
-def test_the_cluster_runs_over_zookeeper_s_tls_port_and_it_has_no_other(tls_cluster):
-    cluster = tls_cluster
+def test_the_cluster_runs_over_zookeeper_s_tls_port_and_it_has_no_other(shared_cluster):
+    cluster = shared_cluster
     host, port = zookeeper_server(cluster)
     config = (cluster.state_dir / "zookeeper" / "zoo.cfg").read_text().splitlines()
     assert f"secureClientPort={port}" in config
@@ -78,8 +69,8 @@ def test_the_cluster_runs_over_zookeeper_s_tls_port_and_it_has_no_other(tls_clus
     assert [r.value for r in records] == [b"kept"]
 
 
-def test_a_plaintext_client_is_refused(tls_cluster):
-    host, port = zookeeper_server(tls_cluster)
+def test_a_plaintext_client_is_refused(shared_cluster):
+    host, port = zookeeper_server(shared_cluster)
     # A connect request in the clear is not a TLS record: the server closes the connection unanswered.
     with pytest.raises(session.ConnectionLost, match="ZooKeeper closed the connection"):
         session.connect([(host, port)], 5.0)
@@ -93,8 +84,8 @@ def test_a_plaintext_client_is_refused(tls_cluster):
         plain.close()
 
 
-def test_a_client_without_a_certificate_of_the_cluster_s_ca_is_refused(tls_cluster, tmp_path):
-    cluster = tls_cluster
+def test_a_client_without_a_certificate_of_the_cluster_s_ca_is_refused(shared_cluster, tmp_path):
+    cluster = shared_cluster
     host, port = zookeeper_server(cluster)
     ca_file = cluster.operator_tls.ca_file
 

@@ -32,10 +32,8 @@ class ClusterSpec:
     env: dict[str, str] = field(default_factory=dict)
     insecure: bool = False  # plaintext, no certificates (replog-local up --insecure)
     # ZooKeeper serves clients on a TLS port only, each process showing it its certificate (zookeeper.py);
-    # a cluster with `insecure` keeps a plaintext ZooKeeper whatever this says. Off by default for now: the
-    # wire-level sessions' TLS handshakes are intermittently refused by ZooKeeper (illegal_parameter),
-    # which fails controller failovers; docs/zookeeper-security.md.
-    zookeeper_tls: bool = False
+    # a cluster with `insecure` keeps a plaintext ZooKeeper whatever this says.
+    zookeeper_tls: bool = True
     # A directory with ca.pem and ca.key to sign this cluster's certificates (else a new CA): the test
     # suite's clusters share one CA, so that one operator certificate calls them all.
     ca_dir: str = field(default_factory=lambda: os.environ.get(tls.CA_DIR_ENV, ""))
