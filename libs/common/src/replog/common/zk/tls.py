@@ -72,8 +72,8 @@ def client_context(files: TlsFiles) -> ssl.SSLContext:
 def _context(files: TlsFiles, _stamp: tuple) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies the peer and its host name by default
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    # The wire-level clients read on one thread while another writes (session.py); in TLS 1.2 a read
-    # never writes, so the two never use the same half of the connection at once.
+    # The wire-level clients read on one thread while another writes (session.py); in TLS 1.2 a read that
+    # succeeds writes nothing, so the two never use the same half of the connection at once.
     context.maximum_version = ssl.TLSVersion.TLSv1_2
     # Forward secrecy with elliptic-curve key exchange, the cheapest the JVM and OpenSSL share.
     context.set_ciphers("ECDHE+AESGCM:ECDHE+CHACHA20")
