@@ -41,12 +41,15 @@ from replog.broker.replicas.log_dir_failures import LogDirFailures
 from replog.broker.replicas.log_dir_space import LogDirSpace
 from replog.broker.replicas.long_poll import Waiter
 from replog.broker.replicas.partition_dirs import set_aside_directory
+from replog.broker.replicas.producer_headers import PARTITION_LOG_PRODUCERS
 from replog.common.core.partitions import TopicPartition
 
 A = TypeVar("A")
 
 
 class HostedPartition:
+    producer_batches = PARTITION_LOG_PRODUCERS  # how the core's steps read producers from the log (core/step_log.py)
+
     def __init__(
         self,
         topic_partition: TopicPartition,
