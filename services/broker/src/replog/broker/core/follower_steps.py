@@ -128,8 +128,10 @@ def truncate_follower_to(partition: StepPartition, offset: int) -> tuple[Truncat
 def _truncate(partition: StepPartition, offset: int) -> Truncated:
     log = partition.log
     before = log.log_end_offset
+    # Also at the LEO: a log that notes a leader epoch before its first record (Kafka's, the simulation's)
+    # forgets one that starts there; PartitionLog notes it with the record, so there it does nothing.
+    log.truncate_to(offset)
     if offset < before:
-        log.truncate_to(offset)
         partition.producer_state = partition.producer_batches.rebuild(log, partition.producer_state.limits)
     high_watermark = partition.replica.on_truncated(log=log)
     return Truncated(before, log.log_end_offset, high_watermark)
