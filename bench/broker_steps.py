@@ -96,6 +96,15 @@ class TopicConfigs:
     def log_append_time(self, topic: str) -> bool:
         return False
 
+    def log_config(self, topic: str) -> LogConfig:
+        return LogConfig()
+
+    def compression(self, topic: str) -> int | None:
+        return None  # each batch as its producer sent it
+
+    def fsync_each_append(self, topic: str) -> bool:
+        return False
+
     def fsync_each_append(self, topic: str) -> bool:
         return False
 
@@ -124,7 +133,7 @@ class Broker:
     def __init__(self, log_dir: Path) -> None:
         clock = SystemClock()
         turn = Turn()
-        self.replicas = ReplicaManager(broker_id=BROKER, log_dir=log_dir, log_config=LogConfig(), clock=clock)
+        self.replicas = ReplicaManager(broker_id=BROKER, log_dirs=[log_dir], log_config=LogConfig(), clock=clock)
         metrics, metadata = BrokerMetrics(CollectorRegistry()), MetadataCache()
         delayed = DelayedProduces(self.replicas.produce_progress, clock)
         self.replicas.consequences.connect(delayed_produces=delayed, isr_changes=IsrChanges())

@@ -1,7 +1,10 @@
 """A simulated 3-broker cluster around the broker cores, for scenario tests.
 
 One partition, replicas (1, 2, 3): a `SimController` and three `SimBroker`s
-(sim_members.py), driven by explicit steps.
+(sim_members.py), driven by explicit steps. A produce, a follower's fetch, the
+follower's append and its truncation run the broker's own partition steps
+(core/leader_steps.py, core/follower_steps.py) on each broker's fake log, so
+their order is the broker's; the cluster delivers the answers and keeps the truth.
 
 Nothing happens by itself: time moves with the `ManualClock`, controller
 messages wait in per-broker inboxes until delivered, AlterPartition requests
@@ -19,16 +22,18 @@ from __future__ import annotations
 from collections import deque
 
 from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.follower import fetch_position
-from replog.broker.core.follower_fetch import DivergingEpoch, FollowerRead
+from replog.broker.core.follower import FetchPosition, fetch_position
+from replog.broker.core.follower_steps import append_from_leader, truncate_diverging
 from replog.broker.core.high_watermark import HighWatermarkUpdate
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
+from replog.broker.core.leader_steps import FollowerFetchAnswer, answer_follower_fetch
+from replog.broker.core.leader_steps import append_as_leader as leader_append
+from replog.broker.core.log_view import EpochEndOffset
 from replog.broker.core.partition import Applied, AssignLeaderEpochStart, CompleteDelayedOperations, ReplicaRole
 from replog.broker.core.produce import DelayedProduce, ProduceWait
-from replog.broker.core.producer_state import Append, Duplicate, rebuild_producer_state
+from replog.broker.core.producer_state import rebuild_producer_state
 from replog.broker.core.purgatory import AddOutcome, Purgatory
 from replog.broker.core.replica import PartitionReplica
-from replog.broker.core.truncation import AskLeaderForEpoch, on_diverging_epoch
 from replog.common.clock import ManualClock
 from tests.scenario.broker.sim_invariants import check_invariants
 from tests.scenario.broker.sim_members import (
@@ -42,7 +47,7 @@ from tests.scenario.broker.sim_members import (
     SimBroker,
     SimController,
 )
-from tests.unit.broker.core.fake_log import FakeLog, FakeRecord
+from tests.unit.broker.core.fake_log import FakeBatchHeader, FakeLog, FakeRecord
 
 
 class SimCluster:
@@ -130,27 +135,16 @@ class SimCluster:
         if not target.alive:
             ticket.error_code = ErrorCode.BROKER_NOT_AVAILABLE
             return ticket
-        admitted = target.replica.admit_produce(acks=acks, min_insync_replicas=MIN_INSYNC_REPLICAS)
-        if isinstance(admitted, Refusal):
-            ticket.error_code = admitted.code
-            return ticket
-        verdict = target.producer_state.check(
-            producer_id=producer_id, producer_epoch=0, base_sequence=sequence, record_count=1
+        appended, _ = leader_append(
+            target, acks=acks, min_insync_replicas=MIN_INSYNC_REPLICAS, batch=payload,
+            header=FakeBatchHeader(producer_id, 0, sequence), fsync=False, now_ms=self.now_ms,
         )
-        if isinstance(verdict, Refusal):
-            ticket.error_code = verdict.code
+        if appended.error_code is not ErrorCode.NONE:
+            ticket.error_code = appended.error_code
             return ticket
-        if isinstance(verdict, Duplicate):
-            ticket.base_offset = verdict.base_offset
-        else:
-            assert isinstance(verdict, Append)
-            ticket.base_offset = target.log.append(
-                target.leader_epoch, payload, producer_id=producer_id, producer_epoch=0, sequence=sequence
-            )
-            target.producer_state.record(target.log.record_at(ticket.base_offset).header())
-            update = target.replica.leader.on_local_append(
-                target.log, appended_from=ticket.base_offset, now_ms=self.now_ms)
-            self._after_leader_hw(target, update)
+        ticket.base_offset = appended.base_offset
+        if appended.high_watermark_update is not None:
+            self._after_leader_hw(target, appended.high_watermark_update)
         if acks != -1:
             ticket.error_code = ErrorCode.NONE
             return ticket
@@ -194,46 +188,50 @@ class SimCluster:
         if not leader.alive:
             return "leader unreachable"
         position = fetch_position(follower.log)
-        result = leader.replica.on_follower_fetch(
+        answer, _ = answer_follower_fetch(
+            leader.replica,
+            leader.log,
             replica_id=follower_id,
             current_leader_epoch=follower.leader_epoch,
             fetch_offset=position.fetch_offset,
             last_fetched_epoch=position.last_fetched_epoch,
+            bytes_max=FETCH_RECORDS_MAX,
             now_ms=self.now_ms,
-            log=leader.log,
         )
-        if isinstance(result, Refusal):
-            return result.code.name
-        if isinstance(result, DivergingEpoch):
-            decision = on_diverging_epoch(
-                follower.log, last_fetched_epoch=position.last_fetched_epoch, diverging=result.diverging
-            )
-            assert not isinstance(decision, Refusal), decision
-            offset = decision.truncate_to_offset if isinstance(decision, AskLeaderForEpoch) else decision.offset
-            self._truncate(follower, offset)
+        if answer.error_code is not ErrorCode.NONE:
+            return answer.error_code.name
+        if answer.diverging is not None:
+            offset = self._truncate(follower, position, answer.diverging)
             return f"truncated to {offset}"
-        return self._take_records(follower, leader, result)
+        return self._take_records(follower, leader, position, answer)
 
-    def _take_records(self, follower: SimBroker, leader: SimBroker, read: FollowerRead) -> str:
-        upto = min(read.read_upto_offset, read.fetch_offset + FETCH_RECORDS_MAX)
-        records = leader.log.read(read.fetch_offset, upto)
-        for record in records:
-            follower.log.append_copy(record)
-            follower.producer_state.record(record.header())
-        follower.replica.on_fetch_response(leader_high_watermark=read.high_watermark, log=follower.log)
-        self._after_leader_hw(leader, read.high_watermark_update)
-        if read.isr_proposal is not None:
-            self._send_alter_partition(leader, read.isr_proposal)
-        return f"fetched {len(records)}"
+    def _take_records(
+        self, follower: SimBroker, leader: SimBroker, position: FetchPosition, answer: FollowerFetchAnswer
+    ) -> str:
+        appended, _ = append_from_leader(
+            follower, leader_epoch=follower.leader_epoch, fetch_offset=position.fetch_offset, records=answer.records,
+            leader_high_watermark=answer.high_watermark,
+        )
+        assert appended is not None, "the follower's step runs right after its fetch: nothing raced with it"
+        self._after_leader_hw(leader, answer.high_watermark_update)
+        if answer.isr_proposal is not None:
+            self._send_alter_partition(leader, answer.isr_proposal)
+        return f"fetched {len(answer.records)}"
 
-    def _truncate(self, broker: SimBroker, offset: int) -> None:
-        for removed in broker.log.read(offset, broker.log.log_end_offset):
+    def _truncate(self, broker: SimBroker, position: FetchPosition, diverging: EpochEndOffset) -> int:
+        log = broker.log
+        held = log.records_between(log.log_start_offset, log.log_end_offset)
+        truncated, _ = truncate_diverging(
+            broker, leader_epoch=broker.leader_epoch, fetch_offset=position.fetch_offset,
+            last_fetched_epoch=position.last_fetched_epoch, diverging=diverging,
+        )
+        assert truncated is not None and not isinstance(truncated, Refusal), truncated
+        offset = truncated.log_end_offset_after
+        for removed in held[offset - log.log_start_offset :]:
             kept = self.committed.get(removed.offset)
             assert kept != removed, f"broker {broker.broker_id} truncated committed record {removed}"
-        broker.log.truncate_to(offset)
-        broker.replica.on_truncated(log=broker.log)
-        broker.producer_state = rebuild_producer_state(broker.log.headers())
         self.events.append(f"broker {broker.broker_id}: truncated to {offset}")
+        return offset
 
     def _after_leader_hw(self, leader: SimBroker, update: HighWatermarkUpdate) -> None:
         if not update.advanced:
@@ -242,7 +240,7 @@ class SimCluster:
             f"broker {leader.broker_id} published HW {update.current} below earlier {self.published_hw_max}"
         )
         self.published_hw_max = update.current
-        for record in leader.log.read(update.previous, update.current):
+        for record in leader.log.records_between(update.previous, update.current):
             earlier = self.committed.setdefault(record.offset, record)
             assert earlier == record, f"offset {record.offset} committed twice: {earlier} then {record}"
         self._complete_delayed(leader)

@@ -24,7 +24,7 @@ def check_invariants(cluster: SimCluster) -> None:
             cluster.note_leader(broker)
         hw = broker.replica.high_watermark
         assert hw <= broker.log.log_end_offset, f"broker {broker.broker_id}: HW {hw} > LEO"
-        for record in broker.log.read(0, hw):
+        for record in broker.log.records_between(0, hw):
             assert cluster.committed.get(record.offset) == record, (
                 f"broker {broker.broker_id} below HW {hw} holds {record}, committed is "
                 f"{cluster.committed.get(record.offset)}"
@@ -44,5 +44,5 @@ def _check_isr_members_hold_committed(cluster: SimCluster) -> None:
         if not broker.alive:
             continue
         assert broker.log.log_end_offset >= end, f"ISR member {broker_id} lacks committed records"
-        for record in broker.log.read(0, end):
+        for record in broker.log.records_between(0, end):
             assert cluster.committed[record.offset] == record, f"ISR member {broker_id} differs at {record.offset}"

@@ -4,13 +4,15 @@
 (first live assigned replica in the ISR), a new leader epoch on every change it
 makes, and AlterPartition checks. `SimBroker` holds what a real broker's adapters
 would: a fake log, a `PartitionReplica`, a producer-state table and a produce
-purgatory. `SimCluster` (sim_cluster.py) drives them.
+purgatory; it is the partition the core's steps run on (core/step_log.StepPartition),
+as a broker's `HostedPartition` is. `SimCluster` (sim_cluster.py) drives them.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
@@ -20,7 +22,7 @@ from replog.broker.core.producer_state import ProducerStateTable
 from replog.broker.core.purgatory import Purgatory
 from replog.broker.core.replica import PartitionReplica
 from replog.common.core.partitions import TopicPartition
-from tests.unit.broker.core.fake_log import FakeLog
+from tests.unit.broker.core.fake_log import FAKE_PRODUCERS, FakeLog
 
 TP = TopicPartition("orders", 0)
 REPLICAS = (1, 2, 3)
@@ -119,6 +121,7 @@ class SimBroker:
     alive: bool = True
     isolated: bool = False  # cut off from the controller, still reachable by brokers and clients
     inbox: deque[LeaderAndIsrDecision] = field(default_factory=deque)
+    producer_batches: ClassVar = FAKE_PRODUCERS  # how the core's steps read producers from the fake log
 
     @property
     def role(self) -> ReplicaRole:

@@ -47,7 +47,7 @@ def truncate_via_fetch(follower: FakeLog, leader: FakeLog) -> int:
 
 
 def catch_up(follower: FakeLog, leader: FakeLog) -> None:
-    for record in leader.read(follower.log_end_offset, leader.log_end_offset):
+    for record in leader.records_between(follower.log_end_offset, leader.log_end_offset):
         follower.append_copy(record)
 
 

@@ -15,6 +15,9 @@ Map (one job per module; each opens with its theory of operation). `TopicPartiti
 - isr_answer.py        what an AlterPartition answer proves, and the leader's outcomes
 - divergence.py        leader-side divergent-follower detection
 - effects.py           what a step changed for waiting requests, and whom that wakes
+- step_log.py          what a partition step needs of its partition: the log protocol, producer headers
+- leader_steps.py      the leader's steps in order: a producer's append, the answer to a follower's fetch
+- follower_steps.py    the follower's steps in order: append the leader's batches, the truncations
 - follower.py          follower fetch position and HW
 - truncation.py        follower truncation to the last common epoch
 - produce.py           produce admission, delayed produce completion

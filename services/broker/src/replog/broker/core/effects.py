@@ -24,6 +24,12 @@ decided here:
 
 Invariant: a step that changed nothing returns `NO_EFFECTS` itself (the adapter
 skips it by identity), and a read-only step never returns anything else.
+
+This is the one effects type of a partition step: the core's steps
+(leader_steps.py, follower_steps.py) return one value of it beside their answer,
+as do the adapter's other steps. What a LeaderAndIsr asks the adapter to do
+(StopFetcher, StartFetcher, ...: `Applied.effects`, partition.py) is a list of
+actions for the controller's requests, not facts for waiting requests.
 """
 
 from __future__ import annotations

@@ -4,13 +4,15 @@
                         the one place its lock is taken, runs a step and hands its effects on
 - consequences.py       acts on a step's effects: wakes long polls, completes delayed produces, submits ISR proposals
 - leader_side.py        leader steps: append a produce, serve a follower or a consumer, list offsets, ISR answers
-- follower_side.py      follower steps: fetch position, append the leader's batches, truncate
+                        (the append's and the follower read's order is core/leader_steps.py's)
+- follower_side.py      follower steps: fetch position, append the leader's batches, truncate (in the order of
+                        core/follower_steps.py)
 - log_maintenance.py    steps beside the data path: retention, DeleteRecords, a topic's new log settings
 - retention_rounds.py   retention over every hosted replica, a bounded slice per checkpointer round
 - log_cleaner.py        the log cleaner thread: the dirtiest compacted replica, one throttled pass at a time
 - describe.py           what DescribeReplicas reports of a replica, read in one step
 - long_poll.py          the Waiter parked on partitions, and the consumers' event-driven long poll
-- producer_headers.py   idempotent producer state from batch headers (record, rebuild from the log)
+- producer_headers.py   idempotent producer state from batch headers (record, rebuild from the log; for core steps)
 - replica_manager.py    the hosted replicas: start-up load and recovery, lookups, HW / recovery-point /
                         log-start checkpoints
 - partition_dirs.py     <log dir>/<topic>-<partition> naming, and set-aside names of deleted replicas

@@ -1,37 +1,29 @@
 """The follower's steps on one hosted partition: where to fetch, append, truncate.
 
-Theory of operation (docs/architecture.md, "Truncation by leader epoch", "High watermark and ISR"; KIP-101/320):
+Theory of operation (docs/architecture.md, "Partition steps", "Truncation by leader epoch"; KIP-101/320):
 
 A fetcher thread asks `fetch_position` for every partition it carries, sends
 one ReplicaFetch, and hands each partition's answer to `append_from_leader`,
 `truncate_diverging` or `reset_out_of_range`. Each runs as one step under the
-partition's lock (`HostedPartition.run`) and first checks that the answer is
-still wanted: the replica still follows in the leader epoch the fetch was made
-for, and its log still ends where the fetch started. An answer that raced with
-a LeaderAndIsr or another step is dropped; the next fetch asks again. After any
-truncation the producer table is rebuilt from the log (truncated batches must be
-forgotten) and the HW is clamped to the new log end by the core. The follower's
-log start follows the leader's (retention, DeleteRecords there): every answer
-carries it, and the follower moves its own up to it, or to its LEO if that is
-lower (a fetch below the leader's start is answered OFFSET_OUT_OF_RANGE and
-`reset_out_of_range` starts the log over at the leader's start). No request
-waits on a follower's partition, so these steps report no effects.
+partition's lock (`HostedPartition.run`): a replica no longer hosted (its log
+deleted or closed) drops the answer; anything else, in order, is the core's
+(core/follower_steps.py): whether the answer is still wanted, the append or the
+truncation, the producer table, the follower HW and log start. Storage errors
+the log raises go through to the fetcher, which maps them (replication/).
+No request waits on a follower's partition, so these steps report no effects.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
+from replog.broker.core import follower_steps
 from replog.broker.core.effects import NO_EFFECTS
 from replog.broker.core.errors import Refusal
 from replog.broker.core.follower import fetch_position as core_fetch_position
+from replog.broker.core.follower_steps import Appended, Truncated, follows
 from replog.broker.core.log_view import EpochEndOffset
-from replog.broker.core.partition import ReplicaRole
-from replog.broker.core.truncation import AskLeaderForEpoch, on_diverging_epoch
 from replog.broker.replicas.hosted_partition import HostedPartition
-from replog.broker.replicas.producer_headers import rebuild_from_log, record_batches
-from replog.common.records import iter_batches
 
 
 class FetchPosition(NamedTuple):
@@ -41,16 +33,8 @@ class FetchPosition(NamedTuple):
     high_watermark: int
 
 
-@dataclass(frozen=True)
-class Truncated:
-    log_end_offset_before: int
-    log_end_offset_after: int
-    high_watermark: int
-
-
 def _follows(hosted: HostedPartition, leader_epoch: int) -> bool:
-    state = hosted.replica.state
-    return hosted.usable and state.role is ReplicaRole.FOLLOWER and state.leader_epoch == leader_epoch
+    return hosted.usable and follows(hosted, leader_epoch)
 
 
 def fetch_position(hosted: HostedPartition, *, leader_epoch: int) -> FetchPosition | None:
@@ -64,11 +48,6 @@ def _fetch_position(hosted: HostedPartition, leader_epoch: int):
     position = core_fetch_position(hosted.log)
     return FetchPosition(position.fetch_offset, position.last_fetched_epoch, hosted.log.log_start_offset,
                          hosted.replica.high_watermark), NO_EFFECTS
-
-
-class Appended(NamedTuple):
-    byte_count: int
-    log_start_moved: bool  # the follower took its leader's newer log start
 
 
 def append_from_leader(
@@ -88,22 +67,11 @@ def append_from_leader(
 
 def _append_from_leader(hosted: HostedPartition, leader_epoch: int, fetch_offset: int, records: bytes,
                         leader_high_watermark: int, leader_log_start_offset: int, fsync: bool):
-    if not _follows(hosted, leader_epoch) or hosted.log.log_end_offset != fetch_offset:
+    if not hosted.usable:
         return None, NO_EFFECTS
-    if records:
-        try:
-            appended = hosted.log.append_as_follower(records, fsync=fsync)
-        except OSError:  # e.g. EMFILE at a roll after some batches were written: the table keeps up with those
-            log_end_offset = hosted.log.log_end_offset
-            record_batches(hosted.producer_state, (header for _, header in iter_batches(records)
-                                                   if fetch_offset <= header.base_offset < log_end_offset))
-            raise
-        if appended is not None:
-            record_batches(hosted.producer_state, appended.headers)
-    hosted.replica.on_fetch_response(leader_high_watermark=leader_high_watermark, log=hosted.log)
-    moved = (leader_log_start_offset > hosted.log.log_start_offset
-             and hosted.log.advance_log_start_offset(min(leader_log_start_offset, hosted.log.log_end_offset)))
-    return Appended(len(records), moved), NO_EFFECTS
+    return follower_steps.append_from_leader(
+        hosted, leader_epoch=leader_epoch, fetch_offset=fetch_offset, records=records,
+        leader_high_watermark=leader_high_watermark, leader_log_start_offset=leader_log_start_offset, fsync=fsync)
 
 
 def truncate_diverging(
@@ -115,13 +83,10 @@ def truncate_diverging(
 
 def _truncate_diverging(hosted: HostedPartition, leader_epoch: int, fetch_offset: int, last_fetched_epoch: int,
                         diverging: EpochEndOffset):
-    if not _follows(hosted, leader_epoch) or hosted.log.log_end_offset != fetch_offset:
+    if not hosted.usable:
         return None, NO_EFFECTS
-    decision = on_diverging_epoch(hosted.log, last_fetched_epoch=last_fetched_epoch, diverging=diverging)
-    if isinstance(decision, Refusal):
-        return decision, NO_EFFECTS
-    offset = decision.truncate_to_offset if isinstance(decision, AskLeaderForEpoch) else decision.offset
-    return _truncate_locked(hosted, offset), NO_EFFECTS
+    return follower_steps.truncate_diverging(hosted, leader_epoch=leader_epoch, fetch_offset=fetch_offset,
+                                             last_fetched_epoch=last_fetched_epoch, diverging=diverging)
 
 
 def reset_out_of_range(
@@ -134,26 +99,11 @@ def reset_out_of_range(
 
 def _reset_out_of_range(hosted: HostedPartition, leader_epoch: int, fetch_offset: int, leader_log_start_offset: int,
                         leader_log_end_offset: int):
-    if not _follows(hosted, leader_epoch) or hosted.log.log_end_offset != fetch_offset:
+    if not hosted.usable:
         return None, NO_EFFECTS
-    before = hosted.log.log_end_offset
-    if fetch_offset < leader_log_start_offset:
-        hosted.log.truncate_fully_and_start_at(leader_log_start_offset)
-        hosted.replica.on_truncated(log=hosted.log)
-        hosted.producer_state = rebuild_from_log(hosted.log, hosted.producer_state.limits)
-        return Truncated(before, hosted.log.log_end_offset, hosted.replica.high_watermark), NO_EFFECTS
-    if fetch_offset > leader_log_end_offset >= 0:
-        return _truncate_locked(hosted, leader_log_end_offset), NO_EFFECTS
-    return None, NO_EFFECTS
-
-
-def _truncate_locked(hosted: HostedPartition, offset: int) -> Truncated:
-    before = hosted.log.log_end_offset
-    if offset < before:
-        hosted.log.truncate_to(offset)
-        hosted.producer_state = rebuild_from_log(hosted.log, hosted.producer_state.limits)
-    high_watermark = hosted.replica.on_truncated(log=hosted.log)
-    return Truncated(before, hosted.log.log_end_offset, high_watermark)
+    return follower_steps.reset_out_of_range(hosted, leader_epoch=leader_epoch, fetch_offset=fetch_offset,
+                                             leader_log_start_offset=leader_log_start_offset,
+                                             leader_log_end_offset=leader_log_end_offset)
 
 
 def truncate_corrupt_segment(hosted: HostedPartition, base_offset: int) -> Truncated | None:
@@ -164,6 +114,6 @@ def truncate_corrupt_segment(hosted: HostedPartition, base_offset: int) -> Trunc
 
 
 def _truncate_corrupt_segment(hosted: HostedPartition, base_offset: int):
-    if not hosted.usable or hosted.replica.state.role is not ReplicaRole.FOLLOWER:
+    if not hosted.usable:
         return None, NO_EFFECTS
-    return _truncate_locked(hosted, base_offset), NO_EFFECTS
+    return follower_steps.truncate_follower_to(hosted, base_offset)

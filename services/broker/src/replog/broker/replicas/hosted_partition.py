@@ -6,7 +6,10 @@ A `HostedPartition` owns the replica's `PartitionLog`, its pure
 `PartitionReplica` core and its idempotent producer table. Every read or change
 of those is a *step*, a function run by `run` under the partition's lock: it asks the core what
 to do, does the log I/O the answer names, and returns its answer with the
-`Effects` it caused (core/effects.py). `run` is the only code that takes the
+`Effects` it caused (core/effects.py); for an append, a follower's fetch and a
+follower's truncation the core's step functions do both in their order
+(core/leader_steps.py, core/follower_steps.py, which read producers from the log
+through `producer_batches`). `run` is the only code that takes the
 lock; it holds it for the step alone, never across an RPC or a wait, and acts on
 the effects after releasing it (consequences.py). The role-specific steps live
 beside it (leader_side.py, follower_side.py).
@@ -41,12 +44,15 @@ from replog.broker.replicas.log_dir_failures import LogDirFailures
 from replog.broker.replicas.log_dir_space import LogDirSpace
 from replog.broker.replicas.long_poll import Waiter
 from replog.broker.replicas.partition_dirs import set_aside_directory
+from replog.broker.replicas.producer_headers import PARTITION_LOG_PRODUCERS
 from replog.common.core.partitions import TopicPartition
 
 A = TypeVar("A")
 
 
 class HostedPartition:
+    producer_batches = PARTITION_LOG_PRODUCERS  # how the core's steps read producers from the log (core/step_log.py)
+
     def __init__(
         self,
         topic_partition: TopicPartition,

@@ -1,49 +1,34 @@
 """The leader's steps on one hosted partition: append, serve followers and consumers, ISR.
 
-Each public function runs one step under the partition's lock (`HostedPartition.run`):
-the step asks the core (`PartitionReplica` / `LeaderReplica`) what to do, does the
-log I/O the answer names, and returns its answer with the effects the core reported
-(an append, a HW that advanced, an ISR proposal), which `run` acts on once the lock
-is released (consequences.py). Order inside an append is the core's: admit (acks,
-leadership, min.insync.replicas) -> idempotence check -> append -> record producer
-state -> HW; nothing touches the log unless all checks passed.
+Each public function runs one step under the partition's lock (`HostedPartition.run`)
+and returns its answer with the effects the core reported (an append, a HW that
+advanced, an ISR proposal), which `run` acts on once the lock is released
+(consequences.py). The order inside an append and inside the answer to a follower's
+fetch is the core's alone (core/leader_steps.py); here only what the core does not
+know of: whether the replica is still hosted, its log directory's health and free
+space, and the storage errors the log raises, mapped to answers.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from replog.broker.core.effects import NO_EFFECTS
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
-from replog.broker.core.follower_fetch import DivergingEpoch
-from replog.broker.core.high_watermark import HighWatermarkUpdate
 from replog.broker.core.isr_answer import AlterPartitionOutcome, AnswerIgnored
 from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
 from replog.broker.core.log_view import EpochEndOffset
+from replog.broker.core.leader_steps import FollowerFetchAnswer, LeaderAppend, answer_follower_fetch
+from replog.broker.core.leader_steps import append_as_leader as core_append_as_leader
 from replog.broker.core.produce import ProduceProgress
-from replog.broker.core.producer_state import Duplicate
 from replog.broker.log import CorruptLogError
 from replog.broker.replicas.hosted_partition import HostedPartition
-from replog.broker.replicas.producer_headers import producer_header
 from replog.common.records import BatchHeader, RecordTooLargeError
 
 logger = logging.getLogger(__name__)
 _GONE = (ErrorCode.NOT_LEADER, "the replica is no longer hosted here")
-
-
-@dataclass(frozen=True)
-class LeaderAppend:
-    error_code: ErrorCode
-    message: str = ""
-    base_offset: int = -1
-    last_offset: int = -1
-    leader_epoch: int = -1
-    log_start_offset: int = -1
-    duplicate: bool = False
-    high_watermark_update: HighWatermarkUpdate | None = None
 
 
 def append_produced(
@@ -68,41 +53,14 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
     shortage = hosted.dir_space.shortage()
     if shortage is not None:
         return LeaderAppend(ErrorCode.STORAGE_ERROR, shortage), NO_EFFECTS
-    replica = hosted.replica
-    admitted = replica.admit_produce(acks=acks, min_insync_replicas=min_insync_replicas)
-    if isinstance(admitted, Refusal):
-        return LeaderAppend(admitted.code, admitted.reason), NO_EFFECTS
-    verdict = hosted.producer_state.check(
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-        record_count=header.record_count,
-    )
-    log = hosted.log
-    leader_epoch = replica.state.leader_epoch
-    if isinstance(verdict, Refusal):
-        return LeaderAppend(verdict.code, verdict.reason), NO_EFFECTS
-    if isinstance(verdict, Duplicate):
-        return LeaderAppend(
-            ErrorCode.NONE, "", verdict.base_offset, verdict.last_offset, leader_epoch, log.log_start_offset,
-            duplicate=True,
-        ), NO_EFFECTS
     try:
-        info = log.append_as_leader(batch, leader_epoch, fsync=fsync, validated=header)
+        return core_append_as_leader(hosted, acks=acks, min_insync_replicas=min_insync_replicas, batch=batch,
+                                     header=header, fsync=fsync, now_ms=now_ms)
     except OSError as exc:  # the directory goes offline, unless out of descriptors (log_dir_failures.py)
         hosted.dir_failures.failed(f"an append to {hosted.topic_partition}", exc)
         return LeaderAppend(ErrorCode.STORAGE_ERROR, hosted.dir_failures.storage_error_message(exc)), NO_EFFECTS
     except RecordTooLargeError as exc:  # the topic's max.message.bytes went down since the batch was checked
         return LeaderAppend(ErrorCode.RECORD_TOO_LARGE, str(exc)), NO_EFFECTS
-    if header.producer_id >= 0:
-        stored = producer_header(header.stamped(info.base_offset, header.partition_leader_epoch))
-        if stored is not None:
-            hosted.producer_state.record(stored)
-    appended = replica.on_leader_append(log=log, appended_from=info.base_offset, now_ms=now_ms)
-    return LeaderAppend(
-        ErrorCode.NONE, "", info.base_offset, info.last_offset, leader_epoch, log.log_start_offset,
-        high_watermark_update=appended.high_watermark_update,
-    ), appended.effects
 
 
 def _offline_message(hosted: HostedPartition) -> str:
@@ -117,20 +75,6 @@ def produce_progress(hosted: HostedPartition) -> ProduceProgress | None:
 
 def _produce_progress(hosted: HostedPartition):
     return (hosted.replica.produce_progress() if hosted.usable else None), NO_EFFECTS
-
-
-class FollowerFetchAnswer(NamedTuple):
-    error_code: ErrorCode
-    message: str
-    high_watermark: int
-    log_start_offset: int
-    log_end_offset: int
-    leader_epoch: int
-    diverging: EpochEndOffset | None = None
-    records: bytes = b""
-    high_watermark_update: HighWatermarkUpdate | None = None
-    isr_proposal: AlterPartitionProposal | None = None
-    follower_in_isr: bool = True  # False: the leader should look at this follower again even if it idles
 
 
 def read_for_follower(
@@ -158,37 +102,14 @@ def _read_for_follower(hosted: HostedPartition, replica_id: int, current_leader_
         return FollowerFetchAnswer(*_GONE, -1, -1, -1, -1), NO_EFFECTS
     if hosted.dir_failures.offline:  # its log end may count a batch the disk refused
         return FollowerFetchAnswer(ErrorCode.STORAGE_ERROR, _offline_message(hosted), -1, -1, -1, -1), NO_EFFECTS
-    result = replica.on_follower_fetch(
-        replica_id=replica_id,
-        current_leader_epoch=current_leader_epoch,
-        fetch_offset=fetch_offset,
-        last_fetched_epoch=last_fetched_epoch,
-        now_ms=now_ms,
-        log=log,
-    )
-    if isinstance(result, Refusal):
-        return FollowerFetchAnswer(
-            result.code, result.reason, replica.high_watermark, log.log_start_offset, log.log_end_offset,
-            replica.state.leader_epoch,
-        ), NO_EFFECTS
-    if isinstance(result, DivergingEpoch):
-        return FollowerFetchAnswer(
-            ErrorCode.NONE, "", result.high_watermark, result.log_start_offset, log.log_end_offset,
-            result.leader_epoch, diverging=result.diverging,
-        ), NO_EFFECTS
-    records = b""
-    if result.fetch_offset < result.read_upto_offset:
-        try:
-            records = log.read(result.fetch_offset, bytes_max, upper_offset=result.read_upto_offset)
-        except CorruptLogError as exc:  # never handed on; the follower backs off and asks again
-            logger.error("%s: %s", hosted.topic_partition, exc)
-            return FollowerFetchAnswer(ErrorCode.STORAGE_ERROR, str(exc), replica.high_watermark,
-                                       log.log_start_offset, log.log_end_offset, replica.state.leader_epoch), NO_EFFECTS
-    return FollowerFetchAnswer(
-        ErrorCode.NONE, "", result.high_watermark, result.log_start_offset, log.log_end_offset,
-        result.leader_epoch, records=records, high_watermark_update=result.high_watermark_update,
-        isr_proposal=result.isr_proposal, follower_in_isr=replica_id in replica.leader.isr,
-    ), result.effects
+    try:
+        return answer_follower_fetch(replica, log, replica_id=replica_id, current_leader_epoch=current_leader_epoch,
+                                     fetch_offset=fetch_offset, last_fetched_epoch=last_fetched_epoch,
+                                     bytes_max=bytes_max, now_ms=now_ms)
+    except CorruptLogError as exc:  # never handed on; the follower backs off and asks again
+        logger.error("%s: %s", hosted.topic_partition, exc)
+        return FollowerFetchAnswer(ErrorCode.STORAGE_ERROR, str(exc), replica.high_watermark,
+                                   log.log_start_offset, log.log_end_offset, replica.state.leader_epoch), NO_EFFECTS
 
 
 def offset_for_leader_epoch(

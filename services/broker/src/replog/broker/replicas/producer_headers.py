@@ -2,7 +2,8 @@
 
 The leader records each batch it appends, a follower each batch it replicates,
 and a replica rebuilds the whole table from its log on start-up and after a
-truncation. Header reads only: no record is decoded.
+truncation. Header reads only: no record is decoded. `PARTITION_LOG_PRODUCERS` is
+what the core's partition steps read producers with (core/step_log.ProducerBatches).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from replog.broker.core.producer_state import (
     sequence_after,
 )
 from replog.common import records
+from replog.common.records import iter_batches
 
 
 def producer_header(header: records.BatchHeader) -> BatchHeader | None:
@@ -52,3 +54,25 @@ def rebuild_from_log(log, limits: ProducerStateLimits = ProducerStateLimits()) -
     """The table a replica derives from its whole log (`PartitionLog.iter_batch_headers`); the batches'
     timestamps come along, so a producer expires after a restart when it would have without one."""
     return rebuild_producer_state(_producer_headers(log.iter_batch_headers()), limits)
+
+
+class _PartitionLogProducers:
+    """`core.step_log.ProducerBatches` for PartitionLog's record batches."""
+
+    def stored(self, header: records.BatchHeader, base_offset: int) -> BatchHeader | None:
+        if header.producer_id < 0:
+            return None
+        return producer_header(header.stamped(base_offset, header.partition_leader_epoch))
+
+    def replicated(self, appended) -> Iterator[BatchHeader]:
+        return _producer_headers(appended.headers)
+
+    def written_below(self, batches: bytes, first_offset: int, end_offset: int) -> Iterator[BatchHeader]:
+        return _producer_headers(header for _, header in iter_batches(batches)
+                                 if first_offset <= header.base_offset < end_offset)
+
+    def rebuild(self, log, limits: ProducerStateLimits) -> ProducerStateTable:
+        return rebuild_from_log(log, limits)
+
+
+PARTITION_LOG_PRODUCERS = _PartitionLogProducers()
