@@ -37,20 +37,18 @@ import argparse
 import os
 import sys
 import time
-import urllib.request
 from pathlib import Path
-
-from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import produce  # noqa: E402 - first: it configures gRPC's runtime before grpc loads, as every bench does
+
 import floor_chain  # noqa: E402
 import harness  # noqa: E402
-import produce  # noqa: E402 - configures gRPC's runtime before grpc loads, as every bench does
+from pauses import pauses_between, scrape_pauses  # noqa: E402
 
 from replog.client import Producer  # noqa: E402
 from replog.common import cpu_scheduling, gc_policy  # noqa: E402
-from replog.common.metrics import table  # noqa: E402
 from replog.common.zk.client import ZkClient  # noqa: E402
 from replog.devcluster import ClusterSpec  # noqa: E402
 
@@ -58,61 +56,6 @@ BROKERS = 3
 REPLICATION_FACTOR = 3
 RECORD_SIZE = 100
 WARM_UP_PENDING_MAX = 2000  # warm-up batches in flight at once
-
-
-def scrape_pauses(cluster) -> dict[str, dict[str, dict]]:
-    """process -> generation -> {"buckets": {le: cumulative count}, "count", "sum_s"} from every service's /metrics."""
-    name = table.GC_PAUSE.name
-    found = {}
-    for process in cluster.processes.values():
-        if not getattr(process, "metrics_port", None):
-            continue  # ZooKeeper
-        text = urllib.request.urlopen(f"http://{process.host}:{process.metrics_port}/metrics", timeout=30).read()
-        by_generation: dict[str, dict] = {}
-        for family in text_string_to_metric_families(text.decode()):
-            if family.name != name:
-                continue
-            for sample in family.samples:
-                entry = by_generation.setdefault(sample.labels["generation"], {"buckets": {}, "count": 0, "sum_s": 0.0})
-                if sample.name == name + "_bucket":
-                    entry["buckets"][float(sample.labels["le"])] = sample.value
-                elif sample.name == name + "_count":
-                    entry["count"] = sample.value
-                elif sample.name == name + "_sum":
-                    entry["sum_s"] = sample.value
-        found[process.name] = by_generation
-    return found
-
-
-def pauses_between(before: dict, after: dict) -> dict[str, dict[str, dict]]:
-    """Per process and generation: the collections between two scrapes, their total, and the upper bound
-    of the highest bucket that gained one (inf: above the last bound; None: no collection)."""
-    window = {}
-    for process, generations in after.items():
-        window[process] = {}
-        for generation, entry in sorted(generations.items()):
-            earlier = before.get(process, {}).get(generation, {"buckets": {}, "count": 0, "sum_s": 0.0})
-            collections = int(entry["count"] - earlier["count"])
-            longest = _highest_gaining_bound(entry["buckets"], earlier["buckets"]) if collections else None
-            window[process][generation] = {
-                "collections": collections,
-                "total_ms": round((entry["sum_s"] - earlier["sum_s"]) * 1000, 1),
-                "longest_ms_at_most": None if longest is None else longest * 1000,
-            }
-    return window
-
-
-def _highest_gaining_bound(after: dict[float, float], before: dict[float, float]) -> float:
-    """The upper bound of the highest bucket whose own (non-cumulative) count grew between two readings."""
-    bounds = sorted(after)
-    highest = bounds[0]
-    below_after = below_before = 0.0
-    for le in bounds:
-        own_after, own_before = after[le] - below_after, before.get(le, 0.0) - below_before
-        if own_after > own_before:
-            highest = le
-        below_after, below_before = after[le], before.get(le, 0.0)
-    return highest
 
 
 def rss_bytes(pid: int) -> int:
