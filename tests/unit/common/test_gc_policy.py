@@ -5,7 +5,10 @@ from __future__ import annotations
 import gc
 import threading
 
+import pytest
+
 from replog.common import gc_policy
+from replog.common.config import ConfigError
 
 
 def test_paused_blocks_nest_and_the_collector_comes_back_after_the_last():
@@ -84,3 +87,30 @@ def test_a_block_that_does_not_decide_to_freeze_leaves_its_objects_to_the_collec
         built = [{"state": i} for i in range(1000)]
     assert gc.get_freeze_count() == 0
     assert len(built) == 1000
+
+
+def test_the_settings_come_from_the_environment_and_an_unknown_one_is_refused():
+    assert gc_policy.choice({}) == gc_policy.DEFAULT
+    assert gc_policy.choice({gc_policy.ENV: " Default "}) == "default"
+    with pytest.raises(ConfigError):
+        gc_policy.choice({gc_policy.ENV: "fast"})
+
+
+def test_tuned_freezes_what_survives_a_full_collection_and_default_leaves_the_collector_alone():
+    gc.unfreeze()
+    try:
+        assert gc_policy.configure({gc_policy.ENV: "default"}) == "default"
+        survivor = [object()]  # noqa: F841 - alive across the collections below
+        gc.collect()
+        assert gc.get_freeze_count() == 0
+        assert gc_policy.configure({gc_policy.ENV: "tuned"}) == "tuned"
+        gc_policy.configure({gc_policy.ENV: "tuned"})  # twice is once
+        gc.collect(1)  # not a full collection: nothing frozen
+        assert gc.get_freeze_count() == 0
+        gc.collect()
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc_policy.unconfigure()
+        gc.unfreeze()
+    gc.collect()
+    assert gc.get_freeze_count() == 0

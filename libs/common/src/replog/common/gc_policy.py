@@ -17,16 +17,34 @@ whichever thread allocates next, in the middle of a failover. So:
   and later dropped is still freed by reference counting; the collection first means no
   cycle among frozen objects is kept.
 
-The measurements: docs/perf/gc-freeze.md.
+- `configure()`, once per process before the service starts (service.run): the collector's
+  settings for a long-running service, chosen by REPLOG_GC (this module owns it). `tuned`, the
+  default: every full collection the collector runs by itself ends with a freeze of its
+  survivors, so the next full collection scans only what survived since, not the whole heap
+  again (the same trade as `settle()`: the survivors' later cycles are never collected).
+  `default`: CPython's own settings, for comparison or if a workload leaks through the freeze.
+
+The measurements: docs/perf/gc-freeze.md, docs/perf/scale.md.
 """
 
 from __future__ import annotations
 
 import gc
+import logging
+import os
 import threading
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Iterator
+
+from replog.common.config import ConfigError
+
+ENV = "REPLOG_GC"
+CHOICES = ("default", "tuned")
+DEFAULT = "tuned"
+
+log = logging.getLogger(__name__)
 
 _pause_lock = threading.Lock()
 _pauses = 0
@@ -71,3 +89,32 @@ def settle() -> float:
     gc.collect()
     gc.freeze()
     return time.perf_counter() - started
+
+
+def choice(environ: Mapping[str, str] = os.environ) -> str:
+    """The settings asked for: the environment's value, else the default (ConfigError if unknown)."""
+    value = environ.get(ENV, DEFAULT).strip().lower() or DEFAULT
+    if value not in CHOICES:
+        raise ConfigError(f"{ENV}={environ[ENV]!r}: must be one of {', '.join(CHOICES)}")
+    return value
+
+
+def configure(environ: Mapping[str, str] = os.environ) -> str:
+    """Apply the chosen settings to this process (once, before the service starts); returns the choice."""
+    wanted = choice(environ)
+    if wanted == "tuned" and _freeze_after_full_collection not in gc.callbacks:
+        gc.callbacks.append(_freeze_after_full_collection)
+    return wanted
+
+
+def unconfigure() -> None:
+    """Back to CPython's own settings (tests)."""
+    while _freeze_after_full_collection in gc.callbacks:
+        gc.callbacks.remove(_freeze_after_full_collection)
+
+
+def _freeze_after_full_collection(phase: str, info: dict) -> None:
+    """A gc.callbacks hook: when a full collection ends, what survived it is frozen. Garbage cycles were
+    just collected, so only live objects are frozen; the young generations are empty at that moment."""
+    if phase == "stop" and info["generation"] == 2:
+        gc.freeze()

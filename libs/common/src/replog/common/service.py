@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Callable, TypeVar
 
-from replog.common import cpu_scheduling, grpc_runtime
+from replog.common import cpu_scheduling, gc_policy, grpc_runtime
 from replog.common.config import ConfigError, _UsageError
 
 T = TypeVar("T")
@@ -30,10 +30,11 @@ def run(prog: str, body: Callable[[], int | None]) -> int:
     """Run `body`, mapping configuration and start-up failures to one line on stderr. gRPC's
     runtime settings are made first, before anything the body imports loads grpc (grpc_runtime.py),
     and the CPU scheduling policy before any thread starts, so that every thread has it
-    (cpu_scheduling.py)."""
+    (cpu_scheduling.py); the garbage collector's settings too (gc_policy.py)."""
     grpc_runtime.configure()
     try:
         cpu_scheduling.configure()
+        gc_policy.configure()
         return body() or EXIT_OK
     except _UsageError as exc:
         print(f"{prog}: error: {exc} (see {prog} --help)", file=sys.stderr)

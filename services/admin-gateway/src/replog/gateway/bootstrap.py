@@ -9,7 +9,7 @@ import logging
 import random
 import threading
 
-from replog.common import telemetry
+from replog.common import gc_policy, telemetry
 from replog.common.acls.core.authorizer import Authorizer
 from replog.common.acls.enforcement import Enforcer
 from replog.common.acls.store import AclWatcher
@@ -84,6 +84,7 @@ class GatewayProcess:
             return False
         self.zk.ensure_layout()
         self.acl_watcher.start()
+        gc_policy.settle()  # what start-up built lives as long as the process, as on the broker
         self.gate.open()
         self.server.set_serving(True)
         log.info("gateway up: grpc %s:%d, metrics %d", self.config.host, self.server.port, metrics_port)

@@ -3,6 +3,7 @@
 - its `_info` metric: which process it is, and which release it runs;
 - its ZooKeeper session: connected or not, and how many sessions it lost (a lost session took
   its ephemeral znodes with it: a broker's registration, a controller's seat);
+- its garbage collector's pauses (gc_pauses.py): how long each collection stopped every thread;
 - its certificates' expiry: the notAfter of its own certificate and of the CA certificate it
   trusts, read from their files when Prometheus scrapes, so a certificate replaced on disk (and
   reloaded by the process, docs/security.md) shows at once.
@@ -20,6 +21,7 @@ from cryptography import x509
 from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.registry import Collector
 
+from replog.common import gc_pauses
 from replog.common.metrics import table
 from replog.common.security.files import TlsFiles
 
@@ -40,6 +42,7 @@ class ProcessMetrics:
         info.create(registry).info(facts)
         self._connected = table.ZOOKEEPER_CONNECTED.create(registry)
         self._expirations = table.ZOOKEEPER_SESSION_EXPIRATIONS.create(registry)
+        registry.register(gc_pauses.PauseCollector(gc_pauses.recorder()))
         self._registry = registry
 
     def on_zookeeper_session(self, state: str) -> None:

@@ -52,6 +52,7 @@ LABELS = {
     "rack": "the broker's rack (empty without one)",
     "version": "the replog release the process runs",
     "quota": "the client quota: `produce` (producer_byte_rate) or `fetch` (consumer_byte_rate)",
+    "generation": "the garbage collector's generation a collection covered: `0`, `1` or `2` (2 is a full collection)",
 }
 
 # Dashboard rows, in order (deploy/grafana/replog-dashboard.json).
@@ -61,6 +62,9 @@ SECTIONS = ("Cluster", "Controller", "ISR and replication", "Produce and fetch",
 # Histogram buckets, in seconds.
 REQUEST_BUCKETS_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5, 30)
 CONTROLLER_BUCKETS_S = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10)
+# Stop-the-world pauses: fine around the 20 ms a pause may take at most (docs/perf/scale.md).
+GC_PAUSE_BUCKETS_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3,
+                      0.5, 1, 2, 5)
 
 
 @dataclass(frozen=True)
@@ -301,6 +305,10 @@ ZOOKEEPER_CONNECTED = _row(
 ZOOKEEPER_SESSION_EXPIRATIONS = _row(
     "replog_zookeeper_session_expirations_total", COUNTER, "ZooKeeper sessions this process lost (expired): its "
     "ephemeral znodes went with them (a broker's registration, a controller's seat)")
+GC_PAUSE = _row(
+    "replog_gc_pause_seconds", HISTOGRAM, "collections of the cyclic garbage collector, by the oldest generation "
+    "each covered: every thread of the process stands still while one runs", ("generation",),
+    buckets=GC_PAUSE_BUCKETS_S)
 TLS_CERTIFICATE_EXPIRY = _row(
     "replog_tls_certificate_expiry_timestamp_seconds", GAUGE, "when a certificate the process uses stops being "
     "valid (its notAfter), read from its file when scraped", ("certificate",))
