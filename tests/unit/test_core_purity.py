@@ -29,7 +29,7 @@ def core_files() -> list[Path]:
 
 
 def module_name(path: Path) -> str:
-    parts = path.with_suffix("").parts
+    parts = path.relative_to(REPO).with_suffix("").parts  # the checkout's own directory may be named replog
     start = parts.index("replog")
     names = list(parts[start:])
     if names[-1] == "__init__":
