@@ -24,7 +24,7 @@ losing what a log held unsynced.
 `SimCluster` also keeps the *truth* the invariants are checked against:
 - `committed`: offset -> record, filled whenever a leader's HW advances;
 - `acked`: records acknowledged to an acks=-1 producer;
-- leaders seen per leader epoch, and the highest HW ever published.
+- leaders seen per leader epoch, and the highest HW published in each leader epoch.
 `check_invariants()` (sim_invariants.py) raises AssertionError naming what broke.
 """
 
@@ -84,6 +84,7 @@ class SimCounts(NamedTuple):
     power_losses: int
     stale_checkpoints: int
     records_lost_unsynced: int
+    isolations: int  # brokers the controller declared lost while they kept running (a stubbed session expiry)
 
 
 class SimCluster:
@@ -104,13 +105,14 @@ class SimCluster:
         self.power_losses = 0
         self.stale_checkpoints = 0
         self.records_lost_unsynced = 0
+        self.isolations = 0
         # In flight: (broker id, registration epoch, proposal[, answer]).
         self.alter_requests: deque[tuple[int, int, AlterPartitionProposal]] = deque()
         self.alter_answers: deque[tuple[int, int, AlterPartitionProposal, AlterPartitionAnswer]] = deque()
         self.committed: dict[int, FakeRecord] = {}
         self.acked: list[ProduceTicket] = []
         self.leaders_by_epoch: dict[int, int] = {}
-        self.published_hw_max = 0
+        self.published_hw_by_epoch: dict[int, int] = {}  # leader epoch -> the highest HW its leader published
         self.events: list[str] = []
         self.pending: list[ProduceTicket] = []  # acks=-1 tickets parked in some purgatory
 
@@ -384,10 +386,16 @@ class SimCluster:
     def _after_leader_hw(self, leader: SimBroker, update: HighWatermarkUpdate) -> None:
         if not update.advanced:
             return
-        assert update.current >= self.published_hw_max, (
-            f"broker {leader.broker_id} published HW {update.current} below earlier {self.published_hw_max}"
+        # Monotonic for the leaders of this epoch and every older one. A zombie leader of an older epoch may
+        # still advance (a late fetch its follower sent before moving on), below what newer leaders published:
+        # the records are committed all the same (checked below); clients fence it by leader epoch (KIP-320).
+        leader_epoch = leader.leader_epoch
+        floor = max((hw for epoch, hw in self.published_hw_by_epoch.items() if epoch <= leader_epoch), default=0)
+        assert update.current >= floor, (
+            f"broker {leader.broker_id} published HW {update.current} at leader epoch {leader_epoch}, below "
+            f"{floor} published at that epoch or an older one"
         )
-        self.published_hw_max = update.current
+        self.published_hw_by_epoch[leader_epoch] = update.current
         for record in leader.log.records_between(update.previous, update.current):
             earlier = self.committed.setdefault(record.offset, record)
             assert earlier == record, f"offset {record.offset} committed twice: {earlier} then {record}"
@@ -551,6 +559,7 @@ class SimCluster:
         broker = self.brokers[broker_id]
         broker.isolated = True
         broker.inbox.clear()
+        self.isolations += 1
         self.events.append(f"broker {broker_id}: isolated")
         self.controller.broker_lost(broker_id)
         self.broadcast()
@@ -583,7 +592,8 @@ class SimCluster:
         check_invariants(self)
 
     def counts(self) -> SimCounts:
-        return SimCounts(self.crashes, self.power_losses, self.stale_checkpoints, self.records_lost_unsynced)
+        return SimCounts(self.crashes, self.power_losses, self.stale_checkpoints, self.records_lost_unsynced,
+                         self.isolations)
 
     def logs(self) -> dict[int, list[str]]:
         return {b: broker.log.payloads() for b, broker in self.brokers.items()}

@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import os
 
-from tests.scenario.broker.sim_schedule import SEEDS_ENV, fresh_base_seed, parse_seeds, run_schedule, run_seeds
-
-SIM_SEEDS_DEFAULT = 2_000
+from tests.scenario.broker.sim_schedule import (
+    SEEDS_ENV,
+    SIM_SEEDS_DEFAULT,
+    fresh_base_seed,
+    parse_seeds,
+    run_schedule,
+    run_seeds,
+)
 
 
 def seeds() -> tuple[str, list[int]]:
