@@ -77,6 +77,28 @@ class FetchRequest(NamedTuple):
     position: FetchPosition
 
 
+class FetchAnswer(NamedTuple):
+    request: FetchRequest
+    answer: FollowerFetchAnswer
+
+
+class AlterRequest(NamedTuple):
+    broker_id: int
+    broker_epoch: int
+    proposal: AlterPartitionProposal
+
+
+class AlterAnswer(NamedTuple):
+    broker_epoch: int
+    proposal: AlterPartitionProposal
+    answer: AlterPartitionAnswer
+
+
+class ProduceAnswer(NamedTuple):
+    ticket: ProduceTicket
+    error_code: ErrorCode
+
+
 class SimCounts(NamedTuple):
     """What a run went through, beyond the network's own counts."""
 
@@ -203,15 +225,14 @@ class SimCluster:
 
     def _receive(self, message: Message) -> str:
         payload = message.payload
-        if message.dst == CLIENT:
-            return self._client_receives(*payload)
-        if message.dst == CONTROLLER:
-            broker_id, broker_epoch, proposal = payload
-            if self.brokers[broker_id].isolated:
+        if isinstance(payload, ProduceAnswer):
+            return self._client_receives(payload.ticket, payload.error_code)
+        if isinstance(payload, AlterRequest):
+            if self.brokers[payload.broker_id].isolated:
                 return "lost (the sender is cut off from the controller)"
-            answer = self.controller.alter_partition(broker_id, broker_epoch, proposal)
+            answer = self.controller.alter_partition(payload.broker_id, payload.broker_epoch, payload.proposal)
             if answer is not None:
-                self._send(CONTROLLER, broker_id, (broker_epoch, proposal, answer))
+                self._send(CONTROLLER, payload.broker_id, AlterAnswer(payload.broker_epoch, payload.proposal, answer))
             return f"answered {None if answer is None else answer.error_code.name}"
         broker = self.brokers[message.dst]
         if not broker.alive or broker.incarnation != message.incarnation:
@@ -223,14 +244,13 @@ class SimCluster:
             return f"leader {payload.leader_id} epoch {payload.leader_epoch}"
         if isinstance(payload, FetchRequest):
             answer = self._serve_fetch(broker, payload)
-            self.network.send(broker.broker_id, payload.follower_id, (payload, answer),
+            self.network.send(broker.broker_id, payload.follower_id, FetchAnswer(payload, answer),
                               incarnation=payload.follower_incarnation)
             return f"fetch at {payload.position.fetch_offset} served: {answer.error_code.name}"
-        if len(payload) == 2:
-            request, answer = payload
-            return self._take_fetch_answer(broker, request, answer)
-        broker_epoch, proposal, answer = payload
-        return self._take_alter_answer(broker, broker_epoch, proposal, answer)
+        if isinstance(payload, FetchAnswer):
+            return self._take_fetch_answer(broker, payload.request, payload.answer)
+        assert isinstance(payload, AlterAnswer), payload
+        return self._take_alter_answer(broker, payload.broker_epoch, payload.proposal, payload.answer)
 
     def _run_effects(self, broker: SimBroker, outcome: Applied) -> None:
         self.events.append(f"broker {broker.broker_id}: {outcome.change.name} epoch {outcome.state.leader_epoch}")
@@ -274,7 +294,7 @@ class SimCluster:
         ticket.broker_code = code
         if self.network is None:
             self._client_receives(ticket, code)
-        elif not self._send(ticket.broker_id, CLIENT, (ticket, code)):
+        elif not self._send(ticket.broker_id, CLIENT, ProduceAnswer(ticket, code)):
             ticket.error_code = ErrorCode.REQUEST_TIMED_OUT
 
     def _client_receives(self, ticket: ProduceTicket, code: ErrorCode) -> str:
@@ -422,17 +442,17 @@ class SimCluster:
         if self.network is None:
             self.alter_requests.append((broker.broker_id, broker.broker_epoch, proposal))
         else:
-            self._send(broker.broker_id, CONTROLLER, (broker.broker_id, broker.broker_epoch, proposal))
+            self._send(broker.broker_id, CONTROLLER, AlterRequest(broker.broker_id, broker.broker_epoch, proposal))
 
     def _alter_partition_in_flight(self) -> set[tuple[int, AlterPartitionProposal]]:
         if self.network is None:
             return {(b, p) for b, _, p in self.alter_requests} | {(b, p) for b, _, p, _ in self.alter_answers}
         in_flight = set()
         for message in self.network.in_flight:
-            if message.dst == CONTROLLER:
-                in_flight.add((message.payload[0], message.payload[2]))
-            elif message.src == CONTROLLER and not isinstance(message.payload, LeaderAndIsrDecision):
-                in_flight.add((message.dst, message.payload[1]))
+            if isinstance(message.payload, AlterRequest):
+                in_flight.add((message.payload.broker_id, message.payload.proposal))
+            elif isinstance(message.payload, AlterAnswer):
+                in_flight.add((message.dst, message.payload.proposal))
         return in_flight
 
     def resend_pending_proposals(self) -> None:
