@@ -41,15 +41,15 @@ SEEDS_ENV = "REPLOG_SIM_SEEDS"
 SIM_SEEDS_DEFAULT = 4_000
 
 
+TEST_FILE = "tests/scenario/broker/test_replication_simulation.py"
+
+
 def replay_command(seed: int) -> str:
     return f"make simulate SEED={seed}   (or {SEEDS_ENV}={seed} .venv/bin/python -m pytest {TEST_FILE} -q)"
 
 
-TEST_FILE = "tests/scenario/broker/test_replication_simulation.py"
-
-
 def parse_seeds(spec: str) -> list[int]:
-    """"1234", "1,5,9" or a range "0-999"."""
+    """A seed list: "1234", "1,5,9" or a range "0-999"."""
     if "-" in spec:
         low, high = spec.split("-")
         return list(range(int(low), int(high) + 1))
@@ -227,7 +227,8 @@ def heal_everything_and_converge(cluster: SimCluster) -> None:
         assert broker.log.epochs() == leader.log.epochs()
     assert leader.replica.high_watermark == leader.log.log_end_offset, "everything committed once all are in sync"
     assert cluster.controller.isr == REPLICAS, f"ISR healed back to all replicas, is {cluster.controller.isr}"
-    assert leader.replica.state.isr == REPLICAS and leader.replica.state.partition_epoch == cluster.controller.partition_epoch
+    assert leader.replica.state.isr == REPLICAS
+    assert leader.replica.state.partition_epoch == cluster.controller.partition_epoch
 
 
 def new_cluster(seed: int, rng: random.Random) -> SimCluster:
