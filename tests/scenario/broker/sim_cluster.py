@@ -15,7 +15,8 @@ follower's fetch is a request to its leader and an answer back, the
 controller's LeaderAndIsr and AlterPartition answers and the brokers'
 AlterPartition requests travel as messages, and so does the answer to every
 produce; the network delays, drops, duplicates and reorders them and cuts
-links. `deliver_network()` hands out the next one. With `strict_min_isr` the
+links. `deliver_network()` hands out the next one. A follower reads only the answer to
+its latest fetch, as the broker's fetcher reads only its own gRPC call's answer. With `strict_min_isr` the
 leaders enforce min.insync.replicas on their HW (KIP-966) and the controller
 keeps eligible leader replicas and elects from them; with `durable` every
 append is fsynced (the broker's durable mode) and `kill`/`bounce` may lose power,
