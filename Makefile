@@ -13,7 +13,7 @@ PYPROJECTS := $(addsuffix /pyproject.toml,$(DISTS))
 NODE_EXAMPLE := examples/node
 NODE_STAMP := $(NODE_EXAMPLE)/node_modules/.installed
 
-.PHONY: setup system-deps demo test test-faults test-spark-cluster spark-records-exact fuzz up down status proto lint docs clean dist constraints image test-deploy
+.PHONY: setup system-deps demo test test-faults test-spark-cluster spark-records-exact fuzz simulate simulate-mutations up down status proto lint docs clean dist constraints image test-deploy
 
 setup: system-deps $(STAMP) $(NODE_STAMP)
 
@@ -115,6 +115,16 @@ FUZZ_SEED ?= $(shell date +%s)
 fuzz: setup
 	FUZZ_MINUTES=$(FUZZ_MINUTES) FUZZ_SEED=$(FUZZ_SEED) FUZZ_REPORT=.fuzz/report-$(FUZZ_SEED).json \
 		$(BIN)/python -m pytest tests/fuzz/test_fuzz_rpcs.py -q -s -p no:cacheprovider --durations=0
+
+# The broker simulation (tests/scenario/broker): SEEDS fresh seeds from a printed base seed, or SEED=S to replay
+# one exactly; a failure prints its replay command, the last line is one JSON object of what the run exercised.
+# `simulate-mutations` plants five bugs in the broker core one at a time and reports the first seed finding each.
+SEEDS ?= 1000
+simulate: setup
+	$(BIN)/python -m tests.scenario.broker.simulate $(if $(SEED),--seed $(SEED),--seeds $(SEEDS))
+
+simulate-mutations: setup
+	$(BIN)/python -m tests.scenario.broker.mutations
 
 clean: down
 	rm -rf .state $(VENV) $(PROTO_OUT)/replog/v1 $(NODE_EXAMPLE)/node_modules

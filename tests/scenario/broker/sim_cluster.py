@@ -10,16 +10,29 @@ Nothing happens by itself: time moves with the `ManualClock`, controller
 messages wait in per-broker inboxes until delivered, AlterPartition requests
 and answers wait in queues. Tests and the random schedule decide the order.
 
+Given a `SimNetwork` (sim_network.py), every message goes over it instead: a
+follower's fetch is a request to its leader and an answer back, the
+controller's LeaderAndIsr and AlterPartition answers and the brokers'
+AlterPartition requests travel as messages, and so does the answer to every
+produce; the network delays, drops, duplicates and reorders them and cuts
+links. `deliver_network()` hands out the next one. A follower reads only the answer to
+its latest fetch, as the broker's fetcher reads only its own gRPC call's answer. With `strict_min_isr` the
+leaders enforce min.insync.replicas on their HW (KIP-966) and the controller
+keeps eligible leader replicas and elects from them; with `durable` every
+append is fsynced (the broker's durable mode) and `kill`/`bounce` may lose power,
+losing what a log held unsynced.
+
 `SimCluster` also keeps the *truth* the invariants are checked against:
 - `committed`: offset -> record, filled whenever a leader's HW advances;
 - `acked`: records acknowledged to an acks=-1 producer;
-- leaders seen per leader epoch, and the highest HW ever published.
+- leaders seen per leader epoch, and the highest HW published in each leader epoch.
 `check_invariants()` (sim_invariants.py) raises AssertionError naming what broke.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from typing import NamedTuple
 
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.follower import FetchPosition, fetch_position
@@ -29,7 +42,13 @@ from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartition
 from replog.broker.core.leader_steps import FollowerFetchAnswer, answer_follower_fetch
 from replog.broker.core.leader_steps import append_as_leader as leader_append
 from replog.broker.core.log_view import EpochEndOffset
-from replog.broker.core.partition import Applied, AssignLeaderEpochStart, CompleteDelayedOperations, ReplicaRole
+from replog.broker.core.partition import (
+    Applied,
+    AssignLeaderEpochStart,
+    CompleteDelayedOperations,
+    LeaderAndIsrDecision,
+    ReplicaRole,
+)
 from replog.broker.core.produce import DelayedProduce, ProduceWait
 from replog.broker.core.producer_state import rebuild_producer_state
 from replog.broker.core.purgatory import AddOutcome, Purgatory
@@ -43,28 +62,80 @@ from tests.scenario.broker.sim_members import (
     REPLICA_LAG_TIME_MAX_MS,
     REPLICAS,
     TP,
+    DiskLog,
     ProduceTicket,
     SimBroker,
     SimController,
 )
+from tests.scenario.broker.sim_network import CLIENT, CONTROLLER, Message, SimNetwork
 from tests.unit.broker.core.fake_log import FakeBatchHeader, FakeLog, FakeRecord
 
 
+class FetchRequest(NamedTuple):
+    follower_id: int
+    follower_incarnation: int
+    leader_epoch: int
+    position: FetchPosition
+
+
+class FetchAnswer(NamedTuple):
+    request: FetchRequest
+    answer: FollowerFetchAnswer
+
+
+class AlterRequest(NamedTuple):
+    broker_id: int
+    broker_epoch: int
+    proposal: AlterPartitionProposal
+
+
+class AlterAnswer(NamedTuple):
+    broker_epoch: int
+    proposal: AlterPartitionProposal
+    answer: AlterPartitionAnswer
+
+
+class ProduceAnswer(NamedTuple):
+    ticket: ProduceTicket
+    error_code: ErrorCode
+
+
+class SimCounts(NamedTuple):
+    """What a run went through, beyond the network's own counts."""
+
+    crashes: int
+    power_losses: int
+    stale_checkpoints: int
+    records_lost_unsynced: int
+    isolations: int  # brokers the controller declared lost while they kept running (a stubbed session expiry)
+
+
 class SimCluster:
-    def __init__(self, clock: ManualClock | None = None, *, assign_epoch_on_leadership: bool = True) -> None:
+    def __init__(
+        self, clock: ManualClock | None = None, *, assign_epoch_on_leadership: bool = True,
+        network: SimNetwork | None = None, strict_min_isr: bool = False, durable: bool = False,
+    ) -> None:
         """`assign_epoch_on_leadership`: apply AssignLeaderEpochStart to the log's epoch cache; False
         behaves like a log that records an epoch only with its first batch (as PartitionLog does)."""
         self.clock = clock or ManualClock()
         self.assign_epoch_on_leadership = assign_epoch_on_leadership
-        self.controller = SimController()
-        self.brokers: dict[int, SimBroker] = {b: self._fresh_broker(b, FakeLog(), 0) for b in REPLICAS}
+        self.network = network
+        self.leader_min_insync_replicas = MIN_INSYNC_REPLICAS if strict_min_isr else 1
+        self.fsync = durable
+        self.controller = SimController(elr=strict_min_isr)
+        self.brokers: dict[int, SimBroker] = {b: self._fresh_broker(b, DiskLog(), 0) for b in REPLICAS}
+        self.crashes = 0
+        self.power_losses = 0
+        self.stale_checkpoints = 0
+        self.records_lost_unsynced = 0
+        self.isolations = 0
         # In flight: (broker id, registration epoch, proposal[, answer]).
         self.alter_requests: deque[tuple[int, int, AlterPartitionProposal]] = deque()
         self.alter_answers: deque[tuple[int, int, AlterPartitionProposal, AlterPartitionAnswer]] = deque()
         self.committed: dict[int, FakeRecord] = {}
         self.acked: list[ProduceTicket] = []
         self.leaders_by_epoch: dict[int, int] = {}
-        self.published_hw_max = 0
+        self.published_hw_by_epoch: dict[int, int] = {}  # leader epoch -> the highest HW its leader published
         self.events: list[str] = []
         self.pending: list[ProduceTicket] = []  # acks=-1 tickets parked in some purgatory
 
@@ -90,29 +161,97 @@ class SimCluster:
     # --- controller -> brokers -------------------------------------------------------
 
     def broadcast(self) -> None:
-        decision = self.controller.decision()
+        """The controller tells every broker it reaches its decision (also its periodic resync)."""
         for broker in self.brokers.values():
             if broker.alive and not broker.isolated:
-                broker.inbox.append(decision)
+                self._send_decision(broker)
+
+    def _send_decision(self, broker: SimBroker) -> None:
+        decision = self.controller.decision()
+        if self.network is None:
+            broker.inbox.append(decision)
+        else:
+            self._send(CONTROLLER, broker.broker_id, decision)
 
     def deliver(self, broker_id: int) -> bool:
         broker = self.brokers[broker_id]
         if not broker.alive or not broker.inbox:
             return False
-        decision = broker.inbox.popleft()
+        self._apply_decision(broker, broker.inbox.popleft())
+        return True
+
+    def _apply_decision(self, broker: SimBroker, decision) -> None:
         hw_before = broker.replica.high_watermark
-        outcome = broker.replica.on_leader_and_isr(decision, log=broker.log, now_ms=self.now_ms)
+        outcome = broker.replica.on_leader_and_isr(
+            decision, log=broker.log, now_ms=self.now_ms, min_insync_replicas=self.leader_min_insync_replicas)
         if isinstance(outcome, Applied):
             if broker.replica.leader is not None:
                 # An ISR update at our epoch may commit more, and so may taking over with an ISR of only
                 # ourselves (the adapter sees CompleteDelayedOperations, or the state change).
                 self._after_leader_hw(broker, HighWatermarkUpdate(hw_before, broker.replica.high_watermark))
             self._run_effects(broker, outcome)
-        return True
 
     def deliver_all(self) -> None:
+        if self.network is not None:
+            self.drain_network()
         while any(self.deliver(b) for b in REPLICAS):
             pass
+
+    # --- the network ----------------------------------------------------------------------
+
+    def _send(self, src: int, dst: int, payload) -> bool:
+        assert self.network is not None
+        incarnation = self.brokers[dst].incarnation if dst in self.brokers else 0
+        return self.network.send(src, dst, payload, incarnation=incarnation)
+
+    def deliver_network(self) -> str | None:
+        """Deliver the next due message (None when none is due)."""
+        assert self.network is not None
+        message = self.network.take()
+        if message is None:
+            return None
+        return f"{message.src}->{message.dst} {type(message.payload).__name__}: {self._receive(message)}"
+
+    def drain_network(self, rounds_max: int = 10_000) -> None:
+        """Deliver everything in flight, moving the clock to each message's time (and what it causes)."""
+        assert self.network is not None
+        for _ in range(rounds_max):
+            due_ms = self.network.next_due_ms()
+            if due_ms is None:
+                return
+            if due_ms > self.now_ms:
+                self.tick(due_ms - self.now_ms)
+            self.deliver_network()
+        raise AssertionError("the network never went quiet")
+
+    def _receive(self, message: Message) -> str:
+        payload = message.payload
+        if isinstance(payload, ProduceAnswer):
+            return self._client_receives(payload.ticket, payload.error_code)
+        if isinstance(payload, AlterRequest):
+            if self.brokers[payload.broker_id].isolated:
+                return "lost (the sender is cut off from the controller)"
+            answer = self.controller.alter_partition(payload.broker_id, payload.broker_epoch, payload.proposal)
+            if answer is not None:
+                self._send(CONTROLLER, payload.broker_id, AlterAnswer(payload.broker_epoch, payload.proposal, answer))
+            return f"answered {None if answer is None else answer.error_code.name}"
+        broker = self.brokers[message.dst]
+        if not broker.alive or broker.incarnation != message.incarnation:
+            return "lost (its receiver died)"
+        if message.src == CONTROLLER and broker.isolated:
+            return "lost (the receiver is cut off from the controller)"
+        if isinstance(payload, LeaderAndIsrDecision):
+            self._apply_decision(broker, payload)
+            return f"leader {payload.leader_id} epoch {payload.leader_epoch}"
+        if isinstance(payload, FetchRequest):
+            answer = self._serve_fetch(broker, payload)
+            self.network.send(broker.broker_id, payload.follower_id, FetchAnswer(payload, answer),
+                              incarnation=payload.follower_incarnation)
+            return f"fetch at {payload.position.fetch_offset} served: {answer.error_code.name}"
+        if isinstance(payload, FetchAnswer):
+            return self._take_fetch_answer(broker, payload.request, payload.answer)
+        assert isinstance(payload, AlterAnswer), payload
+        return self._take_alter_answer(broker, payload.broker_epoch, payload.proposal, payload.answer)
 
     def _run_effects(self, broker: SimBroker, outcome: Applied) -> None:
         self.events.append(f"broker {broker.broker_id}: {outcome.change.name} epoch {outcome.state.leader_epoch}")
@@ -133,23 +272,39 @@ class SimCluster:
         target = self.brokers[self.controller.leader if broker_id is None else broker_id]
         ticket = ProduceTicket(payload, acks, target.broker_id, producer_id=producer_id, sequence=sequence)
         if not target.alive:
-            ticket.error_code = ErrorCode.BROKER_NOT_AVAILABLE
+            ticket.error_code = ticket.broker_code = ErrorCode.BROKER_NOT_AVAILABLE
             return ticket
         appended, _ = leader_append(
             target, acks=acks, min_insync_replicas=MIN_INSYNC_REPLICAS, batch=payload,
-            header=FakeBatchHeader(producer_id, 0, sequence), fsync=False, now_ms=self.now_ms,
+            header=FakeBatchHeader(producer_id, 0, sequence), fsync=self.fsync, now_ms=self.now_ms,
         )
         if appended.error_code is not ErrorCode.NONE:
-            ticket.error_code = appended.error_code
+            self._answer_client(ticket, appended.error_code)
             return ticket
         ticket.base_offset = appended.base_offset
         if appended.high_watermark_update is not None:
             self._after_leader_hw(target, appended.high_watermark_update)
         if acks != -1:
-            ticket.error_code = ErrorCode.NONE
+            self._answer_client(ticket, ErrorCode.NONE)
             return ticket
         self._wait_for_replication(target, ticket)
         return ticket
+
+    def _answer_client(self, ticket: ProduceTicket, code: ErrorCode) -> None:
+        """The broker answers a produce; over the network the client hears it later, or never (then it times out)."""
+        ticket.broker_code = code
+        if self.network is None:
+            self._client_receives(ticket, code)
+        elif not self._send(ticket.broker_id, CLIENT, ProduceAnswer(ticket, code)):
+            ticket.error_code = ErrorCode.REQUEST_TIMED_OUT
+
+    def _client_receives(self, ticket: ProduceTicket, code: ErrorCode) -> str:
+        if ticket.error_code is not None:
+            return "a repeated answer, ignored"
+        ticket.error_code = code
+        if ticket.ok and ticket.acks == -1:
+            self.acked.append(ticket)
+        return f"produce answer {code.name}"
 
     def _wait_for_replication(self, broker: SimBroker, ticket: ProduceTicket) -> None:
         wait = ProduceWait(TP, broker.leader_epoch, ticket.base_offset, ticket.base_offset, MIN_INSYNC_REPLICAS)
@@ -165,9 +320,7 @@ class SimCluster:
     def _resolve(self, ticket: ProduceTicket) -> None:
         assert ticket.op is not None and ticket.op.is_done
         (result,) = ticket.op.results
-        ticket.error_code = result.error_code
-        if ticket.ok:
-            self.acked.append(ticket)
+        self._answer_client(ticket, result.error_code)
 
     def _complete_delayed(self, broker: SimBroker) -> None:
         self._resolve_ops(broker.purgatory.check(TP))
@@ -175,57 +328,75 @@ class SimCluster:
     def _resolve_ops(self, ops: list[DelayedProduce]) -> None:
         for op in ops:
             self._resolve(next(t for t in self.pending if t.op is op))
-        self.pending = [t for t in self.pending if not t.done]
+        self.pending = [t for t in self.pending if t.broker_code is None]
 
     # --- replication ----------------------------------------------------------------------
 
     def fetch(self, follower_id: int) -> str:
-        """One ReplicaFetch round trip from `follower_id` to the leader it follows."""
+        """One ReplicaFetch from `follower_id` to the leader it follows: a round trip, or over the network a
+        request whose answer comes back later (or never)."""
         follower = self.brokers[follower_id]
         if not follower.alive or follower.role is not ReplicaRole.FOLLOWER:
             return "not following"
-        leader = self.brokers[follower.replica.state.leader_id]
+        leader_id = follower.replica.state.leader_id
+        request = FetchRequest(follower_id, follower.incarnation, follower.leader_epoch, fetch_position(follower.log))
+        if self.network is not None:
+            follower.fetch_call = request  # a fetch still unanswered is abandoned (its call timed out)
+            sent = self._send(follower_id, leader_id, request)
+            return f"fetch at {request.position.fetch_offset} to {leader_id} {'sent' if sent else 'lost'}"
+        leader = self.brokers[leader_id]
         if not leader.alive:
             return "leader unreachable"
-        position = fetch_position(follower.log)
+        return self._take_fetch_answer(follower, request, self._serve_fetch(leader, request))
+
+    def _serve_fetch(self, leader: SimBroker, request: FetchRequest) -> FollowerFetchAnswer:
+        """The leader's side of a follower's fetch, with what it causes there (HW, ISR expansion)."""
         answer, _ = answer_follower_fetch(
             leader.replica,
             leader.log,
-            replica_id=follower_id,
-            current_leader_epoch=follower.leader_epoch,
-            fetch_offset=position.fetch_offset,
-            last_fetched_epoch=position.last_fetched_epoch,
+            replica_id=request.follower_id,
+            current_leader_epoch=request.leader_epoch,
+            fetch_offset=request.position.fetch_offset,
+            last_fetched_epoch=request.position.last_fetched_epoch,
             bytes_max=FETCH_RECORDS_MAX,
             now_ms=self.now_ms,
         )
+        if answer.high_watermark_update is not None:
+            self._after_leader_hw(leader, answer.high_watermark_update)
+        if answer.isr_proposal is not None:
+            self._send_alter_partition(leader, answer.isr_proposal)
+        return answer
+
+    def _take_fetch_answer(self, follower: SimBroker, request: FetchRequest, answer: FollowerFetchAnswer) -> str:
+        if self.network is not None:
+            if follower.fetch_call is not request:
+                return "answer to an abandoned call, dropped"
+            follower.fetch_call = None
         if answer.error_code is not ErrorCode.NONE:
             return answer.error_code.name
         if answer.diverging is not None:
-            offset = self._truncate(follower, position, answer.diverging)
-            return f"truncated to {offset}"
-        return self._take_records(follower, leader, position, answer)
-
-    def _take_records(
-        self, follower: SimBroker, leader: SimBroker, position: FetchPosition, answer: FollowerFetchAnswer
-    ) -> str:
+            offset = self._truncate(follower, request, answer.diverging)
+            return "stale answer dropped" if offset is None else f"truncated to {offset}"
         appended, _ = append_from_leader(
-            follower, leader_epoch=follower.leader_epoch, fetch_offset=position.fetch_offset, records=answer.records,
-            leader_high_watermark=answer.high_watermark,
+            follower, leader_epoch=request.leader_epoch, fetch_offset=request.position.fetch_offset,
+            records=answer.records, leader_high_watermark=answer.high_watermark, fsync=self.fsync,
         )
-        assert appended is not None, "the follower's step runs right after its fetch: nothing raced with it"
-        self._after_leader_hw(leader, answer.high_watermark_update)
-        if answer.isr_proposal is not None:
-            self._send_alter_partition(leader, answer.isr_proposal)
+        if appended is None:
+            assert self.network is not None, "without a network the follower's step runs right after its fetch"
+            return "stale answer dropped"
         return f"fetched {len(answer.records)}"
 
-    def _truncate(self, broker: SimBroker, position: FetchPosition, diverging: EpochEndOffset) -> int:
+    def _truncate(self, broker: SimBroker, request: FetchRequest, diverging: EpochEndOffset) -> int | None:
         log = broker.log
         held = log.records_between(log.log_start_offset, log.log_end_offset)
         truncated, _ = truncate_diverging(
-            broker, leader_epoch=broker.leader_epoch, fetch_offset=position.fetch_offset,
-            last_fetched_epoch=position.last_fetched_epoch, diverging=diverging,
+            broker, leader_epoch=request.leader_epoch, fetch_offset=request.position.fetch_offset,
+            last_fetched_epoch=request.position.last_fetched_epoch, diverging=diverging,
         )
-        assert truncated is not None and not isinstance(truncated, Refusal), truncated
+        if truncated is None:
+            assert self.network is not None, "without a network the follower's step runs right after its fetch"
+            return None
+        assert not isinstance(truncated, Refusal), truncated
         offset = truncated.log_end_offset_after
         for removed in held[offset - log.log_start_offset :]:
             kept = self.committed.get(removed.offset)
@@ -236,10 +407,16 @@ class SimCluster:
     def _after_leader_hw(self, leader: SimBroker, update: HighWatermarkUpdate) -> None:
         if not update.advanced:
             return
-        assert update.current >= self.published_hw_max, (
-            f"broker {leader.broker_id} published HW {update.current} below earlier {self.published_hw_max}"
+        # Monotonic for the leaders of this epoch and every older one. A zombie leader of an older epoch may
+        # still advance (a late fetch its follower sent before moving on), below what newer leaders published:
+        # the records are committed all the same (checked below); clients fence it by leader epoch (KIP-320).
+        leader_epoch = leader.leader_epoch
+        floor = max((hw for epoch, hw in self.published_hw_by_epoch.items() if epoch <= leader_epoch), default=0)
+        assert update.current >= floor, (
+            f"broker {leader.broker_id} published HW {update.current} at leader epoch {leader_epoch}, below "
+            f"{floor} published at that epoch or an older one"
         )
-        self.published_hw_max = update.current
+        self.published_hw_by_epoch[leader_epoch] = update.current
         for record in leader.log.records_between(update.previous, update.current):
             earlier = self.committed.setdefault(record.offset, record)
             assert earlier == record, f"offset {record.offset} committed twice: {earlier} then {record}"
@@ -263,11 +440,25 @@ class SimCluster:
         return self.alter_requests[-1][2]
 
     def _send_alter_partition(self, broker: SimBroker, proposal: AlterPartitionProposal) -> None:
-        self.alter_requests.append((broker.broker_id, broker.broker_epoch, proposal))
+        if self.network is None:
+            self.alter_requests.append((broker.broker_id, broker.broker_epoch, proposal))
+        else:
+            self._send(broker.broker_id, CONTROLLER, AlterRequest(broker.broker_id, broker.broker_epoch, proposal))
+
+    def _alter_partition_in_flight(self) -> set[tuple[int, AlterPartitionProposal]]:
+        if self.network is None:
+            return {(b, p) for b, _, p in self.alter_requests} | {(b, p) for b, _, p, _ in self.alter_answers}
+        in_flight = set()
+        for message in self.network.in_flight:
+            if isinstance(message.payload, AlterRequest):
+                in_flight.add((message.payload.broker_id, message.payload.proposal))
+            elif isinstance(message.payload, AlterAnswer):
+                in_flight.add((message.dst, message.payload.proposal))
+        return in_flight
 
     def resend_pending_proposals(self) -> None:
         """The adapters' retry: a proposal with no request or answer in flight is sent again, unchanged."""
-        in_flight = {(b, p) for b, _, p in self.alter_requests} | {(b, p) for b, _, p, _ in self.alter_answers}
+        in_flight = self._alter_partition_in_flight()
         for broker in self.brokers.values():
             leader = broker.replica.leader if broker.alive else None
             if leader is not None and leader.proposal_to_resend is not None:
@@ -291,18 +482,28 @@ class SimCluster:
             return False
         broker_id, broker_epoch, proposal, answer = self.alter_answers.popleft()
         broker = self.brokers[broker_id]
-        if lose or not broker.alive or broker.broker_epoch != broker_epoch:
-            return True  # the answer never arrives (or its incarnation is gone); the proposal stays pending
+        if lose or not broker.alive:
+            return True  # the answer never arrives; the proposal stays pending
+        self._take_alter_answer(broker, broker_epoch, proposal, answer)
+        return True
+
+    def _take_alter_answer(
+        self, broker: SimBroker, broker_epoch: int, proposal: AlterPartitionProposal, answer: AlterPartitionAnswer
+    ) -> str:
+        if broker.broker_epoch != broker_epoch:
+            return "ignored (an earlier incarnation asked)"
         outcome = broker.replica.on_alter_partition_answer(proposal, answer, log=broker.log)
-        self.events.append(f"broker {broker_id}: AlterPartition {type(outcome).__name__}")
+        self.events.append(f"broker {broker.broker_id}: AlterPartition {type(outcome).__name__}")
         hw_update = getattr(outcome, "high_watermark_update", None)
         if hw_update is not None:
             self._after_leader_hw(broker, hw_update)
-        return True
+        return type(outcome).__name__
 
     def settle_alter_partition(self, rounds: int = 5) -> None:
         for _ in range(rounds):
             self.resend_pending_proposals()
+            if self.network is not None:
+                self.drain_network()
             while self.deliver_alter_request() or self.deliver_alter_answer():
                 pass
 
@@ -314,17 +515,19 @@ class SimCluster:
             if broker.alive:
                 self._resolve_ops(broker.purgatory.expire(self.now_ms))
 
-    def kill(self, broker_id: int) -> None:
-        """Crash: memory is gone, the (fsynced) log stays; the controller notices."""
+    def kill(self, broker_id: int, *, power_loss: bool = False) -> None:
+        """Crash: memory is gone, the log stays (a power loss also loses what it held unsynced); the
+        controller notices."""
         broker = self.brokers[broker_id]
         assert broker.alive
         broker.alive = False
         broker.inbox.clear()
+        self._crashed(broker, power_loss)
         for ticket in self.pending:
-            if ticket.broker_id == broker_id:
-                ticket.error_code = ErrorCode.REQUEST_TIMED_OUT  # the client's connection dropped
-        self.pending = [t for t in self.pending if not t.done]
-        self.events.append(f"broker {broker_id}: killed")
+            if ticket.broker_id == broker_id:  # the client's connection dropped
+                ticket.error_code = ticket.broker_code = ErrorCode.REQUEST_TIMED_OUT
+        self.pending = [t for t in self.pending if t.broker_code is None]
+        self.events.append(f"broker {broker_id}: killed{' by a power loss' if power_loss else ''}")
         if not broker.isolated:
             self.controller.broker_lost(broker_id)
             self.broadcast()
@@ -337,28 +540,47 @@ class SimCluster:
         """
         old = self.brokers[broker_id]
         assert not old.alive
-        hw = old.replica.high_watermark if checkpoint_hw is None else checkpoint_hw
-        self.brokers[broker_id] = self._fresh_broker(broker_id, old.log, hw)
+        hw = self._checkpoint(old, checkpoint_hw)
+        self.brokers[broker_id] = self._fresh_broker(broker_id, old.log, hw, old.incarnation + 1)
         self.events.append(f"broker {broker_id}: restarted")
+        self.controller.started_uncleanly(broker_id)  # no clean-shutdown marker: it leaves the ELR
         self.controller.broker_back(broker_id)
         self.brokers[broker_id].broker_epoch = self.controller.broker_epochs[broker_id]
         self.broadcast()
 
-    def bounce(self, broker_id: int, *, checkpoint_hw: int | None = None) -> None:
+    def bounce(self, broker_id: int, *, checkpoint_hw: int | None = None, power_loss: bool = False) -> None:
         """A restart faster than the controller's session timeout: the ISR keeps the broker."""
         old = self.brokers[broker_id]
         assert old.alive
-        hw = old.replica.high_watermark if checkpoint_hw is None else checkpoint_hw
-        self.brokers[broker_id] = self._fresh_broker(broker_id, old.log, hw)
-        self.events.append(f"broker {broker_id}: bounced")
+        self._crashed(old, power_loss)
+        hw = self._checkpoint(old, checkpoint_hw)
+        self.brokers[broker_id] = self._fresh_broker(broker_id, old.log, hw, old.incarnation + 1)
+        self.events.append(f"broker {broker_id}: bounced{' after a power loss' if power_loss else ''}")
+        self.controller.started_uncleanly(broker_id)
         self.brokers[broker_id].broker_epoch = self.controller.register(broker_id)
-        self.brokers[broker_id].inbox.append(self.controller.decision())  # answer to its re-registration
+        self._send_decision(self.brokers[broker_id])  # the answer to its re-registration
+
+    def _crashed(self, broker: SimBroker, power_loss: bool) -> None:
+        self.crashes += 1
+        if power_loss:
+            assert isinstance(broker.log, DiskLog)
+            self.power_losses += 1
+            self.records_lost_unsynced += broker.log.lose_unsynced()
+
+    def _checkpoint(self, old: SimBroker, checkpoint_hw: int | None) -> int:
+        """The HW the restarted broker reads from its checkpoint file (may lag: checkpoints are periodic)."""
+        if checkpoint_hw is None:
+            return old.replica.high_watermark
+        if checkpoint_hw < old.replica.high_watermark:
+            self.stale_checkpoints += 1
+        return checkpoint_hw
 
     def isolate(self, broker_id: int) -> None:
         """Cut the broker off from the controller (session expiry); it keeps running."""
         broker = self.brokers[broker_id]
         broker.isolated = True
         broker.inbox.clear()
+        self.isolations += 1
         self.events.append(f"broker {broker_id}: isolated")
         self.controller.broker_lost(broker_id)
         self.broadcast()
@@ -371,8 +593,9 @@ class SimCluster:
         broker.broker_epoch = self.controller.broker_epochs[broker_id]
         self.broadcast()
 
-    def _fresh_broker(self, broker_id: int, log: FakeLog, checkpoint_hw: int) -> SimBroker:
+    def _fresh_broker(self, broker_id: int, log: FakeLog, checkpoint_hw: int, incarnation: int = 0) -> SimBroker:
         return SimBroker(
+            incarnation=incarnation,
             broker_id=broker_id,
             log=log,
             replica=PartitionReplica(TP, broker_id, high_watermark=checkpoint_hw),
@@ -388,6 +611,10 @@ class SimCluster:
 
     def check_invariants(self) -> None:
         check_invariants(self)
+
+    def counts(self) -> SimCounts:
+        return SimCounts(self.crashes, self.power_losses, self.stale_checkpoints, self.records_lost_unsynced,
+                         self.isolations)
 
     def logs(self) -> dict[int, list[str]]:
         return {b: broker.log.payloads() for b, broker in self.brokers.items()}

@@ -1,7 +1,7 @@
 """What must hold in the simulated cluster after every step, checked against its recorded truth.
 
 - a live replica's HW is within its log, and everything below it is committed;
-- every live ISR member holds every committed record;
+- every live ISR member, and every live eligible leader replica, holds every committed record;
 - every record acknowledged to an acks=-1 producer is committed;
 - no idempotent batch is committed twice.
 """
@@ -39,10 +39,10 @@ def check_invariants(cluster: SimCluster) -> None:
 
 def _check_isr_members_hold_committed(cluster: SimCluster) -> None:
     end = max(cluster.committed, default=-1) + 1
-    for broker_id in cluster.controller.isr:
+    for broker_id in (*cluster.controller.isr, *cluster.controller.elr):
         broker = cluster.brokers[broker_id]
         if not broker.alive:
             continue
-        assert broker.log.log_end_offset >= end, f"ISR member {broker_id} lacks committed records"
+        assert broker.log.log_end_offset >= end, f"ISR/ELR member {broker_id} lacks committed records"
         for record in broker.log.records_between(0, end):
-            assert cluster.committed[record.offset] == record, f"ISR member {broker_id} differs at {record.offset}"
+            assert cluster.committed[record.offset] == record, f"ISR/ELR member {broker_id} differs at {record.offset}"

@@ -1,11 +1,13 @@
 """The members of the simulated cluster: the controller stand-in and each broker's glue.
 
 `SimController` plays the ZooKeeper controller for one partition: clean elections
-(first live assigned replica in the ISR), a new leader epoch on every change it
-makes, and AlterPartition checks. `SimBroker` holds what a real broker's adapters
+(first live assigned replica in the ISR, then, with `elr`, in the eligible leader
+replicas the controller's own rule keeps: core/elr.py), a new leader epoch on every
+change it makes, and AlterPartition checks. `SimBroker` holds what a real broker's adapters
 would: a fake log, a `PartitionReplica`, a producer-state table and a produce
 purgatory; it is the partition the core's steps run on (core/step_log.StepPartition),
-as a broker's `HostedPartition` is. `SimCluster` (sim_cluster.py) drives them.
+as a broker's `HostedPartition` is. `DiskLog` is its log on a simulated disk: what
+was written without fsync is lost at a power loss. `SimCluster` (sim_cluster.py) drives them.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from replog.broker.core.producer_state import ProducerStateTable
 from replog.broker.core.purgatory import Purgatory
 from replog.broker.core.replica import PartitionReplica
 from replog.common.core.partitions import TopicPartition
-from tests.unit.broker.core.fake_log import FAKE_PRODUCERS, FakeLog
+from replog.controller.core.elr import next_elr
+from tests.unit.broker.core.fake_log import FAKE_PRODUCERS, FakeAppendInfo, FakeBatchHeader, FakeLog, FakeRecord
 
 TP = TopicPartition("orders", 0)
 REPLICAS = (1, 2, 3)
@@ -39,7 +42,8 @@ class ProduceTicket:
     payload: str
     acks: int
     broker_id: int
-    error_code: ErrorCode | None = None  # None while waiting
+    error_code: ErrorCode | None = None  # what the client saw; None while waiting
+    broker_code: ErrorCode | None = None  # what the broker answered (the answer may still be on the wire)
     base_offset: int = -1
     producer_id: int = -1
     sequence: int = -1
@@ -54,8 +58,49 @@ class ProduceTicket:
         return self.error_code is ErrorCode.NONE
 
 
-class SimController:
+class DiskLog(FakeLog):
+    """A fake log on a simulated disk: appends without fsync sit in the page cache until a power loss."""
+
     def __init__(self) -> None:
+        super().__init__()
+        self.synced_end_offset = 0
+
+    def append_as_leader(self, batch: str, leader_epoch: int, *, fsync: bool,
+                         validated: FakeBatchHeader) -> FakeAppendInfo:
+        info = super().append_as_leader(batch, leader_epoch, fsync=fsync, validated=validated)
+        self._synced(fsync)
+        return info
+
+    def append_as_follower(self, batches: list[FakeRecord], *, fsync: bool) -> list[FakeRecord] | None:
+        appended = super().append_as_follower(batches, fsync=fsync)
+        self._synced(fsync)
+        return appended
+
+    def truncate_to(self, offset: int) -> None:
+        super().truncate_to(offset)
+        self.synced_end_offset = min(self.synced_end_offset, offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        super().truncate_fully_and_start_at(offset)
+        self.synced_end_offset = offset
+
+    def lose_unsynced(self) -> int:
+        """A power loss: the log comes back at its last fsync; returns how many records were lost."""
+        lost = self.log_end_offset - max(self.synced_end_offset, self.log_start_offset)
+        if lost > 0:
+            self.truncate_to(self.log_end_offset - lost)
+        return max(lost, 0)
+
+    def _synced(self, fsync: bool) -> None:
+        if fsync:
+            self.synced_end_offset = self.log_end_offset
+
+
+class SimController:
+    def __init__(self, *, elr: bool = False) -> None:
+        """`elr`: keep eligible leader replicas (KIP-966) and elect from them once the ISR is gone."""
+        self.use_elr = elr
+        self.elr: tuple[int, ...] = ()
         self.live: set[int] = set(REPLICAS)
         self.broker_epochs: dict[int, int] = {b: 0 for b in REPLICAS}  # registration epoch per broker
         self.leader = NO_LEADER
@@ -71,19 +116,34 @@ class SimController:
         candidates = [r for r in REPLICAS if r in self.isr and r in self.live]
         if self.leader not in candidates:
             self.leader = candidates[0] if candidates else NO_LEADER
+        if self.leader == NO_LEADER and self.use_elr:
+            eligible = [r for r in self.elr if r in self.live]
+            if eligible:  # the ISR is gone; an ELR member holds every committed record (strict min ISR)
+                self.leader = eligible[0]
+                self._set_isr((self.leader,))
         self.leader_epoch += 1
         self.partition_epoch += 1
 
     def broker_lost(self, broker_id: int) -> None:
         self.live.discard(broker_id)
         if broker_id in self.isr and len(self.isr) > 1:  # the last ISR member stays (clean elections only)
-            self.isr = tuple(r for r in self.isr if r != broker_id)
+            self._set_isr(tuple(r for r in self.isr if r != broker_id))
         self.elect()
+
+    def started_uncleanly(self, broker_id: int) -> None:
+        """A broker came back without a clean shutdown: it leaves the ELR (its log may have lost its tail)."""
+        self.elr = tuple(r for r in self.elr if r != broker_id)
+
+    def _set_isr(self, isr: tuple[int, ...]) -> None:
+        if self.use_elr:
+            self.elr = next_elr(isr_before=self.isr, elr_before=self.elr, isr_after=isr,
+                                min_isr=MIN_INSYNC_REPLICAS, replicas=REPLICAS)
+        self.isr = isr
 
     def broker_back(self, broker_id: int) -> None:
         self.register(broker_id)
         self.live.add(broker_id)
-        if self.leader == NO_LEADER and broker_id in self.isr:
+        if self.leader == NO_LEADER and (broker_id in self.isr or broker_id in self.elr):
             self.elect()
 
     def register(self, broker_id: int) -> int:
@@ -105,7 +165,7 @@ class SimController:
         elif not set(proposal.new_isr) <= self.live:
             error = ErrorCode.INELIGIBLE_REPLICA
         if error is ErrorCode.NONE:
-            self.isr = proposal.new_isr
+            self._set_isr(proposal.new_isr)
             self.partition_epoch += 1
         return AlterPartitionAnswer(error, self.leader, self.leader_epoch, self.isr, self.partition_epoch)
 
@@ -118,6 +178,8 @@ class SimBroker:
     producer_state: ProducerStateTable
     purgatory: Purgatory[DelayedProduce, TopicPartition]
     broker_epoch: int = 0  # registration epoch this incarnation carries in AlterPartition
+    incarnation: int = 0  # its process: a restart is a new one, and what was sent to the old one is lost
+    fetch_call: object = None  # its latest fetch to its leader: as a gRPC call, only that one's answer is read
     alive: bool = True
     isolated: bool = False  # cut off from the controller, still reachable by brokers and clients
     inbox: deque[LeaderAndIsrDecision] = field(default_factory=deque)

@@ -1,0 +1,142 @@
+"""Planted bugs: the simulation must find each one (`make simulate-mutations`).
+
+Each mutation replaces one real function of the broker core (services/broker/src/replog/broker/core/)
+in this process, everywhere it is bound (the core's own modules import each other's functions by
+name, and so do the simulation's), runs seeds from 0 until a schedule fails, and puts the function
+back. A mutation the simulation does not find within SEEDS_MAX seeds (one default-suite run's worth)
+is a hole in the simulation's power, and the runner exits 1.
+
+    .venv/bin/python -m tests.scenario.broker.mutations            # all of them
+    .venv/bin/python -m tests.scenario.broker.mutations strict-min-isr-off
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from replog.broker.core import follower_steps, high_watermark, partition, truncation
+from replog.broker.core.log_view import NO_OFFSET
+from tests.scenario.broker.sim_schedule import SIM_SEEDS_DEFAULT, run_seeds
+
+SEEDS_MAX = SIM_SEEDS_DEFAULT
+
+
+def _hw_past_isr_minimum(isr, log_end_offsets):
+    """The HW candidate is the second-lowest LEO of the ISR (a majority's), not the lowest."""
+    offsets = sorted(log_end_offsets.get(replica_id, NO_OFFSET) for replica_id in isr)
+    return offsets[1] if len(offsets) > 1 else offsets[0]
+
+
+def _truncate_ignoring_epoch(log, answer):
+    """Keep up to the offset the leader named, whether or not our records there are of that epoch."""
+    if answer.is_undefined:
+        return truncation.TruncateTo(log.log_start_offset)
+    return truncation.TruncateTo(max(log.log_start_offset, min(answer.end_offset, log.log_end_offset)))
+
+
+def _unfenced(original):
+    def apply_leader_and_isr(current, decision, **kwargs):
+        """A LeaderAndIsr with an older leader epoch than held is applied like a newer one."""
+        if 0 <= decision.leader_epoch < current.leader_epoch:
+            return partition._new_leader_epoch(current, decision)
+        return original(current, decision, **kwargs)
+    return apply_leader_and_isr
+
+
+def _acks_before_write(original):
+    def append_from_leader(partition, **kwargs):
+        """The follower's write is not on disk before its next fetch reports the position past it."""
+        return original(partition, **{**kwargs, "fsync": False})
+    return append_from_leader
+
+
+def _never_held(isr_size, min_insync_replicas, replica_count):
+    """The HW moves while the ISR is below min.insync.replicas."""
+    return False
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    what: str
+    module: object
+    function: str
+    make: Callable[[Callable], Callable]
+
+
+MUTATIONS = (
+    Mutation("hw-past-isr-minimum", "the leader's HW advances to the second-lowest LEO of the ISR",
+             high_watermark, "high_watermark_candidate", lambda _original: _hw_past_isr_minimum),
+    Mutation("truncation-ignores-epoch", "a follower truncates to the leader's end offset without comparing epochs",
+             truncation, "_decide", lambda _original: _truncate_ignoring_epoch),
+    Mutation("fence-removed", "a broker applies a LeaderAndIsr of an older leader epoch than it holds (the "
+             "FENCED_LEADER_EPOCH check of partition.apply_leader_and_isr removed)", partition,
+             "apply_leader_and_isr", _unfenced),
+    Mutation("follower-acks-before-write", "a follower appends without fsync in the durable mode, so the "
+             "position its next fetch reports is not yet written", follower_steps, "append_from_leader",
+             _acks_before_write),
+    Mutation("strict-min-isr-off", "the HW is not held while the ISR is below min.insync.replicas",
+             high_watermark, "held_below_min_isr", lambda _original: _never_held),
+)
+
+
+@contextmanager
+def applied(mutation: Mutation) -> Iterator[None]:
+    """Bind the mutant wherever the original is bound, in the core and the simulation; undo on exit."""
+    original = getattr(mutation.module, mutation.function)
+    mutant = mutation.make(original)
+    replaced = []
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__name__", "") or ""
+        if not (name.startswith("replog.broker") or name.startswith("tests.scenario.broker")):
+            continue
+        for attribute, value in list(vars(module).items()):
+            if value is original:
+                setattr(module, attribute, mutant)
+                replaced.append((module, attribute))
+    assert replaced, f"{mutation.function} is bound nowhere"
+    try:
+        yield
+    finally:
+        for module, attribute in replaced:
+            setattr(module, attribute, original)
+
+
+def hunt(mutation: Mutation, seeds_max: int = SEEDS_MAX) -> dict:
+    """Run seeds 0, 1, ... under the mutation until one fails."""
+    started = time.monotonic()
+    with applied(mutation):
+        totals = run_seeds(range(seeds_max))
+    return {
+        "mutation": mutation.name,
+        "what": mutation.what,
+        "found": totals.failures > 0,
+        "first_seed": totals.first_failing_seed,
+        "seeds_run": totals.seeds,
+        "elapsed_s": round(time.monotonic() - started, 2),
+        "failure": totals.first_failure.splitlines()[0] if totals.failures else "",
+    }
+
+
+def main(argv: list[str]) -> int:
+    chosen = [m for m in MUTATIONS if not argv or m.name in argv]
+    results = []
+    for mutation in chosen:
+        result = hunt(mutation)
+        results.append(result)
+        verdict = f"found by seed {result['first_seed']} after {result['seeds_run']} seeds" if result["found"] \
+            else f"NOT FOUND in {result['seeds_run']} seeds"
+        print(f"{mutation.name}: {verdict} ({result['elapsed_s']} s): {result['failure']}", flush=True)
+    missed = [r["mutation"] for r in results if not r["found"]]
+    print(json.dumps({"mutations": len(results), "found": len(results) - len(missed), "missed": missed,
+                      "seeds_max": SEEDS_MAX, "results": results}), flush=True)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
