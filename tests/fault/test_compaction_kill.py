@@ -12,7 +12,6 @@ renames, tests/unit/broker/log/test_cleaner.py.)
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
@@ -20,17 +19,16 @@ from replog.client import Producer
 from replog.devcluster import ClusterSpec
 from tests.integration.broker_helpers import (  # noqa: F401 - start_cluster is a fixture
     broker_name,
-    describe,
     start_cluster,
     wait_for,
     wait_for_leader,
     zk_session,
 )
-from tests.fault.history import compacted
-from tests.fault.history.compacted import KeyedSends, keyed_log, read_to_end
-from tests.fault.history.history import History, Ok
+from tests.fault.compaction_helpers import leftovers, settle_and_judge
+from tests.fault.history.compacted import KeyedSends
+from tests.fault.history.history import History
 from tests.integration.controller_helpers import create_topic
-from tests.integration.test_compaction import FILLER_KEY, holds_exactly, mismatch, replica_records
+from tests.integration.test_compaction import FILLER_KEY
 
 pytestmark = pytest.mark.fault
 
@@ -58,11 +56,6 @@ def write(sends: KeyedSends, final: dict, rng: random.Random, count: int) -> Non
         final[key] = value
 
 
-def leftovers(cluster, broker_id: int) -> list[str]:
-    directory = cluster.data_dir(broker_name(broker_id)) / f"{TOPIC}-0"
-    return [p.name for p in directory.iterdir() if p.name.endswith((".cleaned", ".swap"))]
-
-
 def test_brokers_killed_while_cleaning_recover_and_agree_on_every_key(start_cluster):
     cluster = start_cluster(ClusterSpec(controllers=1, gateways=0, zookeeper_session_timeout_ms=6000, extra_args={
         "broker": ["--log-cleaner-backoff-ms", "100", "--log-cleaner-io-max-bytes-per-second", "150000",
@@ -83,10 +76,10 @@ def test_brokers_killed_while_cleaning_recover_and_agree_on_every_key(start_clus
             write(sends, final, rng, 3000)
             victim = 1 + kill % 3
             if kill % 2 == 0:  # a rewrite is under way once a .cleaned file shows; else kill whenever
-                wait_for(lambda: leftovers(cluster, victim) or None, DEADLINE_S,
+                wait_for(lambda: leftovers(cluster, victim, TOPIC) or None, DEADLINE_S,
                          f"broker {victim} to be rewriting a segment")
             cluster.kill(broker_name(victim))
-            found = leftovers(cluster, victim)
+            found = leftovers(cluster, victim, TOPIC)
             if found:
                 interrupted.append((victim, found))
             cluster.start(broker_name(victim))
@@ -100,27 +93,9 @@ def test_brokers_killed_while_cleaning_recover_and_agree_on_every_key(start_clus
         producer.flush()
         sends.close()
     live = {k: v for k, v in final.items() if v is not None}
-    for broker_id in (1, 2, 3):
-        try:
-            wait_for(lambda b=broker_id: not leftovers(cluster, b) and holds_exactly(
-                replica_records(cluster, b, TOPIC), final), DEADLINE_S,
-                f"broker {broker_id} to hold exactly the latest acknowledged record of each key")
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}: {mismatch(replica_records(cluster, broker_id, TOPIC), final)}; "
-                                 f"leftovers {leftovers(cluster, broker_id)}") from None
-    ends = {describe(cluster, b, TOPIC).log_end_offset for b in (1, 2, 3)}
-    assert len(ends) == 1
-    end = ends.pop()
-    read = read_to_end(bootstrap(cluster), TOPIC, end)
-    reads = {"the consumer's read": (keyed_log(read), time.monotonic())}
-    replicas = {}
-    for broker_id in (1, 2, 3):
-        replicas[broker_id] = keyed_log(replica_records(cluster, broker_id, TOPIC))
-        reads[f"broker {broker_id}'s files"] = (replicas[broker_id], time.monotonic())
-    violations = compacted.judge(history.events(), TOPIC, DELETE_RETENTION_MS, reads, replicas)
-    assert not violations, "\n".join(violations[:20]) + f"\nhistory: {history.dump(cluster.log_dir / 'history.jsonl')}"
-    print(f"history: {sum(isinstance(e, Ok) for e in history.events())} writes acknowledged; held: " +
-          ", ".join(f"{name} {len(log)}" for name, (log, _) in reads.items()))
+    read = settle_and_judge(cluster, bootstrap(cluster), history, TOPIC, final,
+                            delete_retention_ms=DELETE_RETENTION_MS, deadline_s=DEADLINE_S,
+                            history_file=cluster.log_dir / "history.jsonl")
     seen_values = {record.key: record.value for record in read}
     seen_values.pop(FILLER_KEY, None)
     assert {k: v for k, v in seen_values.items() if v is not None} == live

@@ -7,18 +7,17 @@ history, which the compaction-aware checker judges against a consumer's read and
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
 from replog.client import Producer
 from replog.devcluster import ClusterSpec
-from tests.fault.history import compacted
-from tests.fault.history.compacted import KeyedSends, keyed_log, read_to_end
-from tests.fault.history.history import History, Ok
+from tests.fault.compaction_helpers import leftovers, settle_and_judge
+from tests.fault.history.compacted import KeyedSends
+from tests.fault.history.history import History
 from tests.fault.test_power_loss import EVERY_BROKER, lose_power, on_powerloss_disks
-from tests.integration.broker_helpers import create_topic, describe, wait_for, wait_for_leader, zk_session
-from tests.integration.test_compaction import FILLER_KEY, holds_exactly, mismatch, replica_records
+from tests.integration.broker_helpers import create_topic, wait_for, wait_for_leader, zk_session
+from tests.integration.test_compaction import FILLER_KEY
 
 pytestmark = pytest.mark.fault
 
@@ -32,11 +31,6 @@ SPEC = ClusterSpec(
     extra_args={"broker": ["--replica-high-watermark-checkpoint-interval-ms", "200", "--log-cleaner-backoff-ms",
                            "100", "--log-cleaner-io-max-bytes-per-second", "150000"]},
 )
-
-
-def leftovers(cluster, broker_id: int) -> list[str]:
-    directory = cluster.data_dir(f"broker-{broker_id}") / f"{TOPIC}-0"
-    return [p.name for p in directory.iterdir() if p.name.endswith((".cleaned", ".swap"))]
 
 
 def test_power_loss_mid_rewrite_loses_nothing_acknowledged(cluster_factory, tmp_path, monkeypatch):
@@ -63,27 +57,11 @@ def test_power_loss_mid_rewrite_loses_nothing_acknowledged(cluster_factory, tmp_
                 handle.result(90)
                 final[key] = value
             # the power goes while broker 1's cleaner is writing a rewrite
-            wait_for(lambda: leftovers(cluster, 1) or None, DEADLINE_S, "broker 1 to be rewriting a segment")
+            wait_for(lambda: leftovers(cluster, 1, TOPIC) or None, DEADLINE_S, "broker 1 to be rewriting a segment")
             lose_power(cluster, disks, EVERY_BROKER)
             for _ in range(2 * SEGMENT_BYTES // 1000):
                 sends.send(FILLER_KEY, pad_bytes=1000)
             producer.flush()
             sends.close()
-        for broker_id in (1, 2, 3):
-            try:
-                wait_for(lambda b=broker_id: not leftovers(cluster, b) and holds_exactly(
-                    replica_records(cluster, b, TOPIC), final), DEADLINE_S,
-                    f"broker {broker_id} to hold exactly the latest acknowledged record of each key")
-            except AssertionError as exc:
-                raise AssertionError(f"{exc}: {mismatch(replica_records(cluster, broker_id, TOPIC), final)}") from None
-        ends = {describe(cluster, b, TOPIC).log_end_offset for b in (1, 2, 3)}
-        assert len(ends) == 1
-        reads = {"the consumer's read": (keyed_log(read_to_end(bootstrap, TOPIC, ends.pop())), time.monotonic())}
-        replicas = {}
-        for broker_id in (1, 2, 3):
-            replicas[broker_id] = keyed_log(replica_records(cluster, broker_id, TOPIC))
-            reads[f"broker {broker_id}'s files"] = (replicas[broker_id], time.monotonic())
-        violations = compacted.judge(history.events(), TOPIC, DELETE_RETENTION_MS, reads, replicas)
-        assert not violations, "\n".join(violations[:20]) + f"\nhistory: {history.dump(tmp_path / 'history.jsonl')}"
-        print(f"history: {sum(isinstance(e, Ok) for e in history.events())} writes acknowledged; held: " +
-              ", ".join(f"{name} {len(log)}" for name, (log, _) in reads.items()))
+        settle_and_judge(cluster, bootstrap, history, TOPIC, final, delete_retention_ms=DELETE_RETENTION_MS,
+                         deadline_s=DEADLINE_S, history_file=tmp_path / "history.jsonl")
