@@ -228,6 +228,28 @@ def test_lifting_the_faults_ends_a_stalled_fsync_at_once(disk):
     assert wait_until_joined(worker, 10.0), "the stalled fsync did not return once the faults were lifted"
 
 
+def test_a_held_rename_is_done_but_does_not_return_until_the_faults_are_lifted(disk):
+    """The mode that holds a process in the middle of a swap: the rename has happened, and a process killed
+    or losing power there leaves it so (renames are durable at once, journal.py). The kernel keeps the
+    directory locked meanwhile: other lookups and name changes in it wait for the held rename."""
+    write_file(disk.mountpoint / "a.log.cleaned", b"rewrite", fsync=True)
+    fsync_directory(disk.mountpoint)
+    disk.faults(rename_stall_suffix=".swap", rename_stall_s=120.0)
+    worker = threading.Thread(target=os.rename, args=(disk.mountpoint / "a.log.cleaned", disk.mountpoint / "a.log.swap"))
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not disk.stats()["renames_held"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert disk.stats()["renames_held"] == ["/a.log.swap"]
+    assert not wait_until_joined(worker, 0.5), "the rename to .swap returned although it is held"
+    disk.power_loss()
+    disk.faults()
+    assert wait_until_joined(worker, 10.0), "the held rename did not return once the faults were lifted"
+    assert sorted(p.name for p in disk.mountpoint.iterdir()) == ["a.log.swap"]
+    assert (disk.mountpoint / "a.log.swap").read_bytes() == b"rewrite"
+    assert disk.stats()["renames_held"] == [] and disk.stats()["renames_held_total"] == 1
+
+
 def wait_until_joined(thread: threading.Thread, timeout_s: float) -> bool:
     thread.join(timeout=timeout_s)
     return not thread.is_alive()

@@ -56,10 +56,12 @@ class PowerLossDisk:
         return self.command("power_loss")
 
     def faults(self, *, fsync_error: bool = False, write_error: bool = False, fsync_stall_s: float = 0.0,
-               space_bytes_max: int | None = None) -> dict:
-        """Set the failure modes (each call replaces all of them; no arguments clears them)."""
+               space_bytes_max: int | None = None, rename_stall_suffix: str = "", rename_stall_s: float = 0.0) -> dict:
+        """Set the failure modes (each call replaces all of them, and ends every stall of the old ones; no
+        arguments clears them). A rename to a name ending in `rename_stall_suffix` is held after it is done."""
         return self.command("faults", fsync_error=fsync_error, write_error=write_error, fsync_stall_s=fsync_stall_s,
-                            space_bytes_max=space_bytes_max)
+                            space_bytes_max=space_bytes_max, rename_stall_suffix=rename_stall_suffix,
+                            rename_stall_s=rename_stall_s)
 
     def stats(self) -> dict:
         return self.command("stats")

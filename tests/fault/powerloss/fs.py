@@ -13,10 +13,13 @@ are answered the same way (control.py is the client):
 - {"op": "ping"}
 - {"op": "power_loss"}: every file goes back to its last fsynced state
 - {"op": "faults", "fsync_error": bool, "write_error": bool, "fsync_stall_s": float,
-  "space_bytes_max": int | null}: fsync or write fail with EIO, fsync waits first
-  (until the stall's time is up or the next "faults" command, whichever comes first),
-  writes that would grow the files past the limit fail with ENOSPC
-- {"op": "stats"}: files with unsynced changes, bytes in use, fsync count
+  "space_bytes_max": int | null, "rename_stall_suffix": str, "rename_stall_s": float}: fsync or
+  write fail with EIO, fsync waits first (until the stall's time is up or the next "faults" command,
+  whichever comes first), writes that would grow the files past the limit fail with ENOSPC; a rename
+  to a name ending in the suffix is done, then waits the same way before it returns (a process is
+  held in the middle of what it does after that rename, to be killed or lose power there)
+- {"op": "stats"}: files with unsynced changes, bytes in use, fsync count, the renames held now
+  (their new paths) and how many were held in all
 
 The mount uses zero attribute and entry timeouts, so the kernel asks again
 after a power loss instead of trusting sizes it cached.
@@ -46,6 +49,8 @@ class Faults:
     write_error: bool = False
     fsync_stall_s: float = 0.0
     space_bytes_max: int | None = None
+    rename_stall_suffix: str = ""
+    rename_stall_s: float = 0.0
 
 
 class PowerLossFs(fuse.Operations):
@@ -59,6 +64,8 @@ class PowerLossFs(fuse.Operations):
         self.lock = threading.Lock()  # journal, faults, the used-bytes count and every change to BACKING
         self.handles: dict[int, str] = {}  # backing fd -> its path in the filesystem (kept across renames)
         self.fsyncs = 0
+        self.renames_held: list[str] = []  # new paths of the renames waiting now
+        self.renames_held_total = 0
         self.used_bytes = self._measure()
 
     # --- helpers ------------------------------------------------------------------------
@@ -144,6 +151,15 @@ class PowerLossFs(fuse.Operations):
             for fd, name in list(self.handles.items()):
                 if name == old or name.startswith(prefix):
                     self.handles[fd] = new + name[len(old):]
+            suffix, stall_s, stall_over = self.faults.rename_stall_suffix, self.faults.rename_stall_s, self.stall_over
+            held = bool(suffix) and stall_s > 0 and new.endswith(suffix)
+            if held:
+                self.renames_held.append(new)
+                self.renames_held_total += 1
+        if held:
+            stall_over.wait(stall_s)  # done, not answered yet; the lock is not held
+            with self.lock:
+                self.renames_held.remove(new)
         return 0
 
     def fsyncdir(self, path, datasync, fh):
@@ -261,8 +277,10 @@ class PowerLossFs(fuse.Operations):
                 write_error=bool(request.get("write_error", False)),
                 fsync_stall_s=float(request.get("fsync_stall_s", 0.0)),
                 space_bytes_max=request.get("space_bytes_max"),
+                rename_stall_suffix=str(request.get("rename_stall_suffix", "")),
+                rename_stall_s=float(request.get("rename_stall_s", 0.0)),
             )
-            self.stall_over.set()  # fsyncs stalled under the old faults return now
+            self.stall_over.set()  # fsyncs and renames held under the old faults return now
             self.stall_over = threading.Event()
             return {"faults": vars(self.faults)}
 
@@ -274,6 +292,8 @@ class PowerLossFs(fuse.Operations):
                 "files_created_unsynced": sum(1 for item in pending if item.created),
                 "used_bytes": self.used_bytes,
                 "fsyncs": self.fsyncs,
+                "renames_held": list(self.renames_held),
+                "renames_held_total": self.renames_held_total,
             }
 
     def command(self, request: dict) -> dict:
