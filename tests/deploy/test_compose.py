@@ -129,6 +129,8 @@ def test_compose_cluster_serves_100k_records_over_mtls_and_survives_its_leader(c
         (work / "expected.json").write_text(json.dumps(expected))
         consumed = client.workload("consume", "--topic", "deploy", "--expect-file", "/work/expected.json")
         assert consumed["missing"] == 0, consumed
+    except DeployError as exc:  # a client call the cluster did not answer: what the services said meanwhile
+        raise DeployError(f"{exc}\n{cluster.logs()}") from None
     finally:
         client.remove_containers()
     report({"records_produced": produced["acked"], "produce_s": produced["seconds"],
