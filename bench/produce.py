@@ -68,12 +68,20 @@ That needs root or CAP_SYS_NICE; without either, the run falls back to batch and
 says so. docs/perf/cpu-scheduling.md has both policies' figures.
 
 `--compression none|gzip|lz4|zstd|snappy` has the producer compress each batch
-(replog.common.records.compression), and `--payload json` sends compressible records:
-a pool of distinct JSON-like objects of about `--record-size` bytes (ids, names, enums,
-amounts, timestamps, as an application's events look), cycled through, instead of the
-default random bytes, which no codec shrinks. The JSON then also reports
-`bytes_on_disk`: the leader's log segments of the topic after the run, and per record.
-Compare codecs with the same --payload, alternated (docs/perf/compression.md).
+(replog.common.records.compression). With a codec the records are compressible ones
+(`--payload json`): a pool of distinct JSON-like objects of about `--record-size` bytes
+(ids, names, enums, amounts, timestamps, as an application's events look), cycled through.
+Without one they are random bytes (`--payload random`), which no codec shrinks, as in every
+earlier uncompressed figure; `--payload` chooses either way. The JSON reports `bytes_on_disk`:
+the leader's log segments of the topic after the run, and per record.
+
+`--compare none,gzip,lz4,zstd,snappy` (throughput mode) compares codecs in one run on one
+cluster: `--rounds` rounds (3 by default), each producing `--records` records with every
+codec in turn, each run into a topic of its own (same partitions and replicas) with a
+producer of its own, on the same payload (json unless `--payload random`). Alternating
+spreads the machine's drifts over every codec. The last line is then one JSON object with,
+per codec, the median and every run's records/s, the leader's log bytes (and per record,
+warm-up records included) and the producer's CPU seconds (docs/perf/compression.md).
 
 `--durability durable` gives the topic `flush.messages=1`, the durable mode: the leader
 and every follower fsync each batch before it counts toward the HW (docs/durability.md);
@@ -112,6 +120,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -206,11 +215,17 @@ def payloads(args, count: int) -> list[bytes]:
 
 
 def log_bytes(directory: Path, topic: str) -> int:
-    """Bytes of the topic's log segments under one broker's data directory."""
-    return sum(f.stat().st_size for f in directory.glob(f"**/{topic}-*/*.log"))
+    """Bytes of the topic's log segments under one broker's data directory (`<topic>-<partition>` folders
+    only: `produce-bench-r1-zstd` is not a partition of `produce-bench`)."""
+    def is_partition(folder: Path) -> bool:
+        name, _, partition = folder.name.rpartition("-")
+        return folder.is_dir() and name == topic and partition.isdigit()
+
+    folders = [folder for folder in directory.glob(f"**/{topic}-*") if is_partition(folder)]
+    return sum(f.stat().st_size for folder in folders for f in folder.glob("*.log"))
 
 
-def drive_throughput(producer: Producer, args, payload: bytes) -> tuple[Acks, float]:
+def drive_throughput(producer: Producer, args, topic: str) -> tuple[Acks, float]:
     acks = Acks()
     values = payloads(args, args.batch_records)
     batches = (args.records + args.batch_records - 1) // args.batch_records
@@ -220,7 +235,7 @@ def drive_throughput(producer: Producer, args, payload: bytes) -> tuple[Acks, fl
         slots.acquire()
         count = min(args.batch_records, args.records - i * args.batch_records)
         sent_s = time.perf_counter()
-        future = producer.send_batch(TOPIC, values[:count] if count < len(values) else values,
+        future = producer.send_batch(topic, values[:count] if count < len(values) else values,
                                      partition=i % args.partitions)
         acks.track(future, sent_s, count, slots.release)
     producer.flush(timeout_s=300)
@@ -245,7 +260,7 @@ def prefill(producer: Producer, args, payload: bytes) -> None:
         future.result(timeout=300)
 
 
-def drive_fixed_rate(producer: Producer, args, payload: bytes) -> tuple[Acks, float]:
+def drive_fixed_rate(producer: Producer, args, topic: str) -> tuple[Acks, float]:
     acks = Acks()
     records_per_s = args.rate_mb_per_s * 1_000_000 / args.record_size
     started = time.perf_counter()
@@ -264,7 +279,7 @@ def drive_fixed_rate(producer: Producer, args, payload: bytes) -> tuple[Acks, fl
             # that each fit in one batch.
             for start in range(0, count, args.batch_records):
                 piece = min(args.batch_records, count - start)
-                future = producer.send_batch(TOPIC, payloads(args, piece), partition=tick % args.partitions)
+                future = producer.send_batch(topic, payloads(args, piece), partition=tick % args.partitions)
                 acks.track(future, now, piece)
             sent += count
             tick += 1
@@ -316,6 +331,67 @@ def trimmed_partitions(cluster) -> int:
     return count
 
 
+def create_ready_topic(cluster, topic: str, assignment: dict[int, tuple[int, ...]], configs: dict,
+                       replication_factor: int) -> None:
+    """Create `topic` and wait until every partition has a leader and a whole ISR."""
+    zk = ZkClient(cluster.zookeeper_endpoint)
+    zk.start()
+    try:
+        harness.create_topic(zk, topic, assignment, configs)
+    finally:
+        zk.stop()
+    harness.wait_until(lambda: all(s is not None and s.leader >= 0 and len(s.isr) == replication_factor
+                                   for s in harness.read_states(cluster.zookeeper_endpoint, topic, len(assignment))),
+                       30, f"partition leaders of {topic}")
+
+
+def start_producer(cluster, args, acks: int, compression: str) -> Producer:
+    bootstrap = [p.address for p in cluster.of_role("broker")]
+    return Producer(bootstrap, acks=acks, idempotent=acks == -1, linger_ms=args.linger_ms,
+                    max_in_flight=args.max_in_flight, compression_type=compression,
+                    batch_records_max=1_000_000, buffered_records_max=10_000_000, request_timeout_ms=30_000)
+
+
+WARM_UP_RECORDS = 10  # per partition: metadata, connections, the first batch of every partition
+
+
+def warm_up(producer: Producer, args, topic: str) -> int:
+    """Produce the first records of every partition, untimed; returns how many."""
+    for p in range(args.partitions):
+        producer.send_batch(topic, payloads(args, WARM_UP_RECORDS), partition=p).result(timeout=30)
+    return WARM_UP_RECORDS * args.partitions
+
+
+def compare_codecs(cluster, args, acks: int, assignment: dict[int, tuple[int, ...]], configs: dict) -> dict:
+    """--compare: `args.rounds` rounds of one run per codec, in order, each into a new topic; by codec, the
+    medians and every run's records/s, the leader's log bytes and the producer's CPU seconds."""
+    leader_dir = cluster.data_dir(f"broker-{assignment[0][0]}")
+    runs: dict[str, list[dict]] = {codec: [] for codec in args.codecs}
+    for round_number in range(1, args.rounds + 1):
+        for codec in args.codecs:
+            topic = f"{TOPIC}-r{round_number}-{codec}"
+            create_ready_topic(cluster, topic, assignment, configs, args.replication_factor)
+            producer = start_producer(cluster, args, acks, codec)
+            warmed = warm_up(producer, args, topic)
+            cpu_before_s = harness.cpu_seconds(os.getpid())
+            results, seconds = drive_throughput(producer, args, topic)
+            cpu_s = harness.cpu_seconds(os.getpid()) - cpu_before_s
+            producer.close(timeout_s=30)
+            on_disk = log_bytes(leader_dir, topic)
+            run = {"records_per_s": round(results.records / seconds) if seconds > 0 else 0,
+                   "leader_log_bytes": on_disk, "bytes_per_record": round(on_disk / (results.records + warmed), 1),
+                   "producer_cpu_s": round(cpu_s, 2), "errors": len(results.errors)}
+            runs[codec].append(run)
+            harness.note(f"round {round_number}, {codec}: {run}")
+    return {codec: {"records_per_s": round(statistics.median(r["records_per_s"] for r in codec_runs)),
+                    "records_per_s_runs": [r["records_per_s"] for r in codec_runs],
+                    "leader_log_bytes": round(statistics.median(r["leader_log_bytes"] for r in codec_runs)),
+                    "bytes_per_record": statistics.median(r["bytes_per_record"] for r in codec_runs),
+                    "producer_cpu_s": round(statistics.median(r["producer_cpu_s"] for r in codec_runs), 2),
+                    "errors": sum(r["errors"] for r in codec_runs)}
+            for codec, codec_runs in runs.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--acks", choices=("0", "1", "all"), default="all")
@@ -356,8 +432,15 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory")
     parser.add_argument("--compression", choices=sorted(CODECS), default="none",
                         help="the producer's compression_type (default none)")
-    parser.add_argument("--payload", choices=("random", "json"), default="random",
-                        help="record values: random bytes (incompressible; the default) or JSON-like records")
+    parser.add_argument("--compare", metavar="CODECS",
+                        help="comma-separated codecs, e.g. none,gzip,lz4,zstd,snappy: throughput mode, --rounds "
+                             "rounds of one --records run per codec in turn on one cluster; prints each codec's "
+                             "median records/s and bytes on disk")
+    parser.add_argument("--rounds", type=int, default=3, help="with --compare: how many rounds (default 3)")
+    parser.add_argument("--payload", choices=("random", "json"),
+                        help="record values: json (JSON-like records, compressible) or random (incompressible "
+                             "bytes). Default: json with a codec (--compression other than none, or --compare), "
+                             "random without one")
     parser.add_argument("--durability", choices=("default", "durable"), default="default",
                         help="durable: the topic gets flush.messages=1, every replica fsyncs each batch before it "
                              "counts toward the HW; default: the brokers' flush policy")
@@ -372,6 +455,17 @@ def main() -> None:
     args = parser.parse_args()
     acks = -1 if args.acks == "all" else int(args.acks)
     latency_mode = args.rate_mb_per_s > 0
+    args.codecs = [codec.strip() for codec in args.compare.split(",")] if args.compare else []
+    if args.compare:
+        unknown = [codec for codec in args.codecs if codec not in CODECS]
+        if unknown or len(set(args.codecs)) != len(args.codecs):
+            parser.error(f"--compare takes distinct codecs of {', '.join(sorted(CODECS))}")
+        if args.compression != "none":
+            parser.error("--compare names the codecs: leave out --compression")
+        if latency_mode or args.hops or args.profile or args.prefill_segments or args.rounds < 1:
+            parser.error("--compare runs in throughput mode, with --rounds of at least 1 and without --hops, "
+                         "--profile or --prefill-segments")
+    args.payload = args.payload or ("json" if args.compare or args.compression != "none" else "random")
     os.environ[cpu_scheduling.ENV] = (args.cpu_scheduling or os.environ.get(cpu_scheduling.ENV)
                                       or ("realtime" if latency_mode else "batch"))
     policy = cpu_scheduling.configure()  # this process; the floors' and the cluster's inherit it
@@ -432,27 +526,28 @@ def main() -> None:
     spec = ClusterSpec(controllers=1, brokers=brokers, gateways=0, extra_args={"broker": broker_args},
                        env=env, insecure=args.tls == "off")
     with harness.local_cluster(spec, keep=args.keep) as cluster:
-        zk = ZkClient(cluster.zookeeper_endpoint)
-        zk.start()
         assignment = harness.rotating_assignment(args.partitions, list(range(1, brokers + 1)),
                                                  args.replication_factor)
-        harness.create_topic(zk, TOPIC, assignment, topic_configs)
-        endpoint = cluster.zookeeper_endpoint
-        harness.wait_until(lambda: all(s is not None and s.leader >= 0 and len(s.isr) == args.replication_factor
-                                       for s in harness.read_states(endpoint, TOPIC, args.partitions)),
-                           30, "partition leaders")
-        zk.stop()
+        payload = args.random_value = os.urandom(args.record_size)
+        if args.compare:
+            codecs = compare_codecs(cluster, args, acks, assignment, topic_configs)
+            harness.emit({"mode": "compare", "codecs": codecs, "order": args.codecs, "rounds": args.rounds,
+                          "records_per_run": args.records, "acks": args.acks, "durability": args.durability,
+                          "record_size": args.record_size, "payload": args.payload,
+                          "replication_factor": args.replication_factor, "partitions": args.partitions,
+                          "batch_records": args.batch_records, "max_in_flight": args.max_in_flight,
+                          "linger_ms": args.linger_ms, "tracing": args.tracing, "tls": args.tls,
+                          "grpc_experiments": os.environ.get(grpc_runtime.ENV, ""), "cpu_scheduling": policy,
+                          "floor_grpc_stream_mb_per_s": round(floor, 1)})
+            return
+        create_ready_topic(cluster, TOPIC, assignment, topic_configs, args.replication_factor)
         sync_bytes = max(1, int(args.rate_mb_per_s * 1000)) if latency_mode else args.batch_records * args.record_size
         fdatasync = floor_fdatasync.floor_fdatasync(cluster.data_dir(f"broker-{assignment[0][0]}"), sync_bytes)
         harness.note(f"fdatasync floor: {fdatasync}")
-        bootstrap = [p.address for p in cluster.of_role("broker")]
-        producer = Producer(bootstrap, acks=acks, idempotent=acks == -1, linger_ms=args.linger_ms,
-                            max_in_flight=args.max_in_flight, compression_type=args.compression,
-                            batch_records_max=1_000_000, buffered_records_max=10_000_000, request_timeout_ms=30_000)
-        payload = args.random_value = os.urandom(args.record_size)
+        producer = start_producer(cluster, args, acks, args.compression)
         # Warm up: metadata, connections, the first batches of every partition.
         for p in range(args.partitions):
-            producer.send_batch(TOPIC, [payload] * 10, partition=p).result(timeout=30)
+            producer.send_batch(TOPIC, [payload] * WARM_UP_RECORDS, partition=p).result(timeout=30)
         if args.prefill_segments:
             prefill(producer, args, payload)
             rounds = harness.metric_by_broker(cluster, RETENTION_ROUNDS)
@@ -477,7 +572,7 @@ def main() -> None:
         cpu_before = harness.cpu_by_process(cluster, "bench-producer")
         what = f"{args.rate_mb_per_s:.0f} MB/s for {args.seconds:g} s" if latency_mode else f"{args.records} records"
         harness.note(f"producing ({what})")
-        results, seconds = (drive_fixed_rate if latency_mode else drive_throughput)(producer, args, payload)
+        results, seconds = (drive_fixed_rate if latency_mode else drive_throughput)(producer, args, TOPIC)
         cpu_after = harness.cpu_by_process(cluster, "bench-producer")
         try:
             producer.close(timeout_s=30)

@@ -16,7 +16,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from replog.common.channels import ChannelCache
-from replog.common.grpc_server import KEEPALIVE_TIME_MS, start_server
+from replog.common.grpc_connection import KEEPALIVE_TIME_MS
+from replog.common.grpc_server import start_server
 from tests.integration.controller_helpers import wait_for
 
 

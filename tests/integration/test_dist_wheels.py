@@ -12,13 +12,22 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDERS = ["libs/common", "libs/client", "services/broker", "services/controller", "services/admin-gateway",
            "deploy/local", "spark"]
-SERVER_ONLY = {"replog-common", "kazoo", "prometheus-client", "pyspark", "pyarrow", "tenacity"}
+SERVER_ONLY = {"replog-common", "grpcio-reflection", "kazoo", "prometheus-client", "pyspark", "pyarrow", "tenacity",
+               "opentelemetry-exporter-otlp-proto-grpc"}
+# Their import names: none may be loaded by importing the client and the CLI.
+SERVER_ONLY_IMPORTS = ("grpc_reflection", "kazoo", "prometheus_client", "pyspark", "pyarrow", "tenacity",
+                       "opentelemetry.exporter")
+# Files of modules only a server runs (tests/unit/test_packaging.py checks every one from the sources).
+SERVER_FILES = ("replog/common/grpc_server.py", "replog/common/edge/", "replog/common/acls/",
+                "replog/common/security/authorization.py", "replog/common/metrics/", "replog/common/zk/client.py")
 
 
 def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -79,9 +88,27 @@ def test_the_client_wheel_alone_gives_the_client_and_the_cli(client_venv, scratc
             "print(replog.client.__file__)")
     where = run([str(bin_dir / "python"), "-c", code], cwd=scratch, env=clean_env()).stdout.strip()
     assert where.startswith(str(client_venv)), where
+    code = ("import sys, replog.client, replog.cli.main\n"
+            f"print(sorted(m for m in sys.modules if m.startswith({SERVER_ONLY_IMPORTS!r})))")
+    loaded = run([str(bin_dir / "python"), "-c", code], cwd=scratch, env=clean_env()).stdout.strip()
+    assert loaded == "[]", f"importing the client loads the services' {loaded}"
     installed = run([str(bin_dir / "pip"), "list", "--format", "freeze"], env=clean_env()).stdout
     names = {line.split("==")[0].lower() for line in installed.splitlines()}
     assert not names & SERVER_ONLY, names & SERVER_ONLY
+
+
+def test_the_client_wheel_ships_no_server_module_and_requires_no_server_package(wheels):
+    client = next(w for w in wheels if "client" in w.name)
+    with zipfile.ZipFile(client) as archive:
+        files = archive.namelist()
+        metadata = next(archive.read(n).decode() for n in files if n.endswith(".dist-info/METADATA"))
+    assert "replog/client/__init__.py" in files and "replog/common/channels.py" in files
+    shipped = [f for f in files if f.startswith(SERVER_FILES)]
+    assert not shipped, f"the client wheel ships server modules {shipped}"
+    requirements = [Requirement(line.partition(":")[2]) for line in metadata.splitlines()
+                    if line.startswith("Requires-Dist:")]
+    required = {canonicalize_name(r.name) for r in requirements if r.marker is None}  # extras have a marker
+    assert required and not required & SERVER_ONLY, required & SERVER_ONLY
 
 
 def test_a_missing_extra_is_one_clear_line(client_venv, scratch):

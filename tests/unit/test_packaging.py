@@ -1,6 +1,7 @@
 """The wheels' contract, read from the sources (deploy/packaging/partition.py): the client imports no
-service, its module-level third-party imports are dependencies of replog-client, its grpcio and protobuf
-floors cover the generated code, and every distribution has one version."""
+service and no server module, its module-level third-party imports are dependencies of replog-client and
+none of the services' own, its grpcio and protobuf floors cover the generated code, and every distribution
+has one version."""
 
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ PROVIDERS = {"google": "protobuf", "grpc": "grpcio", "grpc_health": "grpcio-heal
              "rich": "rich", "opentelemetry": "opentelemetry-sdk", "pyarrow": "pyarrow", "kazoo": "kazoo",
              "prometheus_client": "prometheus-client", "tenacity": "tenacity", "zstandard": "zstandard",
              "lz4": "lz4", "cramjam": "cramjam"}
+# What only a server runs (serving, admitting and authorizing calls, ACLs, metrics, ZooKeeper sessions): an
+# import from the client into any of these would put it, and its dependencies, into the client's wheel.
+SERVER_MODULES = ("replog.common.grpc_server", "replog.common.edge", "replog.common.acls",
+                  "replog.common.security.authorization", "replog.common.security.rules",
+                  "replog.common.handler_wrapping", "replog.common.refusal_log", "replog.common.metrics",
+                  "replog.common.service", "replog.common.quotas", "replog.common.topic_admin",
+                  "replog.common.zk.client", "replog.common.zk.session")
 
 
 def partition():
@@ -62,7 +70,33 @@ def test_every_import_the_client_runs_at_load_is_a_dependency_of_its_wheel(closu
     declared = requirement_names(project("libs/client")["dependencies"])
     missing = {PROVIDERS[name] for name in imported} - declared
     assert not missing, f"replog.client or a module it imports needs {missing}: add to libs/client/pyproject.toml"
-    assert not declared & {"replog-common", "kazoo", "prometheus-client", "pyspark", "pyarrow"}
+
+
+def test_the_client_wheel_depends_on_no_server_only_package():
+    server_only = {name for folder in ("libs/common", "spark")
+                   for name in requirement_names(project(folder)["dependencies"]) if not name.startswith("replog-")}
+    assert {"grpcio-reflection", "kazoo", "prometheus-client", "tenacity", "pyspark"} <= server_only
+    declared = requirement_names(project("libs/client")["dependencies"])
+    assert "replog-common" not in declared
+    assert not declared & server_only, f"libs/client/pyproject.toml declares the services' {declared & server_only}"
+
+
+def test_the_client_wheel_ships_no_server_module(closure):
+    _, _, names = closure
+    shipped = sorted(n for n in names if any(n == s or n.startswith(s + ".") for s in SERVER_MODULES))
+    assert not shipped, f"the client imports server modules {shipped}: move what it needs out of them"
+
+
+def test_the_shared_modules_the_client_does_not_ship_have_their_imports_declared_by_replog_common(closure):
+    p, available, names = closure
+    services_only = [m for name, m in available.items() if name not in names and name.startswith("replog.common.")]
+    imported = p.third_party_imports(services_only, module_level_only=True)
+    unknown = imported - PROVIDERS.keys()
+    assert not unknown, f"name the distribution of {unknown} in PROVIDERS"
+    declared = requirement_names(project("libs/common")["dependencies"]) | requirement_names(
+        project("libs/client")["dependencies"])
+    missing = {PROVIDERS[name] for name in imported} - declared
+    assert not missing, f"replog-common's modules need {missing}: add to libs/common/pyproject.toml"
 
 
 def test_lazy_imports_of_the_client_are_its_dependencies_extras_or_server_paths(closure):

@@ -32,7 +32,10 @@ def add_parsers(sub) -> None:
     produce.add_argument("--value-format", choices=record_lines.VALUE_FORMATS, default="text",
                          help="how values (and a JSON line's header values) are written: text (utf-8), hex or "
                               "base64 (default text)")
-    produce.add_argument("--compression-type", choices=sorted(CODECS), default="none",
+    # Two spellings of one flag: Kafka's console producer says --compression-type, the bench and the Node
+    # example --compression.
+    produce.add_argument("--compression-type", "--compression", dest="compression_type", choices=sorted(CODECS),
+                         default="none",
                          help="compress each batch (default none; a topic's compression.type may store another)")
     produce.add_argument("--partition", type=int, help="fixed partition (default: by key, else round robin)")
     produce.add_argument("--key-separator", metavar="SEP",

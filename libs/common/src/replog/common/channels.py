@@ -24,7 +24,7 @@ import time
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from replog.common.grpc_server import KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, MESSAGE_BYTES_MAX
+from replog.common.grpc_connection import KEEPALIVE_TIME_MS, KEEPALIVE_TIMEOUT_MS, MESSAGE_BYTES_MAX
 from replog.common.security.credentials import ChannelCredentialsSource
 from replog.common.security.files import TlsFiles
 

@@ -28,6 +28,7 @@ from replog.common.edge.guard import EdgeGuard
 from replog.common.edge.idle_streams import IdleStreams
 from replog.common.edge.settings import EdgeSettings
 from replog.common.edge.validation import RequestChecker
+from replog.common.grpc_connection import KEEPALIVE_TIME_MS, MESSAGE_BYTES_MAX
 from replog.common.refusal_log import RefusalLog
 from replog.common.security.authorization import Authorizer
 from replog.common.security.credentials import ReloadingServerCredentials
@@ -36,12 +37,6 @@ from replog.common.security.rules import RULES, Rule
 
 log = logging.getLogger(__name__)
 
-# Large enough for a fetch response carrying a few MiB of records.
-MESSAGE_BYTES_MAX = 64 * 1024 * 1024
-# Our clients ping every connection this often, and take it for dead if a ping goes unanswered this
-# long (channels.py says why).
-KEEPALIVE_TIME_MS = 1000
-KEEPALIVE_TIMEOUT_MS = 2000
 SERVER_KEEPALIVE_TIME_MS = 30_000
 SERVER_KEEPALIVE_TIMEOUT_MS = 10_000
 CONNECTION_IDLE_MS_MAX = 10 * 60_000
