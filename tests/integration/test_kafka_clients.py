@@ -352,13 +352,18 @@ def test_an_admin_client_creates_and_deletes_topics_as_the_gateway_does(cluster,
              "kafka-made deleted")
 
 
-def test_kafka_python_creates_and_deletes_a_topic(cluster, replog):
+def test_kafka_python_describes_the_cluster_creates_and_deletes_a_topic(cluster, replog):
+    """kafka-python's describe_cluster() asks for DescribeCluster v1 (its endpoint type) when offered."""
     from kafka.admin import KafkaAdminClient
     from kafka.admin import NewTopic as PyNewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster).split(","), request_timeout_ms=120_000,
                              **kafka_python_tls())
     try:
+        described = admin.describe_cluster()
+        assert {(b["broker_id"], b["host"], b["port"]) for b in described["brokers"]} == {
+            (p.instance_id, p.host, p.kafka_port) for p in cluster.of_role("broker")}
+        assert described["controller_id"] in {p.instance_id for p in cluster.of_role("broker")}
         admin.create_topics([PyNewTopic("kafka-python-made", 3, 2)], timeout_ms=60_000)
         code, listed, err = replog("topics", "list")
         assert code == 0 and "kafka-python-made" in listed.split(), err
