@@ -289,11 +289,17 @@ def test_describe_cluster_and_topic_configs(cluster, replog):
                           "--config", "retention.ms=123456")
     assert code == 0, err
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap(cluster), **tls_config()})
+    # librdkafka describes the cluster by a Metadata request to the controller it looks up first; a broker
+    # that has no broker list yet (a cluster just started, this test run alone) leaves that lookup waiting
+    # out the whole timeout, so the brokers' metadata is awaited first.
+    def listed() -> bool:
+        found = admin.list_topics(timeout=10)
+        return "kafka-configured" in found.topics and len(found.brokers) == len(cluster.of_role("broker"))
+
+    wait_for(listed, LEADER_DEADLINE_S, "kafka-configured and every broker in the metadata")
     described = admin.describe_cluster(request_timeout=30).result(30)
     assert {(n.id, n.host, n.port) for n in described.nodes} == {
         (p.instance_id, p.host, p.kafka_port) for p in cluster.of_role("broker")}
-    wait_for(lambda: "kafka-configured" in admin.list_topics(timeout=10).topics, LEADER_DEADLINE_S,
-             "kafka-configured in the metadata")
     resource = ConfigResource(ConfigResource.Type.TOPIC, "kafka-configured")
     configs = admin.describe_configs([resource])[resource].result(30)
     assert configs["retention.ms"].value == "123456" and not configs["retention.ms"].is_default
