@@ -137,16 +137,19 @@ def test_metadata_names_the_kafka_listeners_and_every_partition(cluster, replog)
         assert partition.leader in brokers and sorted(partition.replicas) == [1, 2, 3]
 
 
-def test_librdkafka_produces_idempotent_compressed_keyed_records_replog_reads_identically(cluster, replog):
-    create(replog, cluster, "kafka-in")
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_librdkafka_produces_idempotent_compressed_keyed_records_replog_reads_identically(cluster, replog, codec):
+    """Every codec librdkafka writes (snappy raw, lz4 as a frame) is read back by replog's consumer."""
+    topic = f"kafka-in-{codec}"
+    create(replog, cluster, topic)
     records = [(f"key-{i}".encode(), f"value-{i}".encode() * 20, [("n", str(i).encode())], T0_MS + i)
                for i in range(300)]
-    delivered = produce_with_librdkafka(cluster, "kafka-in", records, **{
-        "enable.idempotence": True, "acks": "all", "compression.type": "zstd", "partitioner": "murmur2_random",
+    delivered = produce_with_librdkafka(cluster, topic, records, **{
+        "enable.idempotence": True, "acks": "all", "compression.type": codec, "partitioner": "murmur2_random",
         "linger.ms": 20})
     for message in delivered:
         assert message.partition() == kafka_partition(message.key(), 3)
-    read = read_with_replog(cluster, "kafka-in", len(records))
+    read = read_with_replog(cluster, topic, len(records))
     by_key = {r.key: r for r in read}
     assert len(by_key) == len(records)
     for key, value, headers, timestamp_ms in records:
@@ -289,11 +292,17 @@ def test_describe_cluster_and_topic_configs(cluster, replog):
                           "--config", "retention.ms=123456")
     assert code == 0, err
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap(cluster), **tls_config()})
+    # librdkafka describes the cluster by a Metadata request to the controller it looks up first; a broker
+    # that has no broker list yet (a cluster just started, this test run alone) leaves that lookup waiting
+    # out the whole timeout, so the brokers' metadata is awaited first.
+    def listed() -> bool:
+        found = admin.list_topics(timeout=10)
+        return "kafka-configured" in found.topics and len(found.brokers) == len(cluster.of_role("broker"))
+
+    wait_for(listed, LEADER_DEADLINE_S, "kafka-configured and every broker in the metadata")
     described = admin.describe_cluster(request_timeout=30).result(30)
     assert {(n.id, n.host, n.port) for n in described.nodes} == {
         (p.instance_id, p.host, p.kafka_port) for p in cluster.of_role("broker")}
-    wait_for(lambda: "kafka-configured" in admin.list_topics(timeout=10).topics, LEADER_DEADLINE_S,
-             "kafka-configured in the metadata")
     resource = ConfigResource(ConfigResource.Type.TOPIC, "kafka-configured")
     configs = admin.describe_configs([resource])[resource].result(30)
     assert configs["retention.ms"].value == "123456" and not configs["retention.ms"].is_default
@@ -352,13 +361,18 @@ def test_an_admin_client_creates_and_deletes_topics_as_the_gateway_does(cluster,
              "kafka-made deleted")
 
 
-def test_kafka_python_creates_and_deletes_a_topic(cluster, replog):
+def test_kafka_python_describes_the_cluster_creates_and_deletes_a_topic(cluster, replog):
+    """kafka-python's describe_cluster() asks for DescribeCluster v1 (its endpoint type) when offered."""
     from kafka.admin import KafkaAdminClient
     from kafka.admin import NewTopic as PyNewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap(cluster).split(","), request_timeout_ms=120_000,
                              **kafka_python_tls())
     try:
+        described = admin.describe_cluster()
+        assert {(b["broker_id"], b["host"], b["port"]) for b in described["brokers"]} == {
+            (p.instance_id, p.host, p.kafka_port) for p in cluster.of_role("broker")}
+        assert described["controller_id"] in {p.instance_id for p in cluster.of_role("broker")}
         admin.create_topics([PyNewTopic("kafka-python-made", 3, 2)], timeout_ms=60_000)
         code, listed, err = replog("topics", "list")
         assert code == 0 and "kafka-python-made" in listed.split(), err

@@ -2,10 +2,12 @@
 librdkafka consumers share a topic's partitions through replog's group coordinator (FindCoordinator,
 JoinGroup, SyncGroup, Heartbeat), commit their offsets (OffsetCommit) and read them back
 (OffsetFetch); when one leaves (LeaveGroup) the other two take its partitions and go on from the
-committed offsets, so every record is read and none is read twice."""
+committed offsets, so every record is read and none is read twice. Three kafka-python consumers join
+a group one by one, and each join moves partitions without a record lost or read twice."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -16,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 from replog.devcluster import ClusterSpec
 
+from .broker_helpers import wait_for
 from .gateway_helpers import cli_runner
 from .test_kafka_clients import create, kafka_bootstrap, produce_with_librdkafka, tls_config
 
@@ -149,3 +152,89 @@ def test_a_kafka_python_group_consumer_reads_and_commits(cluster, replog):
         assert {p: consumer.committed(PyTopicPartition("kafka-python-group", p)) for p in range(3)} == ends
     finally:
         consumer.close()
+
+
+class PythonMember:
+    """One kafka-python consumer of the group, polled by its own thread as an application's would be, so the
+    members already in the group go on polling (and so heartbeating and rejoining) while a new one joins. It
+    commits each poll's records before counting them: a record counted is one the group will not hand out
+    again."""
+
+    def __init__(self, cluster, group: str, topic: str, name: str) -> None:
+        from kafka import KafkaConsumer as PyConsumer
+
+        from .test_kafka_clients import kafka_python_tls
+
+        self.name = name
+        self.seen: list[tuple[int, int]] = []
+        self.assigned: set[int] = set()
+        self.failure: BaseException | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._consumer = PyConsumer(topic, bootstrap_servers=kafka_bootstrap(cluster).split(","), group_id=group,
+                                    client_id=name, auto_offset_reset="earliest", enable_auto_commit=False,
+                                    session_timeout_ms=10_000, heartbeat_interval_ms=500, **kafka_python_tls())
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                batches = self._consumer.poll(timeout_ms=200)
+                if batches:
+                    self._consumer.commit()
+                with self._lock:
+                    self.seen += [(r.partition, r.offset) for records in batches.values() for r in records]
+                    self.assigned = {tp.partition for tp in self._consumer.assignment()}
+        except BaseException as exc:  # noqa: BLE001 - reported by the test's wait, not lost in a thread
+            self.failure = exc
+        finally:
+            self._consumer.close()
+
+    def snapshot(self) -> tuple[list[tuple[int, int]], set[int]]:
+        assert self.failure is None, f"{self.name} failed: {self.failure!r}"
+        with self._lock:
+            return list(self.seen), set(self.assigned)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+def held_evenly(members: list[PythonMember]) -> bool:
+    """Every partition held, each by one member, the same number by each."""
+    held = [m.snapshot()[1] for m in members]
+    return (all(len(h) == PARTITIONS // len(members) for h in held)
+            and set().union(*held) == set(range(PARTITIONS)))
+
+
+def records_read(members: list[PythonMember]) -> int:
+    return sum(len(m.snapshot()[0]) for m in members)
+
+
+def test_three_kafka_python_consumers_join_one_by_one_and_rebalance(cluster, replog):
+    """Each join rebalances the group: the partitions are shared out again with each held by exactly one
+    member, and the records produced after each join are read once, by the member holding their partition."""
+    topic, group, per_round = "kafka-python-rebalance", "py-rebalance", 120
+    create(replog, cluster, topic, partitions=PARTITIONS)
+    members: list[PythonMember] = []
+    read_before: dict[str, int] = {}
+    try:
+        for joined in range(1, 4):
+            members.append(PythonMember(cluster, group, topic, f"py-member-{joined}"))
+            wait_for(lambda: held_evenly(members), GROUP_DEADLINE_S,
+                     f"{joined} kafka-python members to hold {PARTITIONS // joined} partitions each")
+            read_before = {m.name: len(m.snapshot()[0]) for m in members}
+            produce_with_librdkafka(cluster, topic, [(f"r{joined}-{i}".encode(), b"v", None, 0)
+                                                     for i in range(per_round)], partitioner="murmur2_random")
+            wait_for(lambda: records_read(members) >= len(members) * per_round, GROUP_DEADLINE_S,
+                     f"the group to read round {joined}'s {per_round} records")
+        for member in members:  # the last round: each member read only the partitions it holds
+            seen, held = member.snapshot()
+            assert seen[read_before[member.name]:], f"{member.name} read none of the last round"
+            assert {p for p, _ in seen[read_before[member.name]:]} <= held
+        every = [record for m in members for record in m.snapshot()[0]]
+        assert len(every) == 3 * per_round and len(set(every)) == 3 * per_round  # each record read exactly once
+    finally:
+        for member in members:
+            member.stop()

@@ -10,14 +10,16 @@ import struct
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeClusterResponse
 
-from replog.broker.kafka import apis
+from replog.broker.kafka import apis, errors
 from replog.broker.kafka.consumer_protocol import (
     read_assignment,
     read_subscription,
     write_assignment,
     write_subscription,
 )
+from replog.broker.kafka.handlers import _endpoint_refusal
 from replog.broker.kafka.schema import Array, read_struct, write_struct
 from replog.broker.kafka.server import KafkaListener, Session
 from replog.broker.kafka.wire import Reader, WireError, Writer, encode_uvarint, encode_varint
@@ -63,6 +65,32 @@ def trimmed(read, written):
     if isinstance(written, list):
         return [trimmed(r, w) for r, w in zip(read, written)] if len(read) == len(written) else read
     return read
+
+
+def test_describe_cluster_v1_reads_and_writes_as_a_kafka_client_does():
+    """The endpoint type sits where Kafka's DescribeCluster v1 puts it: kafka-python's request bytes read
+    as the listener's request, and the listener's response reads back in kafka-python's decoder."""
+    api, version = apis.DESCRIBE_CLUSTER, 1
+    sent = DescribeClusterRequest[version](include_cluster_authorized_operations=True, endpoint_type=2).encode()
+    assert read_struct(Reader(bytes(sent)), api.request, version, True) == {
+        "include_cluster_authorized_operations": True, "endpoint_type": apis.ENDPOINT_CONTROLLERS}
+
+    writer = Writer()
+    write_struct(writer, api.response, {
+        "error_code": 0, "cluster_id": "c1", "controller_id": 2,
+        "brokers": [{"broker_id": 2, "host": "h", "port": 9092, "rack": None}]}, version, True)
+    read = DescribeClusterResponse[version].decode(bytes(writer.out))
+    assert (read.endpoint_type, read.cluster_id, read.controller_id) == (apis.ENDPOINT_BROKERS, "c1", 2)
+    assert [(b.broker_id, b.host, b.port) for b in read.brokers] == [(2, "h", 9092)]
+
+
+@pytest.mark.parametrize("endpoint_type, code", [(apis.ENDPOINT_BROKERS, None),
+                                                 (apis.ENDPOINT_CONTROLLERS, errors.MISMATCHED_ENDPOINT_TYPE),
+                                                 (0, errors.UNSUPPORTED_ENDPOINT_TYPE),
+                                                 (3, errors.UNSUPPORTED_ENDPOINT_TYPE)])
+def test_describe_cluster_serves_the_brokers_and_refuses_other_endpoint_types(endpoint_type, code):
+    refusal = _endpoint_refusal(endpoint_type)
+    assert (None if refusal is None else refusal["error_code"]) == code
 
 
 @given(st.integers(min_value=-(2**63), max_value=2**63 - 1))

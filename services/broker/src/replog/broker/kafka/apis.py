@@ -3,7 +3,7 @@ request and response schemas (Kafka's clients/src/main/resources/common/message/
 in schema.py's notation for the versions offered only).
 
 The versions stop below each API's first flexible version except where an API has no other form
-(ApiVersions v3, DescribeCluster): current librdkafka, the Java client and kafka-python all negotiate
+(ApiVersions v3, DescribeCluster v0-1): current librdkafka, the Java client and kafka-python all negotiate
 down to what ApiVersions offers. docs/kafka-compatibility.md lists the same table.
 """
 
@@ -29,6 +29,9 @@ class Api:
 
 
 _S, _I8, _I16, _I32, _I64, _B = "string", "int8", "int16", "int32", "int64", "bool"
+
+# DescribeCluster v1's endpoint types (KIP-919): 1 the brokers, 2 the KRaft controllers.
+ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS = 1, 2
 
 PRODUCE = Api(0, "Produce", 3, 8, 9, request=(
     f("transactional_id", _S, nullable="0+"),
@@ -388,12 +391,14 @@ DESCRIBE_CONFIGS = Api(32, "DescribeConfigs", 0, 3, 4, request=(
     ))),
 ))
 
-DESCRIBE_CLUSTER = Api(60, "DescribeCluster", 0, 0, 0, request=(
+DESCRIBE_CLUSTER = Api(60, "DescribeCluster", 0, 1, 0, request=(
     f("include_cluster_authorized_operations", _B),
+    f("endpoint_type", _I8, "1+", default=ENDPOINT_BROKERS),
 ), response=(
     f("throttle_time_ms", _I32),
     f("error_code", _I16),
     f("error_message", _S, nullable="0+"),
+    f("endpoint_type", _I8, "1+", default=ENDPOINT_BROKERS),
     f("cluster_id", _S),
     f("controller_id", _I32, default=-1),
     f("brokers", Array((f("broker_id", _I32), f("host", _S), f("port", _I32), f("rack", _S, nullable="0+")))),

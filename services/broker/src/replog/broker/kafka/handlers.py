@@ -15,7 +15,7 @@ from typing import Callable
 
 from replog.broker.kafka import consumer_protocol, errors
 from replog.broker.kafka.access import Access, CallAborted, KafkaCallContext
-from replog.broker.kafka.apis import Api
+from replog.broker.kafka.apis import ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS, Api
 from replog.broker.kafka.records import KafkaRecordError, to_kafka, to_replog
 from replog.broker.kafka.server import Session, offered
 from replog.broker.kafka.topic_admin import KafkaTopicAdmin
@@ -109,10 +109,13 @@ class KafkaHandlers:
                 "topics": described}
 
     def describe_cluster(self, session: Session, version: int, request: dict) -> dict:
-        answer = self._metadata.metadata_response([])
         if not self._access.allowed(session.principal, "DescribeCluster"):
             return {"error_code": errors.CLUSTER_AUTHORIZATION_FAILED, "cluster_id": CLUSTER_ID,
                     "error_message": "describe on the cluster is needed"}
+        refused = _endpoint_refusal(request["endpoint_type"])  # v0 reads as ENDPOINT_BROKERS
+        if refused is not None:
+            return {**refused, "cluster_id": CLUSTER_ID}
+        answer = self._metadata.metadata_response([])
         brokers = [{"broker_id": b["node_id"], "host": b["host"], "port": b["port"], "rack": b["rack"]}
                    for b in self._brokers(answer)]
         return {"error_code": errors.NONE, "cluster_id": CLUSTER_ID, "controller_id": self._broker_id,
@@ -556,6 +559,19 @@ def _create_spec(topic: dict) -> tuple[CreateTopic | None, tuple[int, str] | Non
         assignment=tuple(("", a["partition_index"], tuple(a["broker_ids"])) for a in assignments),
         configs=configs,
     ), None
+
+
+def _endpoint_refusal(endpoint_type: int) -> dict | None:
+    """DescribeCluster's error for an endpoint type other than the brokers, as a Kafka broker answers it
+    (KIP-919): the controllers are a type it knows but does not serve (replog has no KRaft controllers to
+    list), any other type is unknown. None for the brokers."""
+    if endpoint_type == ENDPOINT_BROKERS:
+        return None
+    if endpoint_type == ENDPOINT_CONTROLLERS:
+        return {"error_code": errors.MISMATCHED_ENDPOINT_TYPE,
+                "error_message": "this listener describes the brokers (endpoint type 1), not the controllers"}
+    return {"error_code": errors.UNSUPPORTED_ENDPOINT_TYPE,
+            "error_message": f"unsupported endpoint type {endpoint_type}"}
 
 
 def _produce_error(code: int, message: str) -> dict:

@@ -12,9 +12,10 @@ further ones are closed at accept; one identity holds at most `principal_connect
 (super users apart), further ones of it are closed after the handshake, so one user certificate cannot
 take the listener from the others; a TLS handshake must end within HANDSHAKE_TIMEOUT_S, and a
 connection that sends no request for `idle_ms` is closed (Kafka's connections.max.idle.ms), so
-connections that hold a thread and send nothing do not stay. A request that does not decode is answered with the API's error
-UNSUPPORTED_VERSION (a version not offered, or an unknown API) or closes only when its header
-itself is unreadable (no correlation id to answer with).
+connections that hold a thread and send nothing do not stay. A request for an API not listed, or a
+version not offered, is answered UNSUPPORTED_VERSION and the connection stays open. A request whose
+header or body does not decode closes the connection, as a Kafka broker does with a request it cannot
+parse: only a broken client sends one, and no answer could tell it what it got wrong.
 
 TLS: with the cluster's files the listener demands a client certificate signed by the cluster's CA,
 and the certificate's `replog://` SAN URI is the connection's principal (security/principal.py),
