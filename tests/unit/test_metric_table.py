@@ -4,6 +4,7 @@ a metric the last release renamed, and the alert rules query only metrics it hol
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 import subprocess
@@ -132,8 +133,14 @@ def test_no_file_names_a_renamed_metric():
 
 
 def _queried(text: str) -> set[str]:
+    return _series_families(re.findall(r"\breplog_[a-z0-9_]*[a-z0-9]\b", text))
+
+
+def _series_families(series: list[str]) -> set[str]:
+    """The metric families the names belong to: a histogram's `_bucket`, `_sum` and `_count` series
+    are its family's."""
     names = set()
-    for name in re.findall(r"\breplog_[a-z0-9_]*[a-z0-9]\b", text):
+    for name in series:
         for suffix in ("_bucket", "_sum", "_count"):
             base = name.removesuffix(suffix)
             if base != name and table.BY_NAME.get(base, table.CONTROLLER_ACTIVE).kind == table.HISTOGRAM:
@@ -149,3 +156,29 @@ def test_the_alert_rules_query_only_metrics_of_the_table():
     for path in rule_files:
         unknown = _queried(path.read_text()) - set(table.BY_NAME)
         assert not unknown, (path.name, unknown)
+
+
+def _docstrings(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    return [text for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and (text := ast.get_docstring(node, clean=False))]
+
+
+def test_every_metric_the_docs_name_is_in_the_table():
+    """A reader who copies a metric's name from the docs into a query must find it scraped. Names
+    followed by `-` are wheels (`replog_client-*.whl`), names ending in `_` are prefixes; the old
+    names of the last rename appear only in the rename note drawn from RENAMED."""
+    texts = {path: path.read_text() for path in [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]}
+    texts |= {path: path.read_text() for path in sorted((REPO / "deploy").rglob("*"))
+              if path.is_file() and path.suffix in {".md", ".py", ".sh", ".yml", ".yaml", ".toml", ".json"}}
+    for folder in ("services", "libs", "spark"):
+        texts |= {path: "\n".join(_docstrings(path)) for path in sorted((REPO / folder).rglob("*.py"))}
+    unknown = []
+    for path, text in texts.items():
+        where = str(path.relative_to(REPO))
+        known = set(table.BY_NAME) | (set(table.RENAMED) if where in RENAME_RECORDS else set())
+        named = _series_families(re.findall(r"\breplog_[a-z0-9_]*[a-z0-9](?![\w-])", text))
+        unknown += [f"{where}: {name}" for name in sorted(named - known)]
+    assert len(texts) > 50
+    assert unknown == []
