@@ -73,7 +73,8 @@ def test_the_services_export_exactly_the_table(tmp_path):
     metrics.watch_descriptors(SimpleNamespace(open_count=0, descriptors_max=0, logs_released=0))
     values = {"acks": "1", "kind": "consumer", "error": "NOT_LEADER", "event": "Startup"}
     for labelled in (metrics.produce_errors, metrics.produce_requests, metrics.produce_duration_s,
-                     metrics.fetch_requests, metrics.fetch_duration_s, metrics.bytes_out, controller.EVENT_PROCESSING_S):
+                     metrics.fetch_requests, metrics.fetch_duration_s, metrics.bytes_out, metrics.fetch_errors,
+                     controller.EVENT_PROCESSING_S):
         labelled.labels(*(values[n] for n in labelled._labelnames))  # noqa: SLF001 - one series shows the labels
     exported = {**_exported(broker), **_exported(REGISTRY)}
     ca = new_authority(tmp_path).ca_file

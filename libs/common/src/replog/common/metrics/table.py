@@ -204,6 +204,9 @@ BROKER_FETCH_REQUESTS = _row(
 BROKER_FETCH_DURATION = _row(
     "replog_broker_fetch_duration_seconds", HISTOGRAM, "Fetch request time (includes the long-poll wait)", ("kind",),
     section="Produce and fetch", buckets=REQUEST_BUCKETS_S)
+BROKER_FETCH_PARTITION_ERRORS = _row(
+    "replog_broker_fetch_partition_errors_total", COUNTER, "Fetch partitions answered with an error",
+    ("kind", "error"), section="Produce and fetch")
 BROKER_FETCHED_BYTES = _row(
     "replog_broker_fetched_bytes_total", COUNTER, "record bytes sent", ("kind",), section="Produce and fetch")
 BROKER_PRODUCER_IDS_EXPIRED = _row(
