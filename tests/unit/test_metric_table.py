@@ -63,6 +63,7 @@ def test_the_services_export_exactly_the_table(tmp_path):
     from replog.common.metrics.process import ProcessMetrics
     from replog.common.security.certificates import new_authority
     from replog.common.security.files import TlsFiles
+    from replog.gateway.metrics import GatewayMetrics
 
     controller = importlib.import_module("replog.controller.adapters.metrics")  # registers at import
     broker = CollectorRegistry()
@@ -71,10 +72,12 @@ def test_the_services_export_exactly_the_table(tmp_path):
     metrics.watch_groups(lambda: [GroupRow("g", 1, 1, (("t", 0, 5),))])
     metrics.watch_log_dirs([_Directory])
     metrics.watch_descriptors(SimpleNamespace(open_count=0, descriptors_max=0, logs_released=0))
-    values = {"acks": "1", "kind": "consumer", "error": "NOT_LEADER", "event": "Startup"}
+    gateway = GatewayMetrics(broker)
+    values = {"acks": "1", "kind": "consumer", "error": "NOT_LEADER", "event": "Startup", "method": "CreateTopic",
+              "code": "UNAVAILABLE"}
     for labelled in (metrics.produce_errors, metrics.produce_requests, metrics.produce_duration_s,
                      metrics.fetch_requests, metrics.fetch_duration_s, metrics.bytes_out, metrics.fetch_errors,
-                     controller.EVENT_PROCESSING_S):
+                     gateway.requests, gateway.request_errors, controller.EVENT_PROCESSING_S):
         labelled.labels(*(values[n] for n in labelled._labelnames))  # noqa: SLF001 - one series shows the labels
     exported = {**_exported(broker), **_exported(REGISTRY)}
     ca = new_authority(tmp_path).ca_file
