@@ -245,9 +245,13 @@ def render_metrics() -> str:
 
     lines = [HEADER.format(source="replog.common.metrics.table").rstrip(), "",
              "# Metrics reference", "",
-             "Every process serves Prometheus text at `/metrics` on its metrics port (the `metrics_port` key; the "
-             "local cluster records each process's in `.state/cluster.json` as `metrics_port`, `make status` lists "
-             "them and `.state/prometheus-targets.json` is a file_sd target list). `replog.common.metrics.table` "
+             "Every replog process (controller, broker, gateway) serves Prometheus text at `/metrics` on its "
+             "metrics port (the `metrics_port` key; the local cluster records each process's in "
+             "`.state/cluster.json` as `metrics_port`, `make status` lists them and "
+             "`.state/prometheus-targets.json` is a file_sd target list). ZooKeeper serves no `/metrics` (its "
+             "`metrics_port` there is null): each replog process's `replog_zookeeper_*` metrics tell how its own "
+             "session fares, and ZooKeeper's four-letter words (`mntr`, `srvr`) tell how the server does. "
+             "`replog.common.metrics.table` "
              "is the one table of these metrics: the services build them from it, and this page and the Grafana "
              "dashboard (`deploy/grafana/replog-dashboard.json`, one panel for every metric below) are generated "
              "from it. The alert rules in `deploy/prometheus/` are written against these names "

@@ -109,6 +109,12 @@ def test_metadata_list_offsets_and_decoded_fetch(cluster):
     not_leader = log_stub(cluster, 3).Fetch(log_pb2.FetchRequest(partitions=[
         log_pb2.FetchPartition(topic="meta", partition=0, fetch_offset=0, current_leader_epoch=-1)]), timeout=5)
     assert not_leader.partitions[0].error_code == common_pb2.ERROR_CODE_NOT_LEADER
+    # ... and counts the answer, by kind and code, for the fetch error alert (deploy/prometheus/).
+    scraped = urllib.request.urlopen(f"http://127.0.0.1:{cluster.processes['broker-3'].metrics_port}/metrics",
+                                     timeout=5).read().decode()
+    counted = [line for line in scraped.splitlines() if line.startswith("replog_broker_fetch_partition_errors_total{")
+               and 'error="NOT_LEADER"' in line and 'kind="consumer"' in line]
+    assert counted and float(counted[0].split()[-1]) >= 1, counted
 
 
 def test_long_poll_fetch_answers_when_records_arrive(cluster):

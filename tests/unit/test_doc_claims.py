@@ -50,7 +50,13 @@ def test_the_spark_docs_name_the_export_schema_version_and_tables():
     assert f"version {export_schema.SCHEMA_VERSION}: {numbers[len(export_schema.TABLES)]} tables" in spark_readme
     source = (REPO / "spark" / "src" / "replog" / "spark" / "source.py").read_text()
     assert " | ".join(export_schema.TABLES) in " ".join(source.split())
-    assert "version 1" not in source and "version 1" not in spark_readme
+    for path in sorted((REPO / "spark" / "src").rglob("*.py")):
+        text = " ".join(path.read_text().split())
+        where = path.relative_to(REPO)
+        assert {int(v) for v in re.findall(r"schema version (\d+)", text)} <= {export_schema.SCHEMA_VERSION}, where
+        for count, names in re.findall(r"\b(two|three|four|five|six|seven) tables \(([^)]*)\)", text):
+            assert count == numbers[len(export_schema.TABLES)], where
+            assert names.split(", ") == list(export_schema.TABLES), where
 
 
 def test_the_client_guide_says_what_a_group_consumer_offers():

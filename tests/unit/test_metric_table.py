@@ -4,6 +4,7 @@ a metric the last release renamed, and the alert rules query only metrics it hol
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 import subprocess
@@ -62,6 +63,7 @@ def test_the_services_export_exactly_the_table(tmp_path):
     from replog.common.metrics.process import ProcessMetrics
     from replog.common.security.certificates import new_authority
     from replog.common.security.files import TlsFiles
+    from replog.gateway.metrics import GatewayMetrics
 
     controller = importlib.import_module("replog.controller.adapters.metrics")  # registers at import
     broker = CollectorRegistry()
@@ -70,9 +72,12 @@ def test_the_services_export_exactly_the_table(tmp_path):
     metrics.watch_groups(lambda: [GroupRow("g", 1, 1, (("t", 0, 5),))])
     metrics.watch_log_dirs([_Directory])
     metrics.watch_descriptors(SimpleNamespace(open_count=0, descriptors_max=0, logs_released=0))
-    values = {"acks": "1", "kind": "consumer", "error": "NOT_LEADER", "event": "Startup"}
+    gateway = GatewayMetrics(broker)
+    values = {"acks": "1", "kind": "consumer", "error": "NOT_LEADER", "event": "Startup", "method": "CreateTopic",
+              "code": "UNAVAILABLE"}
     for labelled in (metrics.produce_errors, metrics.produce_requests, metrics.produce_duration_s,
-                     metrics.fetch_requests, metrics.fetch_duration_s, metrics.bytes_out, controller.EVENT_PROCESSING_S):
+                     metrics.fetch_requests, metrics.fetch_duration_s, metrics.bytes_out, metrics.fetch_errors,
+                     gateway.requests, gateway.request_errors, controller.EVENT_PROCESSING_S):
         labelled.labels(*(values[n] for n in labelled._labelnames))  # noqa: SLF001 - one series shows the labels
     exported = {**_exported(broker), **_exported(REGISTRY)}
     ca = new_authority(tmp_path).ca_file
@@ -132,8 +137,14 @@ def test_no_file_names_a_renamed_metric():
 
 
 def _queried(text: str) -> set[str]:
+    return _series_families(re.findall(r"\breplog_[a-z0-9_]*[a-z0-9]\b", text))
+
+
+def _series_families(series: list[str]) -> set[str]:
+    """The metric families the names belong to: a histogram's `_bucket`, `_sum` and `_count` series
+    are its family's."""
     names = set()
-    for name in re.findall(r"\breplog_[a-z0-9_]*[a-z0-9]\b", text):
+    for name in series:
         for suffix in ("_bucket", "_sum", "_count"):
             base = name.removesuffix(suffix)
             if base != name and table.BY_NAME.get(base, table.CONTROLLER_ACTIVE).kind == table.HISTOGRAM:
@@ -149,3 +160,29 @@ def test_the_alert_rules_query_only_metrics_of_the_table():
     for path in rule_files:
         unknown = _queried(path.read_text()) - set(table.BY_NAME)
         assert not unknown, (path.name, unknown)
+
+
+def _docstrings(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    return [text for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and (text := ast.get_docstring(node, clean=False))]
+
+
+def test_every_metric_the_docs_name_is_in_the_table():
+    """A reader who copies a metric's name from the docs into a query must find it scraped. Names
+    followed by `-` are wheels (`replog_client-*.whl`), names ending in `_` are prefixes; the old
+    names of the last rename appear only in the rename note drawn from RENAMED."""
+    texts = {path: path.read_text() for path in [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]}
+    texts |= {path: path.read_text() for path in sorted((REPO / "deploy").rglob("*"))
+              if path.is_file() and path.suffix in {".md", ".py", ".sh", ".yml", ".yaml", ".toml", ".json"}}
+    for folder in ("services", "libs", "spark"):
+        texts |= {path: "\n".join(_docstrings(path)) for path in sorted((REPO / folder).rglob("*.py"))}
+    unknown = []
+    for path, text in texts.items():
+        where = str(path.relative_to(REPO))
+        known = set(table.BY_NAME) | (set(table.RENAMED) if where in RENAME_RECORDS else set())
+        named = _series_families(re.findall(r"\breplog_[a-z0-9_]*[a-z0-9](?![\w-])", text))
+        unknown += [f"{where}: {name}" for name in sorted(named - known)]
+    assert len(texts) > 50
+    assert unknown == []

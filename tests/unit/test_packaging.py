@@ -5,6 +5,7 @@ has one version."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import re
 import sys
@@ -154,3 +155,27 @@ def test_every_direct_dependency_of_the_services_is_pinned_within_its_range():
                                  "run make constraints"
             assert requirement.specifier.contains(pins[name], prereleases=True), \
                 f"{name}=={pins[name]} is outside {folder}'s {requirement}: run make constraints"
+
+
+PROGRAMS = [(script, target, project(folder)["name"], project(folder)["version"])
+            for folder in FOLDERS for script, target in project(folder).get("scripts", {}).items()]
+
+
+@pytest.mark.parametrize("script, target, distribution, version", PROGRAMS, ids=[p[0] for p in PROGRAMS])
+def test_every_program_prints_its_distribution_and_version(script, target, distribution, version, capsys):
+    """What an operator checks first on a host or in an image: which release this program is."""
+    module, function = target.split(":")
+    with pytest.raises(SystemExit) as exit_:
+        getattr(importlib.import_module(module), function)(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"{distribution} {version}"
+
+
+def test_the_healthcheck_help_says_all_it_checks(capsys):
+    from replog.common import healthcheck
+
+    with pytest.raises(SystemExit):
+        healthcheck.main(["--help"])
+    described = " ".join(capsys.readouterr().out.split())
+    assert "Exit 0 if its gRPC health service says SERVING, 1 otherwise" in described
+    assert "exit 0 whenever the service answers at all" in described

@@ -60,3 +60,47 @@ def test_every_alert_fires_in_a_test_case():
 def test_every_alert_is_explained_in_operations_md():
     operations = (REPO / "docs" / "operations.md").read_text()
     assert [name for name in sorted(alerts()) if f"`{name}`" not in operations] == []
+
+
+def scrape_jobs() -> list[dict]:
+    return [job for config in sorted(FOLDER.glob("prometheus*.yml"))
+            for job in yaml.safe_load(config.read_text())["scrape_configs"]]
+
+
+def job_role(job: dict) -> str | None:
+    """The `role` label a job's relabelling sets on every target it finds."""
+    for rule in job.get("relabel_configs", ()):
+        if rule.get("target_label") == "role":
+            return rule["replacement"]
+    return None
+
+
+def kubernetes_service_names() -> set[str]:
+    return {document["metadata"]["name"] for manifest in sorted((REPO / "deploy" / "kubernetes").glob("*.yaml"))
+            for document in yaml.safe_load_all(manifest.read_text())
+            if document and document.get("kind") == "Service"}
+
+
+def test_every_scraped_port_is_its_roles_metrics_port():
+    """A target on another port (the gRPC port, or a made-up one) is scraped in vain: ReplogProcessDown
+    fires for a healthy process. The ports are ports.py's, which every process listens on by default."""
+    from replog.common import ports
+
+    scraped = []
+    for job in scrape_jobs():
+        for group in job.get("static_configs", ()):
+            role = group.get("labels", {}).get("role")
+            scraped += [(job["job_name"], role, int(target.rsplit(":", 1)[1])) for target in group["targets"]]
+        for dns in job.get("dns_sd_configs", ()):
+            scraped.append((job["job_name"], job_role(job), dns["port"]))
+    assert scraped
+    assert [(job, role, port) for job, role, port in scraped
+            if role not in ports.BY_ROLE or port != ports.BY_ROLE[role].metrics] == []
+
+
+def test_every_dns_name_scraped_is_a_kubernetes_service():
+    """Prometheus finds nothing under a name the manifests do not define: every job would be empty and
+    no alert could fire."""
+    names = [name for job in scrape_jobs() for dns in job.get("dns_sd_configs", ()) for name in dns["names"]]
+    assert names
+    assert [name for name in names if name.split(".")[0] not in kubernetes_service_names()] == []

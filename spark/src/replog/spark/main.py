@@ -21,6 +21,8 @@ import os
 import sys
 import tempfile
 
+from replog.common.version import version_line
+
 JOBS = {
     "report": ("replog.spark.report", "topology report: load per broker and topic, skew, rack diversity"),
     "plan": ("replog.spark.planner", "rebalance plan: a Kafka reassignment JSON moving as few replicas as possible"),
@@ -64,6 +66,7 @@ def job_parser(name: str, prog: str | None = None) -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="replog-spark", description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+    parser.add_argument("--version", action="version", version=version_line("replog-spark"))
     sub = parser.add_subparsers(dest="job", required=True, metavar="JOB")
     for name, (module_name, description) in JOBS.items():
         child = sub.add_parser(name, help=description, description=description)

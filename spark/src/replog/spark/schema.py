@@ -1,10 +1,10 @@
-"""The topology export, schema version 1, as the Spark jobs read it.
+"""The topology export, schema version 3, as the Spark jobs read it.
 
 Theory of operation
 -------------------
-The export is three tables (cluster, brokers, partitions) plus ``_manifest.json``;
-``replog.common.export_schema`` defines every column (docs/export-schema.md lists
-them) and the writer is ``replog.cli.export_files``. This module takes the columns'
+The export is five tables (cluster, brokers, partitions, groups, group_offsets)
+plus ``_manifest.json``; ``replog.common.export_schema`` defines every column
+(docs/export-schema.md lists them) and the writer is ``replog.cli.export_files``. This module takes the columns'
 Spark types from there (the jobs must not import the CLI: a Spark cluster's workers
 install only this distribution and replog-common) and checks what a reader can
 check cheaply, before Spark does any work:
@@ -13,7 +13,8 @@ check cheaply, before Spark does any work:
 * each table's columns: none missing, none of the wrong type (extra columns are
   allowed, a later version may add some);
 * emptiness: an export with no brokers or no partitions is refused — every job
-  would answer nothing, and the usual cause is a wrong path or a failed export.
+  would answer nothing, and the usual cause is a wrong path or a failed export
+  (a cluster without consumer groups has empty groups and group_offsets tables).
 
 Every failure is an ``ExportError`` whose message is one line naming the file,
 the table or the column. The functions here are pure (dicts and type strings in,

@@ -1,7 +1,7 @@
-"""Synthetic topology exports, written exactly as ``replog export`` writes them (schema version 1).
+"""Synthetic topology exports, written exactly as ``replog export`` writes them (schema version 3).
 
 For the tests (clusters with known answers) and the benchmark (a million
-partitions). ``write_export`` takes the three tables as columns and writes the
+partitions). ``write_export`` takes the tables' columns and writes the
 files, the Parquet key-value metadata and the manifest the way
 ``replog.cli.export_files`` does; ``round_robin`` builds a rack-alternating
 Kafka-style assignment whose balance and rack diversity are known by design.

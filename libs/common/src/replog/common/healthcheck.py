@@ -85,7 +85,10 @@ def check(role: str, arguments: list[str], timeout_s: float, *, live: bool = Fal
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="replog-healthcheck", description=__doc__.splitlines()[0])
+    from replog.common.version import version_line
+
+    parser = argparse.ArgumentParser(prog="replog-healthcheck", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=version_line("replog-common"))
     parser.add_argument("--role", choices=sorted(ROLE_CONFIGS), help="the service (default: from the command line "
                                                                       "of process 1)")
     parser.add_argument("--timeout-s", type=float, default=3.0, help="deadline of the health call (default 3)")

@@ -27,6 +27,7 @@ from replog.common.zk.schema import znode_acls
 from replog.common.zk.tls import zookeeper_tls_files
 from replog.gateway.config import GatewayConfig
 from replog.gateway.deps import GatewayDeps
+from replog.gateway.metrics import GatewayMetrics
 from replog.gateway.servicer import AdminServicer
 from replog.v1 import admin_pb2, admin_pb2_grpc
 
@@ -68,7 +69,7 @@ class GatewayProcess:
             [ServiceBinding(
                 admin_pb2.DESCRIPTOR.services_by_name["AdminService"].full_name,
                 admin_pb2_grpc.add_AdminServiceServicer_to_server,
-                AdminServicer(deps),
+                AdminServicer(deps, GatewayMetrics()),
             )],
             host=self.config.host,
             port=self.config.port,

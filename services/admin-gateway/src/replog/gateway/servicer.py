@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from typing import NoReturn
 
 import grpc
 from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
@@ -20,6 +21,7 @@ from replog.common.zk.client import ZkUnavailableError
 from replog.common.zk.schema import ZkDataError
 from replog.gateway import acls, cluster, elections, export, quotas, reassignments, records, topics
 from replog.gateway.deps import GatewayDeps
+from replog.gateway.metrics import GatewayMetrics
 from replog.v1 import admin_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -45,19 +47,28 @@ def _unary(name: str, handler):
     @functools.wraps(handler)
     def method(self, request, context):
         try:
-            return handler(self._deps, request)
+            answer = handler(self._deps, request)
         except Exception as exc:
-            error = admin_error(exc)
-            if error is None:
-                raise
-            context.abort(error.status, error.message)
+            self._abort(name, exc, context)
+        self._metrics.answered(name, None)
+        return answer
 
     return method
 
 
 class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
-    def __init__(self, deps: GatewayDeps) -> None:
+    def __init__(self, deps: GatewayDeps, metrics: GatewayMetrics) -> None:
         self._deps = deps
+        self._metrics = metrics
+
+    def _abort(self, method: str, exc: Exception, context) -> NoReturn:
+        """Answer a failed request with its status (counted), or re-raise a bug (counted as UNKNOWN, which
+        gRPC answers, and logs)."""
+        error = admin_error(exc)
+        self._metrics.answered(method, grpc.StatusCode.UNKNOWN if error is None else error.status)
+        if error is None:
+            raise exc
+        context.abort(error.status, error.message)
 
     CreateTopic = _unary("CreateTopic", topics.create_topic)
     DeleteTopic = _unary("DeleteTopic", topics.delete_topic)
@@ -83,8 +94,10 @@ class AdminServicer(admin_pb2_grpc.AdminServiceServicer):
         try:
             rows = export.export_topology(self._deps, request)
         except Exception as exc:
-            error = admin_error(exc)
-            if error is None:
-                raise
-            context.abort(error.status, error.message)
-        yield from rows
+            self._abort("ExportTopology", exc, context)
+        try:
+            yield from rows
+        except Exception:
+            self._metrics.answered("ExportTopology", grpc.StatusCode.UNKNOWN)  # a bug mid-stream: gRPC answers UNKNOWN
+            raise
+        self._metrics.answered("ExportTopology", None)

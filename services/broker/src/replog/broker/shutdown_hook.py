@@ -21,7 +21,10 @@ EXIT_DONE, EXIT_GAVE_UP, EXIT_USAGE = 0, 1, 2
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="replog-broker-shutdown", description=__doc__.splitlines()[0])
+    from replog.common.version import version_line
+
+    parser = argparse.ArgumentParser(prog="replog-broker-shutdown", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=version_line("replog-broker"))
     parser.add_argument("arguments", nargs=argparse.REMAINDER,
                         help="the broker's arguments, after -- (default: those of process 1)")
     args = parser.parse_args(argv)

@@ -52,12 +52,15 @@ LABELS = {
     "rack": "the broker's rack (empty without one)",
     "version": "the replog release the process runs",
     "quota": "the client quota: `produce` (producer_byte_rate) or `fetch` (consumer_byte_rate)",
+    "method": "the AdminService method a request called (`CreateTopic`, `ElectLeaders`, ...)",
+    "code": "the gRPC status code a request was answered with, as grpc.StatusCode names it (`INVALID_ARGUMENT`, "
+            "`UNAVAILABLE`, ...)",
     "generation": "the garbage collector's generation a collection covered: `0`, `1` or `2` (2 is a full collection)",
 }
 
 # Dashboard rows, in order (deploy/grafana/replog-dashboard.json).
 SECTIONS = ("Cluster", "Controller", "ISR and replication", "Produce and fetch", "Storage", "Consumer groups",
-            "Processes")
+            "Admin gateway", "Processes")
 
 # Histogram buckets, in seconds.
 REQUEST_BUCKETS_S = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 5, 30)
@@ -204,6 +207,9 @@ BROKER_FETCH_REQUESTS = _row(
 BROKER_FETCH_DURATION = _row(
     "replog_broker_fetch_duration_seconds", HISTOGRAM, "Fetch request time (includes the long-poll wait)", ("kind",),
     section="Produce and fetch", buckets=REQUEST_BUCKETS_S)
+BROKER_FETCH_PARTITION_ERRORS = _row(
+    "replog_broker_fetch_partition_errors_total", COUNTER, "Fetch partitions answered with an error",
+    ("kind", "error"), section="Produce and fetch")
 BROKER_FETCHED_BYTES = _row(
     "replog_broker_fetched_bytes_total", COUNTER, "record bytes sent", ("kind",), section="Produce and fetch")
 BROKER_PRODUCER_IDS_EXPIRED = _row(
@@ -290,6 +296,15 @@ BROKER_GROUP_REBALANCE = _row(
 BROKER_GROUP_OFFSET_COMMITS = _row(
     "replog_broker_group_offset_commits_total", COUNTER, "offsets stored by this coordinator (one per partition "
     "committed)", section="Consumer groups")
+
+# --- replog-gateway ----------------------------------------------------------------------------
+
+GATEWAY_REQUESTS = _row(
+    "replog_gateway_requests_total", COUNTER, "AdminService requests the gateway's handlers ran (after "
+    "authorization)", ("method",), section="Admin gateway")
+GATEWAY_REQUEST_ERRORS = _row(
+    "replog_gateway_request_errors_total", COUNTER, "AdminService requests answered with an error status (a "
+    "refusal, ZooKeeper unavailable, or UNKNOWN for a bug)", ("method", "code"), section="Admin gateway")
 
 # --- every service -----------------------------------------------------------------------------
 

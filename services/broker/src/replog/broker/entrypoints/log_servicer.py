@@ -155,6 +155,7 @@ class LogServicer(log_pb2_grpc.LogServiceServicer):
             response.throttle_time_ms = quota.record(sent)
         metrics = self._metrics.consumer_fetch
         metrics.requests.inc()
+        metrics.count_errors(p.error_code for p in response.partitions)
         metrics.bytes_out.inc(sent)
         metrics.duration_s.observe(time.perf_counter() - started)
         return response

@@ -142,6 +142,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         sent = sum(len(a.records) for a in answers.values())
         metrics = self._metrics.follower_fetch
         metrics.requests.inc()
+        metrics.count_errors(answer.error_code for _, answer in news)
         metrics.bytes_out.inc(sent)
         metrics.duration_s.observe(time.perf_counter() - started)
 

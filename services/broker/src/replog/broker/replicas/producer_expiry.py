@@ -7,10 +7,10 @@ A checkpointer chore. Every `producer_id_expiration_check_interval_ms`, and at t
 after a partition refused a new producer (PRODUCER_STATE_FULL), it asks the partition's
 producer table, under the partition's lock, to forget the producers idle for
 `producer_id_expiration_ms` (wall clock, the batches' timestamps' clock); the table does so
-only when it is full. It counts them in `replog_broker_producer_ids_expired` and logs one line
+only when it is full. It counts them in `replog_broker_producer_ids_expired_total` and logs one line
 per round that forgot any. The refusals are reported once per tick: one warning line per
 partition, so an operator sees which partition hit `producer_ids_max`; the answers themselves
-are counted by `replog_broker_produce_partition_errors{error="PRODUCER_STATE_FULL"}`.
+are counted by `replog_broker_produce_partition_errors_total{error="PRODUCER_STATE_FULL"}`.
 """
 
 from __future__ import annotations

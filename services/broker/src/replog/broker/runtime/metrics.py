@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 from prometheus_client.registry import Collector
 
+from replog.common.error_codes import ErrorCode
 from replog.common.metrics import table as t
 
 if TYPE_CHECKING:
@@ -58,9 +59,17 @@ class FetchKindMetrics:
     """One fetch kind's series, bound once: `labels()` takes a lock and builds a key on every call,
     on the replication path (docs/perf/metrics-binding.md)."""
 
+    kind: str
     requests: Counter
     bytes_out: Counter
     duration_s: Histogram
+    partition_errors: Counter  # labelled (kind, error): bound per error only when one happens
+
+    def count_errors(self, error_codes: Iterable[int]) -> None:
+        """Count the partitions of one answer whose error code is not NONE (most answers have none)."""
+        for code in error_codes:
+            if code:
+                self.partition_errors.labels(self.kind, ErrorCode(code).name).inc()
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,7 @@ class BrokerMetrics:
         self.fetch_requests = t.BROKER_FETCH_REQUESTS.create(registry)
         self.fetch_duration_s = t.BROKER_FETCH_DURATION.create(registry)
         self.bytes_out = t.BROKER_FETCHED_BYTES.create(registry)
+        self.fetch_errors = t.BROKER_FETCH_PARTITION_ERRORS.create(registry)
         self.replication_bytes_in = t.BROKER_REPLICATED_BYTES.create(registry)
         self.truncations = t.BROKER_FOLLOWER_TRUNCATIONS.create(registry)
         self.unclean_start = t.BROKER_UNCLEAN_START.create(registry)
@@ -133,8 +143,8 @@ class BrokerMetrics:
                                 self.quota_throttle_seconds.labels(kind))
 
     def _fetch_kind(self, kind: str) -> FetchKindMetrics:
-        return FetchKindMetrics(self.fetch_requests.labels(kind), self.bytes_out.labels(kind),
-                                self.fetch_duration_s.labels(kind))
+        return FetchKindMetrics(kind, self.fetch_requests.labels(kind), self.bytes_out.labels(kind),
+                                self.fetch_duration_s.labels(kind), self.fetch_errors)
 
     def watch_descriptors(self, budget: DescriptorBudget) -> None:
         self._registry.register(_DescriptorMetrics(budget))
