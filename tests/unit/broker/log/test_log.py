@@ -182,15 +182,32 @@ def test_follower_append_at_the_wrong_offset_is_refused_with_nothing_written(log
     fill(leader, logs, 4)
     follower = PartitionLog.open(tmp_path / "follower", LogConfig(), logs.clock)
     follower.append_as_follower(leader.read(0, 1))
-    with pytest.raises(LogOffsetMismatchError, match="starts at offset 4, expected 2"):
-        follower.append_as_follower(leader.read(4, 10**9))
     with pytest.raises(LogOffsetMismatchError, match="starts at offset 0, expected 2"):
         follower.append_as_follower(leader.read(0, 10**9))
     assert follower.log_end_offset == 2
-    gap = leader.read(2, 1) + leader.read(6, 1)
+    overlap = leader.read(2, 1) + leader.read(2, 1)
     with pytest.raises(LogOffsetMismatchError, match="position"):
-        follower.append_as_follower(gap)
+        follower.append_as_follower(overlap)
     assert follower.log_end_offset == 2
+    assert not follower.gaps_allowed
+
+
+def test_a_follower_takes_a_forward_gap_whatever_its_policy_and_reads_its_log_as_compacted_for_good(logs, tmp_path):
+    """A leader's batches start above the follower's LEO only where the leader's cleaner removed records
+    (a stale answer is dropped before the log sees it); the follower may not know the topic compacts, or
+    the policy changed since."""
+    leader = logs.open()
+    fill(leader, logs, 4)
+    follower = PartitionLog.open(tmp_path / "follower", LogConfig(), logs.clock)
+    follower.append_as_follower(leader.read(0, 1))
+    follower.append_as_follower(leader.read(4, 1) + leader.read(6, 1))
+    assert follower.log_end_offset == 8 and follower.gaps_allowed
+    assert offsets(follower.read(0, 10**9)) == [0, 1, 4, 5, 6, 7]
+    assert not follower.verify()
+    follower.close()
+    reopened = PartitionLog.open(tmp_path / "follower", LogConfig(), logs.clock, recovery_point=0)
+    assert reopened.recovery_report.clean and offsets(reopened.read(2, 10**9)) == [4, 5, 6, 7]
+    assert not reopened.verify()
 
 
 def test_follower_append_refuses_corrupt_or_incomplete_data(logs, tmp_path):

@@ -84,7 +84,7 @@ class LogSegment:
         self._bytes_since_index_entry = 0
         self._max_timestamp_ms: int | None = -1 if size_bytes == 0 else None
         self._tail: list[tuple[int, int, int]] = []  # (base offset, start, end) of the last appends
-        # a compacted log's segment (LogConfig.compacts, set by its owner): batches may have gaps between
+        # a compacted log's segment (Segments.mark_compacted, set by its owner): batches may have gaps between
         # them and end before next_offset, where the log cleaner removed records
         self.gaps_allowed = False
 
