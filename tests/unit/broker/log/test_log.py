@@ -15,7 +15,7 @@ from replog.broker.log import (
     PartitionLog,
     RecordTooLargeError,
 )
-from replog.common.records import decode_records, encode_batch, iter_batches, read_header
+from replog.common.records import decode_records, encode_batch, encode_empty_batch, iter_batches, read_header
 
 T0_MS = 1_700_000_000_000
 
@@ -118,6 +118,10 @@ def test_corrupt_or_concatenated_producer_batch_is_refused(logs):
         log.append_as_leader(bytes(bad), leader_epoch=0)
     with pytest.raises(CorruptRecordError, match="follow the batch"):
         log.append_as_leader(logs.batch(1) + logs.batch(1), leader_epoch=0)
+    empty = encode_empty_batch(base_offset=0, last_offset_delta=0, leader_epoch=-1, timestamp_ms=T0_MS,
+                               producer_id=1, producer_epoch=0, base_sequence=0)
+    with pytest.raises(CorruptRecordError, match="only the log cleaner"):  # a compacted log's, not a producer's
+        log.append_as_leader(empty, leader_epoch=0)
     assert log.log_end_offset == 0 and log.size_bytes == 0
 
 

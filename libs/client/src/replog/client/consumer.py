@@ -97,6 +97,15 @@ class _Positions(dict):
             return default
 
 
+def _position_past(chunk: Chunk, position: int) -> int:
+    """The position after a chunk that gave the caller no record: it held only what a compacted log's
+    cleaner leaves (empty batches, records/batch.py, or records below the position). It moves past them,
+    as the fetcher did, so that it and a commit of it do not stay behind (up to the high watermark)."""
+    if not chunk.batch_ends:
+        return position
+    return max(position, min(chunk.batch_ends[-1][1], chunk.high_watermark))
+
+
 class Consumer:
     def __init__(self, bootstrap: str | list[str], topic: str | list[str], *, group_id: str | None = None,
                  partitions: list[int] | None = None, start: str | int = EARLIEST,
@@ -369,6 +378,10 @@ class Consumer:
                 self._batch_ends[tp] = chunk.batch_ends
                 self._taken = tp
                 return records
+            end = _position_past(chunk, position)
+            if end > position:
+                self.positions[tp] = end
+                self._batch_ends[tp] = chunk.batch_ends
 
     def _out_of_range(self, chunk: Chunk) -> None:
         tp = chunk.tp

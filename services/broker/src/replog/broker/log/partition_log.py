@@ -166,6 +166,8 @@ class PartitionLog(LogStart):
             header = validated
         if header.size_bytes != len(batch):
             raise CorruptRecordError(f"{len(batch) - header.size_bytes} bytes follow the batch; send one batch")
+        if header.record_count == 0:
+            raise CorruptRecordError("an empty batch: only the log cleaner writes one")
         base_offset = self.log_end_offset
         stamped_header = header.stamped(base_offset, leader_epoch)
         self._segments.write(with_offset_and_epoch(batch, base_offset, leader_epoch), stamped_header, self._before_roll,

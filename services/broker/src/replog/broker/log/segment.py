@@ -323,7 +323,7 @@ class LogSegment:
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record stamped at or after `timestamp_ms`."""
         for position, header in self.iter_headers():
-            if header.max_timestamp_ms >= timestamp_ms:
+            if header.record_count and header.max_timestamp_ms >= timestamp_ms:  # an empty batch has none
                 for record in decode_records(self.read_bytes(position, header.size_bytes)):
                     if record.timestamp_ms >= timestamp_ms:
                         return record.offset, record.timestamp_ms

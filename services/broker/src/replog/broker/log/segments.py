@@ -246,10 +246,11 @@ class Segments:
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         for segment in self._segments:
             # An empty segment's max timestamp is -1, "none": a negative target must not take it for a record's.
+            # The max may be only an empty batch's (the cleaner's, batch.py): the next segment may hold the record.
             if segment.size_bytes and segment.max_timestamp_ms() >= timestamp_ms:
                 found = segment.offset_for_timestamp(timestamp_ms)
-                assert found is not None, f"{segment.name}: max timestamp but no record at it"
-                return found
+                if found is not None:
+                    return found
         return None
 
     def summaries(self, *, with_timestamps: bool) -> list[SegmentSummary]:
