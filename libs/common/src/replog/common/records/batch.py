@@ -30,9 +30,9 @@ Batch layout (offsets in bytes; the shape of Kafka's v2 batch)::
     header: key_len int32 | key (UTF-8, non-empty) | value_len int32 (-1 = null value) | value
 
 An empty batch (record_count 0, attributes 0, no byte after the header) is the log cleaner's
-(`builder.encode_empty_batch`): what stays of an idempotent producer's latest batch once all its
-records were compacted away, so the producer's last sequence and offset can still be read from the
-log (Kafka does the same). Its offsets [base_offset, base_offset + last_offset_delta] hold no record;
+(`builder.encode_empty_batch`): what stays of an idempotent producer's latest batch once its records,
+or its last ones, were compacted away, so the producer's last sequence and offset can still be read
+from the log (Kafka does the same). Its offsets [base_offset, base_offset + last_offset_delta] hold no record;
 a reader skips it and goes on at its next offset. A producer never sends one (its receiver refuses it).
 
 Attributes (any other bit set is a corrupt batch):
