@@ -1,12 +1,20 @@
-"""Power loss in the middle of a cleaner's rewrite: brokers whose log directories live on the power-loss
-filesystem (tests/fault/powerloss/) lose every write they had not synced while a compacted topic in the
-durable mode (flush.messages=1) is being cleaned. Nothing acknowledged is lost, recovery leaves no
-cleaner file behind, and the replicas agree on the latest value of every key. The writes are recorded as a
-history, which the compaction-aware checker judges against a consumer's read and every replica's own files."""
+"""Power loss and kill -9 in the middle of a cleaner's work: brokers whose log directories live on the
+power-loss filesystem (tests/fault/powerloss/) while a compacted topic in the durable mode
+(flush.messages=1) is being cleaned. Three moments, one after the other on the same log:
+
+- a broker killed inside a swap (its rename to `.swap` done, the segment not replaced yet): the
+  filesystem holds that rename until the kill has landed, so the moment is hit every run;
+- every broker losing power while one of them is held inside a swap the same way;
+- every broker losing power while one of them writes a rewrite (a `.cleaned` file).
+
+Nothing acknowledged is lost, recovery finishes the swaps and leaves no cleaner file behind, and the
+replicas agree on the latest value of every key. The writes are recorded as a history, which the
+compaction-aware checker judges against a consumer's read and every replica's own files."""
 
 from __future__ import annotations
 
 import random
+import signal
 
 import pytest
 
@@ -33,7 +41,36 @@ SPEC = ClusterSpec(
 )
 
 
-def test_power_loss_mid_rewrite_loses_nothing_acknowledged(cluster_factory, tmp_path, monkeypatch):
+def send(sends: KeyedSends, rng: random.Random, count: int) -> list:
+    """`count` keyed writes (10% tombstones), acks=all, not waited for: (key, value, handle) each."""
+    pending = []
+    for _ in range(count):
+        key = b"key-%03d" % rng.randrange(KEYS)
+        pending.append((key, *sends.send(key, tombstone=rng.random() < 0.1, pad_bytes=150)))
+    return pending
+
+
+def acknowledged(pending: list, final: dict) -> None:
+    """Wait for every write of `pending` (the producer retries through the faults); each counts once it is."""
+    for key, value, handle in pending:
+        handle.result(90)
+        final[key] = value
+
+
+def hold_inside_a_swap(disk, broker_id: int) -> str:
+    """Wait until the broker's cleaner has renamed a rewrite of TOPIC to `.swap` and is held there (the
+    filesystem holds that rename until its faults are lifted); the held path."""
+    held = wait_for(lambda: [p for p in disk.stats()["renames_held"] if f"/{TOPIC}-0/" in p] or None, DEADLINE_S,
+                    f"broker {broker_id}'s cleaner to swap in a segment")
+    return held[0]
+
+
+def finished_swaps(cluster, broker_id: int) -> int:
+    return cluster.log_path(f"broker-{broker_id}").read_text().count("finishing the interrupted swap")
+
+
+def test_kill_and_power_loss_mid_swap_and_mid_rewrite_lose_nothing_acknowledged(cluster_factory, tmp_path,
+                                                                                  monkeypatch):
     with on_powerloss_disks(cluster_factory(SPEC, start=False), tmp_path / "backing") as (cluster, disks):
         for name, value in cluster.client_env().items():  # the producer calls this cluster with its own TLS files
             monkeypatch.setenv(name, value)
@@ -49,15 +86,39 @@ def test_power_loss_mid_rewrite_loses_nothing_acknowledged(cluster_factory, tmp_
         bootstrap = [p.address for p in cluster.of_role("broker")]
         with Producer(bootstrap, acks=-1, linger_ms=5) as producer:
             sends = KeyedSends(history, producer, TOPIC)
-            pending = []
-            for _ in range(6000):
-                key = b"key-%03d" % rng.randrange(KEYS)
-                pending.append((key, *sends.send(key, tombstone=rng.random() < 0.1, pad_bytes=150)))
-            for key, value, handle in pending:
-                handle.result(90)
-                final[key] = value
-            # the power goes while broker 1's cleaner is writing a rewrite
-            wait_for(lambda: leftovers(cluster, 1, TOPIC) or None, DEADLINE_S, "broker 1 to be rewriting a segment")
+
+            # kill -9 of the leader inside a swap, with writes in flight: the kill lands before the
+            # held rename returns
+            disks["broker-1"].faults(rename_stall_suffix=".swap", rename_stall_s=DEADLINE_S)
+            pending = send(sends, rng, 6000)
+            swap = hold_inside_a_swap(disks["broker-1"], 1)
+            cluster.signal("broker-1", signal.SIGKILL)
+            disks["broker-1"].faults()
+            cluster.kill("broker-1")
+            assert swap.rsplit("/", 1)[1] in leftovers(cluster, 1, TOPIC), "the kill did not land inside the swap"
+            cluster.start("broker-1")
+            cluster.wait_healthy(["broker-1"], 60)
+            assert finished_swaps(cluster, 1) == 1
+            acknowledged(pending, final)
+
+            # every broker loses power while a follower is inside a swap, writes in flight
+            with zk_session(cluster) as zk:
+                leader = wait_for_leader(cluster, zk, TOPIC, None, 60).leader
+            follower = min(b for b in (1, 2, 3) if b != leader)
+            swaps_before = finished_swaps(cluster, follower)
+            disks[f"broker-{follower}"].faults(rename_stall_suffix=".swap", rename_stall_s=DEADLINE_S)
+            pending = send(sends, rng, 2000)
+            hold_inside_a_swap(disks[f"broker-{follower}"], follower)
+            for name in EVERY_BROKER:
+                cluster.signal(name, signal.SIGKILL)
+            disks[f"broker-{follower}"].faults()
+            lose_power(cluster, disks, EVERY_BROKER)
+            assert finished_swaps(cluster, follower) == swaps_before + 1
+            acknowledged(pending, final)
+
+            # every broker loses power while broker 1's cleaner is writing a rewrite
+            wait_for(lambda: [n for n in leftovers(cluster, 1, TOPIC) if n.endswith(".cleaned")] or None,
+                     DEADLINE_S, "broker 1 to be rewriting a segment")
             lose_power(cluster, disks, EVERY_BROKER)
             for _ in range(2 * SEGMENT_BYTES // 1000):
                 sends.send(FILLER_KEY, pad_bytes=1000)

@@ -1,7 +1,7 @@
 """Log compaction on a real cluster: 100,000 writes over 1,000 keys with 10% tombstones; every replica
 keeps exactly the latest value of each live key, a consumer from offset 0 sees each key's final value,
 a follower that was down fetches across the leader's gaps, tombstones go after delete.retention.ms,
-and __consumer_offsets is compacted."""
+two producers over the same keys leave only the latest values, and __consumer_offsets is compacted."""
 
 from __future__ import annotations
 
@@ -155,6 +155,27 @@ def test_a_compacted_topic_keeps_the_latest_value_of_each_key_on_every_replica(c
                 break
     values_after.pop(FILLER_KEY)
     assert values_after == live
+
+
+def test_two_producers_writing_the_same_keys_leave_exactly_the_latest_value_of_each(cluster, replog):
+    """Each producer's latest batch keeps only its producer state (an empty batch), not a superseded value."""
+    topic = "two-writers"
+    brokers = create(cluster, replog, topic, {
+        "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0",
+        "segment.bytes": str(SEGMENT_BYTES)})
+    final: dict[bytes, bytes | None] = {}
+    with Producer(bootstrap(cluster)) as first, Producer(bootstrap(cluster)) as second:
+        for i in range(100):  # the producers take turns over 7 keys: each key's writes alternate between them
+            key, value = b"key-%d" % (i % 7), b"value-%03d" % i
+            (first, second)[i % 2].send(topic, value, key=key).result(30)
+            final[key] = value
+        first.send(topic, b"last", key=b"key-1").result(30)  # supersedes the second's last batch (i = 99)
+        final[b"key-1"] = b"last"
+        for _ in range(2 * SEGMENT_BYTES // 1000):  # rolls the segment holding the writes above
+            first.send(topic, b"f" * 1000, key=FILLER_KEY).result(30)
+    for broker_id in brokers:
+        wait_for(lambda b=broker_id: holds_exactly(replica_records(cluster, b, topic), final), CLEAN_DEADLINE_S,
+                 f"broker {broker_id} to hold exactly the latest record of each key")
 
 
 def find_coordinator(cluster, group_id: str):

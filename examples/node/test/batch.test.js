@@ -39,3 +39,20 @@ test('the decoder reads every vector, gzip included, and its own zstd', async ()
   assert.strictEqual(zstd.readInt16BE(21), 0x14);
   assert.deepStrictEqual(plain(decodeBatches(zstd)), expected);
 });
+
+test('the decoder reads an empty batch (a compacted log keeps one for a producer) as no record', () => {
+  const empty = Buffer.alloc(61); // a header only: record_count 0, offsets 3 to 7 (docs/record-format.md)
+  empty.writeBigInt64BE(3n, 0);
+  empty.writeInt32BE(49, 8);
+  empty.writeInt8(2, 16);
+  empty.writeInt32BE(4, 23);
+  empty.writeBigInt64BE(T, 27);
+  empty.writeBigInt64BE(T, 35);
+  empty.writeBigInt64BE(42n, 43);
+  empty.writeInt32BE(9, 53);
+  empty.writeUInt32BE(crc32c(empty, 21), 17);
+  const next = encodeBatch([{ key: null, value: Buffer.from('after'), timestampMs: T, headers: [] }]);
+  next.writeBigInt64BE(8n, 0); // outside the CRC, as a leader stamps it
+  const records = decodeBatches(Buffer.concat([empty, next]));
+  assert.deepStrictEqual(records.map((r) => [r.offset, r.value.toString()]), [[8n, 'after']]);
+});

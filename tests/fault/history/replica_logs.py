@@ -14,7 +14,7 @@ from replog.broker.log.partition_log import PartitionLog
 from replog.broker.replicas.partition_dirs import partition_directory
 from replog.common.clock import SystemClock
 from replog.common.core.partitions import TopicPartition
-from replog.common.records import decode_records
+from replog.common.records import decode_records, iter_batches
 
 READ_BYTES = 8 * 1024 * 1024
 
@@ -30,11 +30,11 @@ def read_replica(log_dir: Path, topic: str, partition: int, upper_offset: int) -
         offset = log.log_start_offset
         while offset < min(upper_offset, log.log_end_offset):
             chunk = log.read(offset, READ_BYTES, upper_offset=upper_offset)
-            records = decode_records(chunk, start_offset=offset)
-            if not records:
+            batch_ends = [header.next_offset for _, header in iter_batches(chunk)]
+            if not batch_ends:
                 break
-            out.update((r.offset, r.value) for r in records)
-            offset = records[-1].offset + 1
+            out.update((r.offset, r.value) for r in decode_records(chunk, start_offset=offset))
+            offset = batch_ends[-1]  # past a compacted log's gaps and empty batches, which hold no record
         return out
     finally:
         log.close()

@@ -1,14 +1,16 @@
 """Small pure parts of the client (issue 59): bootstrap strings, where a new leader's log diverges from a
-fetch position (KIP-320), and the positions map that still takes a bare partition number."""
+fetch position (KIP-320), the positions map that still takes a bare partition number, and the position
+past a compacted log's empty batch."""
 
 from __future__ import annotations
 
 import pytest
 
-from replog.client.consumer import _Positions
-from replog.client.fetcher import _divergent_offset
+from replog.client.consumer import _position_past, _Positions
+from replog.client.fetcher import Chunk, _divergent_offset
 from replog.client.metadata import bootstrap_addresses
 from replog.common.core.partitions import TopicPartition
+from replog.common.records import decode_records, encode_batch, encode_empty_batch, iter_batches
 
 
 def test_a_bootstrap_string_is_split_at_commas_not_into_characters():
@@ -37,3 +39,18 @@ def test_positions_take_a_topic_partition_or_a_bare_number_of_the_one_topic():
     several[TopicPartition("a", 0)] = 1
     with pytest.raises(KeyError):
         several[0]
+
+
+def test_a_chunk_of_only_an_empty_batch_moves_the_position_past_its_last_offset():
+    """A compacted log's cleaner leaves empty batches (records/batch.py): no record for the caller, but the
+    position goes past them, as the fetcher's did, up to the high watermark."""
+    tp = TopicPartition("orders", 0)
+    empty = encode_empty_batch(base_offset=10, last_offset_delta=4, leader_epoch=3, timestamp_ms=0,
+                               producer_id=1, producer_epoch=0, base_sequence=0)
+    ends = tuple((h.base_offset, h.next_offset, h.partition_leader_epoch) for _, h in iter_batches(empty))
+    chunk = Chunk(tp, 0, empty, 10, high_watermark=100, batch_ends=ends)
+    assert decode_records(chunk.records, start_offset=10) == []
+    assert _position_past(chunk, 10) == 15
+    assert _position_past(Chunk(tp, 0, empty, 10, high_watermark=12, batch_ends=ends), 10) == 12
+    below = encode_batch([(b"k", b"v", 0)], base_offset=5)  # records already returned
+    assert _position_past(Chunk(tp, 0, below, 5, 100, batch_ends=((5, 6, 3),)), 6) == 6

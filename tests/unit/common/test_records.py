@@ -18,6 +18,7 @@ from replog.common.records import (
     RecordTooLargeError,
     decode_records,
     encode_batch,
+    encode_empty_batch,
     iter_batches,
     read_header,
     validate_batch,
@@ -294,3 +295,33 @@ def test_a_record_earlier_than_the_first_keeps_its_own_timestamp():
 def test_an_empty_builder_builds_nothing():
     with pytest.raises(ValueError, match="at least one record"):
         BatchBuilder().build()
+
+
+def test_an_empty_batch_round_trips_and_reads_as_no_record_between_others():
+    """The log cleaner's empty batch (batch.py): a header only, over offsets that hold no record any more."""
+    empty = encode_empty_batch(base_offset=3, last_offset_delta=4, leader_epoch=2, timestamp_ms=T0_MS,
+                               producer_id=42, producer_epoch=1, base_sequence=9)
+    header = validate_batch(empty)
+    assert len(empty) == HEADER_SIZE
+    assert (header.base_offset, header.last_offset, header.next_offset, header.record_count) == (3, 7, 8, 0)
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (42, 1, 9)
+    assert decode_records(empty) == []
+    log = encode_batch(records(3), base_offset=0) + empty + encode_batch(records(1), base_offset=8)
+    assert [r.offset for r in decode_records(log)] == [0, 1, 2, 8]
+    assert [r.offset for r in decode_records(log, start_offset=4)] == [8]
+    assert [(h.base_offset, h.next_offset) for _, h in iter_batches(log)] == [(0, 3), (3, 8), (8, 9)]
+
+
+def test_an_empty_batch_with_record_bytes_or_attributes_is_corrupt():
+    empty = encode_empty_batch(base_offset=0, last_offset_delta=0, leader_epoch=0, timestamp_ms=T0_MS,
+                               producer_id=1, producer_epoch=0, base_sequence=0)
+    with_bytes = bytearray(empty + b"\x00" * 4)
+    struct.pack_into(">i", with_bytes, 8, len(with_bytes) - 12)
+    struct.pack_into(">I", with_bytes, 17, crc32c(bytes(with_bytes[CRC_START:])))
+    with pytest.raises(CorruptRecordError, match="empty batch"):
+        validate_batch(bytes(with_bytes))
+    compressed = bytearray(empty)
+    struct.pack_into(">h", compressed, 21, 1)
+    struct.pack_into(">I", compressed, 17, crc32c(bytes(compressed[CRC_START:])))
+    with pytest.raises(CorruptRecordError, match="empty batch"):
+        validate_batch(bytes(compressed))

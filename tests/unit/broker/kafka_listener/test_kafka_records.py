@@ -9,7 +9,14 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from replog.broker.kafka.records import KafkaRecordError, to_kafka, to_replog
-from replog.common.records import decode_records, read_header, validate_batch, with_offset_and_epoch
+from replog.common.records import (
+    decode_records,
+    encode_batch,
+    encode_empty_batch,
+    read_header,
+    validate_batch,
+    with_offset_and_epoch,
+)
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 T0_MS = 1_700_000_000_000
@@ -41,6 +48,18 @@ def test_a_kafka_batch_reads_the_same_through_replog(codec):
     decoded = decode_records(with_offset_and_epoch(stored, 100, 3))
     assert [(r.offset, r.key, r.value, r.timestamp_ms, r.headers) for r in decoded] == [
         (100 + i, key, value, stamp, tuple(headers)) for i, (key, value, stamp, headers) in enumerate(RECORDS)]
+
+
+def test_the_cleaners_empty_batch_reads_through_a_kafka_client_as_no_record_and_its_offsets():
+    """Kafka's v2 format has empty batches too (its cleaner's, for a producer's state): a client skips it."""
+    empty = encode_empty_batch(base_offset=10, last_offset_delta=4, leader_epoch=3, timestamp_ms=T0_MS,
+                               producer_id=7, producer_epoch=2, base_sequence=40)
+    out = to_kafka(empty + encode_batch([(b"k", b"v", T0_MS)], base_offset=15))
+    first = DefaultRecordBatch(out[:61])  # a header only (the client checks a CRC over all it is given)
+    assert first.size_in_bytes == 61 and first.validate_crc() and list(first) == []
+    assert (first.base_offset, first.last_offset_delta, first.producer_id, first.base_sequence) == (10, 4, 7, 40)
+    second = DefaultRecordBatch(out[first.size_in_bytes:])
+    assert second.validate_crc() and [r.offset for r in second] == [15]
 
 
 @pytest.mark.parametrize("codec", list(CODECS))

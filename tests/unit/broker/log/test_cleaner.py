@@ -13,6 +13,7 @@ from replog.broker.log import LogConfig, PartitionLog
 from replog.broker.log.cleaner import Throttle, clean_log
 from replog.broker.log.compaction import KeyOffsets, cleanable_prefix, dirty_ratio, is_due, kept_runs
 from replog.broker.log.compaction import CleanableSegment
+from replog.broker.replicas.producer_headers import rebuild_from_log
 from replog.common.clock import ManualClock
 from replog.common.records import decode_records, encode_batch
 
@@ -27,8 +28,8 @@ def compacted(**overrides) -> LogConfig:
     return LogConfig(**settings)
 
 
-def open_log(directory: Path, config: LogConfig | None = None) -> PartitionLog:
-    return PartitionLog.open(directory, config or compacted(), ManualClock(T0_MS))
+def open_log(directory: Path, config: LogConfig | None = None, recovery_point: int | None = None) -> PartitionLog:
+    return PartitionLog.open(directory, config or compacted(), ManualClock(T0_MS), recovery_point=recovery_point)
 
 
 def run_pass(log: PartitionLog, *, now_ms: int = T0_MS, keys_max: int = 100_000, first_dirty_offset: int = 0,
@@ -136,16 +137,109 @@ def test_a_follower_appends_a_cleaned_leader_log_with_its_gaps(tmp_path):
     assert open_log(tmp_path / "follower").log_end_offset == leader.log_end_offset
 
 
-def test_the_last_record_of_each_producers_latest_batch_stays_with_its_sequence(tmp_path):
+@pytest.mark.parametrize("index_lost", [False, True])
+def test_a_cleaned_log_reopens_with_the_broker_default_policy(tmp_path, index_lost):
+    """At start-up a broker opens its logs before the topics' configs arrive: with its default policy
+    (delete). An unclean start scans every segment from the recovery point, and rebuilds a lost index."""
+    history = random_history(seed=6, writes=300, keys=10)
     log = open_log(tmp_path / "t-0")
-    write_history(log, [(b"k", b"old-%d" % i) for i in range(3)], producer_id=7, producer_epoch=0, base_sequence=0)
-    write_history(log, [(b"other-%d" % i, b"x" * 200) for i in range(30)])
-    write_history(log, [(b"k", b"new")], per_batch=1)
-    write_history(log, [(b"pad-%d" % i, b"x" * 200) for i in range(30)])
+    write_history(log, history)
     run_pass(log)
-    headers = [h for h in log.iter_batch_headers() if h.producer_id == 7]
-    # its only batch lost the records superseded, but its last one stays: last offset and sequence as before
-    assert [(h.base_offset, h.last_offset, h.base_sequence, h.record_count) for h in headers] == [(2, 2, 2, 1)]
+    expected = [(r.offset, r.key, r.value) for r in all_records(log)]
+    log.close()
+    if index_lost:
+        for index in (tmp_path / "t-0").glob("*.index"):
+            index.unlink()
+    reopened = open_log(tmp_path / "t-0", LogConfig(segment_bytes=2048), recovery_point=0)
+    assert reopened.recovery_report.clean, reopened.recovery_report
+    assert [(r.offset, r.key, r.value) for r in all_records(reopened)] == expected
+    assert not reopened.verify()
+
+
+def test_a_log_switched_from_compact_to_delete_still_reads_and_replicates_its_gaps(tmp_path):
+    history = random_history(seed=7, writes=300, keys=10)
+    leader = open_log(tmp_path / "leader")
+    write_history(leader, history)
+    run_pass(leader)
+    delete_policy = LogConfig(segment_bytes=2048)
+    leader.update_config(delete_policy)
+    write_history(leader, [(b"after", b"switch")])
+    expected = [(r.offset, r.key, r.value) for r in all_records(leader)]
+    leader.close()
+    leader = open_log(tmp_path / "leader", delete_policy, recovery_point=0)
+    assert leader.recovery_report.clean and not leader.verify()
+    assert [(r.offset, r.key, r.value) for r in all_records(leader)] == expected
+    follower = open_log(tmp_path / "follower", delete_policy)  # a new replica, with the topic's config now
+    while follower.log_end_offset < leader.log_end_offset:
+        follower.append_as_follower(leader.read(follower.log_end_offset, 700))
+    follower.close()
+    follower = open_log(tmp_path / "follower", delete_policy, recovery_point=0)
+    assert [(r.offset, r.key, r.value) for r in all_records(follower)] == expected
+    assert not follower.verify()
+
+
+def test_a_compact_policy_log_never_cleaned_still_reports_a_damaged_base_offset(tmp_path):
+    """Gaps are allowed once the log was compacted, not because its policy says it may be."""
+    log = open_log(tmp_path / "t-0")
+    write_history(log, random_history(seed=8, writes=30, keys=10), per_batch=1)
+    log.close()
+    path = tmp_path / "t-0" / "00000000000000000000.log"
+    data = bytearray(path.read_bytes())
+    second_batch = 12 + int.from_bytes(data[8:12], "big")
+    data[second_batch + 7] += 3  # the second batch's base offset (outside the CRC) moves up by 3
+    path.write_bytes(bytes(data))
+    reopened = open_log(tmp_path / "t-0", recovery_point=0)
+    assert reopened.recovery_report.bytes_dropped > 0 and reopened.log_end_offset == 1
+
+
+def test_two_producers_over_the_same_keys_leave_exactly_the_latest_value_and_their_sequences(tmp_path):
+    """Each producer's latest batch loses its superseded records like any other: an empty batch keeps its
+    last offset and sequence (Kafka's), so the producer state rebuilt from the cleaned log is as before."""
+    log = open_log(tmp_path / "t-0")
+    for round_ in range(3):
+        for producer_id in (7, 8):
+            write_history(log, [(b"k%d" % i, b"p%d-r%d" % (producer_id, round_)) for i in range(3)],
+                          producer_id=producer_id, producer_epoch=0, base_sequence=3 * round_)
+    write_history(log, [(b"k%d" % i, b"plain") for i in range(3)])  # no producer id: supersedes both
+    write_history(log, [(b"pad-%d" % i, b"x" * 200) for i in range(30)])
+    before = rebuild_from_log(log)
+    run_pass(log)
+    records = all_records(log)
+    assert [(r.key, r.value) for r in records if r.key.startswith(b"k")] == [(b"k0", b"plain"), (b"k1", b"plain"),
+                                                                               (b"k2", b"plain")]
+    empty = [(h.producer_id, h.base_offset, h.last_offset, h.base_sequence) for h in log.iter_batch_headers()
+             if h.record_count == 0]
+    assert empty == [(7, 12, 14, 6), (8, 15, 17, 6)]
+    after = rebuild_from_log(log)
+    for producer_id in (7, 8):
+        assert after.batches(producer_id)[-1] == before.batches(producer_id)[-1]
+        assert after.batches(producer_id)[-1].last_sequence == 8
+    assert not log.verify()
+    log.close()
+    reopened = open_log(tmp_path / "t-0", LogConfig(segment_bytes=2048), recovery_point=0)
+    assert reopened.recovery_report.clean and not reopened.verify()
+    assert [(r.offset, r.value) for r in all_records(reopened)] == [(r.offset, r.value) for r in records]
+    assert rebuild_from_log(reopened).batches(8)[-1] == before.batches(8)[-1]
+
+
+def test_a_tombstone_that_is_its_producers_last_record_goes_after_delete_retention(tmp_path):
+    log = open_log(tmp_path / "t-0", compacted(delete_retention_ms=1000))
+    write_history(log, [(b"a", b"1")])
+    write_history(log, [(b"a", None)], producer_id=9, producer_epoch=0, base_sequence=0)
+    write_history(log, [(b"pad-%d" % i, b"x" * 200) for i in range(30)])
+    first = run_pass(log, now_ms=T0_MS + 500)
+    assert [(r.key, r.value) for r in all_records(log) if r.key == b"a"] == [(b"a", None)]
+    run_pass(log, now_ms=T0_MS + 1001, first_dirty_offset=first.first_dirty_offset)
+    assert [r for r in all_records(log) if r.key == b"a"] == []
+    assert [(h.base_offset, h.record_count, h.base_sequence) for h in log.iter_batch_headers()
+            if h.producer_id == 9] == [(1, 0, 0)]
+    assert rebuild_from_log(log).batches(9)[-1].last_offset == 1
+    # a later batch of the producer makes the empty one useless: the next pass removes it
+    write_history(log, [(b"b", b"2")], producer_id=9, producer_epoch=0, base_sequence=1)
+    write_history(log, [(b"pad2-%d" % i, b"x" * 200) for i in range(30)])
+    run_pass(log, now_ms=T0_MS + 2000)
+    assert [h.record_count for h in log.iter_batch_headers() if h.producer_id == 9] == [1]
+    assert not log.verify()
 
 
 def test_a_split_batch_keeps_each_records_sequence(tmp_path):
@@ -229,7 +323,10 @@ def test_a_crash_at_each_swap_step_recovers_to_one_whole_log(tmp_path, monkeypat
     with pytest.raises(Crash):
         run_pass(log)
     monkeypatch.setattr(os, "rename", real_rename)
-    recovered = open_log(tmp_path / "t-0")  # the crashed log object is dropped as a killed process's would be
+    # The crashed log object is dropped as a killed process's would be. A starting broker opens its logs with
+    # its default config (cleanup.policy=delete) before the topics' arrive, scanning them all (unclean start).
+    recovered = open_log(tmp_path / "t-0", LogConfig(segment_bytes=2048), recovery_point=0)
+    assert recovered.recovery_report.clean, recovered.recovery_report
     leftovers = [p.name for p in (tmp_path / "t-0").iterdir() if p.name.endswith((".cleaned", ".swap"))]
     assert leftovers == []
     after = [(r.offset, r.key, r.value) for r in all_records(recovered)]
@@ -239,6 +336,7 @@ def test_a_crash_at_each_swap_step_recovers_to_one_whole_log(tmp_path, monkeypat
         (key, value) for key, (_, value) in latest.items()}
     assert set(after) <= set(expected_before)
     assert not recovered.verify()
+    recovered.update_config(compacted())  # the topic's config arrives
     run_pass(recovered)  # and a later pass finishes the job
     assert not recovered.verify()
 

@@ -15,7 +15,7 @@ from replog.broker.log import (
     PartitionLog,
     RecordTooLargeError,
 )
-from replog.common.records import decode_records, encode_batch, iter_batches, read_header
+from replog.common.records import decode_records, encode_batch, encode_empty_batch, iter_batches, read_header
 
 T0_MS = 1_700_000_000_000
 
@@ -118,6 +118,10 @@ def test_corrupt_or_concatenated_producer_batch_is_refused(logs):
         log.append_as_leader(bytes(bad), leader_epoch=0)
     with pytest.raises(CorruptRecordError, match="follow the batch"):
         log.append_as_leader(logs.batch(1) + logs.batch(1), leader_epoch=0)
+    empty = encode_empty_batch(base_offset=0, last_offset_delta=0, leader_epoch=-1, timestamp_ms=T0_MS,
+                               producer_id=1, producer_epoch=0, base_sequence=0)
+    with pytest.raises(CorruptRecordError, match="only the log cleaner"):  # a compacted log's, not a producer's
+        log.append_as_leader(empty, leader_epoch=0)
     assert log.log_end_offset == 0 and log.size_bytes == 0
 
 
@@ -182,15 +186,32 @@ def test_follower_append_at_the_wrong_offset_is_refused_with_nothing_written(log
     fill(leader, logs, 4)
     follower = PartitionLog.open(tmp_path / "follower", LogConfig(), logs.clock)
     follower.append_as_follower(leader.read(0, 1))
-    with pytest.raises(LogOffsetMismatchError, match="starts at offset 4, expected 2"):
-        follower.append_as_follower(leader.read(4, 10**9))
     with pytest.raises(LogOffsetMismatchError, match="starts at offset 0, expected 2"):
         follower.append_as_follower(leader.read(0, 10**9))
     assert follower.log_end_offset == 2
-    gap = leader.read(2, 1) + leader.read(6, 1)
+    overlap = leader.read(2, 1) + leader.read(2, 1)
     with pytest.raises(LogOffsetMismatchError, match="position"):
-        follower.append_as_follower(gap)
+        follower.append_as_follower(overlap)
     assert follower.log_end_offset == 2
+    assert not follower.gaps_allowed
+
+
+def test_a_follower_takes_a_forward_gap_whatever_its_policy_and_reads_its_log_as_compacted_for_good(logs, tmp_path):
+    """A leader's batches start above the follower's LEO only where the leader's cleaner removed records
+    (a stale answer is dropped before the log sees it); the follower may not know the topic compacts, or
+    the policy changed since."""
+    leader = logs.open()
+    fill(leader, logs, 4)
+    follower = PartitionLog.open(tmp_path / "follower", LogConfig(), logs.clock)
+    follower.append_as_follower(leader.read(0, 1))
+    follower.append_as_follower(leader.read(4, 1) + leader.read(6, 1))
+    assert follower.log_end_offset == 8 and follower.gaps_allowed
+    assert offsets(follower.read(0, 10**9)) == [0, 1, 4, 5, 6, 7]
+    assert not follower.verify()
+    follower.close()
+    reopened = PartitionLog.open(tmp_path / "follower", LogConfig(), logs.clock, recovery_point=0)
+    assert reopened.recovery_report.clean and offsets(reopened.read(2, 10**9)) == [4, 5, 6, 7]
+    assert not reopened.verify()
 
 
 def test_follower_append_refuses_corrupt_or_incomplete_data(logs, tmp_path):

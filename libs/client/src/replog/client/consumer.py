@@ -97,6 +97,16 @@ class _Positions(dict):
             return default
 
 
+def _position_past(chunk: Chunk, position: int) -> int:
+    """The position once a chunk's records (if any) were returned: past its last batch, up to the high
+    watermark. That may lie past its last record: a compacted log's cleaner leaves gaps and empty batches
+    (records/batch.py). The position moves past them, as the fetcher did, so that a reader waiting for it
+    to reach an offset, and a commit of it, do not stay behind."""
+    if not chunk.batch_ends:
+        return position
+    return max(position, min(chunk.batch_ends[-1][1], chunk.high_watermark))
+
+
 class Consumer:
     def __init__(self, bootstrap: str | list[str], topic: str | list[str], *, group_id: str | None = None,
                  partitions: list[int] | None = None, start: str | int = EARLIEST,
@@ -155,6 +165,7 @@ class Consumer:
         self._batch_ends: dict[TopicPartition, tuple[tuple[int, int, int], ...]] = {}  # of the last chunk read
         self._seeks = 0  # counts seeks: records decoded before one are not returned after it
         self._taken: TopicPartition | None = None  # the partition of the records _next_records returned last
+        self._taken_end = 0  # where the position goes once they are all returned (`_position_past`)
         self._rebalanced_at = float("-inf")  # time.monotonic() when the group last rebalanced this member
         self._fetcher = Fetcher(self.metadata, fetch_max_bytes=fetch_max_bytes, max_wait_ms=max_wait_ms,
                                 buffer_bytes_max=fetch_buffer_bytes_max, retry_backoff_s=retry_backoff_ms / 1000,
@@ -313,11 +324,14 @@ class Consumer:
                 continue
             seeks = self._seeks
             tp = self._taken
+            taken_end = self._taken_end
             for record in records:
                 if self._seeks != seeks:
                     break  # a seek while the caller held a record: the rest of this chunk is stale
                 positions[tp] = record.offset + 1
                 yield record
+            if self._seeks == seeks:
+                positions[tp] = max(positions[tp], taken_end)
             idle_since = time.monotonic()
 
     def poll(self, timeout_ms: int | None = None) -> list[ConsumerRecord]:
@@ -325,7 +339,7 @@ class Consumer:
         records = self._next_records((self.max_wait_ms if timeout_ms is None else timeout_ms) / 1000)
         out: list[ConsumerRecord] = []
         while records:
-            self.positions[self._taken] = records[-1].offset + 1
+            self.positions[self._taken] = max(records[-1].offset + 1, self._taken_end)
             out += records
             records = self._next_records(0)
         return out
@@ -365,10 +379,14 @@ class Consumer:
                                          prefix=tp)
             if records and records[-1].offset >= chunk.high_watermark:
                 records = [r for r in records if r.offset < chunk.high_watermark]
+            end = _position_past(chunk, position)
             if records:
                 self._batch_ends[tp] = chunk.batch_ends
-                self._taken = tp
+                self._taken, self._taken_end = tp, end
                 return records
+            if end > position:
+                self.positions[tp] = end
+                self._batch_ends[tp] = chunk.batch_ends
 
     def _out_of_range(self, chunk: Chunk) -> None:
         tp = chunk.tp

@@ -47,7 +47,7 @@ from .compression import (
     codec_of,
     recompressed,
 )
-from .builder import BatchBuilder, Headers, encode_batch, encode_headers
+from .builder import BatchBuilder, Headers, encode_batch, encode_empty_batch, encode_headers
 from .reading import BatchScan, DecodedRecord, decode_records, iter_batches
 from .validation import check_batch, validate_batch
 
@@ -86,6 +86,7 @@ __all__ = [
     "check_batch",
     "decode_records",
     "encode_batch",
+    "encode_empty_batch",
     "encode_headers",
     "iter_batches",
     "read_header",

@@ -15,19 +15,25 @@ Batch layout (offsets in bytes; the shape of Kafka's v2 batch)::
     16  magic                   int8    = 2                       }
     17  crc                     uint32  CRC-32C of bytes 21..end  }
     21  attributes              int16   flags, below
-    23  last_offset_delta       int32   record_count - 1
+    23  last_offset_delta       int32   record_count - 1 (any >= 0 when empty)
     27  base_timestamp_ms       int64   timestamp of the first record
     35  max_timestamp_ms        int64
     43  producer_id             int64   -1 when not idempotent
     51  producer_epoch          int16   -1
     53  base_sequence           int32   -1
-    57  record_count            int32   >= 1
+    57  record_count            int32   >= 1, or 0: an empty batch
     61  records...
 
     record: offset_delta int32 | timestamp_delta_ms int64 | key_len int32
             (-1 = null key) | key | value_len int32 | value
             [| header_count int32 | header * header_count]   with ATTRIBUTE_RECORD_HEADERS
     header: key_len int32 | key (UTF-8, non-empty) | value_len int32 (-1 = null value) | value
+
+An empty batch (record_count 0, attributes 0, no byte after the header) is the log cleaner's
+(`builder.encode_empty_batch`): what stays of an idempotent producer's latest batch once its records,
+or its last ones, were compacted away, so the producer's last sequence and offset can still be read
+from the log (Kafka does the same). Its offsets [base_offset, base_offset + last_offset_delta] hold no record;
+a reader skips it and goes on at its next offset. A producer never sends one (its receiver refuses it).
 
 Attributes (any other bit set is a corrupt batch):
 

@@ -234,6 +234,18 @@ class BatchBuilder:
         return b"".join((prefix, covered_head, body))
 
 
+def encode_empty_batch(*, base_offset: int, last_offset_delta: int, leader_epoch: int, timestamp_ms: int,
+                       producer_id: int, producer_epoch: int, base_sequence: int) -> bytes:
+    """A batch holding no record over offsets [base_offset, base_offset + last_offset_delta] (batch.py): what
+    the log cleaner keeps of a producer's latest batch whose records (or last records) went, for the producer's
+    state."""
+    assert last_offset_delta >= 0, last_offset_delta
+    covered_head = CRC_COVERED.pack(0, last_offset_delta, timestamp_ms, timestamp_ms, producer_id, producer_epoch,
+                                    base_sequence, 0)
+    prefix = PREFIX.pack(base_offset, MIN_BATCH_LENGTH, leader_epoch, MAGIC, crc32c(covered_head))
+    return prefix + covered_head
+
+
 def encode_batch(
     records: Sequence[tuple[bytes | None, bytes, int] | tuple[bytes | None, bytes, int, Headers | None]],
     *,

@@ -46,7 +46,8 @@ def validate_batch(
     """Check the batch at `pos` and return its header.
 
     Checks magic, length bounds (against `buf` and `max_bytes`), the CRC, the
-    attributes, the record count, and with `check_records` that the records exactly
+    attributes, the record count (0 only for the cleaner's empty batch, header only: a
+    producer's batch is refused by its receiver), and with `check_records` that the records exactly
     fill the batch with offset deltas 0..n-1, the stated max timestamp (for a
     LogAppendTime batch: base and max timestamp equal) and headers within bounds, on the
     expanded records of a compressed batch. Raises `RecordTooLargeError` or
@@ -90,6 +91,13 @@ def check_batch(
             f"batch at position {pos}: attributes {header.attributes:#06x} set bits this format does not know "
             f"(known: {ATTRIBUTES_KNOWN:#06x})"
         )
+    if header.record_count == 0:  # the log cleaner's empty batch (batch.py): a header, nothing after it
+        if header.last_offset_delta < 0 or header.batch_length != MIN_BATCH_LENGTH or header.attributes:
+            raise CorruptRecordError(
+                f"batch at position {pos}: an empty batch with last_offset_delta {header.last_offset_delta}, "
+                f"batch_length {header.batch_length} and attributes {header.attributes:#06x}"
+            )
+        return header
     if header.record_count < 1 or header.last_offset_delta != header.record_count - 1:
         raise CorruptRecordError(
             f"batch at position {pos}: record_count {header.record_count} and "

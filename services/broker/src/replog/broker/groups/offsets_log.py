@@ -17,7 +17,7 @@ from replog.broker.produce.values import PartitionProduce, ProduceRequest
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import list_offset, read_for_consumer
 from replog.common.core.partitions import TopicPartition
-from replog.common.records.reading import decode_records
+from replog.common.records.reading import decode_records, iter_batches
 
 ACKS_ALL = -1
 READ_BYTES_MAX = 1 << 20
@@ -77,12 +77,12 @@ class OffsetsLog:
                                        bytes_max=READ_BYTES_MAX)
             if answer.error_code is not ErrorCode.NONE:
                 raise NotReady(f"{tp}: {answer.error_code.name} {answer.message}")
-            records = decode_records(answer.records, offset)
-            if not records:
-                raise NotReady(f"{tp}: no records at {offset} below the high watermark {end.offset}")
-            for record in records:
+            batch_ends = [header.next_offset for _, header in iter_batches(answer.records)]
+            if not batch_ends:
+                raise NotReady(f"{tp}: no batch at {offset} below the high watermark {end.offset}")
+            for record in decode_records(answer.records, offset):
                 if record.offset >= end.offset:
                     return
                 yield record.offset, record.key or b"", record.value
-            offset = records[-1].offset + 1
+            offset = batch_ends[-1]  # past the cleaner's gaps and empty batches too
         raise AssertionError(f"{tp}: loading read more than {LOAD_BATCHES_MAX} batches")

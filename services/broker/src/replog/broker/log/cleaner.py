@@ -12,13 +12,17 @@ produce and fetch go on. Rolled segments are immutable, so what a duplicated
 descriptor reads stays true; a segment deleted or cut meanwhile (retention,
 truncation) is noticed at its swap, which then discards the rewrite.
 
-A rewrite keeps each kept record's offset (and the last record of each producer's
-latest batch, compaction.py). A batch whose records all stay is
+A rewrite keeps each kept record's offset. A batch whose records all stay is
 copied byte for byte (its CRC, codec and attributes unchanged); otherwise
 each run of consecutive kept records becomes a batch of its own, with the
 original's leader epoch, producer id and epoch, its codec and timestamp
 type, and the base sequence of the run's first record, so a batch always
-holds consecutive offsets and the log has gaps only between batches.
+holds consecutive offsets and the log has gaps only between batches. Of each
+producer's latest batch (compaction.py) whatever is left of its offsets after its
+last kept record becomes an empty batch (batch.py) ending at the original's last
+offset, with the sequence there: the producer's state can be rebuilt from the
+log, and none of its records stays for its sake. An empty batch no longer its
+producer's latest goes.
 
 Crash safety (segments.py `swap_cleaned`, recovery.py): a rewrite is written
 to `<segment>.log.cleaned` and fsynced; its rename to `.swap` decides the
@@ -42,6 +46,7 @@ from replog.common.records import (
     CorruptRecordError,
     decode_records,
     encode_batch,
+    encode_empty_batch,
     read_header,
     with_log_append_time,
 )
@@ -188,21 +193,23 @@ def _rewrite(directory: Path, snapshot: SegmentSnapshot, offsets: KeyOffsets, pr
     path = directory / f"{snapshot.base_offset:020d}.log{CLEANED_SUFFIX}"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     removed = written_bytes = 0
+    changed = False
     try:
         for header, data in _batches(snapshot, throttle):
             result.bytes_read += len(data)
             parts, dropped = _cleaned_batch(header, data, offsets, now_ms, delete_retention_ms, result,
                                             keep_last=header.base_offset in producers_last)
             removed += dropped
+            changed = changed or len(parts) != 1 or parts[0] is not data
             for part in parts:
                 _write_all(fd, part)
                 written_bytes += len(part)
                 throttle.spend(len(part))
-        if removed:
+        if changed:
             os.fsync(fd)
     finally:
         os.close(fd)
-    if not removed:
+    if not changed:
         path.unlink()
         return None
     result.records_removed += removed
@@ -211,19 +218,38 @@ def _rewrite(directory: Path, snapshot: SegmentSnapshot, offsets: KeyOffsets, pr
 
 def _cleaned_batch(header: BatchHeader, data: bytes, offsets: KeyOffsets, now_ms: int, delete_retention_ms: int,
                    result: PassResult, *, keep_last: bool) -> tuple[list[bytes], int]:
-    """What a batch becomes (itself, its kept runs, or nothing) and how many records it lost. `keep_last`: the
-    batch is its producer's latest, whose last record stays whatever its key (see the module docstring)."""
+    """What a batch becomes (itself, its kept runs, maybe ending in an empty batch, or nothing) and how many
+    records it lost. `keep_last`: the batch is its producer's latest (see the module docstring)."""
     records = decode_records(data)
-    kept = [r for r in records if (keep_last and r.offset == header.last_offset) or keeps_record(
-        r.key, r.value is None, r.offset, r.timestamp_ms, offsets, now_ms=now_ms,
-        delete_retention_ms=delete_retention_ms)]
+    kept = [r for r in records if keeps_record(r.key, r.value is None, r.offset, r.timestamp_ms, offsets,
+                                               now_ms=now_ms, delete_retention_ms=delete_retention_ms)]
     for record in kept:
         if record.value is None and (result.oldest_tombstone_ms is None
                                      or record.timestamp_ms < result.oldest_tombstone_ms):
             result.oldest_tombstone_ms = record.timestamp_ms
-    if len(kept) == len(records):
+    if len(kept) == len(records) and (records or keep_last):
         return [data], 0
-    return (_reencoded(header, kept) if kept else []), len(records) - len(kept)
+    parts = _reencoded(header, kept) if kept else []
+    tail_offset = kept[-1].offset + 1 if kept else header.base_offset
+    if keep_last and tail_offset <= header.last_offset:
+        parts.append(_empty_tail(header, tail_offset))
+    return parts, len(records) - len(kept)
+
+
+def _empty_tail(header: BatchHeader, first_offset: int) -> bytes:
+    """An empty batch over the offsets of `header`'s batch from `first_offset` on, ending at its last offset
+    with its last sequence (batch.py)."""
+    return encode_empty_batch(base_offset=first_offset, last_offset_delta=header.last_offset - first_offset,
+                              leader_epoch=header.partition_leader_epoch, timestamp_ms=header.max_timestamp_ms,
+                              producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+                              base_sequence=_sequence_at(header, first_offset))
+
+
+def _sequence_at(header: BatchHeader, offset: int) -> int:
+    """The sequence of the record at `offset` of `header`'s batch (-1 without sequences)."""
+    if header.base_sequence < 0:
+        return header.base_sequence
+    return (header.base_sequence + offset - header.base_offset) % SEQUENCE_MODULUS
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -238,9 +264,7 @@ def _reencoded(header: BatchHeader, kept: list) -> list[bytes]:
     for start, end in kept_runs([r.offset for r in kept]):
         run = kept[start:end]
         first_offset = run[0].offset
-        base_sequence = header.base_sequence
-        if base_sequence >= 0:
-            base_sequence = (base_sequence + first_offset - header.base_offset) % SEQUENCE_MODULUS
+        base_sequence = _sequence_at(header, first_offset)
         batch = encode_batch([(r.key, r.value, r.timestamp_ms, r.headers or None) for r in run],
                              base_offset=first_offset, leader_epoch=header.partition_leader_epoch,
                              producer_id=header.producer_id, producer_epoch=header.producer_epoch,

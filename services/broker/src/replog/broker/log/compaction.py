@@ -18,14 +18,15 @@ by that, a larger dirty part takes several passes), then rewrites every
 cleanable segment up to the end of that prefix. `keeps_record` decides each
 record: a record whose key has a later offset in the map goes; a tombstone
 (null value) that is the latest of its key goes once `delete_retention_ms`
-has passed since its timestamp; a record without a key stays. The last record
-of each idempotent producer's latest batch stays whatever its key
-(`producer_last_batches`), with its producer id, epoch and sequence, so the
-producer state rebuilt from the log after cleaning has that producer's last
-sequence and offset (Kafka keeps the batch, empty if need be; our batches hold
-at least one record). A retry of that very batch is then refused as out of
-sequence rather than answered as a duplicate: its first sequence is gone. Offsets never change: a kept record keeps its offset, so the log has
-gaps where records went.
+has passed since its timestamp; a record without a key stays. Each idempotent
+producer's latest batch (`producer_last_batches`) loses its records like any
+other, but what it lost at its end stays as an empty batch (no record, the
+original's last offset, producer id, epoch and sequence: record-format.md), so
+the producer state rebuilt from the log after cleaning has that producer's last
+sequence and offset, as Kafka keeps it. A retry of that very batch is then
+refused as out of sequence rather than answered as a duplicate: its first
+sequence is gone. Offsets never change: a kept record keeps its offset, so the
+log has gaps where records went.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ flush policy).
 - The leader appends one producer batch at a time: it is validated (CRC,
   records, size), given offsets from the LEO and stamped with the leader
   epoch. A follower appends the leader's batches as they are, which must
-  continue its log exactly at its LEO.
+  continue its log at its LEO (or above it, after records the leader's
+  cleaner removed: the log is then marked compacted, for good).
 - A batch whose leader epoch is newer than the latest known adds an entry
   to the epoch cache, which is checkpointed at once (rare, and truncation
   decisions depend on it, KIP-101).
@@ -136,7 +137,7 @@ class PartitionLog(LogStart):
 
     @property
     def gaps_allowed(self) -> bool:
-        """A compacted log (now or once): batches may have offset gaps between them (log/compaction.py)."""
+        """A compacted log (now or once, Segments.mark_compacted): batches may have offset gaps between them."""
         return self._segments.gaps_allowed
 
     @property
@@ -165,6 +166,8 @@ class PartitionLog(LogStart):
             header = validated
         if header.size_bytes != len(batch):
             raise CorruptRecordError(f"{len(batch) - header.size_bytes} bytes follow the batch; send one batch")
+        if header.record_count == 0:
+            raise CorruptRecordError("an empty batch: only the log cleaner writes one")
         base_offset = self.log_end_offset
         stamped_header = header.stamped(base_offset, leader_epoch)
         self._segments.write(with_offset_and_epoch(batch, base_offset, leader_epoch), stamped_header, self._before_roll,
@@ -184,13 +187,17 @@ class PartitionLog(LogStart):
         """Append the leader's batches as they are (offsets and leader epochs kept).
 
         All are checked before anything is written: each must be whole with a
-        valid CRC and continue the log exactly at its LEO, else
-        LogOffsetMismatchError / CorruptRecordError. None if `batches` is empty.
+        valid CRC and continue the log at its LEO, exactly or above it where
+        the leader's cleaner removed records (the log is then marked compacted,
+        Segments.mark_compacted), else LogOffsetMismatchError /
+        CorruptRecordError. None if `batches` is empty.
         """
         self._assert_open()
         if not batches:
             return None
-        headers = self._segments.continuation(batches)
+        headers, gapped = self._segments.continuation(batches)
+        if gapped:
+            self._segments.mark_compacted()
         view = memoryview(batches)
         for position, header in headers:  # a roll may fail (EMFILE) after some: each one's epoch is noted at once
             self._segments.write(view[position : position + header.size_bytes], header, self._before_roll,

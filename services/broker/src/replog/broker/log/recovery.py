@@ -35,7 +35,7 @@ from .leader_epoch_cache import LeaderEpochCache
 from .results import RecoveryReport
 from .segment import LogSegment
 from .segment_names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, parse_segment_file_name
-from .segments import replace_with_swap
+from .segments import marked_compacted, replace_with_swap
 
 logger = logging.getLogger(__name__)
 
@@ -121,8 +121,9 @@ def open_log_files(
     bases = _clean_directory(directory)
     if bases:
         segments = [LogSegment.open_existing(directory, base, config.index_interval_bytes) for base in bases]
+        gaps_allowed = marked_compacted(directory)  # not config.compacts: the policy may have changed since
         for segment in segments:
-            segment.gaps_allowed = config.compacts  # a compacted log's cleaned segments have gaps
+            segment.gaps_allowed = gaps_allowed
         segments, report, leader_epoch_starts = recover_segments(segments, recovery_point)
     else:
         # A new, empty log needs no fsync: losing it in a crash loses no record, and the

@@ -84,7 +84,7 @@ class LogSegment:
         self._bytes_since_index_entry = 0
         self._max_timestamp_ms: int | None = -1 if size_bytes == 0 else None
         self._tail: list[tuple[int, int, int]] = []  # (base offset, start, end) of the last appends
-        # a compacted log's segment (LogConfig.compacts, set by its owner): batches may have gaps between
+        # a compacted log's segment (Segments.mark_compacted, set by its owner): batches may have gaps between
         # them and end before next_offset, where the log cleaner removed records
         self.gaps_allowed = False
 
@@ -323,7 +323,7 @@ class LogSegment:
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record stamped at or after `timestamp_ms`."""
         for position, header in self.iter_headers():
-            if header.max_timestamp_ms >= timestamp_ms:
+            if header.record_count and header.max_timestamp_ms >= timestamp_ms:  # an empty batch has none
                 for record in decode_records(self.read_bytes(position, header.size_bytes)):
                     if record.timestamp_ms >= timestamp_ms:
                         return record.offset, record.timestamp_ms

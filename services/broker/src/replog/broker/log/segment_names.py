@@ -1,4 +1,5 @@
-"""Segment file names (`<base_offset>.log`, `.index`) and what recovering one segment found."""
+"""Segment file names (`<base_offset>.log`, `.index`, the compacted-log marker) and what recovering one segment
+found."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ INDEX_SUFFIX = ".index"
 # is discarded), `<segment>.log.swap` one decided on (a leftover replaces its segment at recovery).
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+# Present in a partition directory once the log may hold offset gaps the cleaner left (or a leader's cleaner
+# left, for a follower): made durable before the first one, never removed. The topic's current
+# cleanup.policy cannot say so: it may have changed since, and at start-up logs open before it is known.
+COMPACTED_MARKER_FILE = "compacted-log"
 
 
 def segment_file_name(base_offset: int, suffix: str = LOG_SUFFIX) -> str:

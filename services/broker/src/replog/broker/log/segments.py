@@ -44,7 +44,7 @@ from .errors import LogOffsetMismatchError
 from .results import CorruptionReport
 from .retention import SegmentSummary
 from .segment import LogSegment
-from .segment_names import SWAP_SUFFIX
+from .segment_names import COMPACTED_MARKER_FILE, SWAP_SUFFIX
 from .segment_scan import TornReadError, out_of_sequence
 
 logger = logging.getLogger(__name__)
@@ -59,8 +59,8 @@ class Segments:
         self._directory = directory
         self._config = config
         self._segments = segments
-        # once compacted, always read as possibly holding gaps (a policy change leaves the cleaned segments)
-        self.gaps_allowed = config.compacts or any(segment.gaps_allowed for segment in segments)
+        # once compacted, always read as possibly holding gaps, whatever the policy is now (`mark_compacted`)
+        self.gaps_allowed = marked_compacted(directory)
         for segment in segments:
             segment.gaps_allowed = self.gaps_allowed
         self._unsynced_rolled: list[LogSegment] = []  # rolled, fsync pending (fsync_on_roll False)
@@ -104,12 +104,29 @@ class Segments:
         return self._log_start_offset
 
     def update_config(self, config: LogConfig) -> None:
-        """The topic's settings changed: the next write rolls by the new size and age."""
+        """The topic's settings changed: the next write rolls by the new size and age. Whether the log may
+        hold gaps does not follow the policy (`mark_compacted`)."""
         self._config = config
-        if config.compacts and not self.gaps_allowed:
-            self.gaps_allowed = True
-            for segment in self._segments:
-                segment.gaps_allowed = True
+
+    def mark_compacted(self) -> None:
+        """The log is about to hold offset gaps (a cleaned segment, or a leader's compacted batches): from now
+        on it is read as compacted. The marker file is made durable before the first gap is written, so every
+        later opening reads it so too, whatever the topic's cleanup.policy is by then (or before the broker
+        learns it, at start-up); a log never marked has no gap, and one there is damage."""
+        if self.gaps_allowed:
+            return
+        marker = self._directory / COMPACTED_MARKER_FILE
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_directory(self._directory)
+        logger.info("%s: the log is compacted from now on: batches may have offset gaps between them",
+                    self._directory)
+        self.gaps_allowed = True
+        for segment in self._segments:
+            segment.gaps_allowed = True
 
     @property
     def log_end_offset(self) -> int:
@@ -125,29 +142,32 @@ class Segments:
 
     # -- writes ----------------------------------------------------------------
 
-    def continuation(self, batches: bytes) -> list[tuple[int, BatchHeader]]:
+    def continuation(self, batches: bytes) -> tuple[list[tuple[int, BatchHeader]], bool]:
         """(position, header) of each of a leader's `batches`, checked whole, with valid CRCs, and
-        continuing this log exactly at its LEO, or above it on a compacted topic, where the leader's
-        cleaner leaves gaps (LogOffsetMismatchError / CorruptRecordError)."""
+        continuing this log at its LEO, exactly or above it (LogOffsetMismatchError / CorruptRecordError);
+        and whether there is such a gap. A gap is the leader's cleaner's, whatever this log's policy (a
+        follower may not know the topic's yet, or the policy changed since): the caller marks the log
+        compacted before writing (`mark_compacted`)."""
         headers: list[tuple[int, BatchHeader]] = []
         expected_offset = self.log_end_offset
+        gapped = False
         scan = iter_batches(batches)
         for position, header in scan:
             check_batch(batches, header, position, check_records=False)
-            if out_of_sequence(header.base_offset, expected_offset, self.gaps_allowed):
+            if out_of_sequence(header.base_offset, expected_offset, gaps=True):
                 where = "the first batch" if not headers else f"the batch at position {position}"
                 raise LogOffsetMismatchError(
                     f"{self._directory}: {where} starts at offset {header.base_offset}, expected {expected_offset}"
-                    + (" (the log end offset)" if not headers else "")
-                    + (" or more" if self.gaps_allowed else "")
+                    + (" (the log end offset)" if not headers else "") + " or more"
                 )
+            gapped = gapped or header.base_offset != expected_offset
             headers.append((position, header))
             expected_offset = header.next_offset
         if scan.tail_bytes:
             raise CorruptRecordError(
                 f"{scan.tail_bytes} bytes of an incomplete batch at position {scan.stop_position}"
             )
-        return headers
+        return headers, gapped
 
     def write(self, batch: bytes | memoryview, header: BatchHeader, before_roll: Callable[[], None],
               now_ms: int = 0) -> None:
@@ -226,10 +246,11 @@ class Segments:
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         for segment in self._segments:
             # An empty segment's max timestamp is -1, "none": a negative target must not take it for a record's.
+            # The max may be only an empty batch's (the cleaner's, batch.py): the next segment may hold the record.
             if segment.size_bytes and segment.max_timestamp_ms() >= timestamp_ms:
                 found = segment.offset_for_timestamp(timestamp_ms)
-                assert found is not None, f"{segment.name}: max timestamp but no record at it"
-                return found
+                if found is not None:
+                    return found
         return None
 
     def summaries(self, *, with_timestamps: bool) -> list[SegmentSummary]:
@@ -337,6 +358,7 @@ class Segments:
         if segment is None or segment.size_bytes != size_bytes:
             cleaned.unlink(missing_ok=True)
             return False
+        self.mark_compacted()
         i = self._segments.index(segment)
         if i > 0 and cleaned.stat().st_size == 0:  # nothing left: the previous segment takes its offsets over
             segment.delete()
@@ -443,6 +465,11 @@ class Segments:
     def close(self) -> None:
         for segment in self._segments:
             segment.close()
+
+
+def marked_compacted(directory: Path) -> bool:
+    """Whether the log in `directory` was ever compacted, so may hold offset gaps (`Segments.mark_compacted`)."""
+    return (directory / COMPACTED_MARKER_FILE).exists()
 
 
 def replace_with_swap(log_path: Path, index_path: Path, swap: Path, directory: Path) -> None:

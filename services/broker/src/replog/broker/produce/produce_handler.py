@@ -254,6 +254,8 @@ class ProduceHandler:
             return ErrorCode.INVALID_REQUEST, f"bad record headers: {exc}"
         if header.size_bytes != len(batch):
             return ErrorCode.CORRUPT_RECORD, f"{len(batch) - header.size_bytes} bytes follow the batch; send one batch"
+        if header.record_count == 0:
+            return ErrorCode.CORRUPT_RECORD, "an empty batch: only the log cleaner writes one"
         if header.attributes & ATTRIBUTE_LOG_APPEND_TIME:
             return ErrorCode.CORRUPT_RECORD, ("the batch claims a LogAppendTime stamp; only the leader stamps one, "
                                               "for a topic with message.timestamp.type=LogAppendTime")

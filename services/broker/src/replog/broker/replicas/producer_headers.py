@@ -30,7 +30,8 @@ def producer_header(header: records.BatchHeader) -> BatchHeader | None:
         producer_id=header.producer_id,
         producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
-        last_sequence=sequence_after(header.base_sequence, header.record_count - 1),
+        # the offset delta, not the record count: the cleaner's empty batch keeps the first, not the second
+        last_sequence=sequence_after(header.base_sequence, header.last_offset_delta),
         base_offset=header.base_offset,
         last_offset=header.last_offset,
         max_timestamp_ms=header.max_timestamp_ms,
