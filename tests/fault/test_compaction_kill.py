@@ -5,7 +5,8 @@ compaction-aware checker judges against a consumer's read and against every repl
 The cleaners are throttled so that each rewrite takes seconds: a broker killed then leaves a
 `.cleaned` file (a rewrite not decided yet) in the replica's directory, which recovery discards. The
 test kills until it has seen that at least twice. (The instants between the rename to `.swap` and
-the end of the swap are too short to hit by chance; the unit tests crash the swap at each of its
+the end of the swap are too short to hit by chance: test_compaction_power_loss.py holds a broker
+there with the power-loss filesystem and kills it, and the unit tests crash the swap at each of its
 renames, tests/unit/broker/log/test_cleaner.py.)
 """
 
