@@ -28,6 +28,10 @@ from replog.spark.records import offsets as ofs
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
           "timestampType int, headers array<struct<key: string, value: binary>>")
 RECORDS_PER_PIECE_MAX_DEFAULT = 1_000_000
+# Options only one kind of read uses; the other refuses them rather than ignore them (as Spark's Kafka source
+# refuses endingOffsets in a stream): a stream runs until stopped, a batch read has no triggers.
+BATCH_ONLY_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+STREAM_ONLY_OPTIONS = ("maxOffsetsPerTrigger",)
 STALL_TIMEOUT_MS_DEFAULT = 120_000  # a piece whose records stop coming for this long fails its task
 
 
@@ -76,6 +80,13 @@ def options_of(options) -> tuple[Connection, list[str]]:
     connection = Connection(bootstrap, tls, insecure, int(options.get("fetchMaxBytes", 4 * 1024 * 1024)),
                             int(options.get("stallTimeoutMs", STALL_TIMEOUT_MS_DEFAULT)))
     return connection, topics
+
+
+def refuse_options(options, names: tuple[str, ...], why: str) -> None:
+    """Fail, naming each of ``names`` that ``options`` holds: a read that would otherwise ignore them."""
+    given = [name for name in names if name in options]
+    if given:
+        raise ValueError(f"the replog records source does not take {', '.join(given)} here: {why}")
 
 
 def partition_bounds(connection: Connection, topics: list[str]) -> dict[tuple[str, int], ofs.Bounds]:
@@ -129,6 +140,7 @@ def pieces_of(offset_ranges: list[ofs.OffsetRange], records_per_piece_max: int) 
 
 class RecordsBatchReader(DataSourceReader):
     def __init__(self, options) -> None:
+        refuse_options(options, STREAM_ONLY_OPTIONS, "only a streaming read (spark.readStream) has triggers")
         self.connection, self.topics = options_of(options)
         self.starting = Positions(options, "starting", ofs.EARLIEST)
         self.ending = Positions(options, "ending", ofs.LATEST)
@@ -148,6 +160,8 @@ class RecordsBatchReader(DataSourceReader):
 
 class RecordsStreamReader(DataSourceStreamReader):
     def __init__(self, options) -> None:
+        refuse_options(options, BATCH_ONLY_OPTIONS, "a streaming read (spark.readStream) runs until it is "
+                       "stopped; give an end to a batch read (spark.read)")
         self.connection, self.topics = options_of(options)
         self.starting = Positions(options, "starting", ofs.LATEST)
         self.records_per_piece_max = int(options.get("maxRecordsPerPartition", RECORDS_PER_PIECE_MAX_DEFAULT))
