@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from pyspark.sql.datasource import CaseInsensitiveDict
 
-from replog.spark.records.reader import RecordsBatchReader, RecordsStreamReader
+from replog.spark.records.reader import SCHEMA, RecordsBatchReader, RecordsStreamReader
+from replog.spark.source import ReplogDataSource
 
 PLAINTEXT = {"bootstrap.servers": "127.0.0.1:9092", "subscribe": "orders", "insecure": "true"}
 
@@ -32,3 +33,17 @@ def test_a_batch_read_refuses_a_trigger_limit():
 def test_every_ignored_option_is_named_whatever_its_case():
     with pytest.raises(ValueError, match="endingOffsets, endingTimestamp"):
         RecordsStreamReader(options(endingoffsets="latest", ENDINGTIMESTAMP="1"))
+
+
+def test_sparks_kafka_spelling_of_the_brokers_is_taken():
+    given = CaseInsensitiveDict({"kafka.bootstrap.servers": "10.0.0.1:9092,10.0.0.2:9092", "subscribe": "orders",
+                                 "insecure": "true"})
+    assert RecordsBatchReader(given).connection.bootstrap == "10.0.0.1:9092,10.0.0.2:9092"
+    given["bootstrap.servers"] = "10.0.0.1:9092, 10.0.0.2:9092"  # the same brokers, spaced otherwise
+    assert RecordsStreamReader(given).connection.bootstrap == "10.0.0.1:9092, 10.0.0.2:9092"
+    assert ReplogDataSource(given).schema() == SCHEMA  # the records source, not the topology one
+
+
+def test_both_spellings_naming_other_brokers_are_refused():
+    with pytest.raises(ValueError, match="bootstrap.servers and kafka.bootstrap.servers with different brokers"):
+        RecordsBatchReader(options(**{"kafka.bootstrap.servers": "10.0.0.9:9092"}))

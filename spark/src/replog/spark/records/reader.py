@@ -32,6 +32,8 @@ RECORDS_PER_PIECE_MAX_DEFAULT = 1_000_000
 # refuses endingOffsets in a stream): a stream runs until stopped, a batch read has no triggers.
 BATCH_ONLY_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
 STREAM_ONLY_OPTIONS = ("maxOffsetsPerTrigger",)
+# The brokers to call: our name, and Spark's Kafka source's, so a Kafka job's options carry over.
+BOOTSTRAP_OPTIONS = ("bootstrap.servers", "kafka.bootstrap.servers")
 STALL_TIMEOUT_MS_DEFAULT = 120_000  # a piece whose records stop coming for this long fails its task
 
 
@@ -62,11 +64,21 @@ class Piece(InputPartition):
     end: int
 
 
+def bootstrap_of(options) -> str | None:
+    """The broker addresses, under either name of BOOTSTRAP_OPTIONS; both given must name the same brokers."""
+    given = {name: options.get(name) for name in BOOTSTRAP_OPTIONS if options.get(name)}
+    if len({tuple(a.strip() for a in value.split(",")) for value in given.values()}) > 1:
+        raise ValueError(f"the replog records source was given {' and '.join(given)} with different brokers "
+                         f"({' vs '.join(repr(v) for v in given.values())}): give one of them")
+    return next(iter(given.values()), None)
+
+
 def options_of(options) -> tuple[Connection, list[str]]:
-    bootstrap = options.get("bootstrap.servers")
+    bootstrap = bootstrap_of(options)
     topics = [t.strip() for t in (options.get("subscribe") or "").split(",") if t.strip()]
     if not bootstrap:
-        raise ValueError("the replog records source needs .option('bootstrap.servers', 'host:port[,host:port]')")
+        raise ValueError("the replog records source needs .option('bootstrap.servers', 'host:port[,host:port]') "
+                         "(or kafka.bootstrap.servers)")
     if not topics:
         raise ValueError("the replog records source needs .option('subscribe', 'topic[,topic]')")
     insecure = str(options.get("insecure", "false")).lower() == "true"
