@@ -14,6 +14,7 @@ import os
 import pytest
 
 from replog.client import Producer
+from replog.common.security import local
 from replog.devcluster import ClusterSpec
 from tests.integration.broker_helpers import wait_for_isr, zk_session
 from tests.integration.controller_helpers import create_topic
@@ -147,6 +148,22 @@ def test_bad_options_fail_with_their_names(spark, cluster, counted):
         records(spark, cluster, "counted", startingOffsets="yesterday").count()
     with pytest.raises(Exception, match="past its high watermark"):
         records(spark, cluster, "counted", endingOffsets=json.dumps({"counted": {"0": 10**9}})).count()
+
+
+def test_tls_options_name_the_files_the_read_uses(spark, cluster, counted):
+    """The cluster's own operator files given as options, not from the environment: a small read of partition 0;
+    a key that is not the certificate's fails the read naming it, so the options are what the read used."""
+    files = cluster.operator_tls
+    tls = {"tls_ca_file": files.ca_file, "tls_cert_file": files.cert_file, "tls_key_file": files.key_file}
+    starting = json.dumps({"counted": {str(p): 0 if p == 0 else -1 for p in range(PARTITIONS)}})
+    ending = json.dumps({"counted": {"0": 50}})
+    frame = records(spark, cluster, "counted", startingOffsets=starting, endingOffsets=ending, **tls)
+    assert sorted((r.partition, r.offset) for r in frame.select("partition", "offset").collect()) == [
+        (0, offset) for offset in range(50)]
+    other_key = os.environ[local.ENV_KEY]  # the session's operator key, another certificate's
+    with pytest.raises(Exception, match=f"the key {other_key} does not belong to the certificate"):
+        records(spark, cluster, "counted", startingOffsets=starting, endingOffsets=ending,
+                **{**tls, "tls_key_file": other_key}).count()
 
 
 def F():

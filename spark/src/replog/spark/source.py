@@ -75,12 +75,9 @@ class ReplogDataSource(DataSource):
             raise ValueError("the replog source needs .option('gateway', 'host:port')")
         batch_size = int(self.options.get("batch_size", BATCH_SIZE_DEFAULT))
         log_stats = str(self.options.get("log_stats", "false")).lower() == "true"
-        from replog.common.security.local import resolve_client_tls
+        from replog.spark.records.reader import tls_of
 
-        tls = resolve_client_tls(self.options.get("tls_ca_file"), self.options.get("tls_cert_file"),
-                                 self.options.get("tls_key_file"),
-                                 insecure=str(self.options.get("insecure", "false")).lower() == "true")
-        return ExportTopologyReader(gateway, self._table(), batch_size, log_stats, tls)
+        return ExportTopologyReader(gateway, self._table(), batch_size, log_stats, tls_of(self.options))
 
     def _table(self) -> str:
         table = self.options.get("table", "partitions")

@@ -73,6 +73,23 @@ def bootstrap_of(options) -> str | None:
     return next(iter(given.values()), None)
 
 
+def tls_of(options):
+    """The TLS files the source calls the cluster with (None: plaintext), from its options ``tls_ca_file``,
+    ``tls_cert_file``, ``tls_key_file`` and ``insecure``, else as every client resolves them (security/local.py);
+    the errors name these options, not the command line's flags."""
+    from replog.common.security.local import TlsSettingNames, resolve_client_tls
+
+    names = TlsSettingNames("tls_ca_file", "tls_cert_file", "tls_key_file", "insecure")
+    flag = str(options.get(names.insecure, "false")).strip().lower()
+    if flag not in ("true", "false"):
+        raise ValueError(f"insecure: expected true or false, not {options.get(names.insecure)!r}")
+    files = [options.get(name) for name in names.files()]
+    if flag == "true" and any(files):
+        given = [name for name, path in zip(names.files(), files) if path]
+        raise ValueError(f"insecure=true (plaintext) and {', '.join(given)} (TLS) contradict each other: give one")
+    return resolve_client_tls(*files, insecure=flag == "true", names=names)
+
+
 def options_of(options) -> tuple[Connection, list[str]]:
     bootstrap = bootstrap_of(options)
     topics = [t.strip() for t in (options.get("subscribe") or "").split(",") if t.strip()]
@@ -81,15 +98,8 @@ def options_of(options) -> tuple[Connection, list[str]]:
                          "(or kafka.bootstrap.servers)")
     if not topics:
         raise ValueError("the replog records source needs .option('subscribe', 'topic[,topic]')")
-    insecure = str(options.get("insecure", "false")).lower() == "true"
-    tls = None
-    if not insecure:
-        from replog.common.security.local import resolve_client_tls
-
-        tls = resolve_client_tls(options.get("tls_ca_file"), options.get("tls_cert_file"),
-                                 options.get("tls_key_file"), insecure=False)
-        insecure = tls is None
-    connection = Connection(bootstrap, tls, insecure, int(options.get("fetchMaxBytes", 4 * 1024 * 1024)),
+    tls = tls_of(options)
+    connection = Connection(bootstrap, tls, tls is None, int(options.get("fetchMaxBytes", 4 * 1024 * 1024)),
                             int(options.get("stallTimeoutMs", STALL_TIMEOUT_MS_DEFAULT)))
     return connection, topics
 
