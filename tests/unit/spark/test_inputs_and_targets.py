@@ -63,7 +63,8 @@ def test_the_jobs_that_call_the_cluster_take_the_clis_tls_flags(job, required):
     for parse in (lambda argv: build_parser().parse_args([job, *argv]), job_parser(job).parse_args):
         args = parse([*required, *files])
         inputs.check_tls_arguments(args)
-        assert inputs.tls_options(args) == {"tls_ca_file": "ca.pem", "tls_cert_file": "me.pem", "tls_key_file": "me.key"}
+        assert inputs.tls_options(args) == {"tls_ca_file": "ca.pem", "tls_cert_file": "me.pem",
+                                            "tls_key_file": "me.key"}
         assert inputs.tls_options(parse([*required, "--insecure"])) == {"insecure": "true"}
         assert inputs.tls_options(parse(required)) == {}  # the sources resolve TLS as every client does
 
