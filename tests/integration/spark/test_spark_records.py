@@ -2,20 +2,25 @@
 
 Exactness: records produced to 12 partitions, a different number to each, are counted per partition
 exactly, with every (partition, offset) once, also when big partitions are split into several Spark
-tasks. The default size is small for a busy 2-core machine; ``make spark-records-exact`` runs the
-same test with REPLOG_SPARK_EXACT_RECORDS=1000000.
+tasks; and a partition whose leader is killed in the middle of a read is counted exactly too. The default
+size is small for a busy 2-core machine; ``make spark-records-exact`` runs the same test with
+REPLOG_SPARK_EXACT_RECORDS=1000000.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from replog.client import Producer
+from replog.common.security import local
 from replog.devcluster import ClusterSpec
-from tests.integration.broker_helpers import wait_for_isr, zk_session
+from tests.integration.broker_helpers import (
+    broker_name, partition_state, wait_for, wait_for_isr, wait_for_leader, zk_session,
+)
 from tests.integration.controller_helpers import create_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]  # the 1M run: minutes on a busy machine
@@ -147,6 +152,60 @@ def test_bad_options_fail_with_their_names(spark, cluster, counted):
         records(spark, cluster, "counted", startingOffsets="yesterday").count()
     with pytest.raises(Exception, match="past its high watermark"):
         records(spark, cluster, "counted", endingOffsets=json.dumps({"counted": {"0": 10**9}})).count()
+
+
+def test_tls_options_name_the_files_the_read_uses(spark, cluster, counted):
+    """The cluster's own operator files given as options, not from the environment: a small read of partition 0;
+    a key that is not the certificate's fails the read naming it, so the options are what the read used."""
+    files = cluster.operator_tls
+    tls = {"tls_ca_file": files.ca_file, "tls_cert_file": files.cert_file, "tls_key_file": files.key_file}
+    starting = json.dumps({"counted": {str(p): 0 if p == 0 else -1 for p in range(PARTITIONS)}})
+    ending = json.dumps({"counted": {"0": min(50, counted[0])}})
+    frame = records(spark, cluster, "counted", startingOffsets=starting, endingOffsets=ending, **tls)
+    assert sorted((r.partition, r.offset) for r in frame.select("partition", "offset").collect()) == [
+        (0, offset) for offset in range(min(50, counted[0]))]
+    other_key = os.environ[local.ENV_KEY]  # the session's operator key, another certificate's
+    with pytest.raises(Exception, match=f"the key {other_key} does not belong to the certificate"):
+        records(spark, cluster, "counted", startingOffsets=starting, endingOffsets=ending,
+                **{**tls, "tls_key_file": other_key}).count()
+
+
+def test_a_leader_killed_during_a_read_changes_no_count(spark, cluster):
+    """kill -9 of the leader once the read's first task is done: the tasks still to read that partition follow
+    the new leader (Consumer metadata) and every offset is read once (on local[2] no task is retried: a failed
+    one would fail the count). Last in the module: the killed broker is started again (not waited for), and
+    the leaderships it had stay moved."""
+    count, piece = 12_000, 1_000  # 12 tasks on 2 cores: 10 are left when the first is done
+    create(cluster, "failover", 1)
+    with Producer(bootstrap(cluster), acks="all") as producer:
+        futures = [producer.send_batch("failover", [b"%d" % i for i in range(first, first + CHUNK)], partition=0)
+                   for first in range(0, count, CHUNK)]
+        producer.flush(120)
+        for future in futures:
+            future.result(60)
+    with zk_session(cluster) as zk:
+        leader = wait_for_leader(cluster, zk, "failover", None, 30).leader
+    frame = records(spark, cluster, "failover", maxRecordsPerPartition=str(piece))
+    tracker = spark.sparkContext.statusTracker()
+
+    def read_stage():  # the stage of the read's tasks, once one of them is done
+        stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+        return next((s for s in stages if s is not None and s.numTasks == count // piece
+                     and s.numCompletedTasks >= 1), None)
+
+    name = broker_name(leader)
+    with ThreadPoolExecutor(1) as pool:
+        counting = pool.submit(lambda: tuple(frame.agg(F().count("*"), F().countDistinct("offset")).first()))
+        try:
+            wait_for(lambda: read_stage() or counting.done(), 60, "the first task of the read to finish", 0.02)
+            cluster.kill(name)
+            killed_during_the_read = not counting.done()
+            assert counting.result(120) == (count, count)
+            assert killed_during_the_read, "the read ended before the leader was killed: nothing was tested"
+        finally:
+            cluster.start(name)
+    with zk_session(cluster) as zk:
+        assert partition_state(zk, "failover").leader not in (leader, -1)
 
 
 def F():

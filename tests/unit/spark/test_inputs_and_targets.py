@@ -1,12 +1,14 @@
-"""Pure helpers of the jobs: which span files are which format, and the planner's target set."""
+"""Pure helpers of the jobs: which span files are which format, the planner's target set, the TLS flags."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 
 import pytest
 
-from replog.spark import planner, traces
+from replog.spark import inputs, planner, traces
+from replog.spark.main import JOBS, JobError, build_parser, job_parser
 from replog.spark.planner import Change, PlanInputError
 from replog.spark.schema import ExportError
 
@@ -50,3 +52,35 @@ def test_option_parsers():
             planner.parse_racks(bad)
     with pytest.raises(argparse.ArgumentTypeError):
         planner.parse_ids("7,x")
+
+
+@pytest.mark.parametrize("job, required", [
+    ("traffic", ["--bootstrap", "b:9092", "--subscribe", "orders", "--gateway", "g:9090"]),
+    ("report", ["--gateway", "g:9090"]),
+    ("plan", ["--gateway", "g:9090", "--out", "plan.json"])])
+def test_the_jobs_that_call_the_cluster_take_the_clis_tls_flags(job, required):
+    files = ["--tls-ca-file", "ca.pem", "--tls-cert-file", "me.pem", "--tls-key-file", "me.key"]
+    for parse in (lambda argv: build_parser().parse_args([job, *argv]), job_parser(job).parse_args):
+        args = parse([*required, *files])
+        inputs.check_tls_arguments(args)
+        assert inputs.tls_options(args) == {"tls_ca_file": "ca.pem", "tls_cert_file": "me.pem",
+                                            "tls_key_file": "me.key"}
+        assert inputs.tls_options(parse([*required, "--insecure"])) == {"insecure": "true"}
+        assert inputs.tls_options(parse(required)) == {}  # the sources resolve TLS as every client does
+
+
+def test_tls_flags_are_checked_before_spark_starts():
+    def checked(job, *argv):
+        args = build_parser().parse_args([job, *argv])
+        importlib.import_module(JOBS[job][0]).check_inputs(args)
+
+    with pytest.raises(JobError, match=r"--tls-ca-file, --tls-cert-file and --tls-key-file go together: set all "
+                                       r"three \(missing: --tls-key-file\)"):
+        checked("report", "--gateway", "g:9090", "--tls-ca-file", "ca.pem", "--tls-cert-file", "me.pem")
+    with pytest.raises(JobError, match="--insecure .* contradict"):
+        checked("traffic", "--bootstrap", "b:9092", "--subscribe", "t", "--gateway", "g:9090", "--insecure",
+                "--tls-ca-file", "ca.pem")
+    with pytest.raises(JobError, match="are for --gateway"):
+        checked("plan", "--export", "/nowhere", "--out", "plan.json", "--insecure")
+    with pytest.raises(SystemExit):  # the failover report reads trace files only: no TLS flag to ignore
+        build_parser().parse_args(["failovers", "--traces", "t", "--insecure"])

@@ -1,4 +1,4 @@
-"""Reading the jobs' inputs: a topology export directory or a live gateway.
+"""Reading the jobs' inputs: a topology export directory or a live gateway, and how to call the cluster.
 
 The only module (with traces.py) that reads files for the jobs; the jobs'
 ``main()`` calls it and hands the frames to pure ``DataFrame -> DataFrame``
@@ -9,6 +9,7 @@ anything, so a bad directory fails in milliseconds with one line.
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,10 +125,11 @@ def read_export(spark, export_dir: str) -> Topology:
                     frames["groups"], frames["group_offsets"])
 
 
-def read_gateway(spark, gateway: str, *, log_stats: bool = False) -> Topology:
+def read_gateway(spark, gateway: str, *, log_stats: bool = False, tls: dict[str, str] | None = None) -> Topology:
+    """``tls``: the source's TLS options (tls_options), none to resolve TLS as every client does."""
     def load(table: str):
         return (spark.read.format("replog").option("gateway", gateway).option("table", table)
-                .option("log_stats", str(log_stats).lower()).load())
+                .option("log_stats", str(log_stats).lower()).options(**(tls or {})).load())
 
     frames = {table: load(table) for table in schema.TABLE_NAMES}
     # The stream has its rows only once read: materialise them (at most a few
@@ -139,10 +141,52 @@ def read_gateway(spark, gateway: str, *, log_stats: bool = False) -> Topology:
                     frames["groups"], frames["group_offsets"])
 
 
-def load(spark, *, export_dir: str | None = None, gateway: str | None = None) -> Topology:
+def load(spark, *, export_dir: str | None = None, gateway: str | None = None,
+         tls: dict[str, str] | None = None) -> Topology:
     if (export_dir is None) == (gateway is None):
         raise ExportError("give exactly one of --export DIR and --gateway HOST:PORT")
-    return read_export(spark, export_dir) if export_dir else read_gateway(spark, gateway)
+    return read_export(spark, export_dir) if export_dir else read_gateway(spark, gateway, tls=tls)
+
+
+# --- TLS flags of the jobs that call the cluster ---------------------------------------------
+
+def add_tls_arguments(parser: argparse.ArgumentParser) -> None:
+    """The replog command line's TLS flags (--tls-ca-file, --tls-cert-file, --tls-key-file, --insecure)."""
+    from replog.cli.main import TLS_OPTIONS
+
+    group = parser.add_argument_group("TLS (default: REPLOG_TLS_* in the environment, else the local cluster's "
+                                      "operator certificate)")
+    for flag, options in TLS_OPTIONS:
+        group.add_argument(flag, **options)
+
+
+def check_tls_arguments(args, *, calls_cluster: bool = True) -> None:
+    """Before Spark starts: the three files go together, --insecure takes none of them, and a job reading
+    an export directory (``calls_cluster`` false) has no use for any of them."""
+    from replog.common.security.local import ClientTlsError, resolve_client_tls
+    from replog.spark.main import JobError
+
+    files = (args.tls_ca_file, args.tls_cert_file, args.tls_key_file)
+    if not calls_cluster and (any(files) or args.insecure):
+        raise JobError("--tls-* and --insecure are for --gateway: an export directory is read without calling "
+                       "the cluster")
+    if args.insecure and any(files):
+        raise JobError("--insecure (plaintext) and --tls-* files contradict each other: give one")
+    if any(files):
+        try:
+            resolve_client_tls(*files)
+        except ClientTlsError as exc:
+            raise JobError(str(exc)) from None
+
+
+def tls_options(args) -> dict[str, str]:
+    """The replog sources' TLS options for the flags given (none: the sources resolve TLS as every client does,
+    from REPLOG_TLS_* or the local cluster's state directory)."""
+    given = {"tls_ca_file": args.tls_ca_file, "tls_cert_file": args.tls_cert_file, "tls_key_file": args.tls_key_file}
+    options = {name: path for name, path in given.items() if path}
+    if args.insecure:
+        options["insecure"] = "true"
+    return options
 
 
 def conform(table: str, frame, where: str):

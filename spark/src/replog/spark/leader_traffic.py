@@ -1,6 +1,7 @@
 """Records joined with topology: what each partition leader serves, per broker.
 
     replog-spark traffic --bootstrap 127.0.0.1:9092 --subscribe orders,payments --gateway 127.0.0.1:9090 [--out DIR]
+                         [--tls-ca-file FILE --tls-cert-file FILE --tls-key-file FILE | --insecure]
 
 Reads the subscribed topics' records with the ``replog`` records source (batch, earliest to the
 high watermark) and the live partitions table through the gateway, and joins them on
@@ -58,15 +59,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", metavar="DIR", help="write per_partition and per_broker tables here "
                                                     "(a local path or a Hadoop URI)")
     parser.add_argument("--show", type=int, default=20, metavar="N", help="rows to print (default 20)")
+    from replog.spark import inputs
+
+    inputs.add_tls_arguments(parser)  # for the brokers and the gateway alike
+
+
+def check_inputs(args) -> None:
+    from replog.spark import inputs
+
+    inputs.check_tls_arguments(args)
 
 
 def run(spark, args) -> int:
     from replog.spark import inputs, outputs, printing
     from replog.spark.report import write_table
 
+    tls = inputs.tls_options(args)
     records = (spark.read.format("replog").option("bootstrap.servers", args.bootstrap)
-               .option("subscribe", args.subscribe).load())
-    topology = inputs.read_gateway(spark, args.gateway)
+               .option("subscribe", args.subscribe).options(**tls).load())
+    topology = inputs.read_gateway(spark, args.gateway, tls=tls)
     per_partition = leader_traffic(records, topology.partitions).cache()
     per_broker = broker_traffic(per_partition).cache()
     print(printing.table("Bytes served per broker (as partition leader)",

@@ -6,6 +6,10 @@
     replog-spark failovers --traces DIR_OR_FILE [...] [--out DIR]
     replog-spark traffic   --bootstrap HOST:PORT --subscribe TOPICS --gateway HOST:PORT [--out DIR]
 
+report, plan (with --gateway) and traffic call the cluster: they take the replog command line's
+--tls-ca-file, --tls-cert-file, --tls-key-file and --insecure (default: REPLOG_TLS_*, else the
+local cluster's operator certificate) and hand them to the replog sources' TLS options.
+
 Every job also runs as ``spark-submit spark/src/replog/spark/<job>.py ...`` with
 the same options. ``--master`` defaults to ``local[*]`` (under spark-submit: the
 master spark-submit was given). Exit codes: 0 ok, 1 error (one line on stderr),

@@ -218,11 +218,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--summary-out", metavar="FILE", help="also write the summary and per-broker table as JSON")
     parser.add_argument("--chart", metavar="PNG", help="also draw replicas and preferred leaders before/after")
     parser.add_argument("--show", type=int, default=30, metavar="N", help="broker rows to print (default 30)")
+    from replog.spark import inputs
+
+    inputs.add_tls_arguments(parser)  # for --gateway
 
 
 def check_inputs(args) -> None:
     from replog.spark import inputs
 
+    inputs.check_tls_arguments(args, calls_cluster=args.gateway is not None)
     if args.export:
         inputs.export_files(args.export)
 
@@ -231,7 +235,7 @@ def run(spark, args) -> int:
     from replog.spark import charts, inputs, outputs, printing
     from replog.spark.main import JobError
 
-    topology = inputs.load(spark, export_dir=args.export, gateway=args.gateway)
+    topology = inputs.load(spark, export_dir=args.export, gateway=args.gateway, tls=inputs.tls_options(args))
     change = Change(tuple(args.add_brokers), tuple(args.remove_brokers), dict(args.racks))
     try:
         tables = plan_tables(topology.brokers, topology.partitions, change)

@@ -195,11 +195,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=["parquet", "csv", "both"], default="both",
                         help="table format under --out (default: both)")
     parser.add_argument("--show", type=int, default=20, metavar="N", help="rows of each table to print (default 20)")
+    from replog.spark import inputs
+
+    inputs.add_tls_arguments(parser)  # for --gateway
 
 
 def check_inputs(args) -> None:
     from replog.spark import inputs
 
+    inputs.check_tls_arguments(args, calls_cluster=args.gateway is not None)
     if args.export:
         inputs.export_files(args.export)
 
@@ -207,7 +211,7 @@ def check_inputs(args) -> None:
 def run(spark, args) -> int:
     from replog.spark import charts, inputs, outputs, printing
 
-    topology = inputs.load(spark, export_dir=args.export, gateway=args.gateway)
+    topology = inputs.load(spark, export_dir=args.export, gateway=args.gateway, tls=inputs.tls_options(args))
     tables = report(topology.brokers, topology.partitions)
     if topology.group_offsets is not None:
         tables["group_lag"] = group_lag(topology.group_offsets).cache()

@@ -1,7 +1,8 @@
 """``spark.read.format("replog")``: one format, two inputs, told apart by their options.
 
-* ``bootstrap.servers`` and ``subscribe``: a log's records, batch or streaming, as Spark's Kafka
-  source gives them (records/reader.py).
+* ``bootstrap.servers`` (or Spark's Kafka-source spelling, ``kafka.bootstrap.servers``) and
+  ``subscribe``: a log's records, batch or streaming, as Spark's Kafka source gives them
+  (records/reader.py).
 * ``gateway``: the gateway's ExportTopology stream as a DataFrame, below.
 
     spark.read.format("replog").option("gateway", "127.0.0.1:9090").option("table", "partitions").load()
@@ -43,9 +44,12 @@ class ReplogDataSource(DataSource):
         return "replog"
 
     def _records(self) -> bool:
-        if "bootstrap.servers" in self.options and "gateway" in self.options:
+        from replog.spark.records.reader import BOOTSTRAP_OPTIONS
+
+        brokers = any(name in self.options for name in BOOTSTRAP_OPTIONS)
+        if brokers and "gateway" in self.options:
             raise ValueError("the replog source reads records (bootstrap.servers) or topology (gateway), not both")
-        return "bootstrap.servers" in self.options or "subscribe" in self.options
+        return brokers or "subscribe" in self.options
 
     def schema(self) -> str:
         if self._records():
@@ -71,12 +75,9 @@ class ReplogDataSource(DataSource):
             raise ValueError("the replog source needs .option('gateway', 'host:port')")
         batch_size = int(self.options.get("batch_size", BATCH_SIZE_DEFAULT))
         log_stats = str(self.options.get("log_stats", "false")).lower() == "true"
-        from replog.common.security.local import resolve_client_tls
+        from replog.spark.records.reader import tls_of
 
-        tls = resolve_client_tls(self.options.get("tls_ca_file"), self.options.get("tls_cert_file"),
-                                 self.options.get("tls_key_file"),
-                                 insecure=str(self.options.get("insecure", "false")).lower() == "true")
-        return ExportTopologyReader(gateway, self._table(), batch_size, log_stats, tls)
+        return ExportTopologyReader(gateway, self._table(), batch_size, log_stats, tls_of(self.options))
 
     def _table(self) -> str:
         table = self.options.get("table", "partitions")

@@ -28,6 +28,12 @@ from replog.spark.records import offsets as ofs
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
           "timestampType int, headers array<struct<key: string, value: binary>>")
 RECORDS_PER_PIECE_MAX_DEFAULT = 1_000_000
+# Options only one kind of read uses; the other refuses them rather than ignore them (as Spark's Kafka source
+# refuses endingOffsets in a stream): a stream runs until stopped, a batch read has no triggers.
+BATCH_ONLY_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+STREAM_ONLY_OPTIONS = ("maxOffsetsPerTrigger",)
+# The brokers to call: our name, and Spark's Kafka source's, so a Kafka job's options carry over.
+BOOTSTRAP_OPTIONS = ("bootstrap.servers", "kafka.bootstrap.servers")
 STALL_TIMEOUT_MS_DEFAULT = 120_000  # a piece whose records stop coming for this long fails its task
 
 
@@ -58,24 +64,51 @@ class Piece(InputPartition):
     end: int
 
 
+def bootstrap_of(options) -> str | None:
+    """The broker addresses, under either name of BOOTSTRAP_OPTIONS; both given must name the same brokers."""
+    given = {name: options.get(name) for name in BOOTSTRAP_OPTIONS if options.get(name)}
+    if len({tuple(a.strip() for a in value.split(",")) for value in given.values()}) > 1:
+        raise ValueError(f"the replog records source was given {' and '.join(given)} with different brokers "
+                         f"({' vs '.join(repr(v) for v in given.values())}): give one of them")
+    return next(iter(given.values()), None)
+
+
+def tls_of(options):
+    """The TLS files the source calls the cluster with (None: plaintext), from its options ``tls_ca_file``,
+    ``tls_cert_file``, ``tls_key_file`` and ``insecure``, else as every client resolves them (security/local.py);
+    the errors name these options, not the command line's flags."""
+    from replog.common.security.local import TlsSettingNames, resolve_client_tls
+
+    names = TlsSettingNames("tls_ca_file", "tls_cert_file", "tls_key_file", "insecure")
+    flag = str(options.get(names.insecure, "false")).strip().lower()
+    if flag not in ("true", "false"):
+        raise ValueError(f"insecure: expected true or false, not {options.get(names.insecure)!r}")
+    files = [options.get(name) for name in names.files()]
+    if flag == "true" and any(files):
+        given = [name for name, path in zip(names.files(), files) if path]
+        raise ValueError(f"insecure=true (plaintext) and {', '.join(given)} (TLS) contradict each other: give one")
+    return resolve_client_tls(*files, insecure=flag == "true", names=names)
+
+
 def options_of(options) -> tuple[Connection, list[str]]:
-    bootstrap = options.get("bootstrap.servers")
+    bootstrap = bootstrap_of(options)
     topics = [t.strip() for t in (options.get("subscribe") or "").split(",") if t.strip()]
     if not bootstrap:
-        raise ValueError("the replog records source needs .option('bootstrap.servers', 'host:port[,host:port]')")
+        raise ValueError("the replog records source needs .option('bootstrap.servers', 'host:port[,host:port]') "
+                         "(or kafka.bootstrap.servers)")
     if not topics:
         raise ValueError("the replog records source needs .option('subscribe', 'topic[,topic]')")
-    insecure = str(options.get("insecure", "false")).lower() == "true"
-    tls = None
-    if not insecure:
-        from replog.common.security.local import resolve_client_tls
-
-        tls = resolve_client_tls(options.get("tls_ca_file"), options.get("tls_cert_file"),
-                                 options.get("tls_key_file"), insecure=False)
-        insecure = tls is None
-    connection = Connection(bootstrap, tls, insecure, int(options.get("fetchMaxBytes", 4 * 1024 * 1024)),
+    tls = tls_of(options)
+    connection = Connection(bootstrap, tls, tls is None, int(options.get("fetchMaxBytes", 4 * 1024 * 1024)),
                             int(options.get("stallTimeoutMs", STALL_TIMEOUT_MS_DEFAULT)))
     return connection, topics
+
+
+def refuse_options(options, names: tuple[str, ...], why: str) -> None:
+    """Fail, naming each of ``names`` that ``options`` holds: a read that would otherwise ignore them."""
+    given = [name for name in names if name in options]
+    if given:
+        raise ValueError(f"the replog records source does not take {', '.join(given)} here: {why}")
 
 
 def partition_bounds(connection: Connection, topics: list[str]) -> dict[tuple[str, int], ofs.Bounds]:
@@ -129,6 +162,7 @@ def pieces_of(offset_ranges: list[ofs.OffsetRange], records_per_piece_max: int) 
 
 class RecordsBatchReader(DataSourceReader):
     def __init__(self, options) -> None:
+        refuse_options(options, STREAM_ONLY_OPTIONS, "only a streaming read (spark.readStream) has triggers")
         self.connection, self.topics = options_of(options)
         self.starting = Positions(options, "starting", ofs.EARLIEST)
         self.ending = Positions(options, "ending", ofs.LATEST)
@@ -148,6 +182,8 @@ class RecordsBatchReader(DataSourceReader):
 
 class RecordsStreamReader(DataSourceStreamReader):
     def __init__(self, options) -> None:
+        refuse_options(options, BATCH_ONLY_OPTIONS, "a streaming read (spark.readStream) runs until it is "
+                       "stopped; give an end to a batch read (spark.read)")
         self.connection, self.topics = options_of(options)
         self.starting = Positions(options, "starting", ofs.LATEST)
         self.records_per_piece_max = int(options.get("maxRecordsPerPartition", RECORDS_PER_PIECE_MAX_DEFAULT))

@@ -17,6 +17,7 @@ refuses to start and says what to pass.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -37,6 +38,23 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 
 class ClientTlsError(Exception):
     """The client has no certificate to use and was not told to run plaintext."""
+
+
+@dataclass(frozen=True)
+class TlsSettingNames:
+    """How a client's user spells the explicit settings, so an error names what they can pass."""
+
+    ca_file: str
+    cert_file: str
+    key_file: str
+    insecure: str
+
+    def files(self) -> tuple[str, str, str]:
+        return (self.ca_file, self.cert_file, self.key_file)
+
+
+CLI_FLAGS = TlsSettingNames("--tls-ca-file", "--tls-cert-file", "--tls-key-file", "--insecure")
+ENV_NAMES = TlsSettingNames(ENV_CA, ENV_CERT, ENV_KEY, ENV_INSECURE)
 
 
 def tls_dir(state_dir: Path) -> Path:
@@ -61,19 +79,21 @@ def env_exports(files: TlsFiles) -> str:
 
 
 def resolve_client_tls(ca_file: str | None = None, cert_file: str | None = None, key_file: str | None = None,
-                       *, insecure: bool = False, env: Mapping[str, str] | None = None) -> TlsFiles | None:
-    """The files a client uses (None: plaintext), by the order in the module docstring."""
+                       *, insecure: bool = False, env: Mapping[str, str] | None = None,
+                       names: TlsSettingNames = CLI_FLAGS) -> TlsFiles | None:
+    """The files a client uses (None: plaintext), by the order in the module docstring. ``names``: how the
+    caller's user spells the explicit settings (flags, or a data source's options), for the errors."""
     env = os.environ if env is None else env
     if insecure:
         return None
     explicit = (ca_file, cert_file, key_file)
     if any(explicit):
-        return _all_three(explicit, "--tls-ca-file, --tls-cert-file and --tls-key-file")
+        return _all_three(explicit, names)
     if env.get(ENV_INSECURE, "").strip().lower() in TRUE_WORDS:
         return None
     from_env = (env.get(ENV_CA), env.get(ENV_CERT), env.get(ENV_KEY))
     if any(from_env):
-        return _all_three(from_env, f"{ENV_CA}, {ENV_CERT} and {ENV_KEY}")
+        return _all_three(from_env, ENV_NAMES)
     state_dir = Path(env.get(STATE_DIR_ENV) or DEFAULT_STATE_DIR)
     if (state_dir / INSECURE_MARKER).exists():
         return None
@@ -81,12 +101,17 @@ def resolve_client_tls(ca_file: str | None = None, cert_file: str | None = None,
     if all(Path(p).exists() for p in local.paths()):
         return local
     raise ClientTlsError(
-        "no TLS certificate to call the cluster with: pass --tls-ca-file, --tls-cert-file and --tls-key-file "
-        f"(or set {ENV_CA}, {ENV_CERT} and {ENV_KEY}, or {STATE_DIR_ENV} to a replog-local state directory), "
-        "or --insecure for a cluster running without TLS")
+        f"no TLS certificate to call the cluster with: pass {_listed(names.files())} "
+        f"(or set {_listed(ENV_NAMES.files())}, or {STATE_DIR_ENV} to a replog-local state directory), "
+        f"or {names.insecure} for a cluster running without TLS")
 
 
-def _all_three(paths, names: str) -> TlsFiles:
+def _all_three(paths, names: TlsSettingNames) -> TlsFiles:
     if not all(paths):
-        raise ClientTlsError(f"{names} go together: set all three")
+        missing = [name for name, path in zip(names.files(), paths) if not path]
+        raise ClientTlsError(f"{_listed(names.files())} go together: set all three (missing: {', '.join(missing)})")
     return TlsFiles(*paths)
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return f"{', '.join(names[:-1])} and {names[-1]}"
