@@ -57,15 +57,26 @@ def bootstrap(cluster) -> list[str]:
     return [p.address for p in cluster.of_role("broker") if cluster.is_running(p.name)]
 
 
+LISTINGS_MAX = 20
+
+
 def replica_records(cluster, broker_id: int, topic: str) -> list:
-    """Every record in the replica's segment files, oldest first (read from disk: each replica's own copy)."""
-    records = []
+    """Every record in the replica's segment files, oldest first (read from disk: each replica's own copy).
+
+    The cleaner may remove a segment between the listing and its read (a rewrite that kept nothing): the
+    directory is then listed again."""
     directory: Path = cluster.data_dir(broker_name(broker_id)) / f"{topic}-0"
-    for path in sorted(directory.glob("*.log")):
-        data = path.read_bytes()
-        whole = sum(header.size_bytes for _, header in iter_batches(data))
-        records += decode_records(data[:whole])
-    return records
+    for _ in range(LISTINGS_MAX):
+        records = []
+        try:
+            for path in sorted(directory.glob("*.log")):
+                data = path.read_bytes()
+                whole = sum(header.size_bytes for _, header in iter_batches(data))
+                records += decode_records(data[:whole])
+        except FileNotFoundError:
+            continue
+        return records
+    raise AssertionError(f"{directory}: a segment vanished under each of {LISTINGS_MAX} listings")
 
 
 def mismatch(records, expected: dict[bytes, bytes | None]) -> str:

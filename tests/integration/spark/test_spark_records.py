@@ -173,8 +173,8 @@ def test_tls_options_name_the_files_the_read_uses(spark, cluster, counted):
 def test_a_leader_killed_during_a_read_changes_no_count(spark, cluster):
     """kill -9 of the leader once the read's first task is done: the tasks still to read that partition follow
     the new leader (Consumer metadata) and every offset is read once (on local[2] no task is retried: a failed
-    one would fail the count). Last in the module: the killed broker is started again (not waited for), and
-    the leaderships it had stay moved."""
+    one would fail the count). The killed broker is started again and waited for (the module's cluster serves
+    the next tests), and the leaderships it had stay moved."""
     count, piece = 12_000, 1_000  # 12 tasks on 2 cores: 10 are left when the first is done
     create(cluster, "failover", 1)
     with Producer(bootstrap(cluster), acks="all") as producer:
@@ -204,6 +204,7 @@ def test_a_leader_killed_during_a_read_changes_no_count(spark, cluster):
             assert killed_during_the_read, "the read ended before the leader was killed: nothing was tested"
         finally:
             cluster.start(name)
+            cluster.wait_healthy([name], 60)
     with zk_session(cluster) as zk:
         assert partition_state(zk, "failover").leader not in (leader, -1)
 
