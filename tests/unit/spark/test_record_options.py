@@ -84,3 +84,19 @@ def test_insecure_is_plaintext_and_nothing_else(monkeypatch, tmp_path):
         RecordsBatchReader(options(insecure="false"))
     monkeypatch.setenv(local.ENV_INSECURE, "true")  # insecure=false leaves the choice to the environment
     assert RecordsBatchReader(options(insecure="false")).connection.insecure
+
+
+@pytest.mark.parametrize("name", ["failOnDataLoss", "assign", "minOffsetsPerTrigger", "subscribePattern", "table"])
+def test_an_option_no_reader_takes_is_refused_by_name(name):
+    """Spark's Kafka source options replog does not serve, and a topology option on a records read, are
+    refused rather than silently dropped."""
+    source = ReplogDataSource(options(**{name: "x"}))
+    for read in (lambda: source.reader(None), lambda: source.streamReader(None)):
+        with pytest.raises(ValueError, match=f"(?i)does not know {name} for a read of records"):
+            read()
+
+
+def test_a_topology_read_refuses_records_options():
+    source = ReplogDataSource(CaseInsensitiveDict({"gateway": "127.0.0.1:9090", "maxRecordsPerPartition": "10"}))
+    with pytest.raises(ValueError, match="does not know maxrecordsperpartition for a read of the topology"):
+        source.reader(None)

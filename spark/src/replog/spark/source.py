@@ -35,6 +35,8 @@ from replog.common.export_schema import arrow_schema
 from replog.spark import schema
 
 BATCH_SIZE_DEFAULT = 1000
+TOPOLOGY_OPTIONS = ("gateway", "table", "batch_size", "log_stats", "tls_ca_file", "tls_cert_file", "tls_key_file",
+                    "insecure")
 STREAM_TIMEOUT_S = 300.0
 
 
@@ -59,17 +61,22 @@ class ReplogDataSource(DataSource):
         return schema.ddl(self._table())
 
     def streamReader(self, schema):
-        from replog.spark.records.reader import RecordsStreamReader
+        from replog.spark.records.reader import RECORDS_OPTIONS, RecordsStreamReader, refuse_unknown_options
 
         if not self._records():
             raise ValueError("a stream of the replog source reads records: give bootstrap.servers and subscribe")
+        refuse_unknown_options(self.options, RECORDS_OPTIONS, "a read of records")
         return RecordsStreamReader(self.options)
 
     def reader(self, schema):  # Spark passes the schema by this name
+        from replog.spark.records.reader import RECORDS_OPTIONS, refuse_unknown_options
+
         if self._records():
             from replog.spark.records.reader import RecordsBatchReader
 
+            refuse_unknown_options(self.options, RECORDS_OPTIONS, "a read of records")
             return RecordsBatchReader(self.options)
+        refuse_unknown_options(self.options, TOPOLOGY_OPTIONS, "a read of the topology (gateway)")
         gateway = self.options.get("gateway")
         if not gateway:
             raise ValueError("the replog source needs .option('gateway', 'host:port')")

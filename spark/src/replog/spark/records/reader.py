@@ -34,6 +34,13 @@ BATCH_ONLY_OPTIONS = ("endingOffsets", "endingTimestamp", "endingOffsetsByTimest
 STREAM_ONLY_OPTIONS = ("maxOffsetsPerTrigger",)
 # The brokers to call: our name, and Spark's Kafka source's, so a Kafka job's options carry over.
 BOOTSTRAP_OPTIONS = ("bootstrap.servers", "kafka.bootstrap.servers")
+TLS_OPTIONS = ("tls_ca_file", "tls_cert_file", "tls_key_file", "insecure")
+# Every option a records read takes (the batch-only and stream-only ones are refused by the other reader with
+# their own reason); any other name is refused rather than ignored: Spark's Kafka source options replog does
+# not serve (assign, subscribePattern, failOnDataLoss, minOffsetsPerTrigger, ...) included.
+RECORDS_OPTIONS = (*BOOTSTRAP_OPTIONS, "subscribe", "startingOffsets", "startingTimestamp",
+                   "startingOffsetsByTimestamp", "maxRecordsPerPartition", "fetchMaxBytes", "stallTimeoutMs",
+                   *TLS_OPTIONS, *BATCH_ONLY_OPTIONS, *STREAM_ONLY_OPTIONS)
 STALL_TIMEOUT_MS_DEFAULT = 120_000  # a piece whose records stop coming for this long fails its task
 
 
@@ -102,6 +109,15 @@ def options_of(options) -> tuple[Connection, list[str]]:
     connection = Connection(bootstrap, tls, tls is None, int(options.get("fetchMaxBytes", 4 * 1024 * 1024)),
                             int(options.get("stallTimeoutMs", STALL_TIMEOUT_MS_DEFAULT)))
     return connection, topics
+
+
+def refuse_unknown_options(options, accepted: tuple[str, ...], what: str) -> None:
+    """Fail, naming every option of ``options`` (Spark's case-insensitive map) that is not in ``accepted``."""
+    known = {name.lower() for name in accepted}
+    unknown = sorted(name for name in options if name.lower() not in known)
+    if unknown:
+        raise ValueError(f"the replog source does not know {', '.join(unknown)} for {what}; "
+                         f"it takes {', '.join(accepted)}")
 
 
 def refuse_options(options, names: tuple[str, ...], why: str) -> None:
