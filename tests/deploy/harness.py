@@ -153,11 +153,30 @@ def leader_of(client: ClientRunner, topic: str, partition: int = 0, timeout_s: f
         raise DeployError(f"{exc}; last errors: {errors[-3:]}") from None
 
 
-def create_topic(client: ClientRunner, topic: str) -> int:
+def create_topic(client: ClientRunner, topic: str, timeout_s: float = 120) -> int:
     """One partition, 3 replicas, min.insync.replicas=2; returns its first leader, once the gateway names
-    one (a producer started before the brokers know the topic is refused at once)."""
-    client.replog("topics", "create", topic, "--partitions", "1", "--replication-factor", "3",
-                  "--config", "min.insync.replicas=2")
+    one (a producer started before the brokers know the topic is refused at once). A gateway too busy to
+    answer in time (seen once on a host at load 8, right after every service was healthy) is asked again
+    until `timeout_s`, as a user would: "already exists" then means an earlier request went through."""
+    errors: list[str] = []
+
+    def ask():
+        try:
+            client.replog("topics", "create", topic, "--partitions", "1", "--replication-factor", "3",
+                          "--config", "min.insync.replicas=2")
+        except DeployError as exc:
+            if errors and "already exists" in str(exc):
+                return True
+            if "did not answer in time" not in str(exc):
+                raise
+            errors.append(str(exc)[-200:])
+            return None
+        return True
+
+    try:
+        wait_until(ask, timeout_s, f"the gateway to create {topic}", interval_s=2)
+    except DeployError as exc:
+        raise DeployError(f"{exc}; last errors: {errors[-3:]}") from None
     return wait_until(lambda: (lambda leader: (leader,) if leader >= 0 else None)(leader_of(client, topic)), 120,
                       f"{topic} to have a leader")[0]
 
