@@ -4,16 +4,34 @@ and every replica's files are judged against the recorded history (history/compa
 
 from __future__ import annotations
 
+import random
 import time
 from pathlib import Path
 
 from tests.fault.history import compacted
-from tests.fault.history.compacted import keyed_log, read_to_end
+from tests.fault.history.compacted import KeyedSends, keyed_log, read_to_end
 from tests.fault.history.history import History, Ok
 from tests.integration.broker_helpers import describe, wait_for
 from tests.integration.test_compaction import holds_exactly, mismatch, replica_records
 
 BROKERS = (1, 2, 3)
+
+
+def send_keyed(sends: KeyedSends, rng: random.Random, count: int, *, keys: int, pad_bytes: int) -> list:
+    """`count` writes over `keys` keys (10% tombstones), acks=all, not waited for: (key, value, handle) each."""
+    pending = []
+    for _ in range(count):
+        key = b"key-%03d" % rng.randrange(keys)
+        pending.append((key, *sends.send(key, tombstone=rng.random() < 0.1, pad_bytes=pad_bytes)))
+    return pending
+
+
+def acknowledged(pending: list, final: dict) -> None:
+    """Wait for every write of `pending` (the producer retries through the faults); each counts in `final`,
+    the latest acknowledged value of each key, once it is."""
+    for key, value, handle in pending:
+        handle.result(90)
+        final[key] = value
 
 
 def leftovers(cluster, broker_id: int, topic: str) -> list[str]:

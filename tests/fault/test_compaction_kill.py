@@ -25,7 +25,7 @@ from tests.integration.broker_helpers import (  # noqa: F401 - start_cluster is 
     wait_for_leader,
     zk_session,
 )
-from tests.fault.compaction_helpers import leftovers, settle_and_judge
+from tests.fault.compaction_helpers import acknowledged, leftovers, send_keyed, settle_and_judge
 from tests.fault.history.compacted import KeyedSends
 from tests.fault.history.history import History
 from tests.integration.controller_helpers import create_topic
@@ -48,13 +48,7 @@ def bootstrap(cluster) -> list[str]:
 
 def write(sends: KeyedSends, final: dict, rng: random.Random, count: int) -> None:
     """`count` keyed writes (10% tombstones), acks=all; each counts once it is acknowledged."""
-    pending = []
-    for _ in range(count):
-        key = b"key-%03d" % rng.randrange(KEYS)
-        pending.append((key, *sends.send(key, tombstone=rng.random() < 0.1, pad_bytes=200)))
-    for key, value, handle in pending:
-        handle.result(90)
-        final[key] = value
+    acknowledged(send_keyed(sends, rng, count, keys=KEYS, pad_bytes=200), final)
 
 
 def test_brokers_killed_while_cleaning_recover_and_agree_on_every_key(start_cluster):

@@ -20,7 +20,7 @@ import pytest
 
 from replog.client import Producer
 from replog.devcluster import ClusterSpec
-from tests.fault.compaction_helpers import leftovers, settle_and_judge
+from tests.fault.compaction_helpers import acknowledged, leftovers, send_keyed, settle_and_judge
 from tests.fault.history.compacted import KeyedSends
 from tests.fault.history.history import History
 from tests.fault.test_power_loss import EVERY_BROKER, lose_power, on_powerloss_disks
@@ -42,19 +42,7 @@ SPEC = ClusterSpec(
 
 
 def send(sends: KeyedSends, rng: random.Random, count: int) -> list:
-    """`count` keyed writes (10% tombstones), acks=all, not waited for: (key, value, handle) each."""
-    pending = []
-    for _ in range(count):
-        key = b"key-%03d" % rng.randrange(KEYS)
-        pending.append((key, *sends.send(key, tombstone=rng.random() < 0.1, pad_bytes=150)))
-    return pending
-
-
-def acknowledged(pending: list, final: dict) -> None:
-    """Wait for every write of `pending` (the producer retries through the faults); each counts once it is."""
-    for key, value, handle in pending:
-        handle.result(90)
-        final[key] = value
+    return send_keyed(sends, rng, count, keys=KEYS, pad_bytes=150)
 
 
 def hold_inside_a_swap(disk, broker_id: int) -> str:

@@ -35,8 +35,6 @@ from replog.common.export_schema import arrow_schema
 from replog.spark import schema
 
 BATCH_SIZE_DEFAULT = 1000
-TOPOLOGY_OPTIONS = ("gateway", "table", "batch_size", "log_stats", "tls_ca_file", "tls_cert_file", "tls_key_file",
-                    "insecure")
 STREAM_TIMEOUT_S = 300.0
 
 
@@ -61,29 +59,26 @@ class ReplogDataSource(DataSource):
         return schema.ddl(self._table())
 
     def streamReader(self, schema):
-        from replog.spark.records.reader import RECORDS_OPTIONS, RecordsStreamReader, refuse_unknown_options
+        from replog.spark.records.reader import RecordsStreamReader
 
         if not self._records():
             raise ValueError("a stream of the replog source reads records: give bootstrap.servers and subscribe")
-        refuse_unknown_options(self.options, RECORDS_OPTIONS, "a read of records")
-        return RecordsStreamReader(self.options)
+        return RecordsStreamReader(self.options)  # it refuses any option it does not take
 
     def reader(self, schema):  # Spark passes the schema by this name
-        from replog.spark.records.reader import RECORDS_OPTIONS, refuse_unknown_options
-
         if self._records():
             from replog.spark.records.reader import RecordsBatchReader
 
-            refuse_unknown_options(self.options, RECORDS_OPTIONS, "a read of records")
-            return RecordsBatchReader(self.options)
-        refuse_unknown_options(self.options, TOPOLOGY_OPTIONS, "a read of the topology (gateway)")
+            return RecordsBatchReader(self.options)  # it refuses any option it does not take
+        from replog.spark.records.reader import TLS_OPTIONS, refuse_unknown_options, tls_of
+
+        refuse_unknown_options(self.options, ("gateway", "table", "batch_size", "log_stats", *TLS_OPTIONS),
+                               "a read of the topology (gateway)")
         gateway = self.options.get("gateway")
         if not gateway:
             raise ValueError("the replog source needs .option('gateway', 'host:port')")
         batch_size = int(self.options.get("batch_size", BATCH_SIZE_DEFAULT))
         log_stats = str(self.options.get("log_stats", "false")).lower() == "true"
-        from replog.spark.records.reader import tls_of
-
         return ExportTopologyReader(gateway, self._table(), batch_size, log_stats, tls_of(self.options))
 
     def _table(self) -> str:

@@ -86,7 +86,7 @@ def tls_of(options):
     the errors name these options, not the command line's flags."""
     from replog.common.security.local import TlsSettingNames, resolve_client_tls
 
-    names = TlsSettingNames("tls_ca_file", "tls_cert_file", "tls_key_file", "insecure")
+    names = TlsSettingNames(*TLS_OPTIONS)
     flag = str(options.get(names.insecure, "false")).strip().lower()
     if flag not in ("true", "false"):
         raise ValueError(f"insecure: expected true or false, not {options.get(names.insecure)!r}")
@@ -179,6 +179,7 @@ def pieces_of(offset_ranges: list[ofs.OffsetRange], records_per_piece_max: int) 
 class RecordsBatchReader(DataSourceReader):
     def __init__(self, options) -> None:
         refuse_options(options, STREAM_ONLY_OPTIONS, "only a streaming read (spark.readStream) has triggers")
+        refuse_unknown_options(options, RECORDS_OPTIONS, "a read of records")
         self.connection, self.topics = options_of(options)
         self.starting = Positions(options, "starting", ofs.EARLIEST)
         self.ending = Positions(options, "ending", ofs.LATEST)
@@ -200,6 +201,7 @@ class RecordsStreamReader(DataSourceStreamReader):
     def __init__(self, options) -> None:
         refuse_options(options, BATCH_ONLY_OPTIONS, "a streaming read (spark.readStream) runs until it is "
                        "stopped; give an end to a batch read (spark.read)")
+        refuse_unknown_options(options, RECORDS_OPTIONS, "a read of records")
         self.connection, self.topics = options_of(options)
         self.starting = Positions(options, "starting", ofs.LATEST)
         self.records_per_piece_max = int(options.get("maxRecordsPerPartition", RECORDS_PER_PIECE_MAX_DEFAULT))
