@@ -62,6 +62,16 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def create_marker_file(path: Path) -> None:
+    """Create the empty file `path` (a marker whose existence is the fact) and make it durable."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_directory(path.parent)
+
+
 def write_checkpoint(path: Path, entries: Sequence[Sequence[object]], *, durable: bool = True) -> None:
     """Atomically replace `path` with a versioned checkpoint of `entries` (rows of fields).
 

@@ -16,11 +16,10 @@ the last HW checkpoint leave no trace on disk and cannot be counted this way.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoints import fsync_directory
+from .checkpoints import create_marker_file, fsync_directory
 
 CLEAN_SHUTDOWN_FILE = ".clean-shutdown"
 
@@ -52,12 +51,7 @@ def take_clean_shutdown_marker(log_dir: Path) -> bool:
 
 def write_clean_shutdown_marker(log_dir: Path) -> None:
     """Mark a clean stop: call after every log is flushed and the checkpoints are written."""
-    fd = os.open(Path(log_dir) / CLEAN_SHUTDOWN_FILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    fsync_directory(Path(log_dir))
+    create_marker_file(Path(log_dir) / CLEAN_SHUTDOWN_FILE)
 
 
 def lost_committed_records(topic: str, partition: int, checkpointed_high_watermark: int,

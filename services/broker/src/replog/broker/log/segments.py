@@ -37,7 +37,7 @@ from typing import Callable
 
 from replog.common.records import BatchHeader, CorruptRecordError, check_batch, iter_batches
 
-from .checkpoints import TEMP_SUFFIX, fsync_directory
+from .checkpoints import TEMP_SUFFIX, create_marker_file, fsync_directory
 from .config import LogConfig
 from .descriptors import UNTRACKED, LogDescriptors, Untracked
 from .errors import LogOffsetMismatchError
@@ -115,13 +115,7 @@ class Segments:
         learns it, at start-up); a log never marked has no gap, and one there is damage."""
         if self.gaps_allowed:
             return
-        marker = self._directory / COMPACTED_MARKER_FILE
-        fd = os.open(marker, os.O_WRONLY | os.O_CREAT, 0o644)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        fsync_directory(self._directory)
+        create_marker_file(self._directory / COMPACTED_MARKER_FILE)
         logger.info("%s: the log is compacted from now on: batches may have offset gaps between them",
                     self._directory)
         self.gaps_allowed = True
