@@ -26,6 +26,9 @@ Besides p50 / p99 produce-to-ack, it reports:
 alternate the two for a before/after. The JSON also has produce.py's `tail` and the CPU seconds of
 every process during the window.
 
+`--idle` measures instead what idle replicas cost one broker (`idle_point`): memory per hosted replica
+and the time a broker takes from start to serving them, after a clean stop and after kill -9.
+
 Runtime: about `--seconds` plus two minutes at 10,000 partitions (cluster start, topic creation and
 warm-up take most of it; the floor 6 s), under a minute more at 1,000. Its figures:
 docs/perf/scale.md.
@@ -45,6 +48,7 @@ import produce  # noqa: E402 - first: it configures gRPC's runtime before grpc l
 
 import floor_chain  # noqa: E402
 import harness  # noqa: E402
+import scale_idle  # noqa: E402
 from pauses import pauses_between, scrape_pauses  # noqa: E402
 
 from replog.client import Producer  # noqa: E402
@@ -92,7 +96,17 @@ def main() -> None:
                         help=f"the services' garbage collector settings ({gc_policy.ENV})")
     parser.add_argument("--cpu-scheduling", choices=cpu_scheduling.CHOICES,
                         help="policy of every process of the run (default: realtime, as produce.py's latency mode)")
+    parser.add_argument("--idle", action="store_true",
+                        help="measure idle replicas on one broker instead: RSS per replica and start-up to serving, "
+                             "clean and after kill -9 (scale_idle.py)")
+    parser.add_argument("--partitions-per-topic", type=int, default=10_000, help="--idle: the largest topic")
+    parser.add_argument("--startup-timeout-s", type=float, default=600.0,
+                        help="--idle: the longest a stop or a start-up to serving may take")
+    parser.add_argument("--keep", action="store_true", help="--idle: keep the cluster's state directory (logs)")
     args = parser.parse_args()
+    if args.idle:
+        harness.emit(scale_idle.idle_point(args))
+        return
     os.environ[cpu_scheduling.ENV] = args.cpu_scheduling or os.environ.get(cpu_scheduling.ENV) or "realtime"
     policy = cpu_scheduling.configure()  # this process; the floor's and the cluster's inherit it
     # What produce.drive_fixed_rate reads: random records of RECORD_SIZE bytes, at most 1 MiB a batch.

@@ -36,3 +36,28 @@ def test_flush_makes_the_new_epoch_durable(tmp_path):
     log.flush()
     assert read_leader_epoch_checkpoint(tmp_path / CHECKPOINT) == [(2, 0)]
     log.close()
+
+
+def test_reopening_a_log_without_epochs_writes_no_checkpoint(tmp_path, monkeypatch):
+    import os
+
+    PartitionLog.open(tmp_path, LogConfig(), ManualClock()).close()
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    for _ in range(2):  # an idle replica restarted: its missing checkpoint reads as an empty one
+        reopened = PartitionLog.open(tmp_path, LogConfig(), ManualClock())
+        assert reopened.epoch_entries() == []
+        reopened.close()
+    assert not (tmp_path / CHECKPOINT).exists()
+    assert synced == []
+
+
+def test_a_missing_checkpoint_of_a_log_with_epochs_is_written_again(tmp_path):
+    log = PartitionLog.open(tmp_path, LogConfig(), ManualClock())
+    log.append_as_leader(batch(2), leader_epoch=3)
+    log.close()
+    (tmp_path / CHECKPOINT).unlink()
+    reopened = PartitionLog.open(tmp_path, LogConfig(), ManualClock())
+    assert reopened.epoch_entries() == [(3, 0)]
+    assert read_leader_epoch_checkpoint(tmp_path / CHECKPOINT) == [(3, 0)]

@@ -16,6 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         config = load_config(BrokerConfig, argv, prog=PROG, description="replog storage broker")
         from replog.broker.bootstrap import BrokerProcess
+        from replog.broker.runtime import diagnostics
         from replog.common.logs import setup_logging
 
         setup_logging("broker", str(config.broker_id), config.log_level, config.log_format)
@@ -23,8 +24,11 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(PROG).info("open files limit %d (the hosted logs' descriptor budget is derived from it)",
                                      open_files)
         stop = service.StopSignal()  # first: a stop while waiting for ZooKeeper ends the wait
+        diagnostics.install_heap_report()
         process = BrokerProcess(config)
-        if process.start(stop.event):
+        with diagnostics.profiled_startup():
+            started = process.start(stop.event)
+        if started:
             stop.wait()
         process.stop()
         return 0

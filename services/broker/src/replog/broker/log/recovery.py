@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 from pathlib import Path
 
 from replog.common.records import CorruptRecordError
@@ -34,8 +35,9 @@ from .config import LogConfig
 from .leader_epoch_cache import LeaderEpochCache
 from .results import RecoveryReport
 from .segment import LogSegment
-from .segment_names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, parse_segment_file_name
-from .segments import marked_compacted, replace_with_swap
+from .segment_names import (CLEANED_SUFFIX, COMPACTED_MARKER_FILE, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX,
+                            parse_segment_file_name)
+from .segments import replace_with_swap
 
 logger = logging.getLogger(__name__)
 
@@ -102,8 +104,8 @@ def recover_segments(
             batches_scanned,
             len(scanned),
         )
-    else:
-        logger.info(
+    else:  # nothing lost: the broker's one line for all its logs says how many were loaded
+        logger.debug(
             "%s: recovery found %d valid batches in %d segments, %d indexes rebuilt",
             directory,
             batches_scanned,
@@ -118,10 +120,11 @@ def open_log_files(
 ) -> tuple[list[LogSegment], RecoveryReport, LeaderEpochCache, bool]:
     """The segments of the log in `directory` (recovered, or a new empty one), the recovery report, the
     epoch cache, and whether the cache must be checkpointed again (it differs from its file)."""
-    bases = _clean_directory(directory)
+    bases, names = _clean_directory(directory)
     if bases:
         segments = [LogSegment.open_existing(directory, base, config.index_interval_bytes) for base in bases]
-        gaps_allowed = marked_compacted(directory)  # not config.compacts: the policy may have changed since
+        # not config.compacts: the policy may have changed since (segments.marked_compacted)
+        gaps_allowed = COMPACTED_MARKER_FILE in names
         for segment in segments:
             segment.gaps_allowed = gaps_allowed
         segments, report, leader_epoch_starts = recover_segments(segments, recovery_point)
@@ -130,27 +133,35 @@ def open_log_files(
         # controller recreates it (docs/perf/new-log-fsync.md).
         segments = [LogSegment.create(directory, 0, config.index_interval_bytes)]
         report, leader_epoch_starts = RecoveryReport(), []
-    cache, cache_changed = _load_leader_epoch_cache(directory, segments, leader_epoch_starts)
+    cache, cache_changed = _load_leader_epoch_cache(directory, segments, leader_epoch_starts,
+                                                    LEADER_EPOCH_CHECKPOINT_FILE in names)
     return segments, report, cache, cache_changed and bool(bases or cache.entries())
 
 
-def _clean_directory(directory: Path) -> list[int]:
+def _clean_directory(directory: Path) -> tuple[list[int], set[str]]:
     """Remove leftovers of interrupted writes, finish an interrupted swap of the log cleaner; return the
-    segment base offsets, sorted."""
-    finish_interrupted_swaps(directory)
+    segment base offsets, sorted, and the names of the files left. One listing of the directory in the
+    usual case: at start-up every replica's directory is read (docs/perf/scale.md)."""
+    names = os.listdir(directory)
+    if any(name.endswith(CLEANED_SUFFIX) or name.endswith(SWAP_SUFFIX) for name in names):
+        finish_interrupted_swaps(directory)
+        names = os.listdir(directory)
     bases = []
-    for path in directory.iterdir():
-        base_offset = parse_segment_file_name(path.name)
+    left = set(names)
+    for name in names:
+        base_offset = parse_segment_file_name(name)
         if base_offset is not None:
             bases.append(base_offset)
-        elif path.name.endswith(TEMP_SUFFIX):
-            logger.info("%s: removing leftover %s", directory, path.name)
-            path.unlink()
-    for path in directory.glob("*" + INDEX_SUFFIX):
-        if not path.with_suffix(LOG_SUFFIX).exists():
-            logger.info("%s: removing index %s without a segment", directory, path.name)
-            path.unlink()
-    return sorted(bases)
+        elif name.endswith(TEMP_SUFFIX):
+            logger.info("%s: removing leftover %s", directory, name)
+            (directory / name).unlink()
+            left.discard(name)
+    for name in names:
+        if name.endswith(INDEX_SUFFIX) and name[: -len(INDEX_SUFFIX)] + LOG_SUFFIX not in left:
+            logger.info("%s: removing index %s without a segment", directory, name)
+            (directory / name).unlink()
+            left.discard(name)
+    return sorted(bases), left
 
 
 def finish_interrupted_swaps(directory: Path) -> None:
@@ -171,7 +182,7 @@ def finish_interrupted_swaps(directory: Path) -> None:
 
 
 def _load_leader_epoch_cache(
-    directory: Path, segments: list[LogSegment], leader_epoch_starts: list[tuple[int, int]]
+    directory: Path, segments: list[LogSegment], leader_epoch_starts: list[tuple[int, int]], checkpointed: bool
 ) -> tuple[LeaderEpochCache, bool]:
     """The epoch cache from its checkpoint, repaired to match the recovered log.
 
@@ -180,19 +191,25 @@ def _load_leader_epoch_cache(
     """
     path = directory / LEADER_EPOCH_CHECKPOINT_FILE
     entries = None
-    if path.exists():
+    unreadable = False
+    if checkpointed:  # the file was in the directory's listing
         try:
             entries = read_leader_epoch_checkpoint(path)
         except CheckpointError as exc:
             logger.warning("%s: rebuilding the leader epoch cache from the log: %s", directory, exc)
-    changed = entries is None
-    if entries is None:
+            unreadable = True
+    missing = entries is None
+    if missing:
         leader_epoch_starts = _scan_leader_epoch_starts(segments)
     cache = LeaderEpochCache(entries or [])
+    changed = unreadable
     changed |= cache.truncate_from_end(segments[-1].next_offset)
     for leader_epoch, start_offset in leader_epoch_starts:
         changed |= cache.assign(leader_epoch, start_offset)
     changed |= cache.truncate_from_start(segments[0].base_offset)
+    # A missing checkpoint reads as an empty one: it needs writing only if the log has entries to put in it.
+    # (An idle replica's log has none; writing the empty file cost two fsyncs per replica at every start.)
+    changed |= missing and bool(cache.entries())
     return cache, changed
 
 
