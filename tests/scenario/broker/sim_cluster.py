@@ -54,7 +54,7 @@ from replog.broker.core.producer_state import rebuild_producer_state
 from replog.broker.core.purgatory import AddOutcome, Purgatory
 from replog.broker.core.replica import PartitionReplica
 from replog.common.clock import ManualClock
-from tests.scenario.broker.sim_invariants import check_invariants
+from tests.scenario.broker.sim_invariants import TruthChecked, check_invariants
 from tests.scenario.broker.sim_members import (
     FETCH_RECORDS_MAX,
     MIN_INSYNC_REPLICAS,
@@ -133,6 +133,8 @@ class SimCluster:
         self.alter_requests: deque[tuple[int, int, AlterPartitionProposal]] = deque()
         self.alter_answers: deque[tuple[int, int, AlterPartitionProposal, AlterPartitionAnswer]] = deque()
         self.committed: dict[int, FakeRecord] = {}
+        self.committed_end = 0  # one past the highest committed offset
+        self.truth_checked = TruthChecked()
         self.acked: list[ProduceTicket] = []
         self.leaders_by_epoch: dict[int, int] = {}
         self.published_hw_by_epoch: dict[int, int] = {}  # leader epoch -> the highest HW its leader published
@@ -326,6 +328,8 @@ class SimCluster:
         self._resolve_ops(broker.purgatory.check(TP))
 
     def _resolve_ops(self, ops: list[DelayedProduce]) -> None:
+        if not ops:
+            return
         for op in ops:
             self._resolve(next(t for t in self.pending if t.op is op))
         self.pending = [t for t in self.pending if t.broker_code is None]
@@ -420,6 +424,7 @@ class SimCluster:
         for record in leader.log.records_between(update.previous, update.current):
             earlier = self.committed.setdefault(record.offset, record)
             assert earlier == record, f"offset {record.offset} committed twice: {earlier} then {record}"
+            self.committed_end = max(self.committed_end, record.offset + 1)
         self._complete_delayed(leader)
 
     # --- ISR changes ----------------------------------------------------------------------
@@ -511,9 +516,12 @@ class SimCluster:
 
     def tick(self, delta_ms: int) -> None:
         self.clock.advance(delta_ms)
+        if not self.pending:
+            return  # no produce waits in any purgatory: nothing can expire
+        now_ms = self.now_ms
         for broker in self.brokers.values():
-            if broker.alive:
-                self._resolve_ops(broker.purgatory.expire(self.now_ms))
+            if broker.alive and len(broker.purgatory):
+                self._resolve_ops(broker.purgatory.expire(now_ms))
 
     def kill(self, broker_id: int, *, power_loss: bool = False) -> None:
         """Crash: memory is gone, the log stays (a power loss also loses what it held unsynced); the

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 
+from tests.scenario.broker.sim_runs import default_workers, run_seeds
 from tests.scenario.broker.sim_schedule import (
     SEEDS_ENV,
     SIM_SEEDS_DEFAULT,
     fresh_base_seed,
     parse_seeds,
     run_schedule,
-    run_seeds,
+    shrink_command,
 )
 
 
@@ -33,8 +34,9 @@ def seeds() -> tuple[str, list[int]]:
 def test_random_schedules_keep_the_invariants():
     origin, chosen = seeds()
     print(f"broker simulation: {len(chosen)} seeds, {origin}")
-    totals = run_seeds(chosen)
-    assert totals.failures == 0, f"{origin}: seed {totals.first_failing_seed} failed\n{totals.first_failure}"
+    totals = run_seeds(chosen, workers=default_workers())
+    assert totals.failures == 0, (f"{origin}: seed {totals.first_failing_seed} failed (shrink it: "
+                                  f"{shrink_command(totals.first_failing_seed)})\n{totals.first_failure}")
 
 
 def test_schedules_do_real_work():
