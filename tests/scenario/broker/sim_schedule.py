@@ -40,9 +40,9 @@ SEQUENCE_ERRORS = {
     ErrorCode.INVALID_PRODUCER_EPOCH,
 }
 SEEDS_ENV = "REPLOG_SIM_SEEDS"
-# Seeds of one default-suite run: about 30 s at the ~70 schedules/s measured on the 2-core machine, what the
-# suite's 40-minute budget leaves it (docs/testing.md, "The broker simulation"); `make simulate` runs more.
-SIM_SEEDS_DEFAULT = 2_000
+# Seeds of one default-suite run, split across two processes: about 50 s on the 2-core machine when it is
+# otherwise idle, ~20 ms of processor time a schedule (docs/perf/broker-simulation.md); `make simulate` runs more.
+SIM_SEEDS_DEFAULT = 5_000
 
 
 TEST_FILE = "tests/scenario/broker/test_replication_simulation.py"
