@@ -5,8 +5,10 @@
     .venv/bin/python -m tests.scenario.broker.simulate --seed 1234 --shrink   # and shrink it if it fails
     .venv/bin/python -m tests.scenario.broker.simulate --seeds 100 --base 7 --workers 1
 
-The seeds are split across `--workers` processes (sim_runs.py; two by default). It prints the base seed first, each failure with the command that replays it, and last one JSON line
-of what the run exercised. The members are the stub controller (sim_members.SimController: one, the
+The seeds are split across `--workers` processes (sim_runs.py; two by default). It prints the base
+seed first, each failure with the commands that replay and shrink it (`--shrink`: sim_shrink.py,
+the short schedule printed and written under regressions/), and last one JSON line of what the run
+exercised, with the processor time it took (`cpu_s`). The members are the stub controller (sim_members.SimController: one, the
 ZooKeeper controller's decisions without ZooKeeper) and three brokers running the real broker core.
 `disk_faults` counts power losses (what a log held unsynced is lost) and restarts from a stale HW
 checkpoint; `crashes` every crash or bounce. ZooKeeper is not simulated: `zookeeper_expiries` is 0;
