@@ -16,8 +16,10 @@ from tests.scenario.broker.sim_schedule import (
     SEEDS_ENV,
     SIM_SEEDS_DEFAULT,
     fresh_base_seed,
+    heal_everything_and_converge,
     parse_seeds,
     run_schedule,
+    settled_state,
     shrink_command,
 )
 
@@ -51,3 +53,12 @@ def test_schedules_do_real_work():
     assert sum(n.delayed for n in network) > 0 and sum(n.reordered for n in network) > 0
     assert sum(n.partitions for n in network) > 0
     assert sum(c.power_losses for c in runs) > 0 and sum(c.stale_checkpoints for c in runs) > 0
+
+
+def test_the_heal_ends_only_where_further_rounds_change_nothing():
+    for seed in range(6):
+        cluster = run_schedule(seed)
+        settled, logs = settled_state(cluster), cluster.logs()
+        assert settled is not None, f"seed {seed} ended its heal unsettled"
+        heal_everything_and_converge(cluster)  # more rounds
+        assert settled_state(cluster) == settled and cluster.logs() == logs
