@@ -117,11 +117,13 @@ fuzz: setup
 		$(BIN)/python -m pytest tests/fuzz/test_fuzz_rpcs.py -q -s -p no:cacheprovider --durations=0
 
 # The broker simulation (tests/scenario/broker): SEEDS fresh seeds from a printed base seed, or SEED=S to replay
-# one exactly; a failure prints its replay command, the last line is one JSON object of what the run exercised.
+# one exactly (SHRINK=1: shrink it if it fails, and write the short schedule as a test under
+# tests/scenario/broker/regressions/); a failure prints its replay command, the last line is one JSON object
+# of what the run exercised.
 # `simulate-mutations` plants five bugs in the broker core one at a time and reports the first seed finding each.
 SEEDS ?= 1000
 simulate: setup
-	$(BIN)/python -m tests.scenario.broker.simulate $(if $(SEED),--seed $(SEED),--seeds $(SEEDS))
+	$(BIN)/python -m tests.scenario.broker.simulate $(if $(SEED),--seed $(SEED),--seeds $(SEEDS)) $(if $(SHRINK),--shrink)
 
 simulate-mutations: setup
 	$(BIN)/python -m tests.scenario.broker.mutations

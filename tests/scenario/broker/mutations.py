@@ -21,7 +21,8 @@ from typing import Callable, Iterator
 
 from replog.broker.core import follower_steps, high_watermark, partition, truncation
 from replog.broker.core.log_view import NO_OFFSET
-from tests.scenario.broker.sim_schedule import SIM_SEEDS_DEFAULT, run_seeds
+from tests.scenario.broker.sim_runs import default_workers, run_seeds
+from tests.scenario.broker.sim_schedule import SIM_SEEDS_DEFAULT
 
 SEEDS_MAX = SIM_SEEDS_DEFAULT
 
@@ -111,7 +112,7 @@ def hunt(mutation: Mutation, seeds_max: int = SEEDS_MAX) -> dict:
     """Run seeds 0, 1, ... under the mutation until one fails."""
     started = time.monotonic()
     with applied(mutation):
-        totals = run_seeds(range(seeds_max))
+        totals = run_seeds(range(seeds_max), workers=default_workers())  # forked workers inherit the mutant
     return {
         "mutation": mutation.name,
         "what": mutation.what,

@@ -45,7 +45,6 @@ from replog.broker.core.log_view import EpochEndOffset
 from replog.broker.core.partition import (
     Applied,
     AssignLeaderEpochStart,
-    CompleteDelayedOperations,
     LeaderAndIsrDecision,
     ReplicaRole,
 )
@@ -54,7 +53,7 @@ from replog.broker.core.producer_state import rebuild_producer_state
 from replog.broker.core.purgatory import AddOutcome, Purgatory
 from replog.broker.core.replica import PartitionReplica
 from replog.common.clock import ManualClock
-from tests.scenario.broker.sim_invariants import check_invariants
+from tests.scenario.broker.sim_invariants import TruthChecked, check_invariants
 from tests.scenario.broker.sim_members import (
     FETCH_RECORDS_MAX,
     MIN_INSYNC_REPLICAS,
@@ -133,6 +132,8 @@ class SimCluster:
         self.alter_requests: deque[tuple[int, int, AlterPartitionProposal]] = deque()
         self.alter_answers: deque[tuple[int, int, AlterPartitionProposal, AlterPartitionAnswer]] = deque()
         self.committed: dict[int, FakeRecord] = {}
+        self.committed_end = 0  # one past the highest committed offset
+        self.truth_checked = TruthChecked()
         self.acked: list[ProduceTicket] = []
         self.leaders_by_epoch: dict[int, int] = {}
         self.published_hw_by_epoch: dict[int, int] = {}  # leader epoch -> the highest HW its leader published
@@ -181,15 +182,22 @@ class SimCluster:
         return True
 
     def _apply_decision(self, broker: SimBroker, decision) -> None:
+        """The broker's LeaderAndIsr step (replicas/hosted_partition.py runs the same one), then its effects."""
         hw_before = broker.replica.high_watermark
-        outcome = broker.replica.on_leader_and_isr(
+        step = broker.replica.leader_and_isr_step(
             decision, log=broker.log, now_ms=self.now_ms, min_insync_replicas=self.leader_min_insync_replicas)
-        if isinstance(outcome, Applied):
-            if broker.replica.leader is not None:
-                # An ISR update at our epoch may commit more, and so may taking over with an ISR of only
-                # ourselves (the adapter sees CompleteDelayedOperations, or the state change).
-                self._after_leader_hw(broker, HighWatermarkUpdate(hw_before, broker.replica.high_watermark))
-            self._run_effects(broker, outcome)
+        if not isinstance(step.outcome, Applied):
+            return
+        update = step.high_watermark_update
+        if update is None and broker.replica.leader is not None:
+            # A leadership this decision started publishes its first HW (with an ISR of only itself, up to
+            # its LEO): no step reports it as an update, but the truth must note what it commits.
+            update = HighWatermarkUpdate(hw_before, broker.replica.high_watermark)
+        if update is not None:
+            self._note_published_hw(broker, update)
+        self._run_effects(broker, step.outcome)
+        if step.effects.completes_delayed_produces:  # as the broker's consequences.py does
+            self._complete_delayed(broker)
 
     def deliver_all(self) -> None:
         if self.network is not None:
@@ -258,9 +266,8 @@ class SimCluster:
         for effect in outcome.effects:
             if isinstance(effect, AssignLeaderEpochStart) and self.assign_epoch_on_leadership:
                 broker.log.assign_epoch(effect.leader_epoch)
-            elif isinstance(effect, CompleteDelayedOperations):
-                self._complete_delayed(broker)
             # StopFetcher / StartFetcher: fetching here is driven by `fetch()`, from the state's leader.
+            # CompleteDelayedOperations: the step's Effects say it (`_apply_decision`), as in the broker.
         if broker.role is ReplicaRole.LEADER:
             self.note_leader(broker)
 
@@ -326,6 +333,8 @@ class SimCluster:
         self._resolve_ops(broker.purgatory.check(TP))
 
     def _resolve_ops(self, ops: list[DelayedProduce]) -> None:
+        if not ops:
+            return
         for op in ops:
             self._resolve(next(t for t in self.pending if t.op is op))
         self.pending = [t for t in self.pending if t.broker_code is None]
@@ -405,6 +414,13 @@ class SimCluster:
         return offset
 
     def _after_leader_hw(self, leader: SimBroker, update: HighWatermarkUpdate) -> None:
+        """A leader's step moved its HW: the truth notes it, and produces waiting on it may complete."""
+        if update.advanced:
+            self._note_published_hw(leader, update)
+            self._complete_delayed(leader)
+
+    def _note_published_hw(self, leader: SimBroker, update: HighWatermarkUpdate) -> None:
+        """The truth: what a leader's HW published is committed, and no HW goes back (see below)."""
         if not update.advanced:
             return
         # Monotonic for the leaders of this epoch and every older one. A zombie leader of an older epoch may
@@ -420,7 +436,7 @@ class SimCluster:
         for record in leader.log.records_between(update.previous, update.current):
             earlier = self.committed.setdefault(record.offset, record)
             assert earlier == record, f"offset {record.offset} committed twice: {earlier} then {record}"
-        self._complete_delayed(leader)
+            self.committed_end = max(self.committed_end, record.offset + 1)
 
     # --- ISR changes ----------------------------------------------------------------------
 
@@ -511,9 +527,12 @@ class SimCluster:
 
     def tick(self, delta_ms: int) -> None:
         self.clock.advance(delta_ms)
+        if not self.pending:
+            return  # no produce waits in any purgatory: nothing can expire
+        now_ms = self.now_ms
         for broker in self.brokers.values():
-            if broker.alive:
-                self._resolve_ops(broker.purgatory.expire(self.now_ms))
+            if broker.alive and len(broker.purgatory):
+                self._resolve_ops(broker.purgatory.expire(now_ms))
 
     def kill(self, broker_id: int, *, power_loss: bool = False) -> None:
         """Crash: memory is gone, the log stays (a power loss also loses what it held unsynced); the

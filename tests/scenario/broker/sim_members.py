@@ -59,11 +59,15 @@ class ProduceTicket:
 
 
 class DiskLog(FakeLog):
-    """A fake log on a simulated disk: appends without fsync sit in the page cache until a power loss."""
+    """A fake log on a simulated disk: appends without fsync sit in the page cache until a power loss.
+
+    `verified_end` is the simulation's own note (sim_invariants.py): below it, every record was found
+    equal to the committed one at its offset. A truncation lowers it; an append leaves it."""
 
     def __init__(self) -> None:
         super().__init__()
         self.synced_end_offset = 0
+        self.verified_end = 0
 
     def append_as_leader(self, batch: str, leader_epoch: int, *, fsync: bool,
                          validated: FakeBatchHeader) -> FakeAppendInfo:
@@ -79,10 +83,12 @@ class DiskLog(FakeLog):
     def truncate_to(self, offset: int) -> None:
         super().truncate_to(offset)
         self.synced_end_offset = min(self.synced_end_offset, offset)
+        self.verified_end = min(self.verified_end, offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         super().truncate_fully_and_start_at(offset)
         self.synced_end_offset = offset
+        self.verified_end = offset
 
     def lose_unsynced(self) -> int:
         """A power loss: the log comes back at its last fsync; returns how many records were lost."""

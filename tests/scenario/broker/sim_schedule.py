@@ -10,16 +10,16 @@ exactly. After every step the cluster checks its invariants (sim_invariants.py,
 sim_cluster.py); at the end every fault is healed and the logs must converge to
 the leader's.
 
-`fresh_seeds` draws a base seed; a run takes the seeds counting up from it.
-A failure names its seed and the command that replays it.
+`fresh_base_seed` draws a base seed; a run takes the seeds counting up from it
+(sim_runs.py runs them). A failure names its seed and the command that replays it.
 """
 
 from __future__ import annotations
 
 import os
 import random
-import time
-from dataclasses import dataclass
+from collections import deque
+from typing import TYPE_CHECKING
 
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.partition import ReplicaRole
@@ -28,7 +28,11 @@ from tests.scenario.broker.sim_cluster import SimCluster
 from tests.scenario.broker.sim_members import REPLICAS, ProduceTicket
 from tests.scenario.broker.sim_network import CONTROLLER, SimNetwork
 
+if TYPE_CHECKING:
+    from tests.scenario.broker.sim_shrink import Recorder
+
 STEPS = 300
+HEAL_ROUNDS_MAX = 60
 PHASE_STEPS = 50
 SEQUENCE_ERRORS = {
     ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -36,9 +40,9 @@ SEQUENCE_ERRORS = {
     ErrorCode.INVALID_PRODUCER_EPOCH,
 }
 SEEDS_ENV = "REPLOG_SIM_SEEDS"
-# Seeds of one default-suite run: about 30 s at the ~70 schedules/s measured on the 2-core machine, what the
-# suite's 40-minute budget leaves it (docs/testing.md, "The broker simulation"); `make simulate` runs more.
-SIM_SEEDS_DEFAULT = 2_000
+# Seeds of one default-suite run, split across two processes: about 50 s on the 2-core machine when it is
+# otherwise idle, ~20 ms of processor time a schedule (docs/perf/broker-simulation.md); `make simulate` runs more.
+SIM_SEEDS_DEFAULT = 5_000
 
 
 TEST_FILE = "tests/scenario/broker/test_replication_simulation.py"
@@ -46,6 +50,10 @@ TEST_FILE = "tests/scenario/broker/test_replication_simulation.py"
 
 def replay_command(seed: int) -> str:
     return f"make simulate SEED={seed}   (or {SEEDS_ENV}={seed} .venv/bin/python -m pytest {TEST_FILE} -q)"
+
+
+def shrink_command(seed: int) -> str:
+    return f"make simulate SEED={seed} SHRINK=1"
 
 
 def parse_seeds(spec: str) -> list[int]:
@@ -73,13 +81,16 @@ class IdempotentProducer:
         self.next_sequence = 0
         self.ticket: ProduceTicket | None = None
 
-    def step(self, cluster: SimCluster, rng: random.Random) -> str:
-        if self.ticket is not None and not self.ticket.done:
+    @property
+    def waiting(self) -> bool:
+        return self.ticket is not None and not self.ticket.done
+
+    def step(self, cluster: SimCluster, target: int) -> str:
+        if self.waiting:
             return "producer waiting"
         if self.ticket is not None and self.ticket.ok:
             self.next_sequence += 1
         sequence = self.next_sequence
-        target = pick_leader(cluster, rng)
         current = is_current_leader(cluster, target)
         self.ticket = cluster.produce(
             f"p{self.producer_id}-{sequence}", broker_id=target, producer_id=self.producer_id, sequence=sequence
@@ -115,89 +126,196 @@ def dead(cluster: SimCluster) -> list[int]:
     return [b for b, broker in cluster.brokers.items() if not broker.alive]
 
 
-def random_step(cluster: SimCluster, producer: IdempotentProducer, rng: random.Random, *, stormy: bool) -> str:
+# --- one step: chosen from the seed's generator, then performed ------------------------------------------
+#
+# A step's action is a plain tuple naming what to do and to whom, e.g. ("fetch", 2), ("kill", 3, True),
+# ("produce", "x41", -1, 1): everything random about it is drawn when it is chosen, before it runs. A
+# recorded schedule (sim_shrink.py) is a list of such actions, and performing them again in a cluster
+# whose state differs (some steps removed) still makes sense: an action that no longer applies (kill a
+# dead broker) does nothing.
+
+Action = tuple
+
+
+def choose_action(cluster: SimCluster, producer: IdempotentProducer, rng: random.Random, *, stormy: bool) -> Action:
     roll = rng.random()
     if roll < (0.10 if stormy else 0.01):
-        return fault_step(cluster, rng)
+        return choose_fault(cluster, rng)
     if cluster.network is not None and rng.random() < 0.45:
-        delivered = [cluster.deliver_network() for _ in range(rng.randint(1, 3))]
-        return "network: " + "; ".join(d for d in delivered if d is not None)
+        return ("deliver", rng.randint(1, 3))
     roll = rng.random()
     if roll < 0.12:
         acks = rng.choice([1, -1])
-        ticket = cluster.produce(f"x{rng.randrange(10**6)}", acks=acks, broker_id=pick_leader(cluster, rng))
-        return f"produce acks={acks} -> {ticket.error_code}"
+        payload = f"x{rng.randrange(10**6)}"
+        return ("produce", payload, acks, pick_leader(cluster, rng))
     if roll < 0.22:
-        return producer.step(cluster, rng)
+        return ("idempotent", None if producer.waiting else pick_leader(cluster, rng))
     if roll < 0.62:
         followers = [b for b, broker in cluster.brokers.items() if broker.alive and broker.role is ReplicaRole.FOLLOWER]
-        follower = rng.choice(followers or list(REPLICAS))
-        return f"fetch {follower}: {cluster.fetch(follower)}"
+        return ("fetch", rng.choice(followers or list(REPLICAS)))
     if roll < 0.66:
-        delta = rng.randrange(2_000, 12_000)
-        cluster.tick(delta)
-        return f"tick {delta}"
+        return ("tick", rng.randrange(2_000, 12_000))
     if roll < 0.72:
-        for broker_id in alive(cluster):
-            cluster.check_isr(broker_id)
-        cluster.resend_pending_proposals()
-        return "check ISR, resend pending proposals"
+        return ("check_isr",)
     if roll < 0.86 and cluster.network is not None:
-        cluster.broadcast()
-        return "controller resync"
+        return ("resync",)
     if roll < 0.86:
         waiting = [b for b, broker in cluster.brokers.items() if broker.alive and broker.inbox]
-        broker_id = rng.choice(waiting or list(REPLICAS))
-        return f"deliver to {broker_id}: {cluster.deliver(broker_id)}"
+        return ("deliver_to", rng.choice(waiting or list(REPLICAS)))
     if cluster.network is not None:
-        cluster.resend_pending_proposals()
-        return "resend pending proposals"
+        return ("resend",)
     if rng.random() < 0.5:
-        return f"AlterPartition request: {cluster.deliver_alter_request()}"
-    lose = rng.random() < 0.2
-    return f"AlterPartition answer (lost={lose}): {cluster.deliver_alter_answer(lose=lose)}"
+        return ("alter_request",)
+    return ("alter_answer", rng.random() < 0.2)
 
 
-def fault_step(cluster: SimCluster, rng: random.Random) -> str:
+def choose_fault(cluster: SimCluster, rng: random.Random) -> Action:
     if cluster.network is not None and rng.random() < 0.3:
-        return network_fault(cluster.network, rng)
+        if cluster.network.cut_links and rng.random() < 0.4:
+            return ("network_heal",)
+        src, dst = rng.sample((CONTROLLER, *REPLICAS), 2)
+        return ("network_cut", src, dst, rng.random() < 0.5)
     roll = rng.random()
     power_loss = rng.random() < 0.3
     if roll < 0.25 and len(alive(cluster)) > 1:
-        victim = rng.choice(alive(cluster))
-        cluster.kill(victim, power_loss=power_loss)
-        return f"kill {victim} (power loss={power_loss})"
+        return ("kill", rng.choice(alive(cluster)), power_loss)
     if roll < 0.50 and dead(cluster):
         back = rng.choice(dead(cluster))
-        stale_hw = rng.randint(0, cluster.broker(back).replica.high_watermark)
-        cluster.restart(back, checkpoint_hw=stale_hw)
-        return f"restart {back} (checkpoint HW {stale_hw})"
+        return ("restart", back, rng.randint(0, cluster.broker(back).replica.high_watermark))
     connected = [b for b in alive(cluster) if not cluster.broker(b).isolated]
     if roll < 0.65 and connected:
         bounced = rng.choice(connected)
-        stale_hw = rng.randint(0, cluster.broker(bounced).replica.high_watermark)
-        cluster.bounce(bounced, checkpoint_hw=stale_hw, power_loss=power_loss)
-        return f"bounce {bounced} (checkpoint HW {stale_hw}, power loss={power_loss})"
+        return ("bounce", bounced, rng.randint(0, cluster.broker(bounced).replica.high_watermark), power_loss)
     isolated = [b for b in alive(cluster) if cluster.broker(b).isolated]
     if roll < 0.85 and not isolated and len(connected) > 1:
-        cut = rng.choice(connected)
-        cluster.isolate(cut)
-        return f"isolate {cut}"
+        return ("isolate", rng.choice(connected))
     if isolated:
-        cluster.heal(isolated[0])
-        return f"heal {isolated[0]}"
-    return "no fault"
+        return ("heal", isolated[0])
+    return ("nothing",)
 
 
-def network_fault(network: SimNetwork, rng: random.Random) -> str:
-    """Cut a link one way, or both ways, between two members (controller 0, brokers 1-3), or heal all cuts."""
-    if network.cut_links and rng.random() < 0.4:
-        network.heal()
-        return "network healed"
-    src, dst = rng.sample((CONTROLLER, *REPLICAS), 2)
-    both_ways = rng.random() < 0.5
-    network.cut(src, dst, both_ways=both_ways)
+def perform(cluster: SimCluster, producer: IdempotentProducer, action: Action) -> str:
+    """Do what `action` names, if it still applies; returns what happened."""
+    kind, *args = action
+    return _PERFORM[kind](cluster, producer, *args)
+
+
+def _deliver(cluster: SimCluster, _producer, count: int) -> str:
+    delivered = [cluster.deliver_network() for _ in range(count)]
+    return "network: " + "; ".join(d for d in delivered if d is not None)
+
+
+def _produce(cluster: SimCluster, _producer, payload: str, acks: int, broker_id: int) -> str:
+    ticket = cluster.produce(payload, acks=acks, broker_id=broker_id)
+    return f"produce acks={acks} -> {ticket.error_code}"
+
+
+def _idempotent(cluster: SimCluster, producer: IdempotentProducer, target: int | None) -> str:
+    if target is None and not producer.waiting:  # chosen while waiting, performed after a shrink when not
+        target = cluster.controller.leader if cluster.controller.leader != -1 else REPLICAS[0]
+    return producer.step(cluster, target)
+
+
+def _tick(cluster: SimCluster, _producer, delta_ms: int) -> str:
+    cluster.tick(delta_ms)
+    return f"tick {delta_ms}"
+
+
+def _check_isr(cluster: SimCluster, _producer) -> str:
+    for broker_id in alive(cluster):
+        cluster.check_isr(broker_id)
+    cluster.resend_pending_proposals()
+    return "check ISR, resend pending proposals"
+
+
+def _resync(cluster: SimCluster, _producer) -> str:
+    cluster.broadcast()
+    return "controller resync"
+
+
+def _resend(cluster: SimCluster, _producer) -> str:
+    cluster.resend_pending_proposals()
+    return "resend pending proposals"
+
+
+def _network_cut(cluster: SimCluster, _producer, src: int, dst: int, both_ways: bool) -> str:
+    cluster.network.cut(src, dst, both_ways=both_ways)
     return f"network cut {src}{'<->' if both_ways else '->'}{dst}"
+
+
+def _network_heal(cluster: SimCluster, _producer) -> str:
+    cluster.network.heal()
+    return "network healed"
+
+
+def _kill(cluster: SimCluster, _producer, victim: int, power_loss: bool) -> str:
+    if not cluster.broker(victim).alive or len(alive(cluster)) < 2:
+        return f"kill {victim}: does not apply"
+    cluster.kill(victim, power_loss=power_loss)
+    return f"kill {victim} (power loss={power_loss})"
+
+
+def _restart(cluster: SimCluster, _producer, back: int, checkpoint_hw: int) -> str:
+    broker = cluster.broker(back)
+    if broker.alive:
+        return f"restart {back}: does not apply"
+    stale_hw = min(checkpoint_hw, broker.replica.high_watermark)
+    cluster.restart(back, checkpoint_hw=stale_hw)
+    return f"restart {back} (checkpoint HW {stale_hw})"
+
+
+def _bounce(cluster: SimCluster, _producer, bounced: int, checkpoint_hw: int, power_loss: bool) -> str:
+    broker = cluster.broker(bounced)
+    if not broker.alive or broker.isolated:
+        return f"bounce {bounced}: does not apply"
+    stale_hw = min(checkpoint_hw, broker.replica.high_watermark)
+    cluster.bounce(bounced, checkpoint_hw=stale_hw, power_loss=power_loss)
+    return f"bounce {bounced} (checkpoint HW {stale_hw}, power loss={power_loss})"
+
+
+def _isolate(cluster: SimCluster, _producer, cut: int) -> str:
+    broker = cluster.broker(cut)
+    connected = [b for b in alive(cluster) if not cluster.broker(b).isolated]
+    if not broker.alive or broker.isolated or len(connected) < 2:
+        return f"isolate {cut}: does not apply"
+    cluster.isolate(cut)
+    return f"isolate {cut}"
+
+
+def _heal(cluster: SimCluster, _producer, isolated: int) -> str:
+    broker = cluster.broker(isolated)
+    if not broker.alive or not broker.isolated:
+        return f"heal {isolated}: does not apply"
+    cluster.heal(isolated)
+    return f"heal {isolated}"
+
+
+_PERFORM = {
+    "deliver": _deliver,
+    "produce": _produce,
+    "idempotent": _idempotent,
+    "fetch": lambda cluster, _producer, follower: f"fetch {follower}: {cluster.fetch(follower)}",
+    "tick": _tick,
+    "check_isr": _check_isr,
+    "resync": _resync,
+    "deliver_to": lambda cluster, _producer, broker_id: f"deliver to {broker_id}: {cluster.deliver(broker_id)}",
+    "resend": _resend,
+    "alter_request": lambda cluster, _producer: f"AlterPartition request: {cluster.deliver_alter_request()}",
+    "alter_answer": lambda cluster, _producer, lose: (
+        f"AlterPartition answer (lost={lose}): {cluster.deliver_alter_answer(lose=lose)}"),
+    "network_cut": _network_cut,
+    "network_heal": _network_heal,
+    "kill": _kill,
+    "restart": _restart,
+    "bounce": _bounce,
+    "isolate": _isolate,
+    "heal": _heal,
+    "nothing": lambda _cluster, _producer: "no fault",
+}
+
+
+def random_step(cluster: SimCluster, producer: IdempotentProducer, rng: random.Random, *, stormy: bool) -> str:
+    return perform(cluster, producer, choose_action(cluster, producer, rng, stormy=stormy))
 
 
 def heal_everything_and_converge(cluster: SimCluster) -> None:
@@ -210,7 +328,8 @@ def heal_everything_and_converge(cluster: SimCluster) -> None:
             cluster.heal(broker_id)
         elif not broker.alive:
             cluster.restart(broker_id)
-    for _ in range(60):
+    settled_before = None
+    for _ in range(HEAL_ROUNDS_MAX):
         if cluster.network is not None:
             cluster.broadcast()  # the controller's periodic resync: a lost LeaderAndIsr is sent again
         cluster.deliver_all()
@@ -220,6 +339,10 @@ def heal_everything_and_converge(cluster: SimCluster) -> None:
         cluster.deliver_all()
         cluster.tick(500)
         cluster.check_invariants()
+        settled = settled_state(cluster)
+        if settled is not None and settled == settled_before:
+            break  # a round changed nothing in a converged cluster: every later round would be the same
+        settled_before = settled
     leader = cluster.leader()
     assert leader.role is ReplicaRole.LEADER, "a leader after healing"
     for broker in cluster.brokers.values():
@@ -231,6 +354,39 @@ def heal_everything_and_converge(cluster: SimCluster) -> None:
     assert leader.replica.state.partition_epoch == cluster.controller.partition_epoch
 
 
+def settled_state(cluster: SimCluster) -> tuple | None:
+    """What the cluster holds once healed, or None while anything may still move.
+
+    Settled: every broker alive and connected, following the controller's leader in its leader
+    epoch with the same log, the ISR whole, the HW at the log end everywhere, nothing on the wire,
+    no produce waiting in a purgatory and no ISR proposal to resend. Then a heal round sends the same LeaderAndIsr
+    (applied as nothing new), fetches nothing and moves no HW: two equal values in a row end the
+    rounds early. What they hold is compared, so a round that changed anything runs another."""
+    controller = cluster.controller
+    if controller.leader not in cluster.brokers or controller.isr != REPLICAS:
+        return None
+    if cluster.network is not None and cluster.network.in_flight:
+        return None
+    leader = cluster.broker(controller.leader)
+    if leader.role is not ReplicaRole.LEADER or leader.replica.leader is None:
+        return None
+    if leader.replica.leader.proposal_to_resend is not None or leader.replica.state.isr != REPLICAS:
+        return None
+    end = leader.log.log_end_offset
+    held = []
+    for broker in cluster.brokers.values():
+        state = broker.replica.state
+        if not broker.alive or broker.isolated or broker.inbox or state.leader_epoch != controller.leader_epoch:
+            return None
+        if len(broker.purgatory):  # a produce still waits (one parked in a bounced process waits forever)
+            return None
+        if broker.log.log_end_offset != end or broker.replica.high_watermark != end:
+            return None
+        held.append((broker.incarnation, broker.broker_epoch, state, broker.log.latest_epoch()))
+    return (tuple(held), controller.leader_epoch, controller.partition_epoch, controller.elr, len(cluster.committed),
+            len(cluster.acked), len(cluster.events))
+
+
 def new_cluster(seed: int, rng: random.Random) -> SimCluster:
     """The cluster a seed runs: over a faulty network, strict min ISR with ELR, durable appends."""
     clock = ManualClock()
@@ -239,77 +395,42 @@ def new_cluster(seed: int, rng: random.Random) -> SimCluster:
                       durable=True)
 
 
-def run_schedule(seed: int) -> SimCluster:
+def run_schedule(seed: int, *, recorder: Recorder | None = None) -> SimCluster:
+    """Run the seed's schedule; a `recorder` (sim_shrink.py) keeps its steps and the network's draws."""
     rng = random.Random(seed)
-    cluster = new_cluster(seed, rng)
+    cluster = new_cluster(seed, rng if recorder is None else recorder.watching(rng))
     cluster.start()
     producer = IdempotentProducer(producer_id=42)
-    recent: list[str] = []
+    recent: deque[str] = deque(maxlen=12)
     step = -1
     try:
         for step in range(STEPS):
             stormy = (step // PHASE_STEPS) % 2 == 1  # calm and stormy phases alternate
             if cluster.network is not None:
                 cluster.network.faulty = stormy
-            cluster.tick(rng.randrange(0, 150))  # time passes between any two events
-            recent = (recent + [random_step(cluster, producer, rng, stormy=stormy)])[-12:]
+            pause_ms = rng.randrange(0, 150)  # time passes between any two events
+            if recorder is not None:
+                recorder.begin_step(pause_ms, stormy)
+            cluster.tick(pause_ms)
+            action = choose_action(cluster, producer, rng, stormy=stormy)
+            if recorder is not None:
+                recorder.chose(action)
+            recent.append(perform(cluster, producer, action))
             cluster.check_invariants()
+        if recorder is not None:
+            recorder.begin_heal()
         heal_everything_and_converge(cluster)
     except Exception as failure:
-        trail = "\n  ".join(recent)
-        events = "\n  ".join(cluster.events[-12:])
-        raise AssertionError(
-            f"seed={seed} step={step}: {type(failure).__name__}: {failure}\n"
-            f"replay: {replay_command(seed)}\n"
-            f"last actions:\n  {trail}\nlast cluster events:\n  {events}"
-        ) from failure
+        raise schedule_failure(f"seed={seed} step={step}", replay_command(seed), recent, cluster, failure) from failure
     return cluster
 
 
-@dataclass
-class RunTotals:
-    """What a run of many seeds went through."""
-
-    seeds: int = 0
-    failures: int = 0
-    first_failure: str = ""
-    first_failing_seed: int | None = None
-    elapsed_s: float = 0.0
-    network_faults: int = 0
-    messages: int = 0
-    crashes: int = 0
-    power_losses: int = 0
-    stale_checkpoints: int = 0
-    isolations: int = 0
-    committed: int = 0
-    acked: int = 0
-
-    def add(self, cluster: SimCluster) -> None:
-        counts = cluster.counts()
-        self.crashes += counts.crashes
-        self.power_losses += counts.power_losses
-        self.stale_checkpoints += counts.stale_checkpoints
-        self.isolations += counts.isolations
-        self.committed += len(cluster.committed)
-        self.acked += len(cluster.acked)
-        if cluster.network is not None:
-            self.network_faults += cluster.network.counts.faults
-            self.messages += cluster.network.counts.sent
-
-
-def run_seeds(seeds, *, stop_at_first_failure: bool = True) -> RunTotals:
-    totals = RunTotals()
-    started = time.monotonic()
-    for seed in seeds:
-        totals.seeds += 1
-        try:
-            totals.add(run_schedule(seed))
-        except Exception as failure:  # noqa: BLE001  (a core that raises on a schedule failed it too)
-            totals.failures += 1
-            if totals.first_failing_seed is None:
-                totals.first_failing_seed = seed
-                totals.first_failure = str(failure) if isinstance(failure, AssertionError) else repr(failure)
-            if stop_at_first_failure:
-                break
-    totals.elapsed_s = time.monotonic() - started
-    return totals
+def schedule_failure(where: str, replay: str, recent, cluster: SimCluster, failure: Exception) -> AssertionError:
+    """The AssertionError a failed schedule raises: where, what, how to replay it, and the last steps."""
+    trail = "\n  ".join(recent)
+    events = "\n  ".join(cluster.events[-12:])
+    return AssertionError(
+        f"{where}: {type(failure).__name__}: {failure}\n"
+        f"replay: {replay}\n"
+        f"last actions:\n  {trail}\nlast cluster events:\n  {events}"
+    )

@@ -2,10 +2,13 @@
 
     .venv/bin/python -m tests.scenario.broker.simulate --seeds 5000   # fresh seeds from a printed base
     .venv/bin/python -m tests.scenario.broker.simulate --seed 1234    # replay one seed exactly
-    .venv/bin/python -m tests.scenario.broker.simulate --seeds 100 --base 7
+    .venv/bin/python -m tests.scenario.broker.simulate --seed 1234 --shrink   # and shrink it if it fails
+    .venv/bin/python -m tests.scenario.broker.simulate --seeds 100 --base 7 --workers 1
 
-It prints the base seed first, each failure with the command that replays it, and last one JSON line
-of what the run exercised. The members are the stub controller (sim_members.SimController: one, the
+The seeds are split across `--workers` processes (sim_runs.py; two by default). It prints the base
+seed first, each failure with the commands that replay and shrink it (`--shrink`: sim_shrink.py,
+the short schedule printed and written under regressions/), and last one JSON line of what the run
+exercised, with the processor time it took (`cpu_s`). The members are the stub controller (sim_members.SimController: one, the
 ZooKeeper controller's decisions without ZooKeeper) and three brokers running the real broker core.
 `disk_faults` counts power losses (what a log held unsynced is lost) and restarts from a stale HW
 checkpoint; `crashes` every crash or bounce. ZooKeeper is not simulated: `zookeeper_expiries` is 0;
@@ -20,7 +23,9 @@ import json
 import sys
 
 from tests.scenario.broker.sim_members import REPLICAS
-from tests.scenario.broker.sim_schedule import RunTotals, fresh_base_seed, replay_command, run_seeds
+from tests.scenario.broker.sim_runs import RunTotals, default_workers, run_seeds
+from tests.scenario.broker.sim_schedule import fresh_base_seed, replay_command, shrink_command
+from tests.scenario.broker.sim_shrink import record, shrink, write_regression
 
 
 def summary(totals: RunTotals, *, base_seed: int | None) -> dict:
@@ -31,6 +36,8 @@ def summary(totals: RunTotals, *, base_seed: int | None) -> dict:
         "base_seed": base_seed,
         "elapsed_s": round(totals.elapsed_s, 2),
         "schedules_per_s": round(totals.seeds / totals.elapsed_s, 1) if totals.elapsed_s else None,
+        "workers": totals.workers,
+        "cpu_s": round(totals.cpu_s, 2),
         "controllers": 1,
         "controller_kind": "stub",
         "brokers": len(REPLICAS),
@@ -47,6 +54,19 @@ def summary(totals: RunTotals, *, base_seed: int | None) -> dict:
     }
 
 
+def shrink_and_keep(seed: int) -> None:
+    """Shrink the seed's failing schedule, print it, and write it as a regression test."""
+    schedule, failure = record(seed)
+    assert failure is not None, f"seed {seed} failed in the run but not when recorded"
+    shrunk = shrink(schedule, failure)
+    print(f"shrunk seed {seed} from {shrunk.steps_before} steps to {len(shrunk.schedule.steps)} "
+          f"({shrunk.replays} replays, {shrunk.elapsed_s:.1f} s); it still fails with {shrunk.kind}:", flush=True)
+    for step in shrunk.schedule.steps:
+        print(f"  {step.pause_ms:>4} ms {'stormy' if step.stormy else 'calm  '} {step.action}", flush=True)
+    path = write_regression(shrunk, f"seed_{seed}", why=f"The shrunk schedule of seed {seed}, which failed.")
+    print(f"written to {path}: fix the bug, then keep it as a regression test", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     choice = parser.add_mutually_exclusive_group()
@@ -54,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     choice.add_argument("--seed", type=int, help="replay this one seed")
     parser.add_argument("--base", type=int, help="the first seed of the run (default: drawn at random)")
     parser.add_argument("--keep-going", action="store_true", help="run every seed even after a failure")
+    parser.add_argument("--shrink", action="store_true",
+                        help="shrink the first failing seed's schedule and write it as a test under regressions/")
+    parser.add_argument("--workers", type=int, default=default_workers(),
+                        help="processes to split the seeds across (default: %(default)s)")
     args = parser.parse_args(argv)
     if args.seed is not None:
         base, seeds = None, [args.seed]
@@ -62,11 +86,13 @@ def main(argv: list[str] | None = None) -> int:
         base = fresh_base_seed() if args.base is None else args.base
         seeds = range(base, base + args.seeds)
         print(f"broker simulation: {args.seeds} seeds from base seed {base}", flush=True)
-    totals = run_seeds(seeds, stop_at_first_failure=not args.keep_going)
+    totals = run_seeds(seeds, stop_at_first_failure=not args.keep_going, workers=args.workers)
     if totals.failures:
         print(totals.first_failure, file=sys.stderr)
-        print(f"FAILED: seed {totals.first_failing_seed}; replay: {replay_command(totals.first_failing_seed)}",
-              file=sys.stderr, flush=True)
+        print(f"FAILED: seed {totals.first_failing_seed}; replay: {replay_command(totals.first_failing_seed)}; "
+              f"shrink: {shrink_command(totals.first_failing_seed)}", file=sys.stderr, flush=True)
+        if args.shrink:
+            shrink_and_keep(totals.first_failing_seed)
     print(json.dumps(summary(totals, base_seed=base)), flush=True)
     return 1 if totals.failures else 0
 

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import os
 
+from tests.scenario.broker.sim_runs import default_workers, run_seeds
 from tests.scenario.broker.sim_schedule import (
     SEEDS_ENV,
     SIM_SEEDS_DEFAULT,
     fresh_base_seed,
+    heal_everything_and_converge,
     parse_seeds,
     run_schedule,
-    run_seeds,
+    settled_state,
+    shrink_command,
 )
 
 
@@ -33,8 +36,9 @@ def seeds() -> tuple[str, list[int]]:
 def test_random_schedules_keep_the_invariants():
     origin, chosen = seeds()
     print(f"broker simulation: {len(chosen)} seeds, {origin}")
-    totals = run_seeds(chosen)
-    assert totals.failures == 0, f"{origin}: seed {totals.first_failing_seed} failed\n{totals.first_failure}"
+    totals = run_seeds(chosen, workers=default_workers())
+    assert totals.failures == 0, (f"{origin}: seed {totals.first_failing_seed} failed (shrink it: "
+                                  f"{shrink_command(totals.first_failing_seed)})\n{totals.first_failure}")
 
 
 def test_schedules_do_real_work():
@@ -49,3 +53,12 @@ def test_schedules_do_real_work():
     assert sum(n.delayed for n in network) > 0 and sum(n.reordered for n in network) > 0
     assert sum(n.partitions for n in network) > 0
     assert sum(c.power_losses for c in runs) > 0 and sum(c.stale_checkpoints for c in runs) > 0
+
+
+def test_the_heal_ends_only_where_further_rounds_change_nothing():
+    for seed in range(6):
+        cluster = run_schedule(seed)
+        settled, logs = settled_state(cluster), cluster.logs()
+        assert settled is not None, f"seed {seed} ended its heal unsettled"
+        heal_everything_and_converge(cluster)  # more rounds
+        assert settled_state(cluster) == settled and cluster.logs() == logs

@@ -120,3 +120,16 @@ def test_an_offset_below_the_leaders_log_start_starts_the_log_over_there():
 def test_a_leader_never_truncates():
     leader = partition(1, 1)
     assert follower_steps.truncate_follower_to(leader, 0) == (None, NO_EFFECTS)
+
+
+def test_a_late_diverging_answer_to_a_log_that_regrew_to_the_fetch_offset_is_dropped():
+    """The log was cut to 1 and grew back to 2 in leader epoch 3 since the fetch at (2, epoch 2): the answer
+    to that fetch speaks of records no longer there, though the leader epoch and the log end still match."""
+    log = FakeLog.with_epochs(1, 2)
+    follower = partition(2, 1, log=log, leader_epoch=3)
+    log.truncate_to(1)
+    log.append_copy(FakeRecord(1, 3, "committed in epoch 3"))
+    late, effects = follower_steps.truncate_diverging(follower, leader_epoch=3, fetch_offset=2,
+                                                      last_fetched_epoch=2, diverging=EpochEndOffset(1, 1))
+    assert late is None and effects is NO_EFFECTS, "a stale answer is dropped"
+    assert log.payloads() == ["r0e1", "committed in epoch 3"]

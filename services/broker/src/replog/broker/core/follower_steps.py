@@ -10,8 +10,10 @@ broker (replicas/follower_side.py) and the broker simulation
 
 Every step first checks that the leader's answer is still wanted: the replica
 still follows in the leader epoch the fetch was made for, and its log still
-ends where the fetch started. An answer that raced with a LeaderAndIsr or
-another step is dropped (None); the next fetch asks again.
+ends where the fetch started (for a truncation, also in the epoch the fetch
+named: a log cut and grown back to the same offset is another log). An answer
+that raced with a LeaderAndIsr or another step is dropped (None); the next
+fetch asks again.
 
 - `append_from_leader`: append the batches -> record their producers -> the
   follower HW (follower.py: min of the leader's HW and the own LEO, never
@@ -88,9 +90,14 @@ def truncate_diverging(
     partition: StepPartition, *, leader_epoch: int, fetch_offset: int, last_fetched_epoch: int,
     diverging: EpochEndOffset,
 ) -> tuple[Truncated | Refusal | None, Effects]:
-    """The leader said our log diverged: cut it at the last common epoch."""
+    """The leader said our log diverged: cut it at the last common epoch.
+
+    The answer judged the log the fetch described, ending at `fetch_offset` in `last_fetched_epoch`: one
+    cut since and grown back to the same offset in a newer epoch ends there too, but not in that epoch,
+    and the answer is stale (records it would cut may be committed)."""
     log = partition.log
-    if not follows(partition, leader_epoch) or log.log_end_offset != fetch_offset:
+    if (not follows(partition, leader_epoch) or log.log_end_offset != fetch_offset
+            or log.latest_epoch() != last_fetched_epoch):
         return None, NO_EFFECTS
     decision = on_diverging_epoch(log, last_fetched_epoch=last_fetched_epoch, diverging=diverging)
     if isinstance(decision, Refusal):
