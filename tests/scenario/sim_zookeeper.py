@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from replog.common.clock import ManualClock
 
@@ -148,6 +148,8 @@ class SimZooKeeper:
         self.notifications: deque[Notification] = deque()
         self.expiries = 0
         self.closes = 0
+        # Called with (session id, operations) after every write ZooKeeper accepted: the simulation's checks.
+        self.observer: Callable[[int, list[Operation]], None] | None = None
 
     # --- sessions --------------------------------------------------------------------
 
@@ -170,14 +172,18 @@ class SimZooKeeper:
             self.closes += 1
             self._end(session_id)
 
+    def expire(self, session_id: int) -> None:
+        """Expire the session now, as the servers do when they stop hearing from its client."""
+        self.expiries += 1
+        self._end(session_id)
+        self.notifications.append(Notification(session_id, EXPIRED, ""))
+
     def expire_due(self) -> list[int]:
         """Expire every session not heard from for longer than its timeout; returns their ids."""
         now_ms = self.clock.monotonic_ms()
         due = [s.session_id for s in self.sessions.values() if now_ms - s.last_heard_ms > s.timeout_ms]
         for session_id in due:
-            self.expiries += 1
-            self._end(session_id)
-            self.notifications.append(Notification(session_id, EXPIRED, ""))
+            self.expire(session_id)
         return due
 
     def _end(self, session_id: int) -> None:
@@ -256,6 +262,8 @@ class SimZooKeeper:
         self._zxid += 1
         for op in ops:
             self._perform(session_id, op)
+        if self.observer is not None:
+            self.observer(session_id, ops)
 
     def _refusal(self, op: Operation, earlier: list[Operation]) -> ZkError | None:
         """What `op` would fail with after `earlier` (which are known to succeed)."""

@@ -26,7 +26,8 @@ from replog.broker.core.partition import ReplicaRole
 from replog.common.clock import ManualClock
 from tests.scenario.broker.sim_cluster import SimCluster
 from tests.scenario.broker.sim_members import REPLICAS, ProduceTicket
-from tests.scenario.broker.sim_network import CONTROLLER, SimNetwork
+from tests.scenario.broker.sim_network import SimNetwork
+from tests.scenario.broker.sim_zk_cluster import ZkSimCluster
 
 STEPS = 300
 PHASE_STEPS = 50
@@ -160,7 +161,9 @@ def random_step(cluster: SimCluster, producer: IdempotentProducer, rng: random.R
 
 def fault_step(cluster: SimCluster, rng: random.Random) -> str:
     if cluster.network is not None and rng.random() < 0.3:
-        return network_fault(cluster.network, rng)
+        return network_fault(cluster, rng)
+    if isinstance(cluster, ZkSimCluster) and rng.random() < 0.25:
+        return cluster.controller_fault(rng)
     roll = rng.random()
     power_loss = rng.random() < 0.3
     if roll < 0.25 and len(alive(cluster)) > 1:
@@ -189,12 +192,13 @@ def fault_step(cluster: SimCluster, rng: random.Random) -> str:
     return "no fault"
 
 
-def network_fault(network: SimNetwork, rng: random.Random) -> str:
-    """Cut a link one way, or both ways, between two members (controller 0, brokers 1-3), or heal all cuts."""
+def network_fault(cluster: SimCluster, rng: random.Random) -> str:
+    """Cut a link one way, or both ways, between two members (controllers, brokers 1-3), or heal all cuts."""
+    network = cluster.network
     if network.cut_links and rng.random() < 0.4:
         network.heal()
         return "network healed"
-    src, dst = rng.sample((CONTROLLER, *REPLICAS), 2)
+    src, dst = rng.sample((*cluster.controller_ids, *REPLICAS), 2)
     both_ways = rng.random() < 0.5
     network.cut(src, dst, both_ways=both_ways)
     return f"network cut {src}{'<->' if both_ways else '->'}{dst}"
@@ -204,6 +208,7 @@ def heal_everything_and_converge(cluster: SimCluster) -> None:
     if cluster.network is not None:
         cluster.network.faulty = False
         cluster.network.heal()
+    cluster.heal_controllers()
     for broker_id in REPLICAS:
         broker = cluster.broker(broker_id)
         if broker.alive and broker.isolated:
@@ -235,8 +240,8 @@ def new_cluster(seed: int, rng: random.Random) -> SimCluster:
     """The cluster a seed runs: over a faulty network, strict min ISR with ELR, durable appends."""
     clock = ManualClock()
     network = SimNetwork(rng, clock)
-    return SimCluster(clock, assign_epoch_on_leadership=seed % 2 == 0, network=network, strict_min_isr=True,
-                      durable=True)
+    return ZkSimCluster(clock, network=network, rng=rng, seed=seed, assign_epoch_on_leadership=seed % 2 == 0,
+                        strict_min_isr=True, durable=True)
 
 
 def run_schedule(seed: int) -> SimCluster:
@@ -283,8 +288,15 @@ class RunTotals:
     isolations: int = 0
     committed: int = 0
     acked: int = 0
+    controllers: int = 0
+    zookeeper_expiries: int = 0
+    seats_won: int = 0
 
     def add(self, cluster: SimCluster) -> None:
+        controllers, expiries, seats = cluster.control_counts()
+        self.controllers = max(self.controllers, controllers)
+        self.zookeeper_expiries += expiries
+        self.seats_won += seats
         counts = cluster.counts()
         self.crashes += counts.crashes
         self.power_losses += counts.power_losses
