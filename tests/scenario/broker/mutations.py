@@ -1,7 +1,8 @@
 """Planted bugs: the simulation must find each one (`make simulate-mutations`).
 
-Each mutation replaces one real function of the broker core (services/broker/src/replog/broker/core/)
-in this process, everywhere it is bound (the core's own modules import each other's functions by
+Each mutation replaces one function in this process: of the broker core (services/broker/src/
+replog/broker/core/), or, for the controller's write fence, of the simulation's controller adapter
+(sim_controller_node.fence_ops, what zk_writer.py puts first in every multi), everywhere it is bound (the core's own modules import each other's functions by
 name, and so do the simulation's), runs seeds from 0 until a schedule fails, and puts the function
 back. A mutation the simulation does not find within SEEDS_MAX seeds (one default-suite run's worth)
 is a hole in the simulation's power, and the runner exits 1.
@@ -19,8 +20,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from replog.broker.core import follower_steps, high_watermark, partition, truncation
+from replog.broker.core import controller_epoch, follower_steps, high_watermark, partition, truncation
 from replog.broker.core.log_view import NO_OFFSET
+from tests.scenario.broker import sim_controller_node
 from tests.scenario.broker.sim_schedule import SIM_SEEDS_DEFAULT, run_seeds
 
 SEEDS_MAX = SIM_SEEDS_DEFAULT
@@ -60,6 +62,20 @@ def _never_held(isr_size, min_insync_replicas, replica_count):
     return False
 
 
+def _no_write_fence(controller_epoch_version):
+    """A controller's multi no longer checks /controller_epoch's version: a deposed one writes."""
+    return []
+
+
+def _obeys_deposed(original):
+    def judge(request_epoch, fence, confirmed_epoch=None):
+        """A broker obeys a controller epoch below its fence (a deposed controller's request)."""
+        if 0 <= request_epoch < fence:
+            return controller_epoch.Verdict(fence, None)
+        return original(request_epoch, fence, confirmed_epoch)
+    return judge
+
+
 @dataclass(frozen=True)
 class Mutation:
     name: str
@@ -82,6 +98,11 @@ MUTATIONS = (
              _acks_before_write),
     Mutation("strict-min-isr-off", "the HW is not held while the ISR is below min.insync.replicas",
              high_watermark, "held_below_min_isr", lambda _original: _never_held),
+    Mutation("controller-write-fence-removed", "the controller's ZooKeeper writes no longer check the "
+             "/controller_epoch version they won the seat with", sim_controller_node, "fence_ops",
+             lambda _original: _no_write_fence),
+    Mutation("broker-obeys-deposed-controller", "a broker obeys a LeaderAndIsr of a controller epoch below its "
+             "fence (controller_epoch.judge)", controller_epoch, "judge", _obeys_deposed),
 )
 
 
@@ -93,7 +114,7 @@ def applied(mutation: Mutation) -> Iterator[None]:
     replaced = []
     for module in list(sys.modules.values()):
         name = getattr(module, "__name__", "") or ""
-        if not (name.startswith("replog.broker") or name.startswith("tests.scenario.broker")):
+        if not (name.startswith("replog.broker") or name.startswith("tests.scenario.")):
             continue
         for attribute, value in list(vars(module).items()):
             if value is original:

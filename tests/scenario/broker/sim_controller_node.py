@@ -327,7 +327,8 @@ class SimControllerNode:
         return "ignored"
 
     def receive_alter_partition(self, request: AlterRequest) -> str:
-        if not self.connected or not self.active:
+        """Queued while it believes it holds the seat, paused included (the request waits in its socket)."""
+        if not self.alive or not self.active:
             return "not the controller; the leader retries"
         item = ev.AlterPartitionItem(request.proposal.topic_partition, request.proposal.leader_epoch,
                                      request.proposal.new_isr, request.proposal.partition_epoch)

@@ -162,7 +162,7 @@ def random_step(cluster: SimCluster, producer: IdempotentProducer, rng: random.R
 def fault_step(cluster: SimCluster, rng: random.Random) -> str:
     if cluster.network is not None and rng.random() < 0.3:
         return network_fault(cluster, rng)
-    if isinstance(cluster, ZkSimCluster) and rng.random() < 0.25:
+    if isinstance(cluster, ZkSimCluster) and rng.random() < 0.35:
         return cluster.controller_fault(rng)
     roll = rng.random()
     power_loss = rng.random() < 0.3

@@ -202,10 +202,10 @@ class ZkSimCluster(SimCluster):
             return f"controller {node.node_id} restarted"
         if active is None or not active.connected:
             return "no controller fault"
-        if roll < 0.6:
+        if roll < 0.55:
             active.kill()
             return f"controller {active.node_id} killed"
-        if roll < 0.8:
+        if roll < 0.85:  # long enough, its session expires and the standby takes over while it sleeps
             active.paused = True
             return f"controller {active.node_id} paused"
         self.zk.expire(active.session)

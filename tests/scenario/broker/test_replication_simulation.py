@@ -49,3 +49,6 @@ def test_schedules_do_real_work():
     assert sum(n.delayed for n in network) > 0 and sum(n.reordered for n in network) > 0
     assert sum(n.partitions for n in network) > 0
     assert sum(c.power_losses for c in runs) > 0 and sum(c.stale_checkpoints for c in runs) > 0
+    assert sum(c.zk.expiries for c in runs) > 0, "ZooKeeper sessions expire"
+    assert sum(c.truth.failovers for c in runs) > len(runs), "controllers fail over"
+    assert sum(c.stale_controller_refusals for c in runs) > 0, "brokers refuse a deposed controller"
