@@ -118,7 +118,7 @@ fuzz: setup
 
 # The broker simulation (tests/scenario/broker): SEEDS fresh seeds from a printed base seed, or SEED=S to replay
 # one exactly; a failure prints its replay command, the last line is one JSON object of what the run exercised.
-# `simulate-mutations` plants five bugs in the broker core one at a time and reports the first seed finding each.
+# `simulate-mutations` plants six bugs (five in the broker core, one in the controller's write fence) one at a time and reports the first seed finding each.
 SEEDS ?= 1000
 simulate: setup
 	$(BIN)/python -m tests.scenario.broker.simulate $(if $(SEED),--seed $(SEED),--seeds $(SEEDS))

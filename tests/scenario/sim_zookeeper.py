@@ -56,11 +56,12 @@ class SessionExpired(ZkError):
 
 
 class MultiFailed(ZkError):
-    """A `multi` applied nothing: operation `index` failed with `error`."""
+    """A `multi` applied nothing: operation `index` (`op`) failed with `error`."""
 
-    def __init__(self, index: int, error: ZkError) -> None:
+    def __init__(self, index: int, op, error: ZkError) -> None:
         super().__init__(f"operation {index} failed: {type(error).__name__}: {error}")
         self.index = index
+        self.op = op
         self.error = error
 
 
@@ -231,15 +232,15 @@ class SimZooKeeper:
     # --- writes ------------------------------------------------------------------------
 
     def create(self, session_id: int, path: str, data: bytes = b"", *, ephemeral: bool = False) -> Stat:
-        self.multi(session_id, [Create(path, data, ephemeral)])
+        self._commit(session_id, [Create(path, data, ephemeral)], single=True)
         return self.nodes[path].stat()
 
     def set(self, session_id: int, path: str, data: bytes, expected_version: int = ANY_VERSION) -> Stat:
-        self.multi(session_id, [SetData(path, data, expected_version)])
+        self._commit(session_id, [SetData(path, data, expected_version)], single=True)
         return self.nodes[path].stat()
 
     def delete(self, session_id: int, path: str, expected_version: int = ANY_VERSION) -> None:
-        self.multi(session_id, [Delete(path, expected_version)])
+        self._commit(session_id, [Delete(path, expected_version)], single=True)
 
     def ensure_path(self, session_id: int, path: str) -> None:
         """Create `path` and its missing parents as empty persistent znodes."""
@@ -250,15 +251,18 @@ class SimZooKeeper:
                 self.create(session_id, prefix)
 
     def multi(self, session_id: int, ops: list[Operation]) -> None:
-        """Every operation, or none: raises `MultiFailed` naming the first that would fail (single
-        operations raise that error itself)."""
+        """Every operation, or none: raises `MultiFailed` naming the first that would fail."""
+        self._commit(session_id, ops, single=False)
+
+    def _commit(self, session_id: int, ops: list[Operation], *, single: bool) -> None:
+        """Apply `ops` if all succeed; a single operation raises its own error, a multi `MultiFailed`."""
         self._session(session_id)
         for index, op in enumerate(ops):
             error = self._refusal(op, ops[:index])
             if error is not None:
-                if len(ops) == 1:
+                if single:
                     raise error
-                raise MultiFailed(index, error)
+                raise MultiFailed(index, op, error)
         self._zxid += 1
         for op in ops:
             self._perform(session_id, op)

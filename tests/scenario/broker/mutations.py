@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from replog.broker.core import controller_epoch, follower_steps, high_watermark, partition, truncation
+from replog.broker.core import follower_steps, high_watermark, partition, truncation
 from replog.broker.core.log_view import NO_OFFSET
 from tests.scenario.broker import sim_controller_node
 from tests.scenario.broker.sim_schedule import SIM_SEEDS_DEFAULT, run_seeds
@@ -67,15 +67,6 @@ def _no_write_fence(controller_epoch_version):
     return []
 
 
-def _obeys_deposed(original):
-    def judge(request_epoch, fence, confirmed_epoch=None):
-        """A broker obeys a controller epoch below its fence (a deposed controller's request)."""
-        if 0 <= request_epoch < fence:
-            return controller_epoch.Verdict(fence, None)
-        return original(request_epoch, fence, confirmed_epoch)
-    return judge
-
-
 @dataclass(frozen=True)
 class Mutation:
     name: str
@@ -101,8 +92,6 @@ MUTATIONS = (
     Mutation("controller-write-fence-removed", "the controller's ZooKeeper writes no longer check the "
              "/controller_epoch version they won the seat with", sim_controller_node, "fence_ops",
              lambda _original: _no_write_fence),
-    Mutation("broker-obeys-deposed-controller", "a broker obeys a LeaderAndIsr of a controller epoch below its "
-             "fence (controller_epoch.judge)", controller_epoch, "judge", _obeys_deposed),
 )
 
 

@@ -336,11 +336,12 @@ class SimControllerNode:
                                   request))
         return "queued"
 
-    def resync(self) -> None:
-        """The loop's resync of every live broker (a request lost in transit is sent again)."""
+    def resync(self, broker_ids: set[int]) -> None:
+        """The loop's resync of brokers a request did not reach: each gets its whole state again."""
         if self.connected and self.active:
             for broker_id, info in sorted(self.state.live_brokers.items()):
-                self.queue.append(_Queued(ev.BrokerResyncRequested(broker_id, info.broker_epoch)))
+                if broker_id in broker_ids:
+                    self.queue.append(_Queued(ev.BrokerResyncRequested(broker_id, info.broker_epoch)))
 
     # --- the loop (event_loop.py, plan_executor.py) ------------------------------------------
 
@@ -358,7 +359,7 @@ class SimControllerNode:
         except SessionExpired:
             return f"{name}: {self._session_lost()}"
         except MultiFailed as failure:
-            if failure.index == 0:  # the /controller_epoch check: another controller holds the seat
+            if failure.op.path == schema.CONTROLLER_EPOCH:  # the fence: another controller holds the seat
                 self.truth.fenced_writes_refused += 1
                 self.give_up("the /controller_epoch check failed")
                 return f"{name}: fenced, gave up the seat"

@@ -106,6 +106,9 @@ class ZkSimCluster(SimCluster):
         self.unclean_start: dict[int, bool] = {}  # what each broker's pending registration says
         self.fences: dict[tuple[int, int], ControllerFence] = {}
         self.stale_controller_refusals = 0
+        # (controller, broker) whose latest LeaderAndIsr has not reached the broker: the sender's call failed,
+        # and its resync (event_loop._resync_later) sends the broker its whole state again.
+        self.unanswered: dict[tuple[int, int], ControllerRequest] = {}
         self.controller_faults = 0
 
     @property
@@ -113,7 +116,11 @@ class ZkSimCluster(SimCluster):
         return CONTROLLER_IDS
 
     def _sender(self, node_id: int):
-        return lambda dst, payload: self._send(node_id, dst, payload)
+        def send(dst: int, payload) -> bool:
+            if isinstance(payload, ControllerRequest):
+                self.unanswered[(node_id, dst)] = payload
+            return self._send(node_id, dst, payload)
+        return send
 
     # --- set-up -----------------------------------------------------------------
 
@@ -268,9 +275,12 @@ class ZkSimCluster(SimCluster):
                 return
 
     def broadcast(self) -> None:
-        """The active controller's resync: every live broker gets its whole state again."""
+        """The controllers' resyncs: a broker whose LeaderAndIsr was lost gets its whole state again."""
         for node in self.nodes.values():
-            node.resync()
+            failed = {b for n, b in self.unanswered if n == node.node_id}
+            if failed:
+                node.resync(failed)
+        self.unanswered.clear()
         self._run_control_plane()
 
     # --- messages ------------------------------------------------------------------------------
@@ -295,6 +305,8 @@ class ZkSimCluster(SimCluster):
         if broker.isolated:
             return "lost (the receiver is cut off from the controller)"
         if isinstance(payload, ControllerRequest):
+            if self.unanswered.get((message.src, broker.broker_id)) is payload:  # an older one does not answer it
+                del self.unanswered[(message.src, broker.broker_id)]
             return self._take_controller_request(broker, payload)
         return self._take_alter_answer(broker, payload.broker_epoch, payload.proposal, payload.answer)
 
