@@ -336,12 +336,15 @@ class SimControllerNode:
                                   request))
         return "queued"
 
-    def resync(self, broker_ids: set[int]) -> None:
-        """The loop's resync of brokers a request did not reach: each gets its whole state again."""
-        if self.connected and self.active:
-            for broker_id, info in sorted(self.state.live_brokers.items()):
-                if broker_id in broker_ids:
-                    self.queue.append(_Queued(ev.BrokerResyncRequested(broker_id, info.broker_epoch)))
+    def resync(self, broker_ids: set[int]) -> bool:
+        """The loop's resync of brokers a request did not reach: each gets its whole state again.
+        False when it cannot now (not running, or not the controller)."""
+        if not (self.connected and self.active):
+            return False
+        for broker_id, info in sorted(self.state.live_brokers.items()):
+            if broker_id in broker_ids:
+                self.queue.append(_Queued(ev.BrokerResyncRequested(broker_id, info.broker_epoch)))
+        return True
 
     # --- the loop (event_loop.py, plan_executor.py) ------------------------------------------
 

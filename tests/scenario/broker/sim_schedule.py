@@ -1,12 +1,14 @@
 """Seeded random schedules over the simulated cluster, and what a run of many of them counts.
 
-One seed drives one run (`run_schedule`): produces (plain and idempotent), follower
-fetches, clock ticks, ISR checks and resends, the controller's resyncs, crashes and
+One seed drives one run (`run_schedule`) of the cluster with the real controllers over
+simulated ZooKeeper (sim_zk_cluster.py): produces (plain and idempotent), follower
+fetches, clock ticks, ISR checks and resends, the controllers' resyncs, crashes and
 power losses, restarts with stale HW checkpoints, fast bounces, brokers cut off
-from the controller (zombie leaders), and the network's faults (sim_network.py:
-messages delayed, lost, duplicated and reordered in stormy phases, links cut one
-way or both). Everything random comes from the seed's generator, so a seed replays
-exactly. After every step the cluster checks its invariants (sim_invariants.py,
+from ZooKeeper and the controllers (zombie leaders, whose sessions expire), the
+active controller killed, paused past its session timeout or its session expired,
+and the network's faults (sim_network.py: messages delayed, lost, duplicated and
+reordered in stormy phases, links cut one way or both). Everything random comes from
+the seed's generator, so a seed replays exactly. After every step the cluster checks its invariants (sim_invariants.py,
 sim_cluster.py); at the end every fault is healed and the logs must converge to
 the leader's.
 

@@ -278,9 +278,9 @@ class ZkSimCluster(SimCluster):
         """The controllers' resyncs: a broker whose LeaderAndIsr was lost gets its whole state again."""
         for node in self.nodes.values():
             failed = {b for n, b in self.unanswered if n == node.node_id}
-            if failed:
-                node.resync(failed)
-        self.unanswered.clear()
+            if failed and (node.resync(failed) or not node.active):  # a paused one resyncs once it wakes
+                for broker_id in failed:
+                    del self.unanswered[(node.node_id, broker_id)]
         self._run_control_plane()
 
     # --- messages ------------------------------------------------------------------------------
