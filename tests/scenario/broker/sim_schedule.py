@@ -39,8 +39,8 @@ SEQUENCE_ERRORS = {
     ErrorCode.INVALID_PRODUCER_EPOCH,
 }
 SEEDS_ENV = "REPLOG_SIM_SEEDS"
-# Seeds of one default-suite run: about 30 s at the ~70 schedules/s measured on the 2-core machine, what the
-# suite's 40-minute budget leaves it (docs/testing.md, "The broker simulation"); `make simulate` runs more.
+# Seeds of one default-suite run, what the suite's 40-minute budget leaves it (docs/testing.md, "The broker
+# simulation", gives the measured rates); `make simulate` runs more.
 SIM_SEEDS_DEFAULT = 2_000
 
 
