@@ -2,10 +2,11 @@
 
 Each mutation replaces one function in this process: of the broker core (services/broker/src/
 replog/broker/core/), or, for the controller's write fence, of the simulation's controller adapter
-(sim_controller_node.fence_ops, what zk_writer.py puts first in every multi), everywhere it is bound (the core's own modules import each other's functions by
-name, and so do the simulation's), runs seeds from 0 until a schedule fails, and puts the function
-back. A mutation the simulation does not find within SEEDS_MAX seeds (one default-suite run's worth)
-is a hole in the simulation's power, and the runner exits 1.
+(sim_controller_node.fence_ops, what zk_writer.py puts first in every multi), everywhere it is bound
+(the core's own modules import each other's functions by name, and so do the simulation's), runs
+seeds from 0 until a schedule fails, and puts the function back. A mutation the simulation does not
+find within SEEDS_MAX seeds (one default-suite run's worth) is a hole in the simulation's power, and
+the runner exits 1.
 
     .venv/bin/python -m tests.scenario.broker.mutations            # all of them
     .venv/bin/python -m tests.scenario.broker.mutations strict-min-isr-off

@@ -154,10 +154,9 @@ class ZkSimCluster(SimCluster):
     def _try_register(self, broker: SimBroker) -> None:
         """register_broker: create the ephemeral; while an earlier session's is still there, wait for it to go."""
         session = self.broker_sessions[broker.broker_id]
+        registration = self._registration(broker.broker_id, unclean_start=self.unclean_start[broker.broker_id])
         try:
-            stat = self.zk.create(session, schema.broker_path(broker.broker_id),
-                                  self._registration(broker.broker_id, unclean_start=self.unclean_start[broker.broker_id]),
-                                  ephemeral=True)
+            stat = self.zk.create(session, schema.broker_path(broker.broker_id), registration, ephemeral=True)
         except NodeExists:
             return
         broker.broker_epoch = stat.czxid
