@@ -1,10 +1,12 @@
 """Planted bugs: the simulation must find each one (`make simulate-mutations`).
 
-Each mutation replaces one real function of the broker core (services/broker/src/replog/broker/core/)
-in this process, everywhere it is bound (the core's own modules import each other's functions by
-name, and so do the simulation's), runs seeds from 0 until a schedule fails, and puts the function
-back. A mutation the simulation does not find within SEEDS_MAX seeds (one default-suite run's worth)
-is a hole in the simulation's power, and the runner exits 1.
+Each mutation replaces one function in this process: of the broker core (services/broker/src/
+replog/broker/core/), or, for the controller's write fence, of the simulation's controller adapter
+(sim_controller_node.fence_ops, what zk_writer.py puts first in every multi), everywhere it is bound
+(the core's own modules import each other's functions by name, and so do the simulation's), runs
+seeds from 0 until a schedule fails, and puts the function back. A mutation the simulation does not
+find within SEEDS_MAX seeds (one default-suite run's worth) is a hole in the simulation's power, and
+the runner exits 1.
 
     .venv/bin/python -m tests.scenario.broker.mutations            # all of them
     .venv/bin/python -m tests.scenario.broker.mutations strict-min-isr-off
@@ -21,6 +23,7 @@ from typing import Callable, Iterator
 
 from replog.broker.core import follower_steps, high_watermark, partition, truncation
 from replog.broker.core.log_view import NO_OFFSET
+from tests.scenario.broker import sim_controller_node
 from tests.scenario.broker.sim_runs import default_workers, run_seeds
 from tests.scenario.broker.sim_schedule import SIM_SEEDS_DEFAULT
 
@@ -61,6 +64,11 @@ def _never_held(isr_size, min_insync_replicas, replica_count):
     return False
 
 
+def _no_write_fence(controller_epoch_version):
+    """A controller's multi no longer checks /controller_epoch's version: a deposed one writes."""
+    return []
+
+
 @dataclass(frozen=True)
 class Mutation:
     name: str
@@ -83,6 +91,9 @@ MUTATIONS = (
              _acks_before_write),
     Mutation("strict-min-isr-off", "the HW is not held while the ISR is below min.insync.replicas",
              high_watermark, "held_below_min_isr", lambda _original: _never_held),
+    Mutation("controller-write-fence-removed", "the controller's ZooKeeper writes no longer check the "
+             "/controller_epoch version they won the seat with", sim_controller_node, "fence_ops",
+             lambda _original: _no_write_fence),
 )
 
 
@@ -94,7 +105,7 @@ def applied(mutation: Mutation) -> Iterator[None]:
     replaced = []
     for module in list(sys.modules.values()):
         name = getattr(module, "__name__", "") or ""
-        if not (name.startswith("replog.broker") or name.startswith("tests.scenario.broker")):
+        if not (name.startswith("replog.broker") or name.startswith("tests.scenario.")):
             continue
         for attribute, value in list(vars(module).items()):
             if value is original:

@@ -547,8 +547,12 @@ class SimCluster:
                 ticket.error_code = ticket.broker_code = ErrorCode.REQUEST_TIMED_OUT
         self.pending = [t for t in self.pending if t.broker_code is None]
         self.events.append(f"broker {broker_id}: killed{' by a power loss' if power_loss else ''}")
+        self._controller_hears_death(broker)
+
+    def _controller_hears_death(self, broker: SimBroker) -> None:
+        """The stub controller notices at once (unless the broker was already cut off from it)."""
         if not broker.isolated:
-            self.controller.broker_lost(broker_id)
+            self.controller.broker_lost(broker.broker_id)
             self.broadcast()
 
     def restart(self, broker_id: int, *, checkpoint_hw: int | None = None) -> None:
@@ -562,9 +566,12 @@ class SimCluster:
         hw = self._checkpoint(old, checkpoint_hw)
         self.brokers[broker_id] = self._fresh_broker(broker_id, old.log, hw, old.incarnation + 1)
         self.events.append(f"broker {broker_id}: restarted")
-        self.controller.started_uncleanly(broker_id)  # no clean-shutdown marker: it leaves the ELR
-        self.controller.broker_back(broker_id)
-        self.brokers[broker_id].broker_epoch = self.controller.broker_epochs[broker_id]
+        self._register_restarted(self.brokers[broker_id])
+
+    def _register_restarted(self, broker: SimBroker) -> None:
+        self.controller.started_uncleanly(broker.broker_id)  # no clean-shutdown marker: it leaves the ELR
+        self.controller.broker_back(broker.broker_id)
+        broker.broker_epoch = self.controller.broker_epochs[broker.broker_id]
         self.broadcast()
 
     def bounce(self, broker_id: int, *, checkpoint_hw: int | None = None, power_loss: bool = False) -> None:
@@ -575,9 +582,12 @@ class SimCluster:
         hw = self._checkpoint(old, checkpoint_hw)
         self.brokers[broker_id] = self._fresh_broker(broker_id, old.log, hw, old.incarnation + 1)
         self.events.append(f"broker {broker_id}: bounced{' after a power loss' if power_loss else ''}")
-        self.controller.started_uncleanly(broker_id)
-        self.brokers[broker_id].broker_epoch = self.controller.register(broker_id)
-        self._send_decision(self.brokers[broker_id])  # the answer to its re-registration
+        self._register_bounced(self.brokers[broker_id])
+
+    def _register_bounced(self, broker: SimBroker) -> None:
+        self.controller.started_uncleanly(broker.broker_id)
+        broker.broker_epoch = self.controller.register(broker.broker_id)
+        self._send_decision(broker)  # the answer to its re-registration
 
     def _crashed(self, broker: SimBroker, power_loss: bool) -> None:
         self.crashes += 1
@@ -601,15 +611,22 @@ class SimCluster:
         broker.inbox.clear()
         self.isolations += 1
         self.events.append(f"broker {broker_id}: isolated")
-        self.controller.broker_lost(broker_id)
+        self._controller_hears_isolation(broker)
+
+    def _controller_hears_isolation(self, broker: SimBroker) -> None:
+        """The stub declares the broker lost at once, as if its session had expired."""
+        self.controller.broker_lost(broker.broker_id)
         self.broadcast()
 
     def heal(self, broker_id: int) -> None:
         broker = self.brokers[broker_id]
         broker.isolated = False
         self.events.append(f"broker {broker_id}: healed")
-        self.controller.broker_back(broker_id)
-        broker.broker_epoch = self.controller.broker_epochs[broker_id]
+        self._controller_hears_heal(broker)
+
+    def _controller_hears_heal(self, broker: SimBroker) -> None:
+        self.controller.broker_back(broker.broker_id)
+        broker.broker_epoch = self.controller.broker_epochs[broker.broker_id]
         self.broadcast()
 
     def _fresh_broker(self, broker_id: int, log: FakeLog, checkpoint_hw: int, incarnation: int = 0) -> SimBroker:
@@ -621,6 +638,20 @@ class SimCluster:
             producer_state=rebuild_producer_state(log.headers()),
             purgatory=Purgatory(operations_max=1_000),
         )
+
+    # --- the controller side -------------------------------------------------------------------
+
+    @property
+    def controller_ids(self) -> tuple[int, ...]:
+        """The network node ids of the controller processes."""
+        return (CONTROLLER,)
+
+    def heal_controllers(self) -> None:
+        """The stub never fails."""
+
+    def control_counts(self) -> tuple[int, int, int]:
+        """(controller processes, ZooKeeper session expiries, seats won): the stub's one seat, no ZooKeeper."""
+        return 1, 0, 1
 
     # --- invariants ------------------------------------------------------------------------------
 

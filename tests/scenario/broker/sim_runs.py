@@ -48,8 +48,15 @@ class RunTotals:
     isolations: int = 0
     committed: int = 0
     acked: int = 0
+    controllers: int = 0  # controller processes of a schedule
+    zookeeper_expiries: int = 0
+    seats_won: int = 0  # controller seats won; every one after a schedule's first is a failover
 
     def add(self, cluster: SimCluster) -> None:
+        controllers, expiries, seats = cluster.control_counts()
+        self.controllers = max(self.controllers, controllers)
+        self.zookeeper_expiries += expiries
+        self.seats_won += seats
         counts = cluster.counts()
         self.crashes += counts.crashes
         self.power_losses += counts.power_losses
@@ -71,9 +78,10 @@ class RunTotals:
     def merge(self, other: RunTotals) -> None:
         """Add another worker's share (elapsed time and worker count are the caller's)."""
         summed = ("seeds", "failures", "cpu_s", "network_faults", "messages", "crashes", "power_losses",
-                  "stale_checkpoints", "isolations", "committed", "acked")
+                  "stale_checkpoints", "isolations", "committed", "acked", "zookeeper_expiries", "seats_won")
         for name in summed:
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.controllers = max(self.controllers, other.controllers)
         if other.first_failing_position < self.first_failing_position:
             self.first_failing_position = other.first_failing_position
             self.first_failing_seed = other.first_failing_seed

@@ -8,12 +8,14 @@
 The seeds are split across `--workers` processes (sim_runs.py; two by default). It prints the base
 seed first, each failure with the commands that replay and shrink it (`--shrink`: sim_shrink.py,
 the short schedule printed and written under regressions/), and last one JSON line of what the run
-exercised, with the processor time it took (`cpu_s`). The members are the stub controller (sim_members.SimController: one, the
-ZooKeeper controller's decisions without ZooKeeper) and three brokers running the real broker core.
-`disk_faults` counts power losses (what a log held unsynced is lost) and restarts from a stale HW
-checkpoint; `crashes` every crash or bounce. ZooKeeper is not simulated: `zookeeper_expiries` is 0;
-`broker_sessions_expired_stub` counts brokers the stub controller declared lost while they ran on.
-Exit status 1 when a seed failed.
+exercised, with the processor time it took (`cpu_s`). The members are two controller processes running the real controller core
+(sim_controller_node.py: one active, one standby) over a simulated ZooKeeper (tests/scenario/sim_zookeeper.py)
+and three brokers running the real broker core (sim_zk_cluster.py). `controllers` counts the controller
+processes, `controller_seats_won` the seats they won (a failover is every one after a seed's first),
+`zookeeper_expiries` the ZooKeeper sessions that expired (brokers cut off or dead, controllers killed,
+paused or expired). `disk_faults` counts power losses (what a log held unsynced is lost) and restarts
+from a stale HW checkpoint; `crashes` every broker crash or bounce; `brokers_isolated` brokers cut off
+from ZooKeeper and the controllers while they ran on. Exit status 1 when a seed failed.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ def summary(totals: RunTotals, *, base_seed: int | None) -> dict:
         "schedules_per_s": round(totals.seeds / totals.elapsed_s, 1) if totals.elapsed_s else None,
         "workers": totals.workers,
         "cpu_s": round(totals.cpu_s, 2),
-        "controllers": 1,
-        "controller_kind": "stub",
+        "controllers": totals.controllers,
+        "controller_seats_won": totals.seats_won,
         "brokers": len(REPLICAS),
         "messages": totals.messages,
         "network_faults": totals.network_faults,
@@ -47,8 +49,8 @@ def summary(totals: RunTotals, *, base_seed: int | None) -> dict:
         "power_losses": totals.power_losses,
         "stale_checkpoint_restarts": totals.stale_checkpoints,
         "crashes": totals.crashes,
-        "zookeeper_expiries": 0,
-        "broker_sessions_expired_stub": totals.isolations,
+        "zookeeper_expiries": totals.zookeeper_expiries,
+        "brokers_isolated": totals.isolations,
         "records_committed": totals.committed,
         "acks_all_acknowledged": totals.acked,
     }

@@ -1,6 +1,6 @@
 """The simulation still finds planted bugs (mutations.py): its power cannot rot silently.
 
-Each case plants one mutation in the broker core and replays the fixed seed that found it when
+Each case plants one mutation (mutations.py) and replays the fixed seed that found it when
 docs/testing.md's table was made; the schedule must fail, and pass again once the core is restored.
 `make simulate-mutations` hunts every mutation over fresh runs of seeds.
 """
@@ -12,7 +12,8 @@ import pytest
 from tests.scenario.broker.mutations import MUTATIONS, applied
 from tests.scenario.broker.sim_schedule import run_schedule
 
-FOUND_BY = {"hw-past-isr-minimum": 0, "strict-min-isr-off": 0, "follower-acks-before-write": 1}
+FOUND_BY = {"hw-past-isr-minimum": 0, "strict-min-isr-off": 0, "follower-acks-before-write": 1,
+            "controller-write-fence-removed": 181}
 
 
 @pytest.mark.parametrize("name", sorted(FOUND_BY))

@@ -1,5 +1,7 @@
 """ISR shrink and expansion proposals, one in flight, maximal ISR, controller answers."""
 
+import dataclasses
+
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.isr_answer import AnswerIgnored, IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
 from replog.broker.core.isr_proposal import INELIGIBLE_RETRY_MS, AlterPartitionAnswer, IsrChangeKind
@@ -216,6 +218,23 @@ def test_a_newer_state_for_our_epoch_is_adopted_even_from_a_stray_answer():
     stray = AlterPartitionAnswer(ErrorCode.NONE, 1, 1, (1, 2), 1)
     assert isinstance(leader.on_alter_partition_answer(proposal, stray, log), IsrRefreshed)
     assert leader.isr == (1, 2) and leader.partition_epoch == 1
+
+
+def test_a_newer_state_from_a_stray_answer_ends_the_proposal_made_at_the_older_epoch():
+    """Found by the simulation over the real controller: the pending proposal, made at partition epoch 0,
+    outlived the adoption of epoch 1; its resend was refused INVALID_UPDATE_VERSION with the state the leader
+    already held, so it waited for a LeaderAndIsr that never came and never proposed again."""
+    log = FakeLog()
+    leader = start_leader(log, now_ms=0)
+    append(log, leader, 1)
+    proposal = leader.maybe_shrink_isr(now_ms=LAG_MS + 1, replica_lag_time_max_ms=LAG_MS, log=log)
+    assert proposal.partition_epoch == 0
+    earlier = dataclasses.replace(proposal, new_isr=(1, 3))  # an earlier proposal, whose answer comes late
+    stray = AlterPartitionAnswer(ErrorCode.NONE, 1, 1, (1, 3), 1)
+    assert isinstance(leader.on_alter_partition_answer(earlier, stray, log), IsrRefreshed)
+    assert leader.pending_proposal is None and leader.isr == (1, 3) and leader.partition_epoch == 1
+    again = leader.maybe_shrink_isr(now_ms=LAG_MS + 1, replica_lag_time_max_ms=LAG_MS, log=log)
+    assert again is not None and again.partition_epoch == 1 and again.new_isr == (1,)
 
 
 def test_a_stale_version_refusal_for_another_leader_epoch_keeps_the_proposal():

@@ -280,7 +280,9 @@ class LeaderReplica:
                                     partition_epoch=self._partition_epoch, replicas=self._replicas)
         verdict = judge_answer(answer, is_pending=is_pending, stale_reason=stale)
         if isinstance(verdict, AdoptState):
-            if is_pending:
+            # A proposal made at an older partition epoch than the state adopted can never be accepted (the
+            # controller checks the epoch); kept, it would wait forever for a LeaderAndIsr that brings nothing new.
+            if is_pending or (self._pending is not None and self._pending.partition_epoch < answer.partition_epoch):
                 self._clear_pending()
             self._isr = in_assignment_order(answer.isr, self._replicas)
             self._judge_min_isr()
