@@ -33,6 +33,7 @@ import harness  # noqa: E402
 from kazoo.exceptions import ConnectionLoss, SessionExpiredError  # noqa: E402
 
 from replog.common.zk import bulk, schema  # noqa: E402
+from replog.common.zk.session import ZkWireError  # noqa: E402
 from replog.common.zk.client import ZkClient  # noqa: E402
 from replog.devcluster import ClusterSpec  # noqa: E402
 
@@ -48,6 +49,16 @@ def rss_bytes(pid: int) -> int:
     except OSError:
         pass
     return 0
+
+
+def tolerant(poll):
+    """A poll's answer, or False when ZooKeeper refused or dropped its short session: while the controller's
+    writes queue at the server, a new session can be refused (the poll is simply made again)."""
+    try:
+        return poll()
+    except ZkWireError as error:
+        harness.note(f"a poll failed ({error}); polling again")
+        return False
 
 
 def create_topic(zk: ZkClient, topic: str, assignment: dict[int, tuple[int, ...]], attempts: int = 10) -> None:
@@ -102,15 +113,16 @@ def main() -> None:
         finally:
             zk.stop()
         for topic in topics:
-            harness.wait_until(lambda t=topic: all(s is not None for s in
-                                                   harness.read_states(cluster.zookeeper_endpoint, t, per_topic)),
-                               3600, f"partition states of {topic}", interval_s=2)
+            harness.wait_until(lambda t=topic: tolerant(lambda: all(
+                s is not None for s in harness.read_states(cluster.zookeeper_endpoint, t, per_topic))),
+                3600, f"partition states of {topic}", interval_s=2)
         harness.note("all partition states exist; waiting for every broker to host every replica")
         harness.wait_until(lambda: all(harness.hosted(p.address) >= per_broker for p in cluster.of_role("broker")),
                            3600, "every broker to host its replicas", interval_s=5)
         harness.note("waiting for every ISR to be full, so the controller is killed in a settled cluster")
-        harness.wait_for_full_isrs(cluster.zookeeper_endpoint, dict.fromkeys(topics, per_topic), rf, 3600, "full ISRs",
-                                   interval_s=5)
+        harness.wait_until(lambda: tolerant(lambda: all(
+            all(s is not None and len(s.isr) == rf for s in harness.read_states(cluster.zookeeper_endpoint, t, per_topic))
+            for t in topics)), 3600, "full ISRs", interval_s=5)
         setup_s = time.monotonic() - started_setup
         paths = [schema.partition_state_path(t, p) for t in topics for p in range(per_topic)]
         started = time.monotonic()
