@@ -11,6 +11,12 @@ LeaderAndIsr and full UpdateMetadata, each first as a digest;
 `brokers_confirmed_by_digest` names the brokers that held the state already).
 floor_zk_bulk_read_s is the raw cost, in this run, of reading the same znodes a
 full load reads. The controller is killed once every ISR is full.
+
+ZooKeeper keeps every znode in its heap: the server gets `--zookeeper-heap-mb`, by default 512 MB
+plus 3 KB per partition (a server short of heap collects without end and every session it serves
+times out; docs/perf/controller-million.md).
+`rss_mb` is each process's resident memory when the controller is killed. The benchmark holds no
+ZooKeeper session of its own while it waits: its polls read in bulk, on short sessions.
 """
 
 from __future__ import annotations
@@ -24,11 +30,54 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
 
+from kazoo.exceptions import ConnectionLoss, SessionExpiredError  # noqa: E402
+
 from replog.common.zk import bulk, schema  # noqa: E402
+from replog.common.zk.session import ZkWireError  # noqa: E402
 from replog.common.zk.client import ZkClient  # noqa: E402
 from replog.devcluster import ClusterSpec  # noqa: E402
 
 TOPIC = "controller-failover-bench"
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of a process (0 once it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def tolerant(poll):
+    """A poll's answer, or False when ZooKeeper refused or dropped its short session: while the controller's
+    writes queue at the server, a new session can be refused (the poll is simply made again)."""
+    try:
+        return poll()
+    except ZkWireError as error:
+        harness.note(f"a poll failed ({error}); polling again")
+        return False
+
+
+def create_topic(zk: ZkClient, topic: str, assignment: dict[int, tuple[int, ...]], attempts: int = 10) -> None:
+    """`harness.create_topic`, again after a lost connection: while the controller writes the states of
+    the topics before it, this session's heartbeats can go unanswered for longer than kazoo waits, and
+    kazoo then drops the connection with the transaction in flight. Whether it was applied is read back."""
+    for attempt in range(attempts):
+        try:
+            harness.create_topic(zk, topic, assignment)
+            return
+        except (ConnectionLoss, SessionExpiredError):
+            harness.note(f"the connection dropped while creating {topic}; checking whether it was created")
+            harness.wait_until(lambda: zk.kazoo.connected, 120, "ZooKeeper again", interval_s=0.5)
+            try:
+                if zk.kazoo.exists(schema.topic_path(topic)) is not None:
+                    return
+            except (ConnectionLoss, SessionExpiredError):
+                continue
+    raise RuntimeError(f"could not create {topic} in {attempts} attempts")
 
 
 def main() -> None:
@@ -36,35 +85,56 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=100000)
     parser.add_argument("--topics", type=int, default=10, help="spread the partitions over this many topics")
     parser.add_argument("--session-timeout-ms", type=int, default=10000)
+    parser.add_argument("--replication-factor", type=int, default=3, choices=(1, 2, 3))
+    parser.add_argument("--zookeeper-heap-mb", type=int, default=0,
+                        help="the ZooKeeper server's maximum heap; 0: 512 MB plus 3 KB per partition")
     parser.add_argument("--keep", action="store_true", help="keep the cluster's state directory for inspection")
     args = parser.parse_args()
     # Brokers applying a 100K-partition LeaderAndIsr can starve their ZooKeeper heartbeat thread for
     # a few seconds (the GIL); with 3 s sessions they then expire and re-register in a loop. The
     # session timeout only affects how soon the standby notices, which `seconds` does not include.
-    spec = ClusterSpec(controllers=2, brokers=3, gateways=1, zookeeper_session_timeout_ms=args.session_timeout_ms)
+    heap_mb = args.zookeeper_heap_mb or 512 + args.partitions * 3 // 1024
+    spec = ClusterSpec(controllers=2, brokers=3, gateways=1, zookeeper_session_timeout_ms=args.session_timeout_ms,
+                       zookeeper_heap_mb=heap_mb)
     per_topic = args.partitions // args.topics
+    rf = args.replication_factor
+    # Each broker hosts every partition at RF 3, a third of them at RF 1.
+    per_broker = per_topic * args.topics * rf // 3
+    started_setup = time.monotonic()
     with harness.local_cluster(spec, keep=args.keep) as cluster:
+        topics = [f"{TOPIC}-{i}" for i in range(args.topics)]
+        harness.note(f"creating {per_topic * args.topics} partitions in {args.topics} topics, RF {rf}; "
+                     f"ZooKeeper heap {heap_mb} MB")
         zk = ZkClient(cluster.zookeeper_endpoint)
         zk.start()
-        topics = [f"{TOPIC}-{i}" for i in range(args.topics)]
-        harness.note(f"creating {per_topic * args.topics} partitions in {args.topics} topics")
+        try:
+            for topic in topics:
+                create_topic(zk, topic, harness.rotating_assignment(per_topic, [1, 2, 3], rf))
+        finally:
+            zk.stop()
         for topic in topics:
-            harness.create_topic(zk, topic, harness.rotating_assignment(per_topic, [1, 2, 3], 3))
-        for topic in topics:
-            harness.wait_until(lambda t=topic: all(s is not None for s in
-                                                   harness.read_states(cluster.zookeeper_endpoint, t, per_topic)),
-                               1800, f"partition states of {topic}")
+            harness.wait_until(lambda t=topic: tolerant(lambda: all(
+                s is not None for s in harness.read_states(cluster.zookeeper_endpoint, t, per_topic))),
+                3600, f"partition states of {topic}", interval_s=2)
         harness.note("all partition states exist; waiting for every broker to host every replica")
-        harness.wait_until(lambda: all(harness.hosted(p.address) >= per_topic * args.topics for p in cluster.of_role("broker")),
-                           1800, "every broker to host its replicas", interval_s=2)
+        harness.wait_until(lambda: all(harness.hosted(p.address) >= per_broker for p in cluster.of_role("broker")),
+                           3600, "every broker to host its replicas", interval_s=5)
         harness.note("waiting for every ISR to be full, so the controller is killed in a settled cluster")
-        harness.wait_for_full_isrs(cluster.zookeeper_endpoint, dict.fromkeys(topics, per_topic), 3, 1800, "full ISRs",
-                                   interval_s=2)
+        harness.wait_until(lambda: tolerant(lambda: all(
+            all(s is not None and len(s.isr) == rf for s in harness.read_states(cluster.zookeeper_endpoint, t, per_topic))
+            for t in topics)), 3600, "full ISRs", interval_s=5)
+        setup_s = time.monotonic() - started_setup
         paths = [schema.partition_state_path(t, p) for t in topics for p in range(per_topic)]
         started = time.monotonic()
         bulk.get_many(cluster.zookeeper_endpoint, paths)
         floor_s = time.monotonic() - started
-        active = schema.ControllerRecord.decode(zk.get(schema.CONTROLLER)[0]).controller_id
+        rss_mb = {p.name: rss_bytes(p.pid) >> 20 for p in cluster.processes.values()}
+        zk = ZkClient(cluster.zookeeper_endpoint)
+        zk.start()
+        try:
+            active = schema.ControllerRecord.decode(zk.get(schema.CONTROLLER)[0]).controller_id
+        finally:
+            zk.stop()
         harness.note(f"killing the active controller-{active}")
         cluster.kill(f"controller-{active}")
         standby = 2 if active == 1 else 1
@@ -105,8 +175,11 @@ def main() -> None:
                 "requests_until_brokers_done_s": phase("controller.send_requests"),
             },
             "floor_zk_bulk_read_s": round(floor_s, 3),
+            "replication_factor": rf,
+            "zookeeper_heap_mb": heap_mb,
+            "rss_mb": rss_mb,
+            "setup_s": round(setup_s, 1),
         }
-        zk.stop()
     harness.emit(result)
 
 

@@ -27,3 +27,16 @@ def test_each_broker_entry_in_cluster_json_carries_its_kafka_port(tmp_path):
     reloaded = LocalCluster(tmp_path)  # `replog-local` run again, e.g. for `up` after `stop`
     assert {p.name: p.kafka_port for p in reloaded.of_role("broker")} == {
         name: entry["kafka_port"] for name, entry in brokers.items()}
+
+
+def test_the_zookeeper_server_gets_the_heap_its_spec_names(tmp_path):
+    default = LocalCluster(tmp_path / "default", ClusterSpec(controllers=1, brokers=1, gateways=0))
+    default._plan()
+    large = LocalCluster(tmp_path / "large", ClusterSpec(controllers=1, brokers=1, gateways=0, zookeeper_heap_mb=3584))
+    large._plan()
+
+    def heap_flags(cluster) -> list[str]:
+        return [arg for arg in cluster.processes["zookeeper"].command if arg.startswith("-Xmx")]
+
+    assert heap_flags(default) == ["-Xmx512m"]
+    assert heap_flags(large) == ["-Xmx3584m"]

@@ -212,7 +212,8 @@ class LocalCluster:
                                                     force_sync=self.spec.zookeeper_force_sync, tls=server_tls)
             host, port, _, namespace = places[name]
             self.processes[name] = ProcessInfo(name, "zookeeper", server.server_id if ensemble else 0, port, 0,
-                                               zookeeper.zookeeper_command(config, jvm_args),
+                                               zookeeper.zookeeper_command(config, jvm_args,
+                                                                           self.spec.zookeeper_heap_mb),
                                                host=host, namespace=namespace, tls=with_tls)
 
     def _plan_tls(self, zookeepers: list[str]) -> None:

@@ -19,6 +19,9 @@ class ClusterSpec:
     zookeeper_servers: int = 1
     # Log directories per broker: above 1, a broker keeps them in dir-1..N under its data directory (log_dirs).
     broker_log_dirs: int = 1
+    # Each ZooKeeper server's maximum heap: every znode lives in it; a server short of heap spends its
+    # time collecting and every session it serves times out (docs/perf/controller-million.md).
+    zookeeper_heap_mb: int = 512
     # fsync ZooKeeper's transaction log on every write; off for speed, on where power loss is tested.
     zookeeper_force_sync: bool = False
     # Digest authentication and znode ACLs (docs/zookeeper-security.md); False: anonymous sessions, open ACLs.

@@ -32,9 +32,14 @@ class ZooKeeperMissing(RuntimeError):
     pass
 
 
-def zookeeper_command(config_path: Path, jvm_args: list[str] | tuple[str, ...] = ()) -> list[str]:
+DEFAULT_HEAP_MB = 512
+
+
+def zookeeper_command(config_path: Path, jvm_args: list[str] | tuple[str, ...] = (),
+                      heap_mb: int = DEFAULT_HEAP_MB) -> list[str]:
     """The java command line of a server (standalone or an ensemble member); `jvm_args` go before the main
-    class (e.g. the super user's digest)."""
+    class (e.g. the super user's digest). `heap_mb` bounds the server's heap: ZooKeeper keeps every znode
+    in it, so a cluster of a million partitions needs several times the default."""
     java = shutil.which("java")
     if java is None or not ZK_JAR.exists():
         raise ZooKeeperMissing(
@@ -50,7 +55,7 @@ def zookeeper_command(config_path: Path, jvm_args: list[str] | tuple[str, ...] =
         # of the first bulk failover, on the cores the brokers need. A long-running production
         # server compiled those paths long ago; C1 code is the closer stand-in for it here
         # (docs/perf/zookeeper-c1-only.md).
-        java, "-XX:TieredStopAtLevel=1", "-Xms64m", "-Xmx512m", "-Djute.maxbuffer=4194304",
+        java, "-XX:TieredStopAtLevel=1", "-Xms64m", f"-Xmx{heap_mb}m", "-Djute.maxbuffer=4194304",
         "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
         "-Dzookeeper.admin.enableServer=false", *jvm_args,
         "-cp", classpath, "org.apache.zookeeper.server.quorum.QuorumPeerMain", str(config_path),

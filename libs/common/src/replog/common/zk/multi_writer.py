@@ -36,7 +36,7 @@ breaks while transactions are in flight raises MultiWriteError: the caller
 cannot know which were applied and must re-read (the controller reloads its
 state); nothing is sent again here. The next commit resumes the session.
 
-Ordering: transactions are sent back to back, at most WINDOW in flight, and
+Ordering: transactions are sent back to back, at most WINDOW (2) in flight, and
 ZooKeeper applies one session's requests in order. The results come back in
 the same order. Reads on another session (kazoo) see these writes once
 `commit` has returned if both sessions are on the same server; on an ensemble
@@ -77,7 +77,12 @@ ERROR_NAMES = {
     ERR_BAD_VERSION: "BadVersionError", ERR_NODE_EXISTS: "NodeExistsError", ERR_NOT_EMPTY: "NotEmptyError",
 }
 
-WINDOW = 8  # transactions in flight at most: replies are read while later ones are still to send
+# Transactions in flight at most: replies are read while later ones are still to send. The server
+# answers every session's requests, heartbeats included, through one pipeline, so whatever this writer
+# has queued there delays every other client's heartbeat: with 8 multis of 1,000 creates queued, a
+# loaded server left other sessions' heartbeats unanswered for seconds; 2 keep the server as busy
+# (docs/perf/controller-million.md).
+WINDOW = 2
 
 
 class MultiWriteError(RuntimeError):
