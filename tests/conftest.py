@@ -48,6 +48,16 @@ def _plan_ports_per_worker() -> None:
 _plan_ports_per_worker()
 
 
+def pytest_configure(config):
+    """Every xdist worker must collect the same tests, so the fault matrices' seeded rotation (read at
+    collection, tests/fault/history/matrix.py) gets one seed for the whole run, chosen here, in the process
+    that starts the workers, and inherited by them."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        from tests.fault.history import matrix
+
+        os.environ[matrix.SEED_ENV] = str(matrix.seed())
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """For pytest-xdist's `--dist loadgroup`: a module's tests stay together on one worker (its module-scoped

@@ -44,11 +44,14 @@ def cell_name(fault: str, kind: str) -> str:
     return f"{fault}-{kind}"
 
 
+SEED_ENV = "REPLOG_FAULT_SEED"
+
+
 def seed() -> int:
     """The rotation's seed: REPLOG_FAULT_SEED, else the clock (read once per run)."""
     global _seed
     if _seed is None:
-        _seed = int(os.environ.get("REPLOG_FAULT_SEED") or int(time.time()))
+        _seed = int(os.environ.get(SEED_ENV) or int(time.time()))
     return _seed
 
 
