@@ -50,7 +50,7 @@ def _exported(registry: CollectorRegistry) -> dict[str, tuple[str, tuple[str, ..
 
 
 class _Directory:
-    """Stands in for a LogDirectory (replicas/log_dirs.py)."""
+    """Stands in for a LogDirectory (logdirs/log_dirs.py)."""
 
     path, online = Path("/"), True
     space = SimpleNamespace(free_bytes_min=0)

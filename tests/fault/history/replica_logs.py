@@ -11,7 +11,7 @@ from pathlib import Path
 
 from replog.broker.log.config import LogConfig
 from replog.broker.log.partition_log import PartitionLog
-from replog.broker.replicas.partition_dirs import partition_directory
+from replog.broker.logdirs.partition_dirs import partition_directory
 from replog.common.clock import SystemClock
 from replog.common.core.partitions import TopicPartition
 from replog.common.records import decode_records, iter_batches

@@ -21,7 +21,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from replog.broker.core import follower_steps, high_watermark, partition, truncation
+from replog.broker.core import follower_steps, partition
+from replog.broker.core.fetch import truncation
+from replog.broker.core.isr import high_watermark
 from replog.broker.core.log_view import NO_OFFSET
 from tests.scenario.broker import sim_controller_node
 from tests.scenario.broker.sim_runs import default_workers, run_seeds

@@ -37,8 +37,8 @@ from typing import NamedTuple
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.follower import FetchPosition, fetch_position
 from replog.broker.core.follower_steps import append_from_leader, truncate_diverging
-from replog.broker.core.high_watermark import HighWatermarkUpdate
-from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
+from replog.broker.core.isr.high_watermark import HighWatermarkUpdate
+from replog.broker.core.isr.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
 from replog.broker.core.leader_steps import FollowerFetchAnswer, answer_follower_fetch
 from replog.broker.core.leader_steps import append_as_leader as leader_append
 from replog.broker.core.log_view import EpochEndOffset
@@ -48,9 +48,9 @@ from replog.broker.core.partition import (
     LeaderAndIsrDecision,
     ReplicaRole,
 )
-from replog.broker.core.produce import DelayedProduce, ProduceWait
-from replog.broker.core.producer_state import rebuild_producer_state
-from replog.broker.core.purgatory import AddOutcome, Purgatory
+from replog.broker.core.produce.produce import DelayedProduce, ProduceWait
+from replog.broker.core.produce.producer_state import rebuild_producer_state
+from replog.broker.core.produce.purgatory import AddOutcome, Purgatory
 from replog.broker.core.replica import PartitionReplica
 from replog.common.clock import ManualClock
 from tests.scenario.broker.sim_invariants import TruthChecked, check_invariants

@@ -30,7 +30,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
-from replog.broker.core.isr_proposal import AlterPartitionAnswer
+from replog.broker.core.isr.isr_proposal import AlterPartitionAnswer
 from replog.broker.core.partition import LeaderAndIsrDecision
 from replog.common.core.partitions import TopicPartition
 from replog.common.error_codes import ErrorCode

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
+from replog.broker.core.isr.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
 from replog.broker.core.partition import NO_LEADER, LeaderAndIsrDecision, ReplicaRole
-from replog.broker.core.produce import DelayedProduce
-from replog.broker.core.producer_state import ProducerStateTable
-from replog.broker.core.purgatory import Purgatory
+from replog.broker.core.produce.produce import DelayedProduce
+from replog.broker.core.produce.producer_state import ProducerStateTable
+from replog.broker.core.produce.purgatory import Purgatory
 from replog.broker.core.replica import PartitionReplica
 from replog.common.core.partitions import TopicPartition
 from replog.controller.core.elr import next_elr

@@ -29,7 +29,7 @@ from __future__ import annotations
 import random
 
 from replog.broker.control.controller_fence import ControllerFence
-from replog.broker.core.isr_proposal import AlterPartitionProposal
+from replog.broker.core.isr.isr_proposal import AlterPartitionProposal
 from replog.common.clock import ManualClock
 from replog.common.core.partitions import NO_LEADER
 from replog.common.zk import schema

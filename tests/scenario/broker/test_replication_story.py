@@ -5,7 +5,7 @@ chapter (single leader per epoch, HW monotonic, no committed record lost).
 """
 
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.isr_proposal import IsrChangeKind
+from replog.broker.core.isr.isr_proposal import IsrChangeKind
 from replog.broker.core.partition import ReplicaRole
 from replog.common.clock import ManualClock
 from tests.scenario.broker.sim_cluster import SimCluster

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from replog.broker.core.isr_proposal import AlterPartitionProposal, IsrChangeKind
+from replog.broker.core.isr.isr_proposal import AlterPartitionProposal, IsrChangeKind
 from replog.broker.core.partition import LeaderAndIsrDecision, ReplicaRole
 from replog.common.clock import ManualClock
 from replog.common.zk import schema

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replog.broker.core.follower_fetch import FollowerRead
+from replog.broker.core.fetch.follower_fetch import FollowerRead
 from replog.broker.core.leader import LeaderReplica
 from replog.common.core.partitions import TopicPartition
 from tests.unit.broker.core.fake_log import FakeLog

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from replog.broker.core.producer_state import (
+from replog.broker.core.produce.producer_state import (
     NO_PRODUCER_ID,
     BatchHeader,
     ProducerStateLimits,

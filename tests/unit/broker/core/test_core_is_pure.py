@@ -14,7 +14,7 @@ FORBIDDEN_CALLS = {"open", "print", "input"}
 
 def core_modules() -> list[Path]:
     (package_dir,) = core.__path__
-    return sorted(Path(package_dir).glob("*.py"))
+    return sorted(Path(package_dir).rglob("*.py"))
 
 
 def test_core_has_modules():

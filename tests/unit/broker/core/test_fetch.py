@@ -3,8 +3,8 @@
 import pytest
 
 from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.fetch import ConsumerRead, DelayedFetch, FetchProbe, long_poll_ready, plan_consumer_fetch
-from replog.broker.core.purgatory import AddOutcome, Purgatory
+from replog.broker.core.fetch.fetch import ConsumerRead, DelayedFetch, FetchProbe, long_poll_ready, plan_consumer_fetch
+from replog.broker.core.produce.purgatory import AddOutcome, Purgatory
 
 
 def plan(fetch_offset, *, is_leader=True, current_leader_epoch=-1):

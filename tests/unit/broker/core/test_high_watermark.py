@@ -3,8 +3,8 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from replog.broker.core.high_watermark import high_watermark_candidate, next_high_watermark
-from replog.broker.core.isr_proposal import AlterPartitionAnswer
+from replog.broker.core.isr.high_watermark import high_watermark_candidate, next_high_watermark
+from replog.broker.core.isr.isr_proposal import AlterPartitionAnswer
 from replog.broker.core.errors import ErrorCode
 
 from tests.unit.broker.core.builders import append, fetch_as_prefix, start_leader

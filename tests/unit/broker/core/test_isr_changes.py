@@ -3,8 +3,10 @@
 import dataclasses
 
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.isr_answer import AnswerIgnored, IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
-from replog.broker.core.isr_proposal import INELIGIBLE_RETRY_MS, AlterPartitionAnswer, IsrChangeKind
+from replog.broker.core.isr.isr_answer import (
+    AnswerIgnored, IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending,
+)
+from replog.broker.core.isr.isr_proposal import INELIGIBLE_RETRY_MS, AlterPartitionAnswer, IsrChangeKind
 
 from tests.unit.broker.core.builders import TP, append, fetch_as_prefix, start_leader
 from tests.unit.broker.core.fake_log import FakeLog

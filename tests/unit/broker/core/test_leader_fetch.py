@@ -3,8 +3,8 @@
 import pytest
 
 from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.follower_fetch import DivergingEpoch, FollowerRead
-from replog.broker.core.follower_progress import FollowerProgress, after_fetch, is_out_of_sync
+from replog.broker.core.fetch.follower_fetch import DivergingEpoch, FollowerRead
+from replog.broker.core.isr.follower_progress import FollowerProgress, after_fetch, is_out_of_sync
 from replog.broker.core.log_view import EpochEndOffset
 
 from tests.unit.broker.core.builders import append, fetch_as_prefix, start_leader

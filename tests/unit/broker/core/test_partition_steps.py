@@ -11,7 +11,7 @@ from replog.broker.core.errors import ErrorCode
 from replog.broker.core.leader_steps import answer_follower_fetch, append_as_leader
 from replog.broker.core.log_view import EpochEndOffset
 from replog.broker.core.partition import LeaderAndIsrDecision
-from replog.broker.core.producer_state import Append, ProducerStateTable
+from replog.broker.core.produce.producer_state import Append, ProducerStateTable
 from replog.broker.core.replica import PartitionReplica
 from tests.unit.broker.core.builders import TP
 from tests.unit.broker.core.fake_log import FAKE_PRODUCERS, FakeBatchHeader, FakeLog, FakeRecord

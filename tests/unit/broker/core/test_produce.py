@@ -3,7 +3,7 @@
 import pytest
 
 from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.produce import (
+from replog.broker.core.produce.produce import (
     DelayedProduce,
     ProduceAdmitted,
     ProduceProgress,
@@ -11,7 +11,7 @@ from replog.broker.core.produce import (
     admit_produce,
     produce_completion,
 )
-from replog.broker.core.purgatory import AddOutcome, Purgatory
+from replog.broker.core.produce.purgatory import AddOutcome, Purgatory
 from replog.common.core.partitions import TopicPartition
 
 TP = TopicPartition("orders", 0)

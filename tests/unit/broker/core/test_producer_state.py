@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.producer_state import (
+from replog.broker.core.produce.producer_state import (
     BATCHES_KEPT,
     SEQUENCE_MAX,
     Append,

@@ -1,6 +1,6 @@
 """The keyed waiting structure: add/check/expire, each op once, bounded."""
 
-from replog.broker.core.purgatory import AddOutcome, Purgatory
+from replog.broker.core.produce.purgatory import AddOutcome, Purgatory
 
 
 class Op:

@@ -2,11 +2,11 @@
 
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import LEADER_EPOCH_JUMP_MAX, LEADER_EPOCH_MAX
-from replog.broker.core.follower_fetch import FollowerRead
-from replog.broker.core.isr_answer import IsrCommitted
-from replog.broker.core.isr_proposal import AlterPartitionAnswer
+from replog.broker.core.fetch.follower_fetch import FollowerRead
+from replog.broker.core.isr.isr_answer import IsrCommitted
+from replog.broker.core.isr.isr_proposal import AlterPartitionAnswer
 from replog.broker.core.partition import Applied, LeaderAndIsrDecision, ReplicaRole
-from replog.broker.core.produce import ProduceAdmitted, ProduceWait, produce_completion
+from replog.broker.core.produce.produce import ProduceAdmitted, ProduceWait, produce_completion
 from replog.broker.core.replica import PartitionReplica
 
 from tests.unit.broker.core.builders import TP

@@ -2,10 +2,10 @@
 so every committed record (acks=1 ones too) is on as many replicas as the eligible leader replicas vouch for."""
 
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.follower_fetch import FollowerRead
-from replog.broker.core.isr_proposal import AlterPartitionAnswer
+from replog.broker.core.fetch.follower_fetch import FollowerRead
+from replog.broker.core.isr.isr_proposal import AlterPartitionAnswer
 from replog.broker.core.partition import LeaderAndIsrDecision
-from replog.broker.core.produce import ProduceWait, produce_completion
+from replog.broker.core.produce.produce import ProduceWait, produce_completion
 from replog.broker.core.replica import PartitionReplica
 
 from tests.unit.broker.core.builders import TP

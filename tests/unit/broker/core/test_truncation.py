@@ -1,11 +1,11 @@
 """Follower truncation to the last common leader epoch (KIP-101, KIP-279, KIP-320), on fake logs."""
 
-from replog.broker.core.divergence import find_divergence
+from replog.broker.core.fetch.divergence import find_divergence
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.log_view import EpochEndOffset, epoch_end_offset
 from replog.broker.core.partition import ChangeKind, LeaderAndIsrDecision
 from replog.broker.core.replica import PartitionReplica
-from replog.broker.core.truncation import (
+from replog.broker.core.fetch.truncation import (
     AskLeaderForEpoch,
     TruncateTo,
     first_truncation_step,

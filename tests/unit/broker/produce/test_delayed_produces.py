@@ -6,7 +6,7 @@ import threading
 import time
 
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.produce import ProduceProgress, ProduceWait
+from replog.broker.core.produce.produce import ProduceProgress, ProduceWait
 from replog.broker.produce.delayed_produces import DelayedProduces
 from replog.common.clock import SystemClock
 from replog.common.core.partitions import TopicPartition

@@ -44,15 +44,15 @@ from replog.broker.produce.producer_ids import ProducerIdAllocator
 from replog.broker.quotas.client_quotas import ClientQuotas
 from replog.broker.quotas.edge import QuotaGate
 from replog.broker.replicas.assignments import assigned_here
-from replog.broker.replicas.checkpointer import Checkpointer, ControlBursts
-from replog.broker.replicas.fsync_probe import FsyncProbe
-from replog.broker.replicas.log_dirs import DuplicateReplicaError, NoOnlineLogDirError
-from replog.broker.replicas.producer_expiry import ProducerExpiry
-from replog.broker.replicas.recovery_losses import report_recovery
+from replog.broker.maintenance.checkpointer import Checkpointer, ControlBursts
+from replog.broker.logdirs.fsync_probe import FsyncProbe
+from replog.broker.logdirs.log_dirs import DuplicateReplicaError, NoOnlineLogDirError
+from replog.broker.maintenance.producer_expiry import ProducerExpiry
+from replog.broker.logdirs.recovery_losses import report_recovery
 from replog.broker.replicas.replica_manager import ReplicaManager
-from replog.broker.replicas.log_cleaner import LogCleaner
-from replog.broker.replicas.retention_rounds import RetentionRounds
-from replog.broker.replicas.scrubber import Scrubber
+from replog.broker.maintenance.log_cleaner import LogCleaner
+from replog.broker.maintenance.retention_rounds import RetentionRounds
+from replog.broker.maintenance.scrubber import Scrubber
 from replog.broker.replication.fetcher import FetchSettings, ReplicaFetcher
 from replog.broker.replication.fetcher_manager import FetcherManager
 from replog.broker.replication.replication_throttle import ReplicationThrottle

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from replog.broker.core.producer_state import (
+from replog.broker.core.produce.producer_state import (
     PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     PRODUCER_IDS_MAX_DEFAULT,
     ProducerStateLimits,

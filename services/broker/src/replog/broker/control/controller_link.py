@@ -19,7 +19,7 @@ import grpc
 from kazoo.recipe.watchers import DataWatch
 
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
+from replog.broker.core.isr.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
 from replog.common import rpc_spans
 from replog.common.channels import CONTROL_RPC_TIMEOUT_S, ChannelCache
 from replog.common.core.partitions import TopicPartition

@@ -1,6 +1,6 @@
 """ISR changes: the periodic shrink check and AlterPartition to the controller.
 
-Theory of operation (docs/architecture.md, "High watermark and ISR"; core/leader.py, core/isr_proposal.py;
+Theory of operation (docs/architecture.md, "High watermark and ISR"; core/leader.py, core/isr/isr_proposal.py;
 Kafka's isr-expiration task and AlterPartitionManager):
 
 One thread. Every `replica_lag_time_max_ms / 2` it asks each led partition's
@@ -31,8 +31,8 @@ from opentelemetry import trace
 
 from replog.broker.control.controller_link import AlterPartitionReply, ControllerLink, ControllerUnavailable
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.isr_answer import IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
-from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal, IsrChangeKind
+from replog.broker.core.isr.isr_answer import IsrCommitted, IsrRefreshed, ProposalDropped, ProposalStillPending
+from replog.broker.core.isr.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal, IsrChangeKind
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import apply_alter_partition_answer, isr_check, proposal_to_resend
 from replog.broker.runtime.metrics import BrokerMetrics

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Each log directory has its own storage-error channel (replicas/log_dir_failures.py); its replicas
+Each log directory has its own storage-error channel (logdirs/log_dir_failures.py); its replicas
 already refuse every append and serve no fetch from the moment it is offline. What is left is the
 broker's side, decided here once per directory on a thread of its own (the failed write may hold a
 partition's lock):
@@ -15,7 +15,7 @@ partition's lock):
   stands. The call is repeated, `RETRY_BACKOFF_S` apart, until the controller accepts it or the broker
   stops; a new registration (after a restart or a session expiry) carries the offline set again.
 
-A directory can also be offline from the start (replicas/directory_load.py: it could not be read). Its
+A directory can also be offline from the start (logdirs/directory_load.py: it could not be read). Its
 replicas are recorded when this is connected, before the broker registers, so the first registration
 names them and the controller loads them with the broker, as a newly elected controller would: there is
 nothing to report by RPC.
@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 from replog.broker.control.controller_link import ControllerLink, ControllerUnavailable
 from replog.broker.core.errors import ErrorCode
-from replog.broker.replicas.log_dirs import LogDirectory
+from replog.broker.logdirs.log_dirs import LogDirectory
 from replog.broker.replicas.replica_manager import ReplicaManager
 from replog.common.core.partitions import TopicPartition
 

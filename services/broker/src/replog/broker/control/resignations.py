@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The scrubber (replicas/scrubber.py) found a rolled segment that fails its check on a replica this
+The scrubber (maintenance/scrubber.py) found a rolled segment that fails its check on a replica this
 broker leads. The leader serves nothing that fails the check, but only as a follower can it cut its
 log and fetch the records again, and a follower holding them intact is the better leader. So the
 scrubber hands the partition to `resign`, which only records it and wakes a thread of its own (the

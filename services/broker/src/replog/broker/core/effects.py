@@ -11,8 +11,8 @@ decided here:
 - delayed produces watching the partition are checked when the HW advanced,
   the replica's state changed (a lost leadership answers NOT_LEADER at once) or
   the committed ISR changed: an ISR below min.insync.replicas holds the HW
-  (strict min ISR, high_watermark.py), so the waits answer at once instead of
-  at their deadline (core/produce.py);
+  (strict min ISR, core/isr/high_watermark.py), so the waits answer at once instead of
+  at their deadline (core/produce/produce.py);
 - long polls parked on the partition are woken by `wake`: everyone after an
   append or a state change; consumers after a HW move (followers' sessions are
   only noted: they wait for records, which a HW move does not bring); only the

@@ -3,8 +3,8 @@
 Theory of operation (docs/architecture.md, "High watermark and ISR"; seed v2 "Writes"; KIP-320):
 
 A follower fetches at its log end offset and names the leader epoch of its
-last record, so the leader can detect divergence (divergence.py) and the
-follower can truncate safely (truncation.py) instead of to its HW.
+last record, so the leader can detect divergence (core/fetch/divergence.py) and the
+follower can truncate safely (core/fetch/truncation.py) instead of to its HW.
 
 Follower HW = min(leader's HW from the last consistent fetch response, own
 LEO). It only moves forward: an earlier value came from an earlier leader's

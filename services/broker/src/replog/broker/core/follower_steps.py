@@ -21,7 +21,7 @@ fetch asks again.
   up to the own LEO. A write that fails midway (EMFILE at a roll) raises; the
   producer table first takes the batches that reached the log.
 - `truncate_diverging`: the leader named a diverging epoch; cut at the last
-  common epoch (truncation.py).
+  common epoch (core/fetch/truncation.py).
 - `reset_out_of_range`: the fetch offset is outside the leader's log: below its
   start, start over there; past its end, cut back to it.
 - `truncate_follower_to`: cut at a given offset (a damaged segment).
@@ -40,7 +40,7 @@ from replog.broker.core.errors import Refusal
 from replog.broker.core.log_view import EpochEndOffset
 from replog.broker.core.partition import ReplicaRole
 from replog.broker.core.step_log import StepPartition
-from replog.broker.core.truncation import AskLeaderForEpoch, on_diverging_epoch
+from replog.broker.core.fetch.truncation import AskLeaderForEpoch, on_diverging_epoch
 
 
 class Appended(NamedTuple):

@@ -8,17 +8,17 @@ A `LeaderReplica` exists while this broker leads the partition in one leader
 epoch; a new epoch gets a new object (follower progress from an earlier epoch
 means nothing). It owns, and is the only code that changes:
 - the committed ISR and partition epoch as the leader knows them,
-- each assigned follower's `FollowerProgress` (follower_progress.py),
-- the high watermark (high_watermark.py),
-- at most one pending AlterPartition proposal (isr_proposal.py).
+- each assigned follower's `FollowerProgress` (core/isr/follower_progress.py),
+- the high watermark (core/isr/high_watermark.py),
+- at most one pending AlterPartition proposal (core/isr/isr_proposal.py).
 
 Events and what they return (every result is a frozen value):
-- `on_follower_fetch(...)`: Refusal | DivergingEpoch | FollowerRead (follower_fetch.py). A read
+- `on_follower_fetch(...)`: Refusal | DivergingEpoch | FollowerRead (core/fetch/follower_fetch.py). A read
   tells the adapter the range to send, the HW to put in the response, and its
   effects (effects.py): whether the HW advanced, and an ISR expansion to send.
 - `on_local_append(log)` (an ISR of one commits at once), `set_min_insync_replicas(value, log)`: HighWatermarkUpdate.
 - `maybe_shrink_isr(...)`: an AlterPartitionProposal or None.
-- `on_alter_partition_answer(...)`: an outcome of isr_answer.py, which also
+- `on_alter_partition_answer(...)`: an outcome of core/isr/isr_answer.py, which also
   holds the rules; `proposal_to_resend` says what the adapter sends again
   after a transport failure. A follower refused as INELIGIBLE_REPLICA waits
   before it is proposed again (isr_proposal.IneligibleReplicas).
@@ -29,7 +29,7 @@ Invariants: the leader is in its committed ISR; ISR within the assignment;
 HW never decreases and never passes the leader's LEO (all asserted); the
 ISR view (committed + pending) stays a superset of any ISR the controller
 may hold, so a pending proposal leaves only on an answer that proves the
-controller's state, or on a LeaderAndIsr (isr_answer.py).
+controller's state, or on a LeaderAndIsr (core/isr/isr_answer.py).
 """
 
 from __future__ import annotations
@@ -37,16 +37,16 @@ from __future__ import annotations
 from replog.broker.core.effects import after_follower_fetch
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
-from replog.broker.core.follower_fetch import DivergingEpoch, FollowerFetchResult, FollowerRead, check_position
-from replog.broker.core.follower_progress import (
+from replog.broker.core.fetch.follower_fetch import DivergingEpoch, FollowerFetchResult, FollowerRead, check_position
+from replog.broker.core.isr.follower_progress import (
     FollowerProgress,
     after_fetch,
     before_append,
     is_out_of_sync,
     may_rejoin_isr,
 )
-from replog.broker.core.high_watermark import HighWatermarkUpdate, held_below_min_isr, leader_high_watermark
-from replog.broker.core.isr_answer import (
+from replog.broker.core.isr.high_watermark import HighWatermarkUpdate, held_below_min_isr, leader_high_watermark
+from replog.broker.core.isr.isr_answer import (
     AdoptState,
     AlterPartitionOutcome,
     AnswerIgnored,
@@ -59,7 +59,7 @@ from replog.broker.core.isr_answer import (
     judge_answer,
     stale_answer_reason,
 )
-from replog.broker.core.isr_proposal import (
+from replog.broker.core.isr.isr_proposal import (
     AlterPartitionAnswer,
     AlterPartitionProposal,
     IneligibleReplicas,
@@ -238,7 +238,7 @@ class LeaderReplica:
         )
 
     def on_local_append(self, log: LogView, *, appended_from: int, now_ms: int) -> HighWatermarkUpdate:
-        """After an append at `appended_from` (the LEO before it); see follower_progress.py's append rule."""
+        """After an append at `appended_from` (the LEO before it); see core/isr/follower_progress.py's append rule."""
         for replica_id, progress in self._followers.items():  # values only: the dict keeps its size
             self._followers[replica_id] = before_append(progress, leader_log_end_offset=appended_from, now_ms=now_ms)
         return self._update_high_watermark(log)
@@ -274,7 +274,7 @@ class LeaderReplica:
         self, proposal: AlterPartitionProposal, answer: AlterPartitionAnswer, log: LogView
     ) -> AlterPartitionOutcome:
         """The controller's per-partition answer to `proposal` (the one the RPC carried), judged by
-        the rules of isr_answer.py and applied here."""
+        the rules of core/isr/isr_answer.py and applied here."""
         is_pending = proposal == self._pending
         stale = stale_answer_reason(answer, broker_id=self._broker_id, leader_epoch=self._leader_epoch,
                                     partition_epoch=self._partition_epoch, replicas=self._replicas)

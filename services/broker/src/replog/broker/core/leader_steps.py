@@ -28,11 +28,11 @@ from typing import Any, NamedTuple
 
 from replog.broker.core.effects import NO_EFFECTS, Effects
 from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.follower_fetch import DivergingEpoch
-from replog.broker.core.high_watermark import HighWatermarkUpdate
-from replog.broker.core.isr_proposal import AlterPartitionProposal
+from replog.broker.core.fetch.follower_fetch import DivergingEpoch
+from replog.broker.core.isr.high_watermark import HighWatermarkUpdate
+from replog.broker.core.isr.isr_proposal import AlterPartitionProposal
 from replog.broker.core.log_view import EpochEndOffset
-from replog.broker.core.producer_state import Duplicate
+from replog.broker.core.produce.producer_state import Duplicate
 from replog.broker.core.replica import PartitionReplica
 from replog.broker.core.step_log import ProducedHeader, StepLog, StepPartition
 

@@ -33,7 +33,7 @@ not a peer error.
 
 Truncation is not decided here: a new follower starts fetching at its log end
 with its last epoch, and the leader's diverging-epoch answer drives
-`truncation.py` (KIP-101/KIP-279/KIP-320).
+`core/fetch/truncation.py` (KIP-101/KIP-279/KIP-320).
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ class StopFetcher:
 
 
 class StartFetcher(NamedTuple):
-    """Fetch from `leader_id` at our log end with our last epoch (divergence -> truncation.py)."""
+    """Fetch from `leader_id` at our log end with our last epoch (divergence -> core/fetch/truncation.py)."""
 
     leader_id: int
     leader_epoch: int

@@ -27,12 +27,12 @@ from typing import NamedTuple
 from replog.broker.core.effects import NO_EFFECTS, STATE_CHANGED, Effects, after_append, after_isr_change
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
-from replog.broker.core.fetch import ConsumerRead, plan_consumer_fetch
+from replog.broker.core.fetch.fetch import ConsumerRead, plan_consumer_fetch
 from replog.broker.core.follower import follower_high_watermark
-from replog.broker.core.follower_fetch import FollowerFetchResult
-from replog.broker.core.high_watermark import HighWatermarkUpdate
-from replog.broker.core.isr_answer import AlterPartitionOutcome, AnswerIgnored, IsrCommitted, IsrRefreshed
-from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
+from replog.broker.core.fetch.follower_fetch import FollowerFetchResult
+from replog.broker.core.isr.high_watermark import HighWatermarkUpdate
+from replog.broker.core.isr.isr_answer import AlterPartitionOutcome, AnswerIgnored, IsrCommitted, IsrRefreshed
+from replog.broker.core.isr.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
 from replog.broker.core.leader import LeaderReplica
 from replog.broker.core.log_view import NO_LEADER_EPOCH, EpochEndOffset, LogView
 from replog.broker.core.partition import (
@@ -45,7 +45,7 @@ from replog.broker.core.partition import (
     apply_leader_and_isr,
     apply_stop_replica,
 )
-from replog.broker.core.produce import ProduceAdmitted, ProduceProgress, admit_produce
+from replog.broker.core.produce.produce import ProduceAdmitted, ProduceProgress, admit_produce
 from replog.common.core.partitions import TopicPartition
 
 
@@ -96,7 +96,7 @@ class PartitionReplica:
                             min_insync_replicas: int = 1) -> LeaderAndIsrStep:
         """`on_leader_and_isr`, with its effects: an update at the leader's own epoch changes its ISR (and
         the assignment, perhaps); anything else applied changes the replica's state. `min_insync_replicas`
-        is the topic's, for a leadership this decision starts (strict min ISR, high_watermark.py)."""
+        is the topic's, for a leadership this decision starts (strict min ISR, core/isr/high_watermark.py)."""
         leader_before = self._leader
         replicas_before = None if leader_before is None else leader_before.replicas
         high_watermark_before = self.high_watermark

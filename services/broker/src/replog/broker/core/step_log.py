@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Protocol
 
 from replog.broker.core.log_view import LogView
-from replog.broker.core.producer_state import BatchHeader, ProducerStateLimits, ProducerStateTable
+from replog.broker.core.produce.producer_state import BatchHeader, ProducerStateLimits, ProducerStateTable
 from replog.broker.core.replica import PartitionReplica
 
 

@@ -29,7 +29,7 @@ from replog.broker.control.state_changes import PartitionResult, ReplicaStateCha
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.partition import LeaderAndIsrDecision
 from replog.broker.entrypoints.metadata_cache import MetadataCache
-from replog.broker.replicas.checkpointer import ControlBursts
+from replog.broker.maintenance.checkpointer import ControlBursts
 from replog.common.core.partitions import TopicPartition
 from replog.common.refusal_log import RefusalLog
 from replog.v1 import broker_control_pb2, broker_control_pb2_grpc, common_pb2

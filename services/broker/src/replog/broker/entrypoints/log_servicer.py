@@ -43,7 +43,7 @@ from replog.broker.replicas.leader_side import (
     offset_for_leader_epoch,
     read_for_consumer,
 )
-from replog.broker.replicas.log_maintenance import delete_records
+from replog.broker.maintenance.log_maintenance import delete_records
 from replog.broker.replicas.long_poll import long_poll
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.broker.runtime.wait_slots import WaitSlots

@@ -11,7 +11,7 @@ integers. So a produced batch is translated once, on the way in, and a fetched o
   batch is refused: replog has no transactions), the records expanded (a snappy block may come in
   Kafka's xerial framing, as the Java client and kafka-python send it), read, and written as one
   replog batch with the same codec, timestamps, keys, values, headers, producer id, producer epoch
-  and base sequence, so the leader's idempotence check (core/producer_state.py) sees what the
+  and base sequence, so the leader's idempotence check (core/produce/producer_state.py) sees what the
   producer sent. A record with a null value is a tombstone, stored as one (records/batch.py).
 - out (`to_kafka`): each stored batch's CRC checked (reading.decode_records), its records written in
   Kafka's layout with the stored base offset, partition leader epoch (KIP-320), producer fields,

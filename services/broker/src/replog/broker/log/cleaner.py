@@ -59,7 +59,7 @@ from .segment_scan import SCAN_CHUNK_BYTES
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-SEQUENCE_MODULUS = 2**31  # sequences wrap past 2**31 - 1 to 0 (core/producer_state.py)
+SEQUENCE_MODULUS = 2**31  # sequences wrap past 2**31 - 1 to 0 (core/produce/producer_state.py)
 
 
 class CleaningStopped(Exception):

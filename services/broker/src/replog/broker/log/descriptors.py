@@ -32,7 +32,7 @@ to the file, and an unreported write-back error is reported to the next fsync).
 
 The bound is soft: when every candidate is busy, or another thread is already
 making room, an open goes ahead above it; the headroom, and the EMFILE
-handling of the callers (replicas/log_dir_failures.py), cover that.
+handling of the callers (logdirs/log_dir_failures.py), cover that.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """acks=-1 produce requests waiting for the HW: the core's purgatory behind one lock.
 
-Theory of operation (docs/architecture.md, "An acks=all produce"; core/purgatory.py, core/produce.py):
+Theory of operation (docs/architecture.md, "An acks=all produce"; core/produce/purgatory.py, core/produce/produce.py):
 
 The gRPC handler thread of a unary acks=-1 request parks one `DelayedProduce`
 here and blocks on its own `threading.Event` (`wait`); a ProduceStream parks
@@ -24,8 +24,8 @@ from __future__ import annotations
 import threading
 from typing import Callable, Sequence
 
-from replog.broker.core.produce import DelayedProduce, ProduceProgress, ProduceResult, ProduceWait
-from replog.broker.core.purgatory import AddOutcome, Purgatory
+from replog.broker.core.produce.produce import DelayedProduce, ProduceProgress, ProduceResult, ProduceWait
+from replog.broker.core.produce.purgatory import AddOutcome, Purgatory
 from replog.common.clock import Clock
 from replog.common.core.partitions import TopicPartition
 

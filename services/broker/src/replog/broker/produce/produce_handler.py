@@ -1,6 +1,6 @@
 """Produce, end to end on the leader: validate, append, and for acks=-1 wait for the HW.
 
-Theory of operation (docs/architecture.md, "Produce"; core/produce.py order):
+Theory of operation (docs/architecture.md, "Produce"; core/produce/produce.py order):
 
 1. Request checks: acks must be 0, 1 or -1 (else every partition gets
    INVALID_REQUIRED_ACKS and nothing is appended); a partition named twice
@@ -41,7 +41,7 @@ from typing import Callable, Sequence
 from replog.broker.control.topic_configs import TopicConfigs
 from replog.broker.core.effects import Effects
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.produce import ACKS_ALL, ACKS_NONE, VALID_ACKS, ProduceResult, ProduceWait
+from replog.broker.core.produce.produce import ACKS_ALL, ACKS_NONE, VALID_ACKS, ProduceResult, ProduceWait
 from replog.broker.produce.delayed_produces import DelayedProduces
 from replog.broker.produce.values import PartitionAnswer, PartitionProduce, ProduceRequest
 from replog.broker.replicas.hosted_partition import HostedPartition

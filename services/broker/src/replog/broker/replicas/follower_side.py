@@ -77,7 +77,7 @@ def _append_from_leader(hosted: HostedPartition, leader_epoch: int, fetch_offset
 def truncate_diverging(
     hosted: HostedPartition, *, leader_epoch: int, fetch_offset: int, last_fetched_epoch: int, diverging: EpochEndOffset
 ) -> Truncated | Refusal | None:
-    """The leader said our log diverged: cut it at the last common epoch (truncation.py)."""
+    """The leader said our log diverged: cut it at the last common epoch (core/fetch/truncation.py)."""
     return hosted.run(_truncate_diverging, leader_epoch, fetch_offset, last_fetched_epoch, diverging)
 
 

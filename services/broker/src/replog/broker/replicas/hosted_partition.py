@@ -33,17 +33,17 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from replog.broker.core.effects import NO_EFFECTS, STATE_CHANGED, Effects, Wake
-from replog.broker.core.high_watermark import HighWatermarkUpdate
+from replog.broker.core.isr.high_watermark import HighWatermarkUpdate
 from replog.broker.core.partition import Applied, LeaderAndIsrDecision, PartitionOutcome, Unchanged
-from replog.broker.core.producer_state import ProducerStateTable
+from replog.broker.core.produce.producer_state import ProducerStateTable
 from replog.broker.core.replica import PartitionReplica
 from replog.broker.log import PartitionLog
 from replog.broker.log.descriptors import DescriptorBudget
 from replog.broker.replicas.consequences import Consequences
-from replog.broker.replicas.log_dir_failures import LogDirFailures
-from replog.broker.replicas.log_dir_space import LogDirSpace
+from replog.broker.logdirs.log_dir_failures import LogDirFailures
+from replog.broker.logdirs.log_dir_space import LogDirSpace
 from replog.broker.replicas.long_poll import Waiter
-from replog.broker.replicas.partition_dirs import set_aside_directory
+from replog.broker.logdirs.partition_dirs import set_aside_directory
 from replog.broker.replicas.producer_headers import PARTITION_LOG_PRODUCERS
 from replog.common.core.partitions import TopicPartition
 
@@ -68,7 +68,7 @@ class HostedPartition:
         descriptor_budget: DescriptorBudget | None = None,
     ) -> None:
         self.topic_partition = topic_partition
-        # its log directory's channel for storage errors (log_dir_failures.py); a test's partition gets its own
+        # its log directory's channel for storage errors (logdirs/log_dir_failures.py); a test's partition gets its own
         self.dir_failures = LogDirFailures(log.directory.parent) if dir_failures is None else dir_failures
         self.dir_space = LogDirSpace(log.directory.parent) if dir_space is None else dir_space  # no reserve
         self._remove_directory = remove_directory  # a deleted log's directory, once renamed aside
@@ -233,7 +233,7 @@ def _delete_unassigned(hosted: HostedPartition):
 
 
 def _retire_log(hosted: HostedPartition) -> None:
-    """Close the log and rename its directory aside now; the files go later (directory_remover.py)."""
+    """Close the log and rename its directory aside now; the files go later (logdirs/directory_remover.py)."""
     aside = set_aside_directory(hosted.log.directory)
     hosted.log.retire(aside)
     hosted._remove_directory(aside)

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from replog.broker.core.effects import NO_EFFECTS
 from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.core.fencing import check_leader_epoch
-from replog.broker.core.isr_answer import AlterPartitionOutcome, AnswerIgnored
-from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
+from replog.broker.core.isr.isr_answer import AlterPartitionOutcome, AnswerIgnored
+from replog.broker.core.isr.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal
 from replog.broker.core.log_view import EpochEndOffset
 from replog.broker.core.leader_steps import FollowerFetchAnswer, LeaderAppend, answer_follower_fetch
 from replog.broker.core.leader_steps import append_as_leader as core_append_as_leader
-from replog.broker.core.produce import ProduceProgress
+from replog.broker.core.produce.produce import ProduceProgress
 from replog.broker.log import CorruptLogError
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.common.records import BatchHeader, RecordTooLargeError
@@ -56,7 +56,7 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
     try:
         return core_append_as_leader(hosted, acks=acks, min_insync_replicas=min_insync_replicas, batch=batch,
                                      header=header, fsync=fsync, now_ms=now_ms)
-    except OSError as exc:  # the directory goes offline, unless out of descriptors (log_dir_failures.py)
+    except OSError as exc:  # the directory goes offline, unless out of descriptors (logdirs/log_dir_failures.py)
         hosted.dir_failures.failed(f"an append to {hosted.topic_partition}", exc)
         return LeaderAppend(ErrorCode.STORAGE_ERROR, hosted.dir_failures.storage_error_message(exc)), NO_EFFECTS
     except RecordTooLargeError as exc:  # the topic's max.message.bytes went down since the batch was checked

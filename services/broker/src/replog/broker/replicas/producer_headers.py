@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from replog.broker.core.producer_state import (
+from replog.broker.core.produce.producer_state import (
     NO_PRODUCER_ID,
     BatchHeader,
     ProducerStateLimits,

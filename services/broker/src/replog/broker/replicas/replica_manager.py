@@ -4,10 +4,10 @@ Theory of operation (docs/architecture.md, "Data flow", "Storage"):
 
 `ReplicaManager` is the registry of `HostedPartition`s. Its own lock guards
 only membership (which partitions exist); each partition has its own lock for
-everything else. The broker's log directories are log_dirs.py's: a new replica
+everything else. The broker's log directories are logdirs/log_dirs.py's: a new replica
 goes to the online one with the fewest replicas, and each keeps its own checkpoint
 files and clean-shutdown marker. At start-up `load()` opens every partition
-directory under every log directory (directory_load.py), running each log's recovery from its
+directory under every log directory (logdirs/directory_load.py), running each log's recovery from its
 checkpointed recovery point (a torn or corrupt tail is cut and reported), loads the HW checkpoint and
 rebuilds each replica's producer table from its log. It takes the clean-shutdown
 marker first (log/clean_shutdown.py): without it the last stop was a crash or a
@@ -24,7 +24,7 @@ the HW file and the recovery-point and log-start files (checkpoints.py: temp,
 fsync, rename, fsync dir) for the replicas there; the checkpointer calls it
 periodically and `close()` once more after flushing every log, then writes the
 clean-shutdown markers. An OSError in a directory takes that directory offline
-(log_dir_failures.py) and nothing more is written there.
+(logdirs/log_dir_failures.py) and nothing more is written there.
 """
 
 from __future__ import annotations
@@ -37,16 +37,16 @@ from typing import Callable
 
 from replog.broker.core.effects import NO_EFFECTS
 from replog.broker.core.partition import ReplicaRole
-from replog.broker.core.produce import ProduceProgress
-from replog.broker.core.producer_state import ProducerStateLimits, ProducerStateTable
+from replog.broker.core.produce.produce import ProduceProgress
+from replog.broker.core.produce.producer_state import ProducerStateLimits, ProducerStateTable
 from replog.broker.log import LogConfig, LostRecords, PartitionLog, write_clean_shutdown_marker
 from replog.broker.log.descriptors import DescriptorBudget
-from replog.broker.replicas import directory_load
+from replog.broker.logdirs import directory_load
 from replog.broker.replicas.consequences import Consequences
-from replog.broker.replicas.directory_remover import DirectoryRemover
+from replog.broker.logdirs.directory_remover import DirectoryRemover
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import produce_progress
-from replog.broker.replicas.log_dirs import (
+from replog.broker.logdirs.log_dirs import (
     DuplicateReplicaError,
     LogDirectory,
     NoOnlineLogDirError,
@@ -54,8 +54,8 @@ from replog.broker.replicas.log_dirs import (
     build_directories,
     place,
 )
-from replog.broker.replicas.log_maintenance import update_log_config
-from replog.broker.replicas.partition_dirs import partition_directory
+from replog.broker.maintenance.log_maintenance import update_log_config
+from replog.broker.logdirs.partition_dirs import partition_directory
 from replog.broker.replicas.producer_headers import rebuild_from_log
 from replog.broker.runtime.metrics import PartitionSummary
 from replog.common.clock import Clock
@@ -98,7 +98,7 @@ class ReplicaManager:
 
     def load(self) -> None:
         """Open and recover every local partition log of every directory, HWs from the checkpoints
-        (directory_load.py). A directory that cannot be listed, whose HW or log-start checkpoint is
+        (logdirs/directory_load.py). A directory that cannot be listed, whose HW or log-start checkpoint is
         unreadable or one of whose logs cannot be opened goes offline at start, the replicas found in it
         with it, and the others are loaded; start-up stops when no directory is left
         (`NoOnlineLogDirError`) or a partition is found in two (`DuplicateReplicaError`)."""
@@ -170,7 +170,7 @@ class ReplicaManager:
                 try:
                     partition_log = PartitionLog.open(directory, self.log_config_of(topic_partition.topic),
                                                       self._clock)
-                except OSError as exc:  # never retried (log_dir_failures.py)
+                except OSError as exc:  # never retried (logdirs/log_dir_failures.py)
                     log_directory.failures.failed(f"opening the log of {topic_partition}", exc)
                     raise
                 hosted = self._hosted(log_directory, topic_partition, partition_log, 0,
@@ -294,7 +294,7 @@ class ReplicaManager:
                 for hosted in hosted_here:
                     if directory.online:
                         hosted.sync_rolled_segments()
-            except OSError as exc:  # never retried (log_dir_failures.py)
+            except OSError as exc:  # never retried (logdirs/log_dir_failures.py)
                 directory.failures.failed("an fsync of rolled segments", exc)
 
     def flush_due(self) -> None:
@@ -329,7 +329,7 @@ class ReplicaManager:
                         offsets[(hosted.topic_partition.topic, hosted.topic_partition.partition)] = values
                 if write:
                     directory.write_checkpoints(offsets)
-            except OSError as exc:  # never retried (log_dir_failures.py)
+            except OSError as exc:  # never retried (logdirs/log_dir_failures.py)
                 directory.failures.failed(during, exc)
                 errors.append(exc)
         return errors

@@ -1,4 +1,4 @@
-"""Stopping the broker at once when its storage failed (replicas/log_dir_failures.py).
+"""Stopping the broker at once when its storage failed (logdirs/log_dir_failures.py).
 
 A broker whose last online log directory went offline has nothing left to serve (control/offline_dirs.py).
 It does not stop cleanly:

@@ -153,7 +153,7 @@ class BrokerMetrics:
         self._registry.register(_PartitionGauges(summary))
 
     def watch_log_dirs(self, directories) -> None:
-        """One series per log directory (replicas/log_dirs.py), read when Prometheus scrapes."""
+        """One series per log directory (logdirs/log_dirs.py), read when Prometheus scrapes."""
         for directory in directories:
             self.log_dir_online.labels(str(directory.path)).set_function(lambda d=directory: 1 if d.online else 0)
         self._registry.register(_LogDirSpace(directories))

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 A leader's scrubber found a damaged rolled segment.  The leader serves nothing that fails its
 check, but a follower holding the same records intact is the better leader, and only as a follower
-can the damaged replica cut its log and fetch the records again (``replicas/scrubber.py``).  So the
+can the damaged replica cut its log and fetch the records again (``maintenance/scrubber.py``).  So the
 broker sends ControlledShutdown with ``partitions`` set; the epoch fencing is
 ``on_controlled_shutdown``'s, and then, for each named partition:
 

@@ -94,7 +94,7 @@ class Checkpointer:
     def _round(self) -> None:
         if self._waits_for_burst():
             if self._interval_flush:
-                self._replicas.flush_due()  # an OSError takes its directory offline (log_dir_failures.py)
+                self._replicas.flush_due()  # an OSError takes its directory offline (logdirs/log_dir_failures.py)
             return
         self._created += self._replicas.take_created()
         if self._created >= SETTLE_AFTER_CREATED:
@@ -103,7 +103,7 @@ class Checkpointer:
             self._created = 0
         for chore in self._chores:
             chore()
-        # each of these takes a directory offline on an OSError there (log_dir_failures.py)
+        # each of these takes a directory offline on an OSError there (logdirs/log_dir_failures.py)
         self._replicas.sync_rolled_segments()
         if self._clock.monotonic_ms() >= self._next_checkpoint_ms:
             self._replicas.write_checkpoints(flush_if_due=True)

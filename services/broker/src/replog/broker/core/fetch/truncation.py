@@ -25,7 +25,7 @@ epoch it has with E <= A and where E ends in its log.
 
 Never below the log start offset (records below it are gone locally anyway).
 The HW is never used as a truncation point; the replica clamps its HW to the
-new LEO afterwards (replica.py), which only matters after an unclean election.
+new LEO afterwards (core/replica.py), which only matters after an unclean election.
 """
 
 from __future__ import annotations

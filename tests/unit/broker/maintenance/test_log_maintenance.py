@@ -10,11 +10,11 @@ from replog.broker.core.errors import ErrorCode, Refusal
 from replog.broker.log import LogConfig
 from replog.broker.replicas.follower_side import append_from_leader, fetch_position
 from replog.broker.replicas.leader_side import read_for_follower
-from replog.broker.replicas.log_maintenance import delete_records, update_log_config
-from replog.broker.replicas.retention_rounds import RetentionRounds
+from replog.broker.maintenance.log_maintenance import delete_records, update_log_config
+from replog.broker.maintenance.retention_rounds import RetentionRounds
 from replog.common.clock import ManualClock
 
-from .test_replication_steps import decide, hosted, produce
+from ..replicas.test_replication_steps import decide, hosted, produce
 
 
 def follow_once(leader, follower, leader_epoch: int) -> bool:

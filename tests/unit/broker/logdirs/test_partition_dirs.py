@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replog.broker.replicas.partition_dirs import (
+from replog.broker.logdirs.partition_dirs import (
     IllegalPartitionName,
     parse_partition_directory,
     partition_directory,

@@ -18,7 +18,7 @@ from replog.broker.core.partition import LeaderAndIsrDecision
 from replog.broker.log import CLEAN_SHUTDOWN_FILE, LogConfig
 from replog.broker.log.checkpoints import HW_CHECKPOINT_FILE, read_offsets_checkpoint
 from replog.broker.replicas.leader_side import append_produced
-from replog.broker.replicas.log_dirs import DuplicateReplicaError, LogDirectory, place
+from replog.broker.logdirs.log_dirs import DuplicateReplicaError, LogDirectory, place
 from replog.broker.replicas.replica_manager import ReplicaManager
 from replog.common.clock import ManualClock
 from replog.common.core.partitions import TopicPartition

@@ -19,7 +19,7 @@ import logging
 from typing import Callable
 
 from replog.broker.replicas.hosted_partition import HostedPartition
-from replog.broker.replicas.log_maintenance import apply_retention
+from replog.broker.maintenance.log_maintenance import apply_retention
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.common.clock import Clock
 

@@ -8,7 +8,7 @@ Nothing is therefore retried: the first OSError on an append, flush or checkpoin
 offline. From then on it takes no append (leader or follower) and serves no replica fetch, and the
 broker is told once (`on_offline`). At start the same holds for a directory that cannot be listed, a
 log in it that cannot be opened, or an HW or log-start checkpoint that cannot be read
-(replicas/directory_load.py): it is offline before the broker serves anything, and `on_offline` is not
+(logdirs/directory_load.py): it is offline before the broker serves anything, and `on_offline` is not
 connected yet; control/offline_dirs.py picks such directories up when it is.
 
 Each log directory of the broker has its own `LogDirFailures` (log_dirs.py), shared by the replicas

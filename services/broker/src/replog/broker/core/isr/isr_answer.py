@@ -3,7 +3,7 @@
 Theory of operation (docs/architecture.md, "High watermark and ISR"; KIP-497):
 
 `judge_answer` decides and changes nothing; `LeaderReplica.on_alter_partition_answer`
-(leader.py) applies the verdict and returns one of the outcomes below. Only real
+(core/leader.py) applies the verdict and returns one of the outcomes below. Only real
 answers come here: a transport failure or a request-level error (NOT_CONTROLLER,
 STALE_BROKER_EPOCH) leaves the outcome unknown, and the adapter sends
 `proposal_to_resend` again.
@@ -35,8 +35,8 @@ from typing import NamedTuple
 
 from replog.broker.core.effects import NO_EFFECTS, Effects, after_isr_change
 from replog.broker.core.errors import ErrorCode
-from replog.broker.core.high_watermark import HighWatermarkUpdate
-from replog.broker.core.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal, IsrChangeKind
+from replog.broker.core.isr.high_watermark import HighWatermarkUpdate
+from replog.broker.core.isr.isr_proposal import AlterPartitionAnswer, AlterPartitionProposal, IsrChangeKind
 
 # --- outcomes (what the leader reports after applying a verdict) ---------------------------
 

@@ -1,4 +1,4 @@
-"""Running out of file descriptors is not a storage error (replicas/log_dir_failures.py).
+"""Running out of file descriptors is not a storage error (logdirs/log_dir_failures.py).
 
 An EMFILE comes from an open that failed: nothing was written. The append is answered with a
 retriable STORAGE_ERROR that says so, the follower and the checkpointer try again, the directory stays
@@ -13,16 +13,16 @@ from pathlib import Path
 from replog.broker.core.effects import NO_EFFECTS
 from replog.broker.core.errors import ErrorCode
 from replog.broker.log import RECOVERY_POINT_CHECKPOINT_FILE, LogConfig, read_offsets_checkpoint
-from replog.broker.replicas.checkpointer import Checkpointer
+from replog.broker.maintenance.checkpointer import Checkpointer
 from replog.broker.replicas.leader_side import append_produced
-from replog.broker.replicas.log_dir_failures import LogDirFailures
+from replog.broker.logdirs.log_dir_failures import LogDirFailures
 from replog.broker.replicas.replica_manager import ReplicaManager
 from replog.common.clock import ManualClock
 from replog.common.core.partitions import TopicPartition
 from replog.common.records import encode_batch, validate_batch
 
 from ..log.test_descriptor_budget import out_of_descriptors
-from .test_replication_steps import decide, fetch_round, hosted, values
+from ..replicas.test_replication_steps import decide, fetch_round, hosted, values
 
 TP = TopicPartition("orders", 0)
 

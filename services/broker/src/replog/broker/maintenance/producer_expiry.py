@@ -1,6 +1,6 @@
 """Forgetting idle producers where room is needed, and reporting the new producers a full table refused.
 
-Theory of operation (core/producer_state.py; Kafka's `producer.id.expiration.ms` and its
+Theory of operation (core/produce/producer_state.py; Kafka's `producer.id.expiration.ms` and its
 periodic `removeExpiredProducers`):
 
 A checkpointer chore. Every `producer_id_expiration_check_interval_ms`, and at the first tick

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from replog.broker.core.errors import ErrorCode
-from replog.broker.replicas.log_dir_space import LogDirSpace
+from replog.broker.logdirs.log_dir_space import LogDirSpace
 from replog.common.clock import ManualClock
 from tests.unit.broker.replicas.test_replication_steps import decide, hosted, produce
 

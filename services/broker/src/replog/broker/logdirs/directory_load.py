@@ -12,7 +12,7 @@ OSError while listing the directory or opening a log, or an HW or log-start chec
 read (a wrong CRC-32C, say: guessing a high watermark could expose or hide committed records), takes
 THAT directory offline, with a reason naming the file and the error. Nothing of it is hosted then: the
 logs already opened are dropped without a flush and `open_logs` answers None; the partitions listed
-before the failure stay that directory's offline replicas (replica_manager.py). An EMFILE / ENFILE is
+before the failure stay that directory's offline replicas (replicas/replica_manager.py). An EMFILE / ENFILE is
 no storage error (`is_out_of_descriptors`): it is raised, and start-up stops.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from replog.broker.core.producer_state import ProducerStateLimits, ProducerStateTable
+from replog.broker.core.produce.producer_state import ProducerStateLimits, ProducerStateTable
 from replog.broker.log import (
     CheckpointError,
     LogConfig,
@@ -33,9 +33,9 @@ from replog.broker.log import (
     lost_committed_records,
     take_clean_shutdown_marker,
 )
-from replog.broker.replicas.log_dir_failures import is_out_of_descriptors
-from replog.broker.replicas.log_dirs import LogDirectory
-from replog.broker.replicas.partition_dirs import local_partition_directories, set_aside_directories
+from replog.broker.logdirs.log_dir_failures import is_out_of_descriptors
+from replog.broker.logdirs.log_dirs import LogDirectory
+from replog.broker.logdirs.partition_dirs import local_partition_directories, set_aside_directories
 from replog.broker.replicas.producer_headers import rebuild_from_log
 from replog.common.clock import Clock
 from replog.common.core.partitions import TopicPartition

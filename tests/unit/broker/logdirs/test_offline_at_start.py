@@ -19,11 +19,11 @@ from replog.broker.control.state_changes import ReplicaStateChanges, StopRequest
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.partition import LeaderAndIsrDecision
 from replog.broker.log.checkpoints import HW_CHECKPOINT_FILE, LOG_START_OFFSET_CHECKPOINT_FILE
-from replog.broker.replicas.log_dirs import DuplicateReplicaError, NoOnlineLogDirError
+from replog.broker.logdirs.log_dirs import DuplicateReplicaError, NoOnlineLogDirError
 from replog.broker.runtime.turn import Turn
 from replog.common.core.partitions import TopicPartition
 from tests.unit.broker.control.test_offline_dirs import Controller, Fetchers, TopicConfigs
-from tests.unit.broker.replicas.test_log_dirs import lead_and_append, manager_over
+from tests.unit.broker.logdirs.test_log_dirs import lead_and_append, manager_over
 
 ON_A = (TopicPartition("orders", 0), TopicPartition("orders", 2))
 ON_B = (TopicPartition("orders", 1), TopicPartition("orders", 3))

@@ -23,7 +23,7 @@ import os
 import threading
 from pathlib import Path
 
-from replog.broker.replicas.log_dir_failures import LogDirFailures
+from replog.broker.logdirs.log_dir_failures import LogDirFailures
 
 log = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from replog.broker.log import (
     read_offsets_checkpoint,
     write_offsets_checkpoint,
 )
-from replog.broker.replicas.log_dir_failures import LogDirFailures
-from replog.broker.replicas.log_dir_space import LogDirSpace
+from replog.broker.logdirs.log_dir_failures import LogDirFailures
+from replog.broker.logdirs.log_dir_space import LogDirSpace
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ the partition's lock (`HostedPartition.run`). Retention runs on leaders and
 followers alike, each deleting only whole segments below its own high
 watermark (log/retention.py), from the checkpointer's rounds
 (retention_rounds.py). DeleteRecords runs on the leader (core/delete_records.py);
-the followers take the new start from their fetch answers (follower_side.py).
+the followers take the new start from their fetch answers (replicas/follower_side.py).
 A step that moved the log start wakes the partition's long polls, so the
 followers' fetch sessions read it and pass the start on even when no record
 arrives. A topic's new settings reach a running log here (`update_log_config`).

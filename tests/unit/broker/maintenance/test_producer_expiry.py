@@ -10,11 +10,11 @@ from prometheus_client import CollectorRegistry
 
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.partition import LeaderAndIsrDecision
-from replog.broker.core.producer_state import ProducerStateLimits
+from replog.broker.core.produce.producer_state import ProducerStateLimits
 from replog.broker.log import LogConfig, PartitionLog
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import append_produced
-from replog.broker.replicas.producer_expiry import ProducerExpiry
+from replog.broker.maintenance.producer_expiry import ProducerExpiry
 from replog.broker.replicas.producer_headers import rebuild_from_log
 from replog.broker.runtime.metrics import BrokerMetrics
 from replog.common.clock import ManualClock
@@ -51,7 +51,7 @@ def test_a_full_table_forgets_its_idle_producers_when_it_refused_a_new_one(tmp_p
     assert first_batch(hosted, 1, clock).error_code is ErrorCode.NONE
     clock.advance(30_000)
     assert first_batch(hosted, 2, clock).error_code is ErrorCode.NONE
-    with caplog.at_level(logging.WARNING, logger="replog.broker.replicas.producer_expiry"):
+    with caplog.at_level(logging.WARNING, logger="replog.broker.maintenance.producer_expiry"):
         assert first_batch(hosted, 3, clock).error_code is ErrorCode.PRODUCER_STATE_FULL
         chore()
     assert [r.getMessage() for r in caplog.records if "PRODUCER_STATE_FULL" in r.getMessage()] == [

@@ -1,4 +1,5 @@
-"""Report what start-up recovery could not find: a metric, a log line per partition (replica_manager.py), a span.
+"""Report what start-up recovery could not find: a metric, a log line per partition
+(replicas/replica_manager.py), a span.
 
 After an unclean shutdown (no clean-shutdown marker, log/clean_shutdown.py) a
 replica whose log ends below its checkpointed HW lost committed records. They

@@ -7,7 +7,7 @@ KIP-207, KIP-497):
    log end offset (LEO) over the ISR, the leader's own LEO included. A member
    whose LEO is not known yet (no fetch in this leader epoch) counts as -1, so
    the candidate cannot pass a replica the leader has not heard from. The ISR
-   given is the *maximal* ISR (see leader.py): committed ISR plus a pending
+   given is the *maximal* ISR (see core/leader.py): committed ISR plus a pending
    expansion, or the old, larger ISR while a shrink is pending.
 
 2. Advance. `next_high_watermark(current, candidate, epoch_start_offset)`

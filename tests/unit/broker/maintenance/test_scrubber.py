@@ -11,7 +11,7 @@ from replog.broker.log import LogConfig, PartitionLog
 from replog.broker.replicas.hosted_partition import HostedPartition
 from replog.broker.replicas.leader_side import read_for_consumer
 from replog.broker.replicas.producer_headers import rebuild_from_log
-from replog.broker.replicas.scrubber import Scrubber
+from replog.broker.maintenance.scrubber import Scrubber
 from replog.common.clock import ManualClock
 from replog.common.records import decode_records
 from tests.unit.broker.replicas.test_replication_steps import TP, decide, fetch_round, produce, values

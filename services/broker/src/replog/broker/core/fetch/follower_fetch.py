@@ -7,18 +7,18 @@ last epoch the leader's log does not continue diverged (divergence.py: answer
 the diverging epoch and no records, and count nothing of this follower towards
 the HW); one outside [log start, LEO] is OFFSET_OUT_OF_RANGE; otherwise the
 follower's log is a prefix of the leader's. `LeaderReplica.on_follower_fetch`
-(leader.py) records a servable position and answers a `FollowerRead`.
+(core/leader.py) records a servable position and answers a `FollowerRead`.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from replog.broker.core.divergence import find_divergence
+from replog.broker.core.fetch.divergence import find_divergence
 from replog.broker.core.effects import NO_EFFECTS, Effects
 from replog.broker.core.errors import ErrorCode, Refusal
-from replog.broker.core.high_watermark import HighWatermarkUpdate
-from replog.broker.core.isr_proposal import AlterPartitionProposal
+from replog.broker.core.isr.high_watermark import HighWatermarkUpdate
+from replog.broker.core.isr.isr_proposal import AlterPartitionProposal
 from replog.broker.core.log_view import EpochEndOffset, LogView
 
 

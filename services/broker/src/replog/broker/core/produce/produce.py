@@ -22,13 +22,13 @@ A wait is resolved when (`produce_completion`):
   log, so the batch is still at its offsets and completes when the HW covers
   it. Answering NOT_LEADER there would make a producer without idempotence
   write the batch twice. The HW of the new epoch passes the batch only once
-  the ISR holds the whole log up to the epoch's start (high_watermark.py), so
+  the ISR holds the whole log up to the epoch's start (core/isr/high_watermark.py), so
   the acknowledgement keeps its meaning,
 - HW >= last_offset + 1 -> NONE if the committed ISR still has
   min.insync.replicas members, else NOT_ENOUGH_REPLICAS_AFTER_APPEND (the batch
   is committed, but on fewer replicas than asked),
 - the HW held below the batch because the committed ISR is smaller than
-  min.insync.replicas (strict min ISR, high_watermark.py) ->
+  min.insync.replicas (strict min ISR, core/isr/high_watermark.py) ->
   NOT_ENOUGH_REPLICAS_AFTER_APPEND at once: the batch is in the leader's log but
   cannot be committed until the ISR grows back, and the client, told now, may
   retry (an idempotent retry is answered as a duplicate) instead of waiting out

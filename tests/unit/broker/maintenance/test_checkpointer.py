@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replog.broker.replicas.checkpointer import BURST_DEFER_MAX_MS, BURST_QUIET_MS, Checkpointer, ControlBursts
+from replog.broker.maintenance.checkpointer import BURST_DEFER_MAX_MS, BURST_QUIET_MS, Checkpointer, ControlBursts
 from replog.common.clock import ManualClock
 
 
