@@ -32,64 +32,6 @@ REPO = Path(__file__).resolve().parent.parent
 _live_clusters: list[LocalCluster] = []
 
 
-def _plan_ports_per_worker() -> None:
-    """Under pytest-xdist (the suite runs its real-process tests on two workers, tests/run.sh), each
-    worker plans loopback ports from its own share of 10000-32000 (REPLOG_PORT_RANGE), so no worker can
-    take a port another planned for a process it has not started (or restarted) yet."""
-    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
-    if not worker.startswith("gw") or not count or "REPLOG_PORT_RANGE" in os.environ:
-        return
-    low, high = 10_000, 32_000
-    share = (high - low) // int(count)
-    start = low + int(worker[2:]) * share
-    os.environ["REPLOG_PORT_RANGE"] = f"{start}-{start + share}"
-
-
-_plan_ports_per_worker()
-
-
-def pytest_configure(config):
-    """Every xdist worker must collect the same tests, so the fault matrices' seeded rotation (read at
-    collection, tests/fault/history/matrix.py) gets one seed for the whole run, chosen here, in the process
-    that starts the workers, and inherited by them."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        from tests.fault.history import matrix
-
-        os.environ[matrix.SEED_ENV] = str(matrix.seed())
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    """For pytest-xdist's `--dist loadgroup`: a module's tests stay together on one worker (its module-scoped
-    clusters start once), and the fault tests all go to one worker, one after another (network namespaces,
-    FUSE mounts and loop devices, and the timing of kills and cuts, are not shared with another fault test)."""
-    for item in items:
-        module = item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group("fault" if module.startswith("tests/fault/") else module))
-
-# Property tests assert behaviour, not speed: on a busy machine one example can outlast Hypothesis's
-# default 200 ms deadline, and the test would fail for the machine's load alone (benchmarks time things).
-settings.register_profile("replog", deadline=None)
-settings.load_profile("replog")
-
-
-@pytest.fixture(scope="session", autouse=True)
-def session_certificates(tmp_path_factory):
-    """The session's CA (every cluster's certificates are signed by it) and an operator certificate
-    in the environment, for the clients tests start."""
-    directory = tmp_path_factory.mktemp("session-ca")
-    operator = issue(new_authority(directory), local.OPERATOR, directory)
-    values = {CA_DIR_ENV: str(directory), local.ENV_CA: operator.ca_file, local.ENV_CERT: operator.cert_file,
-              local.ENV_KEY: operator.key_file}
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    yield directory
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):

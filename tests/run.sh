@@ -23,12 +23,9 @@ run_tier() {
   if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then status=1; fi
 }
 run_tier "unit and scenario" tests/unit tests/scenario -q -p no:cacheprovider --durations=15
-# The real-process tests spend most of their time waiting (for a process to start, a session to expire,
-# a leader to move), so they run on two workers (pytest-xdist): a module stays on one worker, the fault
-# tests all on one, one after another, and each worker plans its ports from its own range (tests/conftest.py).
 # A standalone Spark cluster (a master and two workers, each a JVM) runs behind `make test-spark-cluster`.
-run_tier "integration and fault (two workers)" tests/fault tests/integration -q -p no:cacheprovider --durations=15 \
-  -n 2 --dist loadgroup --ignore=tests/integration/spark/test_spark_standalone.py
+run_tier "integration and fault" tests/integration tests/fault -q -p no:cacheprovider --durations=15 \
+  --ignore=tests/integration/spark/test_spark_standalone.py
 # One seeded round of the RPC fuzz (`make fuzz` runs it for longer); -s prints its counts per method.
 run_tier "fuzz (one round)" tests/fuzz -q -s -p no:cacheprovider --durations=5
 exit $status
