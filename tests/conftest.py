@@ -31,6 +31,28 @@ from replog.devcluster.tls import CA_DIR_ENV
 REPO = Path(__file__).resolve().parent.parent
 _live_clusters: list[LocalCluster] = []
 
+# Property tests assert behaviour, not speed: on a busy machine one example can outlast Hypothesis's
+# default 200 ms deadline, and the test would fail for the machine's load alone (benchmarks time things).
+settings.register_profile("replog", deadline=None)
+settings.load_profile("replog")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_certificates(tmp_path_factory):
+    """The session's CA (every cluster's certificates are signed by it) and an operator certificate
+    in the environment, for the clients tests start."""
+    directory = tmp_path_factory.mktemp("session-ca")
+    operator = issue(new_authority(directory), local.OPERATOR, directory)
+    values = {CA_DIR_ENV: str(directory), local.ENV_CA: operator.ca_file, local.ENV_CERT: operator.cert_file,
+              local.ENV_KEY: operator.key_file}
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    yield directory
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.hookimpl(hookwrapper=True)

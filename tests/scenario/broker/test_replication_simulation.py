@@ -1,7 +1,7 @@
 """The seeded simulation of the broker cores (sim_schedule.py), as part of the default suite.
 
 Each run takes fresh seeds: a base seed drawn at random (printed, and named in a failure) and
-SIM_SEEDS_DEFAULT seeds counting up from it, about three minutes on an idle 2-core machine (docs/testing.md
+SIM_SEEDS_DEFAULT seeds counting up from it, about 75 s on an idle 2-core machine (docs/testing.md
 gives the measured rate). A failure names its seed and the command that replays it exactly:
 `make simulate SEED=1234`, or REPLOG_SIM_SEEDS=1234 (also "1,5,9" or a range "0-999") for this file.
 REPLOG_SIM_BASE_SEED fixes the base, REPLOG_SIM_COUNT the number of seeds.
@@ -35,8 +35,8 @@ def seeds() -> tuple[str, list[int]]:
     return f"base seed {base}", list(range(base, base + count))
 
 
-# 10,000 schedules take under three minutes on two idle cores; the deadline leaves room for a machine
-# five times busier than that before the run counts as hung.
+# 5,000 schedules take about 75 s on two idle cores; the deadline leaves room for a machine ten times
+# busier than that before the run counts as hung.
 @pytest.mark.timeout(900)
 def test_random_schedules_keep_the_invariants():
     origin, chosen = seeds()
