@@ -23,7 +23,6 @@ from tests.integration.broker_helpers import (
     create_topic,
     partition_state,
     produce_raw,
-    stop_brokers_first,
     wait_for_isr,
     zk_session,
 )
@@ -58,4 +57,4 @@ def test_an_alter_partition_with_broker_epoch_zero_cannot_grow_the_isr(cluster_f
             assert set(partition_state(zk, TOPIC).isr) == {1, 2}
     finally:
         cluster.signal("broker-3", signal.SIGCONT)
-        stop_brokers_first(cluster)
+        cluster.discard()

@@ -20,7 +20,6 @@ from replog.client import Consumer, Producer
 from replog.devcluster import ClusterSpec
 from tests.integration.broker_helpers import (
     create_topic,
-    stop_brokers_first,
     wait_for,
     wait_for_isr,
     wait_for_leader,
@@ -143,7 +142,7 @@ def test_consumer_follows_a_lost_leader_to_the_new_one_within_the_session_timeou
             cluster.signal("broker-1", signal.SIGCONT)
             producer.close(timeout_s=30)
             consumer.close()
-            stop_brokers_first(cluster)
+            cluster.discard()
     assert not writer.errors and not reader.errors, (writer.errors[:3], reader.errors[:3])
     slowest_s = {}
     for p in PARTITIONS:

@@ -35,7 +35,6 @@ from tests.integration.broker_helpers import (
     describe,
     partition_state,
     produce_raw,
-    stop_brokers_first,
     wait_caught_up,
     wait_for,
     wait_for_isr,
@@ -143,7 +142,7 @@ def test_an_elr_member_leads_cleanly_after_the_whole_isr_died_and_nothing_acknow
             assert partition_state(zk, topic).elr == ()
             assert committed_values(cluster, zk, topic) == acknowledged
     finally:
-        stop_brokers_first(cluster)
+        cluster.discard()
 
 
 def test_an_explicit_unclean_election_brings_the_partition_back_without_the_elr_and_says_so(cluster_factory):
@@ -161,4 +160,4 @@ def test_an_explicit_unclean_election_brings_the_partition_back_without_the_elr_
             shown = described_partition(cluster, topic)
             assert shown["unclean_leader"] and shown["elr"] == [], shown
     finally:
-        stop_brokers_first(cluster)
+        cluster.discard()

@@ -21,7 +21,6 @@ from tests.integration.broker_helpers import (
     create_topic,
     partition_state,
     produce_raw,
-    stop_brokers_first,
     wait_caught_up,
     wait_for,
     wait_for_isr,
@@ -68,4 +67,4 @@ def test_a_topic_on_the_brokers_default_keeps_its_elr_and_an_elr_member_leads_cl
             assert state.unclean_leader_epoch == -1, "the election from the ELR was recorded as unclean"
             assert committed_values(cluster, zk, topic) == acknowledged, "an acknowledged record was lost"
     finally:
-        stop_brokers_first(cluster)
+        cluster.discard()

@@ -38,8 +38,7 @@ def matrix_cluster(tmp_path_factory):
         with zk_session(cluster) as zk:
             yield cluster, zk
     finally:
-        stop_brokers_first(cluster)
-        cluster.down()
+        cluster.discard()
 
 
 @pytest.mark.timeout(matrix.load_s() + 400)

@@ -42,11 +42,7 @@ def network_cluster(tmp_path_factory):
         with zk_session(cluster) as zk:
             yield cluster, zk
     finally:
-        try:
-            for cluster in factory.clusters:
-                stop_brokers_first(cluster)
-        finally:
-            factory.teardown()
+        factory.teardown()
 
 
 @pytest.mark.timeout(matrix.load_s() + 400)

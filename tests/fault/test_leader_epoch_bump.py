@@ -24,7 +24,6 @@ from tests.integration.broker_helpers import (
     describe,
     log_stub,
     produce_raw,
-    stop_brokers_first,
     wait_for,
     wait_for_isr,
     zk_session,
@@ -70,4 +69,4 @@ def test_a_waiting_acks_all_write_is_acknowledged_across_a_same_leader_epoch_bum
             assert values == [b"first", b"waiting"]
     finally:
         cluster.signal("broker-2", signal.SIGCONT)
-        stop_brokers_first(cluster)
+        cluster.discard()

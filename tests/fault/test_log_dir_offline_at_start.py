@@ -28,7 +28,6 @@ from tests.integration.broker_helpers import (
     create_topic,
     partition_state,
     produce_raw,
-    stop_brokers_first,
     wait_for,
     wait_for_isr,
     wait_for_leader,
@@ -49,7 +48,6 @@ def two_dir_cluster(cluster_factory):
     # built here, not at import: its certificates come from the session's CA, which the CLI trusts
     cluster = cluster_factory(ClusterSpec(controllers=1, gateways=1, broker_log_dirs=2))
     yield cluster
-    stop_brokers_first(cluster)
 
 
 def flip_a_byte(path: Path) -> None:

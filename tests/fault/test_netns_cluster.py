@@ -29,7 +29,6 @@ from tests.integration.broker_helpers import (
     create_topic,
     partition_state,
     produce_raw,
-    stop_brokers_first,
     wait_for,
     wait_for_isr,
     wait_for_leader,
@@ -52,10 +51,7 @@ def cluster(tmp_path_factory):
     cluster = factory(ClusterSpec(hosts=True, zookeeper_session_timeout_ms=SESSION_TIMEOUT_MS,
                                   extra_args={"broker": ["--replica-lag-time-max-ms", str(LAG_MS)]}))
     yield cluster
-    try:
-        stop_brokers_first(cluster)
-    finally:
-        factory.teardown()
+    factory.teardown()
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,6 @@ from tests.integration.broker_helpers import (
     batch_of,
     create_topic,
     produce_raw,
-    stop_brokers_first,
     wait_for,
     wait_for_isr,
     wait_for_leader,
@@ -81,4 +80,4 @@ def test_a_record_below_min_insync_replicas_stays_unseen_until_the_isr_or_the_co
             wait_for(lambda: committed_values(cluster, zk, topic) == committed, 30,
                      "the record to be committed once broker 2 is back in the ISR")
     finally:
-        stop_brokers_first(cluster)
+        cluster.discard()

@@ -29,7 +29,6 @@ from tests.fault.history.history import History, Ok
 from tests.fault.history.workload import Workload
 from tests.integration.broker_helpers import (
     create_topic,
-    stop_brokers_first,
     wait_for,
     wait_for_isr,
     wait_for_leader,
@@ -61,7 +60,7 @@ def test_only_records_acknowledged_by_a_lone_leader_are_lost_after_an_unclean_el
     try:
         run_and_check(cluster, history)
     finally:
-        stop_brokers_first(cluster)
+        cluster.discard()
 
 
 def run_and_check(cluster, history: History) -> None:

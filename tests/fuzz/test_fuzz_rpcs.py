@@ -28,7 +28,7 @@ from replog.common.security import local
 from replog.common.security.principal import Principal
 from replog.devcluster import ClusterSpec
 from replog.v1 import admin_pb2, admin_pb2_grpc
-from tests.integration.broker_helpers import stop_brokers_first, wait_for_isr, zk_session
+from tests.integration.broker_helpers import wait_for_isr, zk_session
 from tests.integration.controller_helpers import controller
 from tests.integration.tls_helpers import session_certificate
 
@@ -64,7 +64,6 @@ def cluster(tmp_path_factory):
                 for p in range(PARTITIONS):
                     wait_for_isr(cluster, zk, topic, {1, 2}, 60, partition=p)
         yield cluster
-        stop_brokers_first(cluster)
     finally:
         factory.teardown()
 

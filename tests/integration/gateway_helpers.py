@@ -10,7 +10,7 @@ from replog.devcluster import LocalCluster
 
 
 def running_cluster(base, spec):
-    """A LocalCluster started in `base` and always stopped (a generator for fixtures).
+    """A LocalCluster started in `base` and always killed at the end (a generator for fixtures).
 
     `up()` returns once every process reports SERVING; a broker does so only after
     it has registered in /brokers/ids, so the gateway sees every broker."""
@@ -19,7 +19,7 @@ def running_cluster(base, spec):
         cluster.up()
         yield cluster
     finally:
-        cluster.down()
+        cluster.discard()
 
 
 def kazoo_client(cluster):

@@ -16,7 +16,6 @@ from .broker_helpers import (
     log_stub,
     partition_state,
     produce_raw,
-    stop_brokers_first,
     wait_for,
     wait_for_leader,
     zk_session,
@@ -39,7 +38,6 @@ def module_cluster(tmp_path_factory, name: str):
 
     factory = ClusterFactory(tmp_path_factory.mktemp(name))
     yield factory(spec())
-    stop_brokers_first(factory.clusters[0])
     factory.teardown()
 
 

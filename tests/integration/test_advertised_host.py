@@ -12,7 +12,7 @@ from replog.common.zk import schema
 from replog.devcluster import ClusterSpec
 from replog.v1 import log_pb2, log_pb2_grpc
 
-from .broker_helpers import create_topic, stop_brokers_first, wait_for_leader, zk_session
+from .broker_helpers import create_topic, wait_for_leader, zk_session
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +25,6 @@ def cluster(cluster_factory):
     cluster = cluster_factory(ClusterSpec(controllers=1, brokers=2, gateways=0,
                                           extra_args={"broker": EVERYWHERE, "controller": EVERYWHERE}))
     yield cluster
-    stop_brokers_first(cluster)
 
 
 def bootstrap(cluster) -> list[str]:

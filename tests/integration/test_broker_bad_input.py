@@ -24,7 +24,6 @@ from .broker_helpers import (
     describe,
     log_stub,
     produce_raw,
-    stop_brokers_first,
     wait_caught_up,
     wait_for_isr,
     wait_for_leader,
@@ -55,7 +54,6 @@ def cluster(tmp_path_factory):
     assert first.error_code == E.ERROR_CODE_NONE, first
     wait_caught_up(cluster, (1, 2), "strict", 2, 10)
     yield cluster
-    stop_brokers_first(factory.clusters[0])
     factory.teardown()
 
 

@@ -14,7 +14,6 @@ from replog.devcluster import ClusterSpec
 from replog.v1 import common_pb2, log_pb2
 
 from .broker_helpers import (
-    stop_brokers_first,
     create_topic,
     describe,
     log_stub,
@@ -36,7 +35,6 @@ def cluster(tmp_path_factory):
 
     factory = ClusterFactory(tmp_path_factory.mktemp("broker-replication"))
     yield factory(ClusterSpec(controllers=1, gateways=0))
-    stop_brokers_first(factory.clusters[0])
     factory.teardown()
 
 

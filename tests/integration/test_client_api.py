@@ -12,7 +12,7 @@ from replog.client import Consumer, ConsumerError, Producer, TopicPartition
 from replog.client.partitioner import partition_for_key
 from replog.devcluster import ClusterSpec
 
-from .broker_helpers import stop_brokers_first, wait_for_isr, wait_for_leader, zk_session
+from .broker_helpers import wait_for_isr, wait_for_leader, zk_session
 from .controller_helpers import create_topic
 
 PARTITIONS = 6
@@ -118,7 +118,7 @@ def test_a_consumer_reads_through_a_leader_kill_without_a_gap_or_a_duplicate(clu
                 if len(seen) == records:
                     break
     finally:
-        stop_brokers_first(cluster)
+        cluster.discard()
     assert len(seen) == records, f"read {len(seen)} of {records}"
     assert len(set(seen)) == records  # no duplicate
     for p in (0, 1):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from replog.devcluster import ClusterSpec
 
-from .broker_helpers import stop_brokers_first, wait_for_isr, zk_session
+from .broker_helpers import wait_for_isr, zk_session
 from .controller_helpers import create_topic
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "clients.md"
@@ -29,7 +29,7 @@ def test_the_client_docs_examples_run(cluster_factory, capsys):
             assert BOOTSTRAP_LINE.search(example), "each example names its brokers in one `bootstrap = [...]` line"
             exec(compile(BOOTSTRAP_LINE.sub(f"bootstrap = {bootstrap!r}", example), str(PAGE), "exec"), {})
     finally:
-        stop_brokers_first(cluster)
+        cluster.discard()
     printed = capsys.readouterr().out.splitlines()
     assert any(line.startswith("written at") for line in printed)
     assert sum(1 for line in printed if " b'order " in line) == 1000  # the consumer printed every order

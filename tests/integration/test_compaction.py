@@ -16,7 +16,7 @@ from replog.common.records import decode_records, iter_batches
 from replog.devcluster import ClusterSpec
 from replog.v1 import common_pb2, group_pb2, group_pb2_grpc
 
-from .broker_helpers import broker_name, describe, stop_brokers_first, wait_for
+from .broker_helpers import broker_name, describe, wait_for
 from .gateway_helpers import cli_runner
 from .retention_helpers import DEADLINE_S, create
 
@@ -44,7 +44,6 @@ def cluster(tmp_path_factory):
 
     factory = ClusterFactory(tmp_path_factory.mktemp("compaction"))
     yield factory(spec())
-    stop_brokers_first(factory.clusters[0])
     factory.teardown()
 
 

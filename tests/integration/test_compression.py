@@ -17,7 +17,7 @@ from replog.common.records.batch import CRC_COVERED, HEADER_SIZE, PREFIX
 from replog.devcluster import ClusterSpec
 from replog.v1 import common_pb2, log_pb2
 
-from .broker_helpers import log_stub, produce_raw, stop_brokers_first
+from .broker_helpers import log_stub, produce_raw
 from .gateway_helpers import cli_runner
 from .retention_helpers import create, leader_of
 
@@ -33,7 +33,6 @@ def cluster(tmp_path_factory):
     factory = ClusterFactory(tmp_path_factory.mktemp("compression"))
     cluster = factory(ClusterSpec(controllers=1, brokers=2, gateways=1))
     yield cluster
-    stop_brokers_first(cluster)
     factory.teardown()
 
 

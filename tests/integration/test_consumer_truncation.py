@@ -14,7 +14,7 @@ import pytest
 from replog.client import Consumer, Producer, TopicPartition, TruncationError
 from replog.devcluster import ClusterSpec
 
-from .broker_helpers import create_topic, stop_brokers_first, wait_for_isr, wait_for_leader, zk_session
+from .broker_helpers import create_topic, wait_for_isr, wait_for_leader, zk_session
 
 pytestmark = pytest.mark.integration
 
@@ -76,4 +76,4 @@ def test_a_consumer_notices_records_it_read_were_truncated_by_an_unclean_electio
                 raising.close()
                 resetting.close()
     finally:
-        stop_brokers_first(cluster)
+        cluster.discard()

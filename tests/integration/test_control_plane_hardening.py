@@ -24,7 +24,6 @@ from .broker_helpers import (
     describe,
     log_stub,
     produce_raw,
-    stop_brokers_first,
     wait_for,
     wait_for_isr,
     wait_for_leader,
@@ -53,7 +52,6 @@ def cluster(tmp_path_factory):
         wait_for_isr(cluster, zk, "held", {1, 2}, 30)
     assert produce_raw(cluster, 1, "held", batch_of([b"kept-1", b"kept-2"])).error_code == E.ERROR_CODE_NONE
     yield cluster
-    stop_brokers_first(factory.clusters[0])
     factory.teardown()
 
 

@@ -18,7 +18,7 @@ import pytest
 from replog.client import Consumer, Producer
 from replog.devcluster import ClusterSpec
 
-from .broker_helpers import stop_brokers_first, wait_for, wait_for_isr, zk_session
+from .broker_helpers import wait_for, wait_for_isr, zk_session
 from .controller_helpers import create_topic
 
 pytestmark = pytest.mark.integration
@@ -100,4 +100,4 @@ def test_a_broker_with_more_busy_replicas_than_descriptors_keeps_serving(cluster
             wait_for(lambda: "logs may hold" in cluster.log_path(name).read_text(errors="replace"), 5,
                      f"{name} reports its descriptor budget")
     finally:
-        stop_brokers_first(cluster)
+        cluster.discard()

@@ -38,7 +38,7 @@ from replog.v1 import (
     log_pb2_grpc,
 )
 
-from .broker_helpers import partition_state, stop_brokers_first, wait_for_isr, zk_session
+from .broker_helpers import partition_state, wait_for_isr, zk_session
 from .controller_helpers import controller, create_topic, wait_for
 from .tls_helpers import channel_as, session_certificate
 
@@ -77,7 +77,6 @@ def cluster(tmp_path_factory):
                     admin_pb2.ACL_OPERATION_DESCRIBE),
         ]), timeout=30)
         yield cluster
-        stop_brokers_first(cluster)
     finally:
         factory.teardown()  # also when the setup above failed: no process outlives the module
 

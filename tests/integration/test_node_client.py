@@ -19,7 +19,6 @@ from replog.client import Consumer, Producer
 from replog.devcluster import ClusterSpec
 from replog.common.security import local
 
-from .broker_helpers import stop_brokers_first
 from .gateway_helpers import cli_runner
 
 pytestmark = pytest.mark.integration
@@ -71,7 +70,6 @@ def cluster(tmp_path_factory):
     factory = ClusterFactory(tmp_path_factory.mktemp("node-client"))
     cluster = factory(ClusterSpec(controllers=1, brokers=3, gateways=1))
     yield cluster
-    stop_brokers_first(cluster)
     factory.teardown()
 
 

@@ -19,7 +19,6 @@ from .broker_helpers import (
     create_topic,
     describe,
     log_stub,
-    stop_brokers_first,
     wait_for,
     wait_for_leader,
     zk_session,
@@ -45,7 +44,6 @@ def cluster(tmp_path_factory):
             wait_for(lambda t=topic: (d := describe(cluster, 1, t)) and d.leader and len(d.isr) == 3, 30,
                      f"the ISR of {topic}")
         yield cluster
-        stop_brokers_first(cluster)
     finally:
         factory.teardown()
 

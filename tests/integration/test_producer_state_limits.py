@@ -14,7 +14,7 @@ from replog.common.records import encode_batch
 from replog.devcluster import ClusterSpec
 from replog.v1 import common_pb2
 
-from .broker_helpers import create_topic, produce_raw, stop_brokers_first, wait_for, wait_for_leader, zk_session
+from .broker_helpers import create_topic, produce_raw, wait_for, wait_for_leader, zk_session
 
 pytestmark = pytest.mark.integration
 
@@ -64,4 +64,4 @@ def test_a_full_partition_refuses_new_producers_and_answers_retries_of_known_one
                      15, "room for a new producer once the idle ones expired")
             assert "idempotent producer(s) idle for producer_id_expiration_ms" in cluster.tail("broker-1", 200)
     finally:
-        stop_brokers_first(cluster)
+        cluster.discard()

@@ -18,7 +18,6 @@ from .broker_helpers import (
     batch_of,
     create_topic,
     produce_raw,
-    stop_brokers_first,
     wait_caught_up,
     wait_for,
     wait_for_isr,
@@ -42,7 +41,6 @@ def cluster(tmp_path):
     cluster = factory(ClusterSpec(controllers=1, brokers=3, gateways=0, extra_args={"broker": [
         "--log-scrub-bytes-per-second", str(4 * 1024 * 1024)]}))
     yield cluster
-    stop_brokers_first(cluster)
     factory.teardown()
 
 

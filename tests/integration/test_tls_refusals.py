@@ -40,7 +40,6 @@ from .broker_helpers import (
     create_topic,
     describe,
     produce_raw,
-    stop_brokers_first,
     wait_caught_up,
     wait_for,
     wait_for_isr,
@@ -68,7 +67,6 @@ def cluster(tmp_path_factory):
     assert produce_raw(cluster, 1, TOPIC, batch_of([b"kept-1", b"kept-2"])).error_code == 0
     wait_caught_up(cluster, (1, 2), TOPIC, 2, 10)
     yield cluster
-    stop_brokers_first(cluster)
     factory.teardown()
 
 

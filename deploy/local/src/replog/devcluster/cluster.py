@@ -412,6 +412,18 @@ class LocalCluster:
             self.network.destroy()
             self.network = None
 
+    def discard(self) -> None:
+        """kill -9 every process at once, then remove the cluster's network: for a cluster whose run is over
+        and whose state nobody reads again (a test's teardown). `down` is the orderly stop; here no broker
+        waits out a controlled shutdown that a controller stopping beside it can no longer answer."""
+        for name in self.processes:
+            self.signal(name, signal.SIGKILL)
+        for name in self.processes:
+            self._reap(name, timeout_s=10)
+        if self.network is not None:
+            self.network.destroy()
+            self.network = None
+
     def status(self) -> list[dict]:
         rows = []
         for name, info in self.processes.items():
