@@ -4,7 +4,9 @@ restarted writes every record exactly once into an idempotent sink (Spark's Parq
 The query runs in a process of its own (stream_to_parquet.py) reading a few hundred records per
 micro-batch. It is killed (SIGKILL, the whole process group: driver JVM and Python workers) once
 some batches are committed and before all are, more records are produced while it is down, and it
-is started again on the same checkpoint. In the end the sink holds every (partition, offset) once.
+is started again on the same checkpoint, reading more records per micro-batch (its first batch replays
+the one planned before the kill, with that batch's offsets). In the end the sink holds every
+(partition, offset) once.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from tests.integration.controller_helpers import create_topic, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]  # two Spark sessions, one after the other
 PARTITIONS = 4
-FIRST = 6000   # records before the first run
+FIRST = 4000   # records before the first run
 SECOND = 2000  # records produced while the query is down
-PER_TRIGGER = 500
+PER_TRIGGER = 500  # the first run: eight micro-batches, killed after two
+PER_TRIGGER_RESTARTED = 2000  # the rest in a few
 SCRIPT = Path(__file__).with_name("stream_to_parquet.py")
 
 
@@ -55,10 +58,10 @@ def produce(cluster, topic: str, count: int, first: int) -> None:
 class Query:
     """The streaming query's process; killed with its whole process group."""
 
-    def __init__(self, cluster, topic: str, out: Path, checkpoint: Path, log: Path) -> None:
+    def __init__(self, cluster, topic: str, out: Path, checkpoint: Path, log: Path, per_trigger: int) -> None:
         with open(log, "ab") as sink:
             self.process = subprocess.Popen(
-                [sys.executable, str(SCRIPT), bootstrap(cluster), topic, str(out), str(checkpoint), str(PER_TRIGGER)],
+                [sys.executable, str(SCRIPT), bootstrap(cluster), topic, str(out), str(checkpoint), str(per_trigger)],
                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
                 cwd=str(Path(__file__).resolve().parents[3]), env={**os.environ, "PYTHONPATH": str(
                     Path(__file__).resolve().parents[3])})
@@ -94,9 +97,9 @@ def test_a_killed_and_restarted_query_writes_every_record_once(spark, cluster, t
         return spark.read.parquet(str(out)).select("partition", "offset", "value").collect()
 
     try:
-        first = Query(cluster, topic, out, checkpoint, log)
+        first = Query(cluster, topic, out, checkpoint, log, PER_TRIGGER)
         queries.append(first)
-        # FIRST / PER_TRIGGER = 12 micro-batches; kill once at least two are committed.
+        # FIRST / PER_TRIGGER = 8 micro-batches; kill once at least two are committed.
         wait_for(lambda: committed_batches(out) >= 2 or not first.alive(), 300,
                  "the first query to commit two micro-batches", interval_s=0.2)
         assert first.alive(), log.read_text()[-3000:]
@@ -105,7 +108,7 @@ def test_a_killed_and_restarted_query_writes_every_record_once(spark, cluster, t
         assert 0 < written_before < FIRST, "the kill should land mid-way"
 
         produce(cluster, topic, SECOND, FIRST)
-        second = Query(cluster, topic, out, checkpoint, log)
+        second = Query(cluster, topic, out, checkpoint, log, PER_TRIGGER_RESTARTED)
         queries.append(second)
         wait_for(lambda: (committed_batches(out) > 0 and len(sink_rows()) >= FIRST + SECOND) or not second.alive(),
                  300, "the restarted query to write every record", interval_s=1.0)
