@@ -144,17 +144,23 @@ class Sender:
         # through a retry backoff whenever linger_s was 0.
         return IDLE_WAIT_S if next_timer_s is None else min(IDLE_WAIT_S, max(0.0, next_timer_s - now))
 
-    def _take_completions(self, completion) -> None:
-        """Complete `completion` (None: nothing) and every other one queued already, in order."""
+    def _take_completions(self, completion=None) -> None:
+        """Complete `completion` (None: the first one queued) and those queued after it, in order, up to
+        a wake-up or the queue's end."""
+        if completion is None:
+            completion = self._next_queued()
         while completion is not None:
             if completion[0] is _THROTTLED:
                 self._throttled(*completion[1:])
             else:
                 self._complete(*completion)
-            try:
-                completion = self._completions.get_nowait()
-            except queue.Empty:
-                completion = None
+            completion = self._next_queued()
+
+    def _next_queued(self):
+        try:
+            return self._completions.get_nowait()
+        except queue.Empty:
+            return None
 
     # --- following leaders -----------------------------------------------------------------------
 
@@ -279,14 +285,17 @@ class Sender:
         stream = self._streams.get(address)
         if stream is None or not stream.send(message, group, now_s):
             try:
-                stream = self._streams[address] = ProduceStream(self.metadata.channels.get(address),
-                                                                functools.partial(self._on_reply, address),
-                                                                self._on_lost)
+                stream = self._streams[address] = self._open_stream(address)
             except Exception as exc:  # noqa: BLE001 - like a failed request: retried
                 self._on_lost(group, str(exc))
                 return
             if not stream.send(message, group, now_s):  # it failed at once (the broker is down)
                 self._on_lost(group, "the produce stream failed as it opened")
+
+    def _open_stream(self, address: str) -> ProduceStream:
+        """A new ProduceStream to the broker at `address` (a simulation opens its own kind)."""
+        return ProduceStream(self.metadata.channels.get(address), functools.partial(self._on_reply, address),
+                             self._on_lost)
 
     # --- throttles (client quotas) ----------------------------------------------------------------
 
