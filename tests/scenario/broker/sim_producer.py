@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 
 FIRST_PRODUCER_ID = 42
 FROM_CONTROLLER = 0  # a refresh's source: the controller's state; 1..3, what that broker believes
+# What a producer holds unanswered at most (its buffered_records_max): an application sending faster than
+# the partition takes records is held back, and the accumulator's passes stay short.
+BUFFERED_RECORDS_MAX = 10
 PASSES_MAX = 2  # sender passes per turn: what a pass got back at once (a dead broker's refusal) is acted on
 
 
@@ -230,7 +233,8 @@ class SimClient:
             return clock.monotonic_ms() / 1000
 
         self.accumulator = Accumulator(max_in_flight=config.max_in_flight, linger_s=0.0, batch_records_max=1,
-                                       batch_bytes_max=1 << 20, buffered_records_max=1 << 30, clock=now_s)
+                                       batch_bytes_max=1 << 20, buffered_records_max=BUFFERED_RECORDS_MAX,
+                                       clock=now_s)
         self.metadata = SimMetadata(cluster)
         self.sender = SimSender(self, accumulator=self.accumulator, metadata=self.metadata, acks=-1,
                                 idempotent=True, producer_id=producer_id, producer_epoch=0,
@@ -246,8 +250,11 @@ class SimClient:
     def unfinished(self) -> bool:
         return self.accumulator.buffered > 0
 
-    def send(self, count: int) -> None:
-        """The application sends `count` records (each its own batch: the simulated log has a record per batch)."""
+    def send(self, count: int) -> int:
+        """The application sends up to `count` records (each its own batch: the simulated log has a record per
+        batch); how many. Those past `buffered_records_max` are not sent: the client would block the
+        application until answers made room, and here nothing else would run meanwhile."""
+        count = min(count, self.accumulator.buffered_max - self.accumulator.buffered)
         for _ in range(count):
             payload = f"p{self.producer_id}-{self.sent}"
             self.sent += 1
@@ -255,6 +262,7 @@ class SimClient:
             batch = self.accumulator.ready[-1]  # a full batch (one record) is ready at once
             record = self.records[id(batch)] = SentRecord(payload, batch, handle)
             handle.add_done_callback(lambda _handle, record=record: self._reported(record))
+        return count
 
     def turn(self, source: int) -> None:
         """The sender's passes: answers heard, then what may leave, the streams and metadata."""
@@ -307,8 +315,8 @@ class SimProducer:
         if current.failed:
             current = SimClient(self.cluster, current.producer_id + 1, self.config)
             self.clients.append(current)
-        current.send(count)
-        return self.turn(source, f"send {count} as producer {current.producer_id}; ")
+        sent = current.send(count)
+        return self.turn(source, f"send {sent} of {count} as producer {current.producer_id}; ")
 
     def answers_heard(self) -> bool:
         """Whether an answer came that a sender has not taken: it wakes the sender (`turn`) at once."""
