@@ -149,7 +149,7 @@ class SimProduceStream:
         its own, late, out of order or never; read in order, an answer lost on the way holds the later
         ones back until the sender gives the stream up, as a broken stream would. (Read as they come,
         later batches finished around an unanswered one, more batches left than the broker remembers,
-        and the retry of the unanswered one was refused as out of order: seed 5362.)"""
+        and the retry of the unanswered one was refused as out of order instead of answered as a duplicate.)"""
         pending = self.pending
         taken = 0
         for sent in pending:
