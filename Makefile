@@ -120,7 +120,7 @@ fuzz: setup
 # one exactly (SHRINK=1: shrink it if it fails, and write the short schedule as a test under
 # tests/scenario/broker/regressions/); a failure prints its replay command, the last line is one JSON object
 # of what the run exercised.
-# `simulate-mutations` plants six bugs (five in the broker core, one in the controller's write fence) one at a
+# `simulate-mutations` plants seven bugs (five in the broker core, one in the controller's write fence, one in the client's producer) one at a
 # time and reports the first seed finding each.
 SEEDS ?= 1000
 simulate: setup

@@ -3,7 +3,8 @@
 Each mutation replaces one function in this process: of the broker core (services/broker/src/
 replog/broker/core/), or, for the controller's write fence, of the simulation's controller adapter
 (sim_controller_node.fence_ops, what zk_writer.py puts first in every multi), everywhere it is bound
-(the core's own modules import each other's functions by name, and so do the simulation's), runs
+(the core's own modules import each other's functions by name, and so do the simulation's), or one
+method of the client library's producer (the simulation's producers run it: sim_producer.py), runs
 seeds from 0 until a schedule fails, and puts the function back. A mutation the simulation does not
 find within SEEDS_MAX seeds (one default-suite run's worth) is a hole in the simulation's power, and
 the runner exits 1.
@@ -25,7 +26,9 @@ from replog.broker.core import follower_steps, partition
 from replog.broker.core.fetch import truncation
 from replog.broker.core.isr import high_watermark
 from replog.broker.core.log_view import NO_OFFSET
+from replog.client.accumulator import Accumulator
 from tests.scenario.broker import sim_controller_node
+from tests.scenario.broker.sim_producer import quiet_client_warnings
 from tests.scenario.broker.sim_runs import default_workers, run_seeds
 from tests.scenario.broker.sim_schedule import SIM_SEEDS_DEFAULT
 
@@ -71,6 +74,14 @@ def _no_write_fence(controller_epoch_version):
     return []
 
 
+def _retry_renumbered(original):
+    def retry(accumulator, batch):
+        """A batch to retry is encoded again, so it leaves with the partition's next sequence, not its own."""
+        batch.encoded = None
+        return original(accumulator, batch)
+    return retry
+
+
 @dataclass(frozen=True)
 class Mutation:
     name: str
@@ -96,6 +107,8 @@ MUTATIONS = (
     Mutation("controller-write-fence-removed", "the controller's ZooKeeper writes no longer check the "
              "/controller_epoch version they won the seat with", sim_controller_node, "fence_ops",
              lambda _original: _no_write_fence),
+    Mutation("client-retry-new-sequence", "the client's producer retries a batch under a new sequence number, "
+             "so a leader that already appended it appends it again", Accumulator, "retry", _retry_renumbered),
 )
 
 
@@ -105,6 +118,9 @@ def applied(mutation: Mutation) -> Iterator[None]:
     original = getattr(mutation.module, mutation.function)
     mutant = mutation.make(original)
     replaced = []
+    if isinstance(mutation.module, type):  # a method: bound on its class alone
+        setattr(mutation.module, mutation.function, mutant)
+        replaced.append((mutation.module, mutation.function))
     for module in list(sys.modules.values()):
         name = getattr(module, "__name__", "") or ""
         if not (name.startswith("replog.broker") or name.startswith("tests.scenario.")):
@@ -138,6 +154,7 @@ def hunt(mutation: Mutation, seeds_max: int = SEEDS_MAX) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    quiet_client_warnings()
     chosen = [m for m in MUTATIONS if not argv or m.name in argv]
     results = []
     for mutation in chosen:

@@ -67,6 +67,7 @@ from tests.scenario.broker.sim_members import (
     SimController,
 )
 from tests.scenario.broker.sim_network import CLIENT, CONTROLLER, Message, SimNetwork
+from tests.scenario.broker.sim_producer import Delivery
 from tests.unit.broker.core.fake_log import FakeBatchHeader, FakeLog, FakeRecord
 
 
@@ -135,6 +136,7 @@ class SimCluster:
         self.committed_end = 0  # one past the highest committed offset
         self.truth_checked = TruthChecked()
         self.acked: list[ProduceTicket] = []
+        self.delivered: list[Delivery] = []  # records the client library reported written (sim_producer.py)
         self.leaders_by_epoch: dict[int, int] = {}
         self.published_hw_by_epoch: dict[int, int] = {}  # leader epoch -> the highest HW its leader published
         self.events: list[str] = []

@@ -48,6 +48,7 @@ class RunTotals:
     isolations: int = 0
     committed: int = 0
     acked: int = 0
+    delivered: int = 0  # records the client library's producers reported written
     controllers: int = 0  # controller processes of a schedule
     zookeeper_expiries: int = 0
     seats_won: int = 0  # controller seats won; every one after a schedule's first is a failover
@@ -64,6 +65,7 @@ class RunTotals:
         self.isolations += counts.isolations
         self.committed += len(cluster.committed)
         self.acked += len(cluster.acked)
+        self.delivered += len(cluster.delivered)
         if cluster.network is not None:
             self.network_faults += cluster.network.counts.faults
             self.messages += cluster.network.counts.sent
@@ -78,7 +80,8 @@ class RunTotals:
     def merge(self, other: RunTotals) -> None:
         """Add another worker's share (elapsed time and worker count are the caller's)."""
         summed = ("seeds", "failures", "cpu_s", "network_faults", "messages", "crashes", "power_losses",
-                  "stale_checkpoints", "isolations", "committed", "acked", "zookeeper_expiries", "seats_won")
+                  "stale_checkpoints", "isolations", "committed", "acked", "delivered", "zookeeper_expiries",
+                  "seats_won")
         for name in summed:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.controllers = max(self.controllers, other.controllers)

@@ -21,14 +21,15 @@ from __future__ import annotations
 import os
 import random
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from replog.broker.core.errors import ErrorCode
 from replog.broker.core.partition import ReplicaRole
 from replog.common.clock import ManualClock
 from tests.scenario.broker.sim_cluster import SimCluster
-from tests.scenario.broker.sim_members import REPLICAS, ProduceTicket
+from tests.scenario.broker.sim_consumer import SimConsumer
+from tests.scenario.broker.sim_members import REPLICAS
 from tests.scenario.broker.sim_network import SimNetwork
+from tests.scenario.broker.sim_producer import FROM_CONTROLLER, SimProducer
 from tests.scenario.broker.sim_zk_cluster import ZkSimCluster
 
 if TYPE_CHECKING:
@@ -37,11 +38,6 @@ if TYPE_CHECKING:
 STEPS = 300
 HEAL_ROUNDS_MAX = 60
 PHASE_STEPS = 50
-SEQUENCE_ERRORS = {
-    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-    ErrorCode.UNKNOWN_PRODUCER_ID,
-    ErrorCode.INVALID_PRODUCER_EPOCH,
-}
 SEEDS_ENV = "REPLOG_SIM_SEEDS"
 # Seeds of one default-suite run, split across two processes: about 29 ms of processor time a schedule with
 # the real controllers over simulated ZooKeeper, so about 75 s on the 2-core machine when it is otherwise
@@ -73,46 +69,15 @@ def fresh_base_seed() -> int:
     return int.from_bytes(os.urandom(4), "big")
 
 
-class IdempotentProducer:
-    """One batch in flight; retries the same sequence until it is acknowledged.
+class SimClients(NamedTuple):
+    """The schedule's clients: the idempotent producers (sim_producer.py) and a consumer (sim_consumer.py)."""
 
-    A zombie leader (isolated, or not yet told of a newer epoch) may not know
-    sequences committed after it lost its seat and answer with a sequence
-    error; that is a refusal, not data loss. The current leader must never.
-    """
-
-    def __init__(self, producer_id: int) -> None:
-        self.producer_id = producer_id
-        self.next_sequence = 0
-        self.ticket: ProduceTicket | None = None
-
-    @property
-    def waiting(self) -> bool:
-        return self.ticket is not None and not self.ticket.done
-
-    def step(self, cluster: SimCluster, target: int) -> str:
-        if self.waiting:
-            return "producer waiting"
-        if self.ticket is not None and self.ticket.ok:
-            self.next_sequence += 1
-        sequence = self.next_sequence
-        current = is_current_leader(cluster, target)
-        self.ticket = cluster.produce(
-            f"p{self.producer_id}-{sequence}", broker_id=target, producer_id=self.producer_id, sequence=sequence
-        )
-        if current:
-            assert self.ticket.broker_code not in SEQUENCE_ERRORS, f"current leader {target}: {self.ticket.broker_code}"
-        return f"idempotent produce seq {sequence} to {target} (current={current}) -> {self.ticket.broker_code}"
+    producer: SimProducer
+    consumer: SimConsumer
 
 
-def is_current_leader(cluster: SimCluster, broker_id: int) -> bool:
-    broker = cluster.broker(broker_id)
-    return (
-        broker.alive
-        and not broker.isolated
-        and broker.role is ReplicaRole.LEADER
-        and broker.leader_epoch == cluster.controller.leader_epoch
-    )
+def new_clients(cluster: SimCluster, seed: int) -> SimClients:
+    return SimClients(SimProducer(cluster, seed), SimConsumer())
 
 
 def pick_leader(cluster: SimCluster, rng: random.Random) -> int:
@@ -142,19 +107,23 @@ def dead(cluster: SimCluster) -> list[int]:
 Action = tuple
 
 
-def choose_action(cluster: SimCluster, producer: IdempotentProducer, rng: random.Random, *, stormy: bool) -> Action:
+def choose_action(cluster: SimCluster, rng: random.Random, *, stormy: bool) -> Action:
     roll = rng.random()
     if roll < (0.10 if stormy else 0.01):
         return choose_fault(cluster, rng)
     if cluster.network is not None and rng.random() < 0.45:
         return ("deliver", rng.randint(1, 3))
     roll = rng.random()
-    if roll < 0.12:
+    if roll < 0.10:
         acks = rng.choice([1, -1])
         payload = f"x{rng.randrange(10**6)}"
         return ("produce", payload, acks, pick_leader(cluster, rng))
+    if roll < 0.16:
+        return ("client_send", rng.randint(1, 2), metadata_source(rng))
+    if roll < 0.19:
+        return ("client_turn", metadata_source(rng))
     if roll < 0.22:
-        return ("idempotent", None if producer.waiting else pick_leader(cluster, rng))
+        return ("consume", metadata_source(rng))
     if roll < 0.62:
         followers = [b for b, broker in cluster.brokers.items() if broker.alive and broker.role is ReplicaRole.FOLLOWER]
         return ("fetch", rng.choice(followers or list(REPLICAS)))
@@ -172,6 +141,12 @@ def choose_action(cluster: SimCluster, producer: IdempotentProducer, rng: random
     if rng.random() < 0.5:
         return ("alter_request",)
     return ("alter_answer", rng.random() < 0.2)
+
+
+def metadata_source(rng: random.Random) -> int:
+    """Where the clients' metadata refreshes read the leader this step: mostly the controller's state,
+    sometimes what one broker believes (stale metadata: clients then send to deposed leaders)."""
+    return FROM_CONTROLLER if rng.random() < 0.7 else rng.choice(REPLICAS)
 
 
 def choose_fault(cluster: SimCluster, rng: random.Random) -> Action:
@@ -201,15 +176,19 @@ def choose_fault(cluster: SimCluster, rng: random.Random) -> Action:
     return ("nothing",)
 
 
-def perform(cluster: SimCluster, producer: IdempotentProducer, action: Action) -> str:
+def perform(cluster: SimCluster, clients: SimClients, action: Action) -> str:
     """Do what `action` names, if it still applies; returns what happened."""
     kind, *args = action
-    return _PERFORM[kind](cluster, producer, *args)
+    return _PERFORM[kind](cluster, clients, *args)
 
 
-def _deliver(cluster: SimCluster, _producer, count: int) -> str:
+def _deliver(cluster: SimCluster, clients: SimClients, count: int) -> str:
     delivered = [cluster.deliver_network() for _ in range(count)]
-    return "network: " + "; ".join(d for d in delivered if d is not None)
+    said = "network: " + "; ".join(d for d in delivered if d is not None)
+    # The sender wakes on an answer (its metadata as it holds it); most deliveries are no client's.
+    if "ProduceAnswer" in said and clients.producer.answers_heard():
+        said += "; " + clients.producer.turn(FROM_CONTROLLER)
+    return said
 
 
 def _produce(cluster: SimCluster, _producer, payload: str, acks: int, broker_id: int) -> str:
@@ -217,10 +196,16 @@ def _produce(cluster: SimCluster, _producer, payload: str, acks: int, broker_id:
     return f"produce acks={acks} -> {ticket.error_code}"
 
 
-def _idempotent(cluster: SimCluster, producer: IdempotentProducer, target: int | None) -> str:
-    if target is None and not producer.waiting:  # chosen while waiting, performed after a shrink when not
-        target = cluster.controller.leader if cluster.controller.leader != -1 else REPLICAS[0]
-    return producer.step(cluster, target)
+def _client_send(_cluster: SimCluster, clients: SimClients, count: int, source: int) -> str:
+    return clients.producer.send(count, source)
+
+
+def _client_turn(_cluster: SimCluster, clients: SimClients, source: int) -> str:
+    return clients.producer.turn(source)
+
+
+def _consume(cluster: SimCluster, clients: SimClients, source: int) -> str:
+    return clients.consumer.consume(cluster, source)
 
 
 def _tick(cluster: SimCluster, _producer, delta_ms: int) -> str:
@@ -300,7 +285,9 @@ def _heal(cluster: SimCluster, _producer, isolated: int) -> str:
 _PERFORM = {
     "deliver": _deliver,
     "produce": _produce,
-    "idempotent": _idempotent,
+    "client_send": _client_send,
+    "client_turn": _client_turn,
+    "consume": _consume,
     "fetch": lambda cluster, _producer, follower: f"fetch {follower}: {cluster.fetch(follower)}",
     "tick": _tick,
     "check_isr": _check_isr,
@@ -322,8 +309,8 @@ _PERFORM = {
 }
 
 
-def random_step(cluster: SimCluster, producer: IdempotentProducer, rng: random.Random, *, stormy: bool) -> str:
-    return perform(cluster, producer, choose_action(cluster, producer, rng, stormy=stormy))
+def random_step(cluster: SimCluster, clients: SimClients, rng: random.Random, *, stormy: bool) -> str:
+    return perform(cluster, clients, choose_action(cluster, rng, stormy=stormy))
 
 
 def heal_everything_and_converge(cluster: SimCluster) -> None:
@@ -409,7 +396,7 @@ def run_schedule(seed: int, *, recorder: Recorder | None = None) -> SimCluster:
     rng = random.Random(seed)
     cluster = new_cluster(seed, rng if recorder is None else recorder.watching(rng))
     cluster.start()
-    producer = IdempotentProducer(producer_id=42)
+    clients = new_clients(cluster, seed)
     recent: deque[str] = deque(maxlen=12)
     step = -1
     try:
@@ -421,14 +408,15 @@ def run_schedule(seed: int, *, recorder: Recorder | None = None) -> SimCluster:
             if recorder is not None:
                 recorder.begin_step(pause_ms, stormy)
             cluster.tick(pause_ms)
-            action = choose_action(cluster, producer, rng, stormy=stormy)
+            action = choose_action(cluster, rng, stormy=stormy)
             if recorder is not None:
                 recorder.chose(action)
-            recent.append(perform(cluster, producer, action))
+            recent.append(perform(cluster, clients, action))
             cluster.check_invariants()
         if recorder is not None:
             recorder.begin_heal()
         heal_everything_and_converge(cluster)
+        clients.consumer.check_against(cluster.leader().log)
     except Exception as failure:
         raise schedule_failure(f"seed={seed} step={step}", replay_command(seed), recent, cluster, failure) from failure
     return cluster

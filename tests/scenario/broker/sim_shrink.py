@@ -33,8 +33,8 @@ from typing import Callable, Sequence
 from tests.scenario.broker.sim_cluster import SimCluster
 from tests.scenario.broker.sim_schedule import (
     Action,
-    IdempotentProducer,
     heal_everything_and_converge,
+    new_clients,
     new_cluster,
     perform,
     run_schedule,
@@ -155,7 +155,7 @@ def replay(schedule: Schedule, *, name: str = "") -> SimCluster:
     cluster = new_cluster(schedule.seed, script)
     script.play(schedule.preamble)
     cluster.start()
-    producer = IdempotentProducer(producer_id=42)
+    clients = new_clients(cluster, schedule.seed)
     recent: deque[str] = deque(maxlen=12)
     index = -1
     try:
@@ -163,10 +163,11 @@ def replay(schedule: Schedule, *, name: str = "") -> SimCluster:
             script.play(step.draws)
             cluster.network.faulty = step.stormy
             cluster.tick(step.pause_ms)
-            recent.append(perform(cluster, producer, step.action))
+            recent.append(perform(cluster, clients, step.action))
             cluster.check_invariants()
         script.play(schedule.heal)
         heal_everything_and_converge(cluster)
+        clients.consumer.check_against(cluster.leader().log)
     except Exception as failure:
         where = f"schedule {name or f'from seed={schedule.seed}'} step {index} of {len(schedule.steps)}"
         raise schedule_failure(where, name or "its Schedule, with sim_shrink.replay", recent, cluster,

@@ -15,7 +15,8 @@ processes, `controller_seats_won` the seats they won (a failover is every one af
 `zookeeper_expiries` the ZooKeeper sessions that expired (brokers cut off or dead, controllers killed,
 paused or expired). `disk_faults` counts power losses (what a log held unsynced is lost) and restarts
 from a stale HW checkpoint; `crashes` every broker crash or bounce; `brokers_isolated` brokers cut off
-from ZooKeeper and the controllers while they ran on. Exit status 1 when a seed failed.
+from ZooKeeper and the controllers while they ran on; `client_delivered` the records the client library's
+idempotent producers (sim_producer.py) reported written. Exit status 1 when a seed failed.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import json
 import sys
 
 from tests.scenario.broker.sim_members import REPLICAS
+from tests.scenario.broker.sim_producer import quiet_client_warnings
 from tests.scenario.broker.sim_runs import RunTotals, default_workers, run_seeds
 from tests.scenario.broker.sim_schedule import fresh_base_seed, replay_command, shrink_command
 from tests.scenario.broker.sim_shrink import record, shrink, write_regression
@@ -53,6 +55,7 @@ def summary(totals: RunTotals, *, base_seed: int | None) -> dict:
         "brokers_isolated": totals.isolations,
         "records_committed": totals.committed,
         "acks_all_acknowledged": totals.acked,
+        "client_delivered": totals.delivered,
     }
 
 
@@ -81,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=default_workers(),
                         help="processes to split the seeds across (default: %(default)s)")
     args = parser.parse_args(argv)
+    quiet_client_warnings()
     if args.seed is not None:
         base, seeds = None, [args.seed]
         print(f"broker simulation: replaying seed {args.seed}", flush=True)

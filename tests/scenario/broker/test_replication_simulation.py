@@ -51,6 +51,8 @@ def test_schedules_do_real_work():
     runs = [run_schedule(seed) for seed in range(10)]
     assert sum(len(c.committed) for c in runs) > 50
     assert sum(len(c.acked) for c in runs) > 10
+    assert sum(len(c.delivered) for c in runs) > 10, "the client library's producers deliver"
+    assert len({d.producer_id for c in runs for d in c.delivered}) > 1, "a producer that failed was replaced"
     assert sum(1 for c in runs for e in c.events if "truncated" in e) > 0
     assert sum(len(c.leaders_by_epoch) for c in runs) > 10
     network = [c.network.counts for c in runs]

@@ -3,6 +3,10 @@ had made at the older partition epoch; its resends were refused with the state i
 never proposed again and the ISR never healed (fixed in core/leader.py, on_alter_partition_answer; the
 unit test is test_isr_changes.py). Seed 1649 of the simulation with the real controllers, without the fix.
 
+Its one idempotent produce was ('idempotent', 3), a produce to broker 3 by the simulation's earlier producer;
+it is now ('client_send', 1, 3), a record sent through the client library's producer whose metadata comes
+from broker 3. The schedule still fails the same way without the fix.
+
 Shrunk from seed 1649's 300 steps to 55 (sim_shrink.py); it failed with:
     AssertionError: ISR healed back to all replicas, is (N, N)
 """
@@ -18,7 +22,7 @@ SCHEDULE = Schedule(
         Step(pause_ms=81, stormy=True, action=('resend',), draws=(0, 0, 0.4271432248334781, 0.3275397302980295, 17, 0.4672336672234447, 0.9181355330626041, 0.3645552107492487, 12, 0.9315330681873348)),
         Step(pause_ms=38, stormy=True, action=('controller', 'kill', 0), draws=()),
         Step(pause_ms=84, stormy=True, action=('produce', 'x666071', 1, 3), draws=()),
-        Step(pause_ms=52, stormy=True, action=('idempotent', 3), draws=(0.9664567712520296, 0.3803693328894405, 2, 0.9316450647874582)),
+        Step(pause_ms=52, stormy=True, action=('client_send', 1, 3), draws=(0.9664567712520296, 0.3803693328894405, 2, 0.9316450647874582)),
         Step(pause_ms=92, stormy=True, action=('bounce', 1, 0, False), draws=()),
         Step(pause_ms=102, stormy=True, action=('bounce', 1, 0, False), draws=(0,)),
         Step(pause_ms=48, stormy=True, action=('network_cut', 4, 0, True), draws=()),

@@ -63,7 +63,10 @@ class ProducerBatch:
 
 class Accumulator:
     def __init__(self, *, max_in_flight: int, linger_s: float, batch_records_max: int, batch_bytes_max: int,
-                 buffered_records_max: int) -> None:
+                 buffered_records_max: int, clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock`: monotonic seconds, what lingers and retry backoffs are measured on (a simulation
+        passes its own)."""
+        self.clock = clock
         self.max_in_flight = max_in_flight
         self.linger_s = linger_s
         self.batch_records_max = batch_records_max
@@ -99,7 +102,7 @@ class Accumulator:
                 if only_if_open:
                     return None, False
                 wake = self.in_flight.get((topic, partition), 0) < self.max_in_flight
-                batch = self.open[(topic, partition)] = ProducerBatch(topic, partition)
+                batch = self.open[(topic, partition)] = ProducerBatch(topic, partition, created_s=self.clock())
                 self.movable[(topic, partition)] = None
             else:
                 wake = False
@@ -136,7 +139,7 @@ class Accumulator:
                 batch = None
                 wake = True
             if batch is None:
-                batch = self.open[(topic, partition)] = ProducerBatch(topic, partition)
+                batch = self.open[(topic, partition)] = ProducerBatch(topic, partition, created_s=self.clock())
                 self.movable[(topic, partition)] = None
             batch.futures.append((future, batch.records.count))
             # Built here, under the lock, in one step with the append: built outside it, the sender's
@@ -167,10 +170,10 @@ class Accumulator:
             self.lock.notify_all()
 
     def wait_until_delivered(self, deadline_s: float | None, timeout_s: float | None) -> None:
-        """Until every record added has its answer; TimeoutError at `deadline_s` (monotonic)."""
+        """Until every record added has its answer; TimeoutError at `deadline_s` (on `clock`)."""
         with self.lock:
             while self.buffered > 0:
-                remaining = None if deadline_s is None else deadline_s - time.monotonic()
+                remaining = None if deadline_s is None else deadline_s - self.clock()
                 if remaining is not None and remaining <= 0:
                     raise TimeoutError(f"{self.buffered} record(s) not delivered within {timeout_s} s")
                 self.lock.wait(remaining if remaining is not None else 0.5)
@@ -191,7 +194,7 @@ class Accumulator:
         with self.lock:
             if self.closed and not self.ready and not self.open and not self.in_flight:
                 return None
-            now = time.monotonic()
+            now = self.clock()
             self._end_recoveries_locked()
             troubled = bool(self.recovering)
             # A lingered batch leaves only when its partition can send: while it has all

@@ -12,7 +12,9 @@ replicas) is retried with the same bytes and the same sequence after a metadata 
 its partition recovers (accumulator.py). A batch the leader refused as out of order, or as
 from an unknown producer, because an earlier one had not been appended is retried too. With idempotence the leader recognises
 a batch it already has and answers with its original offset, so a retry never writes a
-record twice.
+record twice. Which answers finish, retry or fail a batch is one pure rule (answer_rules.py), which
+the broker simulation runs too; this module acts on its verdicts. `clock` (monotonic seconds) is the
+only time the sender reads.
 
 Following a new leader (Kafka's KIP-951 idea, with metadata as the source): the sender
 refreshes metadata soon after a retriable error, then every `retry_backoff_ms` while a
@@ -42,8 +44,10 @@ import logging
 import queue
 import threading
 import time
+from typing import Callable
 
 from replog.client.accumulator import Accumulator, ProducerBatch
+from replog.client.answer_rules import SEQUENCE_GAP, Verdict, decide_answer
 from replog.client.metadata import MetadataCache
 from replog.client.produce_stream import ProduceStream
 from replog.client.results import ProduceError, RecordMetadata
@@ -60,28 +64,6 @@ ANSWER_GRACE_S = 5.0
 # The longest the loop sleeps with nothing due: it looks at its streams and metadata this often.
 IDLE_WAIT_S = 0.05
 
-RETRIABLE = {
-    common_pb2.ERROR_CODE_NOT_LEADER,
-    common_pb2.ERROR_CODE_LEADER_NOT_AVAILABLE,
-    common_pb2.ERROR_CODE_REQUEST_TIMED_OUT,
-    common_pb2.ERROR_CODE_NOT_ENOUGH_REPLICAS,
-    common_pb2.ERROR_CODE_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    common_pb2.ERROR_CODE_REPLICA_NOT_AVAILABLE,
-    common_pb2.ERROR_CODE_UNKNOWN_TOPIC_OR_PARTITION,  # may be metadata lag right after creation
-    common_pb2.ERROR_CODE_FENCED_LEADER_EPOCH,
-    common_pb2.ERROR_CODE_UNKNOWN_LEADER_EPOCH,
-    common_pb2.ERROR_CODE_BROKER_SHUTTING_DOWN,
-    common_pb2.ERROR_CODE_STORAGE_ERROR,
-    # A partition full of producers forgets the idle ones as soon as it refused a new one: room may come.
-    common_pb2.ERROR_CODE_PRODUCER_STATE_FULL,
-}
-# How a leader refuses a batch whose predecessors it has not appended: out of order, or, when none of
-# them reached it (the partition's first batch failed, e.g. while a new topic's leaders were starting),
-# as a producer it does not know. Either is retried when an earlier batch of the partition is unfinished.
-SEQUENCE_GAP = {
-    common_pb2.ERROR_CODE_OUT_OF_ORDER_SEQUENCE_NUMBER,
-    common_pb2.ERROR_CODE_UNKNOWN_PRODUCER_ID,
-}
 _THROTTLED = object()  # a completion saying a broker throttles this producer: (_THROTTLED, address, until_s)
 
 
@@ -89,8 +71,10 @@ class Sender:
     def __init__(self, accumulator: Accumulator, metadata: MetadataCache, *, acks: int, idempotent: bool,
                  producer_id: int, producer_epoch: int, request_timeout_s: float, delivery_timeout_s: float,
                  retry_backoff_s: float, retry_backoff_max_s: float, metadata_max_age_s: float,
-                 compression: int = 0) -> None:
+                 compression: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
+        """`clock`: monotonic seconds (a simulation passes its own)."""
         self._accumulator = accumulator
+        self._clock = clock
         self.compression = compression  # the codec every batch is built with (replog.common.records)
         self.metadata = metadata
         self.acks = acks
@@ -105,7 +89,7 @@ class Sender:
         self._next_ordinal: dict[tuple[str, int], int] = {}
         self._streams: dict[str, ProduceStream] = {}
         self._topics: set[str] = set()  # the topics whose metadata it refreshes
-        self._metadata_due_s = time.monotonic() + self.metadata_max_age_s  # next refresh
+        self._metadata_due_s = self._clock() + self.metadata_max_age_s  # next refresh
         self._metadata_tried_at_s = float("-inf")
         self._completions: queue.SimpleQueue = queue.SimpleQueue()  # C-level: no Python lock per put and get
         self._throttled_until_s: dict[str, float] = {}  # broker address -> when its throttle ends (monotonic)
@@ -129,37 +113,54 @@ class Sender:
 
     def _run(self) -> None:
         while True:
-            drained = self._accumulator.drain()
-            if drained is None:
+            wait_s = self._turn()
+            if wait_s is None:
                 return
-            sendable, next_timer_s, troubled = drained
-            if self._parked:
-                next_timer_s = _earliest(next_timer_s, self._release_parked(time.monotonic()))
-            if sendable:
-                self._send(sendable)
-            self._encode_waiting()
-            now = time.monotonic()
-            troubled = self._check_streams(now) or troubled
-            if troubled:
-                self._refresh_metadata_by(self._metadata_tried_at_s + self.retry_backoff_s)
-            if now >= self._metadata_due_s:
-                self._refresh_metadata(now)
-            # Until the next answer, or the first timer's end: waiting `linger_s` there spun the thread
-            # through a retry backoff whenever linger_s was 0.
-            wait_s = IDLE_WAIT_S if next_timer_s is None else min(IDLE_WAIT_S, max(0.0, next_timer_s - now))
             try:
                 completion = self._completions.get(timeout=wait_s)
             except queue.Empty:
                 continue
-            while completion is not None:
-                if completion[0] is _THROTTLED:
-                    self._throttled(*completion[1:])
-                else:
-                    self._complete(*completion)
-                try:
-                    completion = self._completions.get_nowait()
-                except queue.Empty:
-                    completion = None
+            self._take_completions(completion)
+
+    def _turn(self) -> float | None:
+        """Send what may leave, look at the streams and metadata; how long to wait for an answer before
+        the next turn (None: the accumulator is closed with nothing left, the sender ends)."""
+        drained = self._accumulator.drain()
+        if drained is None:
+            return None
+        sendable, next_timer_s, troubled = drained
+        if self._parked:
+            next_timer_s = _earliest(next_timer_s, self._release_parked(self._clock()))
+        if sendable:
+            self._send(sendable)
+        self._encode_waiting()
+        now = self._clock()
+        troubled = self._check_streams(now) or troubled
+        if troubled:
+            self._refresh_metadata_by(self._metadata_tried_at_s + self.retry_backoff_s)
+        if now >= self._metadata_due_s:
+            self._refresh_metadata(now)
+        # Until the next answer, or the first timer's end: waiting `linger_s` there spun the thread
+        # through a retry backoff whenever linger_s was 0.
+        return IDLE_WAIT_S if next_timer_s is None else min(IDLE_WAIT_S, max(0.0, next_timer_s - now))
+
+    def _take_completions(self, completion=None) -> None:
+        """Complete `completion` (None: the first one queued) and those queued after it, in order, up to
+        a wake-up or the queue's end."""
+        if completion is None:
+            completion = self._next_queued()
+        while completion is not None:
+            if completion[0] is _THROTTLED:
+                self._throttled(*completion[1:])
+            else:
+                self._complete(*completion)
+            completion = self._next_queued()
+
+    def _next_queued(self):
+        try:
+            return self._completions.get_nowait()
+        except queue.Empty:
+            return None
 
     # --- following leaders -----------------------------------------------------------------------
 
@@ -230,7 +231,7 @@ class Sender:
         self._accumulator.track_unfinished(batch)
         batch.encoded = batch.records.build(producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                                             base_sequence=batch.base_sequence, compression=self.compression)
-        batch.deadline_s = time.monotonic() + self.delivery_timeout_s
+        batch.deadline_s = self._clock() + self.delivery_timeout_s
 
     def _encode_waiting(self) -> None:
         """Encode batches that wait behind an in-flight request now, while the network works,
@@ -244,7 +245,7 @@ class Sender:
             self._topics.add(batch.topic)
         unknown = sorted({b.topic for b in batches if self.metadata.leader_address(b.topic, b.partition) is None})
         if unknown:
-            self._metadata_tried_at_s = time.monotonic()
+            self._metadata_tried_at_s = self._clock()
             try:
                 self.metadata.refresh(unknown)
             except Exception:  # noqa: BLE001 - retried below
@@ -273,7 +274,7 @@ class Sender:
         add_partition = request.partitions.add
         for b in group:
             add_partition(topic=b.topic, partition=b.partition, record_batch=b.encoded)
-        now_s = time.monotonic()
+        now_s = self._clock()
         if address in self._parked or self._throttled_until_s.get(address, 0.0) > now_s:
             self._parked.setdefault(address, []).append((message, group))  # after those parked before it
             return
@@ -284,14 +285,17 @@ class Sender:
         stream = self._streams.get(address)
         if stream is None or not stream.send(message, group, now_s):
             try:
-                stream = self._streams[address] = ProduceStream(self.metadata.channels.get(address),
-                                                                functools.partial(self._on_reply, address),
-                                                                self._on_lost)
+                stream = self._streams[address] = self._open_stream(address)
             except Exception as exc:  # noqa: BLE001 - like a failed request: retried
                 self._on_lost(group, str(exc))
                 return
             if not stream.send(message, group, now_s):  # it failed at once (the broker is down)
                 self._on_lost(group, "the produce stream failed as it opened")
+
+    def _open_stream(self, address: str) -> ProduceStream:
+        """A new ProduceStream to the broker at `address` (a simulation opens its own kind)."""
+        return ProduceStream(self.metadata.channels.get(address), functools.partial(self._on_reply, address),
+                             self._on_lost)
 
     # --- throttles (client quotas) ----------------------------------------------------------------
 
@@ -325,7 +329,7 @@ class Sender:
             return
         reply = answer.produce
         if reply.throttle_time_ms:  # before the batches' completions: a refused one is retried after it
-            self._completions.put((_THROTTLED, address, time.monotonic() + reply.throttle_time_ms / 1000))
+            self._completions.put((_THROTTLED, address, self._clock() + reply.throttle_time_ms / 1000))
         if self.acks == 0 and not reply.partitions:  # an acks=0 answer lists partitions only when refused
             for batch in group:
                 self._completions.put((batch, common_pb2.ERROR_CODE_NONE, "", -1))
@@ -339,27 +343,22 @@ class Sender:
                 self._completions.put((batch, answer.error_code, answer.error_message, answer.base_offset))
 
     def _complete(self, batch: ProducerBatch, code: int, message: str, base_offset: int) -> None:
-        if code == common_pb2.ERROR_CODE_THROTTLING_QUOTA_EXCEEDED and time.monotonic() < batch.deadline_s:
+        """Act on a batch's answer as answer_rules.decide_answer says."""
+        now = self._clock()
+        verdict = decide_answer(
+            code, idempotent=self.idempotent, deadline_passed=now >= batch.deadline_s,
+            # An earlier batch not yet appended (it failed, or went to another leader) explains a gap.
+            earlier_unfinished=code in SEQUENCE_GAP and self._accumulator.has_earlier_unfinished(batch))
+        if verdict is Verdict.RETRY_AFTER_THROTTLE:
             # Refused unappended while its broker throttled this producer: again once the throttle ends.
             batch.attempts += 1
             batch.retry_at_s = self._throttled_until_s.get(batch.sent_to[0], 0.0) if batch.sent_to else 0.0
             self._accumulator.retry(batch)
             return
-        retry = code in RETRIABLE or code == common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE
-        if code in SEQUENCE_GAP:
-            # An earlier batch of the partition not yet appended (it failed, or went to
-            # another leader) explains the gap: retry after it. Else the gap is real.
-            retry = self._accumulator.has_earlier_unfinished(batch)
-        if code in (common_pb2.ERROR_CODE_NONE, common_pb2.ERROR_CODE_DUPLICATE_SEQUENCE_NUMBER):
-            batch.outcome.finish(base_offset, None)
-            for future, i in batch.futures:
-                offset = base_offset + i if base_offset >= 0 else -1
-                future.set_result(RecordMetadata(batch.topic, batch.partition, offset))
-        elif retry and time.monotonic() < batch.deadline_s:
+        if verdict is Verdict.RETRY:
             batch.attempts += 1
             batch.failures_here += 1
-            batch.retry_at_s = time.monotonic() + min(self.retry_backoff_s * batch.failures_here,
-                                                      self.retry_backoff_max_s)
+            batch.retry_at_s = now + min(self.retry_backoff_s * batch.failures_here, self.retry_backoff_max_s)
             if self._leader_is_newer(batch):
                 batch.retry_at_s = 0.0  # metadata already names its new leader: no backoff
             if code == common_pb2.ERROR_CODE_BROKER_NOT_AVAILABLE and batch.sent_to is not None:
@@ -368,6 +367,11 @@ class Sender:
             self._refresh_metadata_by(self._metadata_tried_at_s + self.retry_backoff_s)
             self._accumulator.retry(batch)
             return
+        if verdict is Verdict.DELIVERED:
+            batch.outcome.finish(base_offset, None)
+            for future, i in batch.futures:
+                offset = base_offset + i if base_offset >= 0 else -1
+                future.set_result(RecordMetadata(batch.topic, batch.partition, offset))
         else:
             error = ProduceError(code, message)
             batch.outcome.finish(-1, error)
