@@ -12,8 +12,8 @@ import pytest
 from tests.scenario.broker.mutations import MUTATIONS, applied
 from tests.scenario.broker.sim_schedule import run_schedule
 
-FOUND_BY = {"hw-past-isr-minimum": 0, "strict-min-isr-off": 0, "follower-acks-before-write": 1,
-            "controller-write-fence-removed": 181}
+FOUND_BY = {"hw-past-isr-minimum": 0, "strict-min-isr-off": 0, "follower-acks-before-write": 8,
+            "controller-write-fence-removed": 8, "fsync-error-taken-for-shortage": 9}
 
 
 @pytest.mark.parametrize("name", sorted(FOUND_BY))
