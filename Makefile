@@ -120,8 +120,8 @@ fuzz: setup
 # one exactly (SHRINK=1: shrink it if it fails, and write the short schedule as a test under
 # tests/scenario/broker/regressions/); a failure prints its replay command, the last line is one JSON object
 # of what the run exercised.
-# `simulate-mutations` plants seven bugs (five in the broker core, one in the controller's write fence, one in the client's producer) one at a
-# time and reports the first seed finding each.
+# `simulate-mutations` plants eight bugs (five in the broker core, one in its storage-error channel, one in the
+# controller's write fence, one in the client's producer) one at a time and reports the first seed finding each.
 SEEDS ?= 1000
 simulate: setup
 	$(BIN)/python -m tests.scenario.broker.simulate $(if $(SEED),--seed $(SEED),--seeds $(SEEDS)) $(if $(SHRINK),--shrink)

@@ -1,7 +1,8 @@
 """Planted bugs: the simulation must find each one (`make simulate-mutations`).
 
 Each mutation replaces one function in this process: of the broker core (services/broker/src/
-replog/broker/core/), or, for the controller's write fence, of the simulation's controller adapter
+replog/broker/core/), of its storage-error channel (logdirs/log_dir_failures.py), or, for the
+controller's write fence, of the simulation's controller adapter
 (sim_controller_node.fence_ops, what zk_writer.py puts first in every multi), everywhere it is bound
 (the core's own modules import each other's functions by name, and so do the simulation's), or one
 method of the client library's producer (the simulation's producers run it: sim_producer.py), runs
@@ -27,6 +28,7 @@ from replog.broker.core.fetch import truncation
 from replog.broker.core.isr import high_watermark
 from replog.broker.core.log_view import NO_OFFSET
 from replog.client.accumulator import Accumulator
+from replog.broker.logdirs import log_dir_failures
 from tests.scenario.broker import sim_controller_node
 from tests.scenario.broker.sim_producer import quiet_client_warnings
 from tests.scenario.broker.sim_runs import default_workers, run_seeds
@@ -69,6 +71,11 @@ def _never_held(isr_size, min_insync_replicas, replica_count):
     return False
 
 
+def _every_error_a_shortage(exc):
+    """Every OSError is taken for EMFILE: a failed fsync leaves the directory online and the broker on."""
+    return True
+
+
 def _no_write_fence(controller_epoch_version):
     """A controller's multi no longer checks /controller_epoch's version: a deposed one writes."""
     return []
@@ -104,6 +111,10 @@ MUTATIONS = (
              _acks_before_write),
     Mutation("strict-min-isr-off", "the HW is not held while the ISR is below min.insync.replicas",
              high_watermark, "held_below_min_isr", lambda _original: _never_held),
+    Mutation("fsync-error-taken-for-shortage", "an append whose fsync failed is taken for one that ran out of "
+             "file descriptors (nothing written, retry): the directory stays online and the broker carries on "
+             "with the batch in its log, on pages the disk may have dropped", log_dir_failures,
+             "is_out_of_descriptors", lambda _original: _every_error_a_shortage),
     Mutation("controller-write-fence-removed", "the controller's ZooKeeper writes no longer check the "
              "/controller_epoch version they won the seat with", sim_controller_node, "fence_ops",
              lambda _original: _no_write_fence),

@@ -20,7 +20,10 @@ its latest fetch, as the broker's fetcher reads only its own gRPC call's answer.
 leaders enforce min.insync.replicas on their HW (KIP-966) and the controller
 keeps eligible leader replicas and elects from them; with `durable` every
 append is fsynced (the broker's durable mode) and `kill`/`bounce` may lose power,
-losing what a log held unsynced.
+losing what a log held unsynced, whole or torn (a prefix of it survives). A disk armed with
+`fail_next_fsync` fails its next append's fsync: the leader answers that produce with the broker's
+storage error, the follower drops the fetch answer, the log directory goes offline and the broker
+halts (`halt`: its ZooKeeper session ended first, then gone as a power loss would leave it).
 
 `SimCluster` also keeps the *truth* the invariants are checked against:
 - `committed`: offset -> record, filled whenever a leader's HW advances;
@@ -52,6 +55,8 @@ from replog.broker.core.produce.produce import DelayedProduce, ProduceWait
 from replog.broker.core.produce.producer_state import rebuild_producer_state
 from replog.broker.core.produce.purgatory import AddOutcome, Purgatory
 from replog.broker.core.replica import PartitionReplica
+from replog.broker.replicas.follower_side import follower_append_failed
+from replog.broker.replicas.leader_side import storage_failure_answer
 from replog.common.clock import ManualClock
 from tests.scenario.broker.sim_invariants import TruthChecked, check_invariants
 from tests.scenario.broker.sim_members import (
@@ -108,6 +113,8 @@ class SimCounts(NamedTuple):
     stale_checkpoints: int
     records_lost_unsynced: int
     isolations: int  # brokers the controller declared lost while they kept running (a stubbed session expiry)
+    torn_writes: int = 0  # power losses (or halts) after which part of the unsynced tail survived
+    fsync_errors: int = 0  # appends whose fsync failed, each followed by its broker's halt
 
 
 class SimCluster:
@@ -129,6 +136,8 @@ class SimCluster:
         self.stale_checkpoints = 0
         self.records_lost_unsynced = 0
         self.isolations = 0
+        self.torn_writes = 0
+        self.fsync_errors = 0
         # In flight: (broker id, registration epoch, proposal[, answer]).
         self.alter_requests: deque[tuple[int, int, AlterPartitionProposal]] = deque()
         self.alter_answers: deque[tuple[int, int, AlterPartitionProposal, AlterPartitionAnswer]] = deque()
@@ -283,12 +292,16 @@ class SimCluster:
         if not target.alive:
             ticket.error_code = ticket.broker_code = ErrorCode.BROKER_NOT_AVAILABLE
             return ticket
-        appended, _ = leader_append(
-            target, acks=acks, min_insync_replicas=MIN_INSYNC_REPLICAS, batch=payload,
-            header=FakeBatchHeader(producer_id, 0, sequence), fsync=self.fsync, now_ms=self.now_ms,
-        )
+        try:
+            appended, _ = leader_append(
+                target, acks=acks, min_insync_replicas=MIN_INSYNC_REPLICAS, batch=payload,
+                header=FakeBatchHeader(producer_id, 0, sequence), fsync=self.fsync, now_ms=self.now_ms,
+            )
+        except OSError as exc:  # the disk refused it (sim_members.DiskLog): the broker's own answer
+            appended = storage_failure_answer(target.dir_failures, TP, exc)
         if appended.error_code is not ErrorCode.NONE:
             self._answer_client(ticket, appended.error_code)
+            self._halt_if_told(target)
             return ticket
         ticket.base_offset = appended.base_offset
         if appended.high_watermark_update is not None:
@@ -388,10 +401,15 @@ class SimCluster:
         if answer.diverging is not None:
             offset = self._truncate(follower, request, answer.diverging)
             return "stale answer dropped" if offset is None else f"truncated to {offset}"
-        appended, _ = append_from_leader(
-            follower, leader_epoch=request.leader_epoch, fetch_offset=request.position.fetch_offset,
-            records=answer.records, leader_high_watermark=answer.high_watermark, fsync=self.fsync,
-        )
+        try:
+            appended, _ = append_from_leader(
+                follower, leader_epoch=request.leader_epoch, fetch_offset=request.position.fetch_offset,
+                records=answer.records, leader_high_watermark=answer.high_watermark, fsync=self.fsync,
+            )
+        except OSError as exc:  # the disk refused it (sim_members.DiskLog): as the broker's fetcher does
+            follower_append_failed(follower.dir_failures, TP, exc)
+            self._halt_if_told(follower)
+            return f"append failed: {exc.strerror}"
         if appended is None:
             assert self.network is not None, "without a network the follower's step runs right after its fetch"
             return "stale answer dropped"
@@ -536,19 +554,56 @@ class SimCluster:
             if broker.alive and len(broker.purgatory):
                 self._resolve_ops(broker.purgatory.expire(now_ms))
 
-    def kill(self, broker_id: int, *, power_loss: bool = False) -> None:
-        """Crash: memory is gone, the log stays (a power loss also loses what it held unsynced); the
-        controller notices."""
+    def kill(self, broker_id: int, *, power_loss: bool = False, kept_fraction: float | None = None) -> None:
+        """Crash: memory is gone, the log stays (a power loss also loses what it held unsynced, but for
+        `kept_fraction` of it: DiskLog.lose_unsynced); the controller notices."""
         broker = self.brokers[broker_id]
         assert broker.alive
+        self._stop(broker)
+        self._crashed(broker, power_loss, kept_fraction)
+        self.events.append(f"broker {broker_id}: killed{' by a power loss' if power_loss else ''}")
+        self._controller_hears_death(broker)
+
+    def _stop(self, broker: SimBroker) -> None:
         broker.alive = False
         broker.inbox.clear()
-        self._crashed(broker, power_loss)
         for ticket in self.pending:
-            if ticket.broker_id == broker_id:  # the client's connection dropped
+            if ticket.broker_id == broker.broker_id:  # the client's connection dropped
                 ticket.error_code = ticket.broker_code = ErrorCode.REQUEST_TIMED_OUT
         self.pending = [t for t in self.pending if t.broker_code is None]
-        self.events.append(f"broker {broker_id}: killed{' by a power loss' if power_loss else ''}")
+
+    def fail_next_fsync(self, broker_id: int, kept_fraction: float) -> None:
+        """The broker's disk fails the fsync of its next append (leader or follower); the halt that follows
+        keeps `kept_fraction` of what the disk held unsynced."""
+        self.brokers[broker_id].log.fail_next_fsync(kept_fraction)
+
+    def stop_disk_faults(self) -> None:
+        """No armed fsync failure fires any more (the final heal)."""
+        for broker in self.brokers.values():
+            broker.log.failing_fsync = None
+
+    def _halt_if_told(self, broker: SimBroker) -> None:
+        if broker.halting is not None and broker.alive:
+            self.halt(broker.broker_id)
+
+    def halt(self, broker_id: int) -> None:
+        """Its only log directory went offline after a failed fsync (SimBroker.halting): the broker stops as
+        runtime/halt.py does, without a clean shutdown, its ZooKeeper session ended on the way out. The
+        pages that failed to sync may be gone: the tail since the last good fsync is lost whole or torn, as
+        at a power loss (the kept fraction the disk's failure was armed with)."""
+        broker = self.brokers[broker_id]
+        assert broker.alive and broker.halting is not None
+        self.fsync_errors += 1
+        self._stop(broker)
+        self.crashes += 1
+        assert isinstance(broker.log, DiskLog)
+        self._lose_unsynced(broker, broker.log.failed_fsync)
+        broker.log.failed_fsync = None
+        self.events.append(f"broker {broker_id}: halted, its log directory offline ({broker.halting})")
+        self._controller_hears_halt(broker)
+
+    def _controller_hears_halt(self, broker: SimBroker) -> None:
+        """The stub hears of a halted broker as of a dead one."""
         self._controller_hears_death(broker)
 
     def _controller_hears_death(self, broker: SimBroker) -> None:
@@ -576,11 +631,12 @@ class SimCluster:
         broker.broker_epoch = self.controller.broker_epochs[broker.broker_id]
         self.broadcast()
 
-    def bounce(self, broker_id: int, *, checkpoint_hw: int | None = None, power_loss: bool = False) -> None:
+    def bounce(self, broker_id: int, *, checkpoint_hw: int | None = None, power_loss: bool = False,
+               kept_fraction: float | None = None) -> None:
         """A restart faster than the controller's session timeout: the ISR keeps the broker."""
         old = self.brokers[broker_id]
         assert old.alive
-        self._crashed(old, power_loss)
+        self._crashed(old, power_loss, kept_fraction)
         hw = self._checkpoint(old, checkpoint_hw)
         self.brokers[broker_id] = self._fresh_broker(broker_id, old.log, hw, old.incarnation + 1)
         self.events.append(f"broker {broker_id}: bounced{' after a power loss' if power_loss else ''}")
@@ -591,12 +647,19 @@ class SimCluster:
         broker.broker_epoch = self.controller.register(broker.broker_id)
         self._send_decision(broker)  # the answer to its re-registration
 
-    def _crashed(self, broker: SimBroker, power_loss: bool) -> None:
+    def _crashed(self, broker: SimBroker, power_loss: bool, kept_fraction: float | None) -> None:
         self.crashes += 1
         if power_loss:
-            assert isinstance(broker.log, DiskLog)
             self.power_losses += 1
-            self.records_lost_unsynced += broker.log.lose_unsynced()
+            self._lose_unsynced(broker, kept_fraction)
+
+    def _lose_unsynced(self, broker: SimBroker, kept_fraction: float | None) -> None:
+        assert isinstance(broker.log, DiskLog)
+        lost, kept = broker.log.lose_unsynced(kept_fraction)
+        self.records_lost_unsynced += lost
+        if kept:
+            self.torn_writes += 1
+            self.events.append(f"broker {broker.broker_id}: {kept} records never synced survived the loss")
 
     def _checkpoint(self, old: SimBroker, checkpoint_hw: int | None) -> int:
         """The HW the restarted broker reads from its checkpoint file (may lag: checkpoints are periodic)."""
@@ -666,7 +729,7 @@ class SimCluster:
 
     def counts(self) -> SimCounts:
         return SimCounts(self.crashes, self.power_losses, self.stale_checkpoints, self.records_lost_unsynced,
-                         self.isolations)
+                         self.isolations, self.torn_writes, self.fsync_errors)
 
     def logs(self) -> dict[int, list[str]]:
         return {b: broker.log.payloads() for b, broker in self.brokers.items()}

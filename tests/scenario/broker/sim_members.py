@@ -7,13 +7,15 @@ change it makes, and AlterPartition checks. `SimBroker` holds what a real broker
 would: a fake log, a `PartitionReplica`, a producer-state table and a produce
 purgatory; it is the partition the core's steps run on (core/step_log.StepPartition),
 as a broker's `HostedPartition` is. `DiskLog` is its log on a simulated disk: what
-was written without fsync is lost at a power loss. `SimCluster` (sim_cluster.py) drives them.
+was written without fsync is lost at a power loss, whole or torn, and an fsync may fail. `SimCluster` (sim_cluster.py) drives them.
 """
 
 from __future__ import annotations
 
+import errno
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar
 
 from replog.broker.core.errors import ErrorCode
@@ -23,6 +25,7 @@ from replog.broker.core.produce.produce import DelayedProduce
 from replog.broker.core.produce.producer_state import ProducerStateTable
 from replog.broker.core.produce.purgatory import Purgatory
 from replog.broker.core.replica import PartitionReplica
+from replog.broker.logdirs.log_dir_failures import LogDirFailures, halts_broker
 from replog.common.core.partitions import TopicPartition
 from replog.controller.core.elr import next_elr
 from tests.unit.broker.core.fake_log import FAKE_PRODUCERS, FakeAppendInfo, FakeBatchHeader, FakeLog, FakeRecord
@@ -33,6 +36,7 @@ MIN_INSYNC_REPLICAS = 2
 REPLICA_LAG_TIME_MAX_MS = 10_000
 PRODUCE_TIMEOUT_MS = 5_000
 FETCH_RECORDS_MAX = 4
+SIM_LOG_DIR = Path("/simulated/log-dir")  # named in storage errors; nothing is read or written there
 
 
 @dataclass
@@ -61,6 +65,19 @@ class ProduceTicket:
 class DiskLog(FakeLog):
     """A fake log on a simulated disk: appends without fsync sit in the page cache until a power loss.
 
+    A power loss keeps a prefix of what was written since the last fsync, cut at a batch boundary (a
+    batch is one record here): the real log's recovery (log/recovery.py) keeps every whole batch up to
+    the first one whose length or CRC fails and cuts the file there. All of it may be gone, or some or
+    all of it may have reached the platter (a torn write): `lose_unsynced` takes the fraction of the
+    unsynced batches that survive, drawn by the schedule when it chose the fault.
+
+    `fail_next_fsync(kept_fraction)` makes the next append's fsync fail: the batches are in the page cache
+    (the log end counts them) and the append raises OSError(EIO), as PartitionLog's does; the broker then
+    halts and `kept_fraction` is what its torn tail keeps (sim_cluster.halt). Linux may drop the pages of a
+    failed fsync, so a later fsync that succeeds does not make them durable (logdirs/log_dir_failures.py):
+    until a power loss or a truncation below them, nothing from there on counts as synced. Only a broker
+    that carried on after the failure (a planted bug, mutations.py) appends again.
+
     `verified_end` is the simulation's own note (sim_invariants.py): below it, every record was found
     equal to the committed one at its offset. A truncation lowers it; an append leaves it."""
 
@@ -68,6 +85,9 @@ class DiskLog(FakeLog):
         super().__init__()
         self.synced_end_offset = 0
         self.verified_end = 0
+        self.failing_fsync: float | None = None  # armed: the next append's fsync fails; what its halt keeps
+        self.failed_fsync: float | None = None  # the fsync that failed: what the halt after it keeps
+        self.sync_failed = False  # pages from synced_end_offset on may be gone, whatever a later fsync says
 
     def append_as_leader(self, batch: str, leader_epoch: int, *, fsync: bool,
                          validated: FakeBatchHeader) -> FakeAppendInfo:
@@ -77,28 +97,49 @@ class DiskLog(FakeLog):
 
     def append_as_follower(self, batches: list[FakeRecord], *, fsync: bool) -> list[FakeRecord] | None:
         appended = super().append_as_follower(batches, fsync=fsync)
-        self._synced(fsync)
+        if appended is not None:
+            self._synced(fsync)
         return appended
 
     def truncate_to(self, offset: int) -> None:
         super().truncate_to(offset)
-        self.synced_end_offset = min(self.synced_end_offset, offset)
+        if offset <= self.synced_end_offset:
+            self.synced_end_offset = offset
+            self.sync_failed = False  # the pages that failed to sync are cut off
         self.verified_end = min(self.verified_end, offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         super().truncate_fully_and_start_at(offset)
         self.synced_end_offset = offset
+        self.sync_failed = False
         self.verified_end = offset
 
-    def lose_unsynced(self) -> int:
-        """A power loss: the log comes back at its last fsync; returns how many records were lost."""
-        lost = self.log_end_offset - max(self.synced_end_offset, self.log_start_offset)
-        if lost > 0:
-            self.truncate_to(self.log_end_offset - lost)
-        return max(lost, 0)
+    def fail_next_fsync(self, kept_fraction: float) -> None:
+        self.failing_fsync = kept_fraction
+
+    def lose_unsynced(self, kept_fraction: float | None = None) -> tuple[int, int]:
+        """A power loss: the log comes back at its last fsync plus the surviving prefix of what followed,
+        `kept_fraction` of it rounded down (None: nothing survives). Returns (records lost, records kept
+        that were never synced)."""
+        synced_end = max(self.synced_end_offset, self.log_start_offset)
+        unsynced = self.log_end_offset - synced_end
+        if unsynced <= 0:
+            return 0, 0
+        kept = 0 if kept_fraction is None else min(unsynced, int(kept_fraction * (unsynced + 1)))
+        if kept < unsynced:
+            self.truncate_to(synced_end + kept)
+        self.synced_end_offset = self.log_end_offset  # what survived is what the disk holds now
+        self.sync_failed = False
+        return unsynced - kept, kept
 
     def _synced(self, fsync: bool) -> None:
-        if fsync:
+        if not fsync:
+            return
+        if self.failing_fsync is not None:  # written to the page cache, not to the disk
+            self.failed_fsync, self.failing_fsync = self.failing_fsync, None
+            self.sync_failed = True
+            raise OSError(errno.EIO, "Input/output error (a simulated fsync failure)")
+        if not self.sync_failed:
             self.synced_end_offset = self.log_end_offset
 
 
@@ -189,7 +230,19 @@ class SimBroker:
     alive: bool = True
     isolated: bool = False  # cut off from the controller, still reachable by brokers and clients
     inbox: deque[LeaderAndIsrDecision] = field(default_factory=deque)
+    # Its one log directory's storage-error channel, the broker's own (logdirs/log_dir_failures.py): a failed
+    # append takes it offline, and it tells the process, which halts (`halting`: why; sim_cluster.halt).
+    dir_failures: LogDirFailures = field(default_factory=lambda: LogDirFailures(SIM_LOG_DIR))
+    halting: str | None = None
     producer_batches: ClassVar = FAKE_PRODUCERS  # how the core's steps read producers from the fake log
+
+    def __post_init__(self) -> None:
+        self.dir_failures.connect(self._went_offline)
+
+    def _went_offline(self, reason: str) -> None:
+        """The directory's callback, as control/offline_dirs.py's: its only directory is gone, so it halts."""
+        if halts_broker([not self.dir_failures.offline]):
+            self.halting = reason
 
     @property
     def role(self) -> ReplicaRole:

@@ -14,11 +14,16 @@ count by what the other workers had started.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import time
 import queue
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
+
+from replog.broker.logdirs import log_dir_failures
 
 from tests.scenario.broker.sim_cluster import SimCluster
 from tests.scenario.broker.sim_schedule import run_schedule
@@ -46,6 +51,8 @@ class RunTotals:
     power_losses: int = 0
     stale_checkpoints: int = 0
     isolations: int = 0
+    torn_writes: int = 0
+    fsync_errors: int = 0
     committed: int = 0
     acked: int = 0
     delivered: int = 0  # records the client library's producers reported written
@@ -63,6 +70,8 @@ class RunTotals:
         self.power_losses += counts.power_losses
         self.stale_checkpoints += counts.stale_checkpoints
         self.isolations += counts.isolations
+        self.torn_writes += counts.torn_writes
+        self.fsync_errors += counts.fsync_errors
         self.committed += len(cluster.committed)
         self.acked += len(cluster.acked)
         self.delivered += len(cluster.delivered)
@@ -80,8 +89,8 @@ class RunTotals:
     def merge(self, other: RunTotals) -> None:
         """Add another worker's share (elapsed time and worker count are the caller's)."""
         summed = ("seeds", "failures", "cpu_s", "network_faults", "messages", "crashes", "power_losses",
-                  "stale_checkpoints", "isolations", "committed", "acked", "delivered", "zookeeper_expiries",
-                  "seats_won")
+                  "stale_checkpoints", "isolations", "torn_writes", "fsync_errors", "committed", "acked",
+                  "delivered", "zookeeper_expiries", "seats_won")
         for name in summed:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.controllers = max(self.controllers, other.controllers)
@@ -105,8 +114,26 @@ def run_seeds(seeds, *, stop_at_first_failure: bool = True, workers: int = 1) ->
     return totals
 
 
+@contextmanager
+def storage_failures_unlogged() -> Iterator[None]:
+    """The simulated disks fail on purpose, about once a schedule: the broker's log line for each
+    (logdirs/log_dir_failures.py, critical in production) would bury a run's output, so it is off meanwhile."""
+    logger = logging.getLogger(log_dir_failures.__name__)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def _run_share(share: list[tuple[int, int]], stop_at_first_failure: bool, first_failed) -> RunTotals:
     """Run (position, seed) pairs in order; `first_failed`: the lowest failing position any worker published."""
+    with storage_failures_unlogged():
+        return _run_share_logged_off(share, stop_at_first_failure, first_failed)
+
+
+def _run_share_logged_off(share: list[tuple[int, int]], stop_at_first_failure: bool, first_failed) -> RunTotals:
     totals = RunTotals()
     cpu_started = time.process_time()
     for position, seed in share:

@@ -3,7 +3,8 @@
 One seed drives one run (`run_schedule`) of the cluster with the real controllers over
 simulated ZooKeeper (sim_zk_cluster.py): produces (plain and idempotent), follower
 fetches, clock ticks, ISR checks and resends, the controllers' resyncs, crashes and
-power losses, restarts with stale HW checkpoints, fast bounces, brokers cut off
+power losses (the unsynced tail lost whole or torn), fsync failures (the broker halts), restarts with
+stale HW checkpoints, fast bounces, brokers cut off
 from ZooKeeper and the controllers (zombie leaders, whose sessions expire), the
 active controller killed, paused past its session timeout or its session expired,
 and the network's faults (sim_network.py: messages delayed, lost, duplicated and
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 STEPS = 300
 HEAL_ROUNDS_MAX = 60
 PHASE_STEPS = 50
+FSYNC_ERROR_P = 0.15  # of the broker faults a schedule chooses: about one a schedule
 SEEDS_ENV = "REPLOG_SIM_SEEDS"
 # Seeds of one default-suite run, split across two processes: about 29 ms of processor time a schedule with
 # the real controllers over simulated ZooKeeper, so about 75 s on the 2-core machine when it is otherwise
@@ -157,23 +159,32 @@ def choose_fault(cluster: SimCluster, rng: random.Random) -> Action:
         return ("network_cut", src, dst, rng.random() < 0.5)
     if isinstance(cluster, ZkSimCluster) and rng.random() < 0.35:
         return cluster.choose_controller_fault(rng)
+    if rng.random() < FSYNC_ERROR_P:
+        return ("fsync_error", rng.choice(REPLICAS), kept_fraction(rng))
     roll = rng.random()
-    power_loss = rng.random() < 0.3
+    power_loss = (kept_fraction(rng),) if rng.random() < 0.3 else ()  # the fraction of its unsynced tail kept
     if roll < 0.25 and len(alive(cluster)) > 1:
-        return ("kill", rng.choice(alive(cluster)), power_loss)
+        return ("kill", rng.choice(alive(cluster)), bool(power_loss), *power_loss)
     if roll < 0.50 and dead(cluster):
         back = rng.choice(dead(cluster))
         return ("restart", back, rng.randint(0, cluster.broker(back).replica.high_watermark))
     connected = [b for b in alive(cluster) if not cluster.broker(b).isolated]
     if roll < 0.65 and connected:
         bounced = rng.choice(connected)
-        return ("bounce", bounced, rng.randint(0, cluster.broker(bounced).replica.high_watermark), power_loss)
+        high_watermark = cluster.broker(bounced).replica.high_watermark
+        return ("bounce", bounced, rng.randint(0, high_watermark), bool(power_loss), *power_loss)
     isolated = [b for b in alive(cluster) if cluster.broker(b).isolated]
     if roll < 0.85 and not isolated and len(connected) > 1:
         return ("isolate", rng.choice(connected))
     if isolated:
         return ("heal", isolated[0])
     return ("nothing",)
+
+
+def kept_fraction(rng: random.Random) -> float:
+    """How much of a disk's unsynced tail a power loss leaves (DiskLog.lose_unsynced): often nothing (0.0),
+    else a torn prefix, or all of it."""
+    return round(rng.random(), 3)
 
 
 def perform(cluster: SimCluster, clients: SimClients, action: Action) -> str:
@@ -240,11 +251,13 @@ def _network_heal(cluster: SimCluster, _producer) -> str:
     return "network healed"
 
 
-def _kill(cluster: SimCluster, _producer, victim: int, power_loss: bool) -> str:
+def _kill(cluster: SimCluster, _producer, victim: int, power_loss: bool, kept: float | None = None) -> str:
+    """`kept`: the fraction of the unsynced tail a power loss leaves (None, in schedules recorded before
+    torn writes: nothing)."""
     if not cluster.broker(victim).alive or len(alive(cluster)) < 2:
         return f"kill {victim}: does not apply"
-    cluster.kill(victim, power_loss=power_loss)
-    return f"kill {victim} (power loss={power_loss})"
+    cluster.kill(victim, power_loss=power_loss, kept_fraction=kept)
+    return f"kill {victim} (power loss={power_loss}, unsynced kept={kept})"
 
 
 def _restart(cluster: SimCluster, _producer, back: int, checkpoint_hw: int) -> str:
@@ -256,13 +269,20 @@ def _restart(cluster: SimCluster, _producer, back: int, checkpoint_hw: int) -> s
     return f"restart {back} (checkpoint HW {stale_hw})"
 
 
-def _bounce(cluster: SimCluster, _producer, bounced: int, checkpoint_hw: int, power_loss: bool) -> str:
+def _bounce(cluster: SimCluster, _producer, bounced: int, checkpoint_hw: int, power_loss: bool,
+            kept: float | None = None) -> str:
     broker = cluster.broker(bounced)
     if not broker.alive or broker.isolated:
         return f"bounce {bounced}: does not apply"
     stale_hw = min(checkpoint_hw, broker.replica.high_watermark)
-    cluster.bounce(bounced, checkpoint_hw=stale_hw, power_loss=power_loss)
-    return f"bounce {bounced} (checkpoint HW {stale_hw}, power loss={power_loss})"
+    cluster.bounce(bounced, checkpoint_hw=stale_hw, power_loss=power_loss, kept_fraction=kept)
+    return f"bounce {bounced} (checkpoint HW {stale_hw}, power loss={power_loss}, unsynced kept={kept})"
+
+
+def _fsync_error(cluster: SimCluster, _producer, broker_id: int, kept: float) -> str:
+    """Arm the broker's disk: its next append's fsync fails, and the halt after it keeps `kept` of the tail."""
+    cluster.fail_next_fsync(broker_id, kept)
+    return f"the disk of {broker_id} fails its next fsync (unsynced kept={kept})"
 
 
 def _isolate(cluster: SimCluster, _producer, cut: int) -> str:
@@ -302,6 +322,7 @@ _PERFORM = {
     "kill": _kill,
     "restart": _restart,
     "bounce": _bounce,
+    "fsync_error": _fsync_error,
     "isolate": _isolate,
     "heal": _heal,
     "controller": lambda cluster, _producer, what, node_id: cluster.controller_fault(what, node_id),
@@ -314,6 +335,7 @@ def random_step(cluster: SimCluster, clients: SimClients, rng: random.Random, *,
 
 
 def heal_everything_and_converge(cluster: SimCluster) -> None:
+    cluster.stop_disk_faults()
     if cluster.network is not None:
         cluster.network.faulty = False
         cluster.network.heal()

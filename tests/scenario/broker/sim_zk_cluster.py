@@ -169,6 +169,13 @@ class ZkSimCluster(SimCluster):
         """Nothing at once: its session expires once the timeout passes unheard."""
         self.awaiting_registration.discard(broker.broker_id)
 
+    def _controller_hears_halt(self, broker: SimBroker) -> None:
+        """A halting broker ends its session on the way out (runtime/halt.py), so its registration goes now;
+        cut off from ZooKeeper, it exits all the same and the session expires later."""
+        self.awaiting_registration.discard(broker.broker_id)
+        if not broker.isolated:
+            self.zk.close_session(self.broker_sessions[broker.broker_id])
+
     def _register_restarted(self, broker: SimBroker) -> None:
         self._open_and_register(broker, unclean_start=True)  # no clean-shutdown marker
 

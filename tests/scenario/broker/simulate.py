@@ -13,8 +13,10 @@ exercised, with the processor time it took (`cpu_s`). The members are two contro
 and three brokers running the real broker core (sim_zk_cluster.py). `controllers` counts the controller
 processes, `controller_seats_won` the seats they won (a failover is every one after a seed's first),
 `zookeeper_expiries` the ZooKeeper sessions that expired (brokers cut off or dead, controllers killed,
-paused or expired). `disk_faults` counts power losses (what a log held unsynced is lost) and restarts
-from a stale HW checkpoint; `crashes` every broker crash or bounce; `brokers_isolated` brokers cut off
+paused or expired). `disk_faults` counts power losses (what a log held unsynced is lost), restarts
+from a stale HW checkpoint, fsync errors (the append is refused, the broker halts and loses its unsynced
+tail) and torn writes (a power loss or halt after which part of the unsynced tail survived: counted
+beside the loss it came with); `crashes` every broker crash or bounce; `brokers_isolated` brokers cut off
 from ZooKeeper and the controllers while they ran on; `client_delivered` the records the client library's
 idempotent producers (sim_producer.py) reported written. Exit status 1 when a seed failed.
 """
@@ -27,7 +29,7 @@ import sys
 
 from tests.scenario.broker.sim_members import REPLICAS
 from tests.scenario.broker.sim_producer import quiet_client_warnings
-from tests.scenario.broker.sim_runs import RunTotals, default_workers, run_seeds
+from tests.scenario.broker.sim_runs import RunTotals, default_workers, run_seeds, storage_failures_unlogged
 from tests.scenario.broker.sim_schedule import fresh_base_seed, replay_command, shrink_command
 from tests.scenario.broker.sim_shrink import record, shrink, write_regression
 
@@ -47,9 +49,11 @@ def summary(totals: RunTotals, *, base_seed: int | None) -> dict:
         "brokers": len(REPLICAS),
         "messages": totals.messages,
         "network_faults": totals.network_faults,
-        "disk_faults": totals.power_losses + totals.stale_checkpoints,
+        "disk_faults": totals.power_losses + totals.stale_checkpoints + totals.fsync_errors + totals.torn_writes,
         "power_losses": totals.power_losses,
         "stale_checkpoint_restarts": totals.stale_checkpoints,
+        "fsync_errors": totals.fsync_errors,
+        "torn_writes": totals.torn_writes,
         "crashes": totals.crashes,
         "zookeeper_expiries": totals.zookeeper_expiries,
         "brokers_isolated": totals.isolations,
@@ -61,9 +65,10 @@ def summary(totals: RunTotals, *, base_seed: int | None) -> dict:
 
 def shrink_and_keep(seed: int) -> None:
     """Shrink the seed's failing schedule, print it, and write it as a regression test."""
-    schedule, failure = record(seed)
-    assert failure is not None, f"seed {seed} failed in the run but not when recorded"
-    shrunk = shrink(schedule, failure)
+    with storage_failures_unlogged():
+        schedule, failure = record(seed)
+        assert failure is not None, f"seed {seed} failed in the run but not when recorded"
+        shrunk = shrink(schedule, failure)
     print(f"shrunk seed {seed} from {shrunk.steps_before} steps to {len(shrunk.schedule.steps)} "
           f"({shrunk.replays} replays, {shrunk.elapsed_s:.1f} s); it still fails with {shrunk.kind}:", flush=True)
     for step in shrunk.schedule.steps:

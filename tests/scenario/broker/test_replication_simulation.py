@@ -60,6 +60,7 @@ def test_schedules_do_real_work():
     assert sum(n.delayed for n in network) > 0 and sum(n.reordered for n in network) > 0
     assert sum(n.partitions for n in network) > 0
     assert sum(c.power_losses for c in runs) > 0 and sum(c.stale_checkpoints for c in runs) > 0
+    assert sum(c.fsync_errors for c in runs) > 0 and sum(c.torn_writes for c in runs) > 0
     assert sum(c.zk.expiries for c in runs) > 0, "ZooKeeper sessions expire"
     assert sum(c.truth.failovers for c in runs) > len(runs), "controllers fail over"
 

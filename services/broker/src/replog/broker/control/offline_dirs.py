@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 from replog.broker.control.controller_link import ControllerLink, ControllerUnavailable
 from replog.broker.core.errors import ErrorCode
+from replog.broker.logdirs.log_dir_failures import halts_broker
 from replog.broker.logdirs.log_dirs import LogDirectory
 from replog.broker.replicas.replica_manager import ReplicaManager
 from replog.common.core.partitions import TopicPartition
@@ -82,7 +83,7 @@ class OfflineDirs:
     def _went_offline(self, directory: LogDirectory, reason: str) -> None:
         """LogDirFailures' callback: may run holding a partition's lock, so it only starts work."""
         self._on_change()
-        if not any(d.online for d in self._replicas.directories):
+        if halts_broker(d.online for d in self._replicas.directories):
             self._halt(reason)
             return
         threading.Thread(target=self._take_offline, args=(directory, reason), name="log-dir-offline",

@@ -31,7 +31,7 @@ import errno
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -104,6 +104,13 @@ class LogDirFailures:
             return out_of_descriptors_message(exc)
         return (f"the log directory {self.log_dir} is offline after a storage error "
                 f"({self.offline_reason}); another replica takes over")
+
+
+def halts_broker(directories_online: Iterable[bool]) -> bool:
+    """Whether a directory going offline stops the broker (control/offline_dirs.py asks): when none of its
+    directories is online any more, it has nothing left to serve. The replication simulation's brokers,
+    one directory each, ask too (tests/scenario/broker)."""
+    return not any(directories_online)
 
 
 def out_of_descriptors_message(exc: OSError) -> str:

@@ -23,7 +23,9 @@ from replog.broker.core.errors import Refusal
 from replog.broker.core.follower import fetch_position as core_fetch_position
 from replog.broker.core.follower_steps import Appended, Truncated, follows
 from replog.broker.core.log_view import EpochEndOffset
+from replog.broker.logdirs.log_dir_failures import LogDirFailures
 from replog.broker.replicas.hosted_partition import HostedPartition
+from replog.common.core.partitions import TopicPartition
 
 
 class FetchPosition(NamedTuple):
@@ -72,6 +74,14 @@ def _append_from_leader(hosted: HostedPartition, leader_epoch: int, fetch_offset
     return follower_steps.append_from_leader(
         hosted, leader_epoch=leader_epoch, fetch_offset=fetch_offset, records=records,
         leader_high_watermark=leader_high_watermark, leader_log_start_offset=leader_log_start_offset, fsync=fsync)
+
+
+def follower_append_failed(dir_failures: LogDirFailures, topic_partition: TopicPartition, exc: OSError) -> None:
+    """The log refused the leader's records with `exc` (a failed write or fsync): nothing is retried, the
+    directory goes offline unless the process only ran out of descriptors (logdirs/log_dir_failures.py),
+    and the broker halts when it was its last one (control/offline_dirs.py). The fetcher backs the
+    partition off meanwhile; the replication simulation's disks go through this too."""
+    dir_failures.failed(f"an append of the leader's records to {topic_partition}", exc)
 
 
 def truncate_diverging(

@@ -24,7 +24,9 @@ from replog.broker.core.leader_steps import FollowerFetchAnswer, LeaderAppend, a
 from replog.broker.core.leader_steps import append_as_leader as core_append_as_leader
 from replog.broker.core.produce.produce import ProduceProgress
 from replog.broker.log import CorruptLogError
+from replog.broker.logdirs.log_dir_failures import LogDirFailures
 from replog.broker.replicas.hosted_partition import HostedPartition
+from replog.common.core.partitions import TopicPartition
 from replog.common.records import BatchHeader, RecordTooLargeError
 
 logger = logging.getLogger(__name__)
@@ -56,11 +58,22 @@ def _append_produced(hosted: HostedPartition, acks: int, min_insync_replicas: in
     try:
         return core_append_as_leader(hosted, acks=acks, min_insync_replicas=min_insync_replicas, batch=batch,
                                      header=header, fsync=fsync, now_ms=now_ms)
-    except OSError as exc:  # the directory goes offline, unless out of descriptors (logdirs/log_dir_failures.py)
-        hosted.dir_failures.failed(f"an append to {hosted.topic_partition}", exc)
-        return LeaderAppend(ErrorCode.STORAGE_ERROR, hosted.dir_failures.storage_error_message(exc)), NO_EFFECTS
+    except OSError as exc:
+        return storage_failure_answer(hosted.dir_failures, hosted.topic_partition, exc), NO_EFFECTS
     except RecordTooLargeError as exc:  # the topic's max.message.bytes went down since the batch was checked
         return LeaderAppend(ErrorCode.RECORD_TOO_LARGE, str(exc)), NO_EFFECTS
+
+
+def storage_failure_answer(dir_failures: LogDirFailures, topic_partition: TopicPartition,
+                           exc: OSError) -> LeaderAppend:
+    """The answer to a produce whose append the log refused with `exc` (a failed write or fsync).
+
+    Nothing is retried: the directory goes offline, unless the process only ran out of descriptors
+    (logdirs/log_dir_failures.py decides, and tells the broker, which halts when it was its last
+    directory: control/offline_dirs.py); the producer is told STORAGE_ERROR, never that its batch is
+    written. The replication simulation's disks answer through this too (tests/scenario/broker)."""
+    dir_failures.failed(f"an append to {topic_partition}", exc)
+    return LeaderAppend(ErrorCode.STORAGE_ERROR, dir_failures.storage_error_message(exc))
 
 
 def _offline_message(hosted: HostedPartition) -> str:

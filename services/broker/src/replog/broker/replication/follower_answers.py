@@ -39,6 +39,7 @@ from replog.broker.replicas.follower_side import (
     FetchPosition,
     Truncated,
     append_from_leader,
+    follower_append_failed,
     reset_out_of_range,
     truncate_diverging,
 )
@@ -106,7 +107,7 @@ def handle_answer(hosted: HostedPartition, follow: Follow, position: FetchPositi
             log.error("%s: cannot append the leader's records: %s", tp, exc)
             return Handled(True, ERROR_BACKOFF_MS)
         except OSError as exc:  # a failed write or fsync: the directory goes offline; EMFILE: tried again later
-            hosted.dir_failures.failed(f"an append of the leader's records to {tp}", exc)
+            follower_append_failed(hosted.dir_failures, tp, exc)
             return Handled(True, ERROR_BACKOFF_MS)
         if appended is None:
             return _NAME_AGAIN
