@@ -1,6 +1,8 @@
 """Stories: a leader proposes a new ISR (AlterPartition)."""
 
-from controller_story import cluster, run, tp, writes
+from dataclasses import replace
+
+from controller_story import broker, cluster, run, tp, writes
 
 from replog.controller.core.errors import ErrorCode
 from replog.controller.core.events import AlterPartitionItem, AlterPartitionReceived, IsrChanged
@@ -13,8 +15,15 @@ def orders(**overrides):
     return cluster(topics={"orders": [(1, 2, 3)]}, **overrides)
 
 
-def propose(state, new_isr, *, broker_id=1, broker_epoch=101, leader_epoch=4, partition_epoch=9, partition=0):
-    item = AlterPartitionItem(tp("orders", partition), leader_epoch, tuple(new_isr), partition_epoch)
+def registered(members):
+    """Each member's broker epoch as controller_story registers it (100 + id)."""
+    return tuple(100 + member for member in members)
+
+
+def propose(state, new_isr, *, broker_id=1, broker_epoch=101, leader_epoch=4, partition_epoch=9, partition=0,
+            member_epochs=None):
+    epochs = registered(new_isr) if member_epochs is None else tuple(member_epochs)
+    item = AlterPartitionItem(tp("orders", partition), leader_epoch, tuple(new_isr), partition_epoch, epochs)
     return run(state, AlterPartitionReceived(broker_id, broker_epoch, (item,)))
 
 
@@ -96,8 +105,8 @@ def test_a_retry_of_an_applied_proposal_is_answered_with_the_current_state_and_w
 
 def test_each_item_of_a_batch_is_judged_on_its_own():
     state = cluster(topics={"orders": [(1, 2, 3), (1, 2, 3)]})
-    items = (AlterPartitionItem(tp("orders", 0), 0, (1, 2), 0),
-             AlterPartitionItem(tp("orders", 1), 0, (1, 2), 5))
+    items = (AlterPartitionItem(tp("orders", 0), 0, (1, 2), 0, (101, 102)),
+             AlterPartitionItem(tp("orders", 1), 0, (1, 2), 5, (101, 102)))
     plan, _ = run(state, AlterPartitionReceived(1, 101, items))
     assert [r.error for r in plan.reply.results] == [ErrorCode.NONE, ErrorCode.INVALID_UPDATE_VERSION]
     assert plan.metrics.failed_isr_updates == 1
@@ -112,3 +121,4 @@ def test_when_every_target_replica_is_in_sync_the_reassignment_is_asked_to_finis
     )
     plan, _ = propose(state, (1, 2, 4))
     assert plan.follow_ups == (IsrChanged((tp("orders", 0),)),)
+
