@@ -6,6 +6,12 @@ but with broker epoch 0, proposes the old ISR again. It is refused with STALE_BR
 ZooKeeper keeps the ISR without broker 3: had it been written, a clean election could later pick
 broker 3, which lacks the records, while the leader's own view left it out and never waited for it.
 (Before 160d8a3 an epoch of 0 meant "not given" and skipped the check.)
+
+First, the same proposal with the leader's own broker epoch, but naming broker 3 under another
+registration than its current one (as a resent proposal would after broker 3 restarted since the fetch
+that caught it up), is refused with INELIGIBLE_REPLICA (KIP-903): the controller checks a joining
+member's epoch against /brokers/ids/3, through the real servicer and wire format. It goes first, since
+the test must end before broker 3's session does (the server caps sessions at 10 s).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ def test_an_alter_partition_with_broker_epoch_zero_cannot_grow_the_isr(cluster_f
         with zk_session(cluster) as zk:
             create_topic(zk, TOPIC, {0: (1, 2, 3)})
             wait_for_isr(cluster, zk, TOPIC, {1, 2, 3}, 30)
+            epochs = {b: zk.get(schema.broker_path(b))[1].czxid for b in (1, 2, 3)}
             cluster.signal("broker-3", signal.SIGSTOP)
             for i in range(3):  # records broker 3 will not have
                 assert produce_raw(cluster, 1, TOPIC, batch_of([b"r%d" % i])).error_code in (
@@ -48,6 +55,17 @@ def test_an_alter_partition_with_broker_epoch_zero_cannot_grow_the_isr(cluster_f
             wait_for_isr(cluster, zk, TOPIC, {1, 2}, 20)
             state = partition_state(zk, TOPIC)
             _, stat = zk.get(schema.partition_state_path(TOPIC, 0))
+            item = controller_pb2.AlterPartitionItem(
+                topic=TOPIC, partition=0, leader_epoch=state.leader_epoch, new_isr=[1, 2, 3],
+                partition_epoch=stat.version, new_isr_broker_epochs=[epochs[1], epochs[2], epochs[3] - 1])
+            request = controller_pb2.AlterPartitionRequest(broker_id=1, broker_epoch=epochs[1], partitions=[item])
+            with channel_as(cluster, Principal("broker", "1"), cluster.processes["controller-1"].address) as channel:
+                reply = controller_pb2_grpc.ControllerServiceStub(channel).AlterPartition(request, timeout=10)
+            assert reply.error_code == common_pb2.ERROR_CODE_NONE, reply
+            (result,) = reply.partitions
+            assert result.error_code == common_pb2.ERROR_CODE_INELIGIBLE_REPLICA, result
+            assert f"now registered with epoch {epochs[3]}" in result.error_message, result
+            assert set(partition_state(zk, TOPIC).isr) == {1, 2}
             request = controller_pb2.AlterPartitionRequest(broker_id=1, broker_epoch=0, partitions=[
                 controller_pb2.AlterPartitionItem(topic=TOPIC, partition=0, leader_epoch=state.leader_epoch,
                                                   new_isr=[1, 2, 3], partition_epoch=stat.version)])

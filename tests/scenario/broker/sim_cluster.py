@@ -79,6 +79,7 @@ from tests.unit.broker.core.fake_log import FakeBatchHeader, FakeLog, FakeRecord
 class FetchRequest(NamedTuple):
     follower_id: int
     follower_incarnation: int
+    follower_broker_epoch: int  # its registration when it sent the fetch, as the broker's fetcher names it
     leader_epoch: int
     position: FetchPosition
 
@@ -363,7 +364,8 @@ class SimCluster:
         if not follower.alive or follower.role is not ReplicaRole.FOLLOWER:
             return "not following"
         leader_id = follower.replica.state.leader_id
-        request = FetchRequest(follower_id, follower.incarnation, follower.leader_epoch, fetch_position(follower.log))
+        request = FetchRequest(follower_id, follower.incarnation, follower.broker_epoch, follower.leader_epoch,
+                               fetch_position(follower.log))
         if self.network is not None:
             follower.fetch_call = request  # a fetch still unanswered is abandoned (its call timed out)
             sent = self._send(follower_id, leader_id, request)
@@ -382,6 +384,7 @@ class SimCluster:
             current_leader_epoch=request.leader_epoch,
             fetch_offset=request.position.fetch_offset,
             last_fetched_epoch=request.position.last_fetched_epoch,
+            replica_broker_epoch=request.follower_broker_epoch,
             bytes_max=FETCH_RECORDS_MAX,
             now_ms=self.now_ms,
         )

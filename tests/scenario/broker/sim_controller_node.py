@@ -330,8 +330,9 @@ class SimControllerNode:
         """Queued while it believes it holds the seat, paused included (the request waits in its socket)."""
         if not self.alive or not self.active:
             return "not the controller; the leader retries"
-        item = ev.AlterPartitionItem(request.proposal.topic_partition, request.proposal.leader_epoch,
-                                     request.proposal.new_isr, request.proposal.partition_epoch)
+        proposal = request.proposal
+        item = ev.AlterPartitionItem(proposal.topic_partition, proposal.leader_epoch, proposal.new_isr,
+                                     proposal.partition_epoch, proposal.new_isr_broker_epochs)
         self.queue.append(_Queued(ev.AlterPartitionReceived(request.broker_id, request.broker_epoch, (item,)),
                                   request))
         return "queued"

@@ -187,6 +187,13 @@ class SimController:
                                 min_isr=MIN_INSYNC_REPLICAS, replicas=REPLICAS)
         self.isr = isr
 
+    def _stale_new_member(self, proposal: AlterPartitionProposal) -> bool:
+        """A member joining the ISR named with another registration than its current one (KIP-903, as
+        the controller's handlers/alter_partition.py). This stub registers brokers from epoch 0, so it
+        cannot also refuse 0 as unknown the way the controller does."""
+        return any(member not in self.isr and epoch != self.broker_epochs[member]
+                   for member, epoch in zip(proposal.new_isr, proposal.new_isr_broker_epochs, strict=True))
+
     def broker_back(self, broker_id: int) -> None:
         self.register(broker_id)
         self.live.add(broker_id)
@@ -209,7 +216,7 @@ class SimController:
             error = ErrorCode.FENCED_LEADER_EPOCH
         elif proposal.partition_epoch != self.partition_epoch:
             error = ErrorCode.INVALID_UPDATE_VERSION
-        elif not set(proposal.new_isr) <= self.live:
+        elif not set(proposal.new_isr) <= self.live or self._stale_new_member(proposal):
             error = ErrorCode.INELIGIBLE_REPLICA
         if error is ErrorCode.NONE:
             self._set_isr(proposal.new_isr)

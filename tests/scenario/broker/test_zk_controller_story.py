@@ -63,8 +63,9 @@ def test_a_paused_controller_loses_the_seat_and_its_late_write_is_fenced():
     assert old.active, "paused, it has not heard yet"
     # A leader's shrink, waiting in the paused process's socket, is the first thing it handles on waking.
     follower = next(b for b in REPLICAS if b != state.leader)
-    proposal = AlterPartitionProposal(TP, state.leader_epoch, tuple(b for b in state.isr if b != follower),
-                                      state.partition_epoch, IsrChangeKind.SHRINK)
+    new_isr = tuple(b for b in state.isr if b != follower)
+    proposal = AlterPartitionProposal(TP, state.leader_epoch, new_isr, state.partition_epoch, IsrChangeKind.SHRINK,
+                                      tuple(cluster.broker(b).broker_epoch for b in new_isr))
     leader = cluster.broker(state.leader)
     old.receive_alter_partition(AlterRequest(leader.broker_id, leader.broker_epoch, proposal))
     old.paused = False

@@ -170,7 +170,8 @@ class World:
             partition_epoch -= 1  # a proposal that crossed a controller write
         elif roll < 0.15:
             leader_epoch -= 1  # a deposed leader
-        item = AlterPartitionItem(tp, leader_epoch, tuple(isr), partition_epoch)
+        member_epochs = tuple(self.live[b].broker_epoch if b in self.live else 0 for b in isr)  # from its fetches
+        item = AlterPartitionItem(tp, leader_epoch, tuple(isr), partition_epoch, member_epochs)
         info = self.live.get(st.leader)
         return AlterPartitionReceived(st.leader, info.broker_epoch if info else 0, (item,))
 

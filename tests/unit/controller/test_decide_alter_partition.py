@@ -1,6 +1,8 @@
 """Stories: a leader proposes a new ISR (AlterPartition)."""
 
-from controller_story import cluster, run, tp, writes
+from dataclasses import replace
+
+from controller_story import broker, cluster, run, tp, writes
 
 from replog.controller.core.errors import ErrorCode
 from replog.controller.core.events import AlterPartitionItem, AlterPartitionReceived, IsrChanged
@@ -13,8 +15,15 @@ def orders(**overrides):
     return cluster(topics={"orders": [(1, 2, 3)]}, **overrides)
 
 
-def propose(state, new_isr, *, broker_id=1, broker_epoch=101, leader_epoch=4, partition_epoch=9, partition=0):
-    item = AlterPartitionItem(tp("orders", partition), leader_epoch, tuple(new_isr), partition_epoch)
+def registered(members):
+    """Each member's broker epoch as controller_story registers it (100 + id)."""
+    return tuple(100 + member for member in members)
+
+
+def propose(state, new_isr, *, broker_id=1, broker_epoch=101, leader_epoch=4, partition_epoch=9, partition=0,
+            member_epochs=None):
+    epochs = registered(new_isr) if member_epochs is None else tuple(member_epochs)
+    item = AlterPartitionItem(tp("orders", partition), leader_epoch, tuple(new_isr), partition_epoch, epochs)
     return run(state, AlterPartitionReceived(broker_id, broker_epoch, (item,)))
 
 
@@ -96,8 +105,8 @@ def test_a_retry_of_an_applied_proposal_is_answered_with_the_current_state_and_w
 
 def test_each_item_of_a_batch_is_judged_on_its_own():
     state = cluster(topics={"orders": [(1, 2, 3), (1, 2, 3)]})
-    items = (AlterPartitionItem(tp("orders", 0), 0, (1, 2), 0),
-             AlterPartitionItem(tp("orders", 1), 0, (1, 2), 5))
+    items = (AlterPartitionItem(tp("orders", 0), 0, (1, 2), 0, (101, 102)),
+             AlterPartitionItem(tp("orders", 1), 0, (1, 2), 5, (101, 102)))
     plan, _ = run(state, AlterPartitionReceived(1, 101, items))
     assert [r.error for r in plan.reply.results] == [ErrorCode.NONE, ErrorCode.INVALID_UPDATE_VERSION]
     assert plan.metrics.failed_isr_updates == 1
@@ -112,3 +121,43 @@ def test_when_every_target_replica_is_in_sync_the_reassignment_is_asked_to_finis
     )
     plan, _ = propose(state, (1, 2, 4))
     assert plan.follow_ups == (IsrChanged((tp("orders", 0),)),)
+
+
+def test_a_member_joins_only_in_the_registration_whose_fetch_caught_it_up():
+    # KIP-903. Broker 2 caught up as epoch 102, then restarted and registered again as 202: a
+    # proposal naming 102 (perhaps a resent copy the leader has since dropped) is about an
+    # incarnation that no longer exists, and the new one may lack records the HW has passed.
+    state = orders(states={("orders", 0): LeaderAndIsr(1, 4, (1,), 6, 9)})
+    restarted = replace(state, live_brokers={**state.live_brokers, 2: broker(2, broker_epoch=202)})
+    plan, _ = propose(restarted, (1, 2), member_epochs=(101, 102))
+    result = only_result(plan)
+    assert result.error is ErrorCode.INELIGIBLE_REPLICA and not plan.zk_writes
+    assert "broker 2" in result.message and "102" in result.message and "202" in result.message
+    assert only_result(propose(restarted, (1, 2), member_epochs=(101, 202))[0]).error is ErrorCode.NONE
+
+
+def test_a_member_joining_without_a_broker_epoch_is_refused():
+    state = orders(states={("orders", 0): LeaderAndIsr(1, 4, (1,), 6, 9)})
+    result = only_result(propose(state, (1, 2), member_epochs=(101, 0))[0])
+    assert result.error is ErrorCode.INELIGIBLE_REPLICA and "without a broker epoch" in result.message
+
+
+def test_a_leader_of_the_previous_release_naming_no_broker_epochs_may_still_expand():
+    # It cannot name them (the field is new); refused, no ISR it leads could grow, and a rolling upgrade
+    # waits for each restarted broker to rejoin every ISR before the next (docs/deploy.md).
+    state = orders(states={("orders", 0): LeaderAndIsr(1, 4, (1,), 6, 9)})
+    assert only_result(propose(state, (1, 2), member_epochs=())[0]).state.isr == (1, 2)
+
+
+def test_members_already_in_the_isr_are_not_judged_by_broker_epoch():
+    # A shrink names epochs the leader may not know (0) or that are old: it is accepted all the same.
+    assert only_result(propose(orders(), (1, 3), member_epochs=(0, 55))[0]).error is ErrorCode.NONE
+    assert only_result(propose(orders(), (1, 3), member_epochs=())[0]).error is ErrorCode.NONE
+    # An expansion judges only the member that joins: 3's old epoch is not held against it.
+    state = orders(states={("orders", 0): LeaderAndIsr(1, 4, (1, 3), 6, 9)})
+    assert only_result(propose(state, (1, 2, 3), member_epochs=(0, 102, 55))[0]).error is ErrorCode.NONE
+
+
+def test_broker_epochs_must_be_none_or_one_per_member():
+    state = orders(states={("orders", 0): LeaderAndIsr(1, 4, (1,), 6, 9)})
+    assert refusal(state, (1, 2), member_epochs=(102,)) is ErrorCode.INVALID_REQUEST

@@ -46,7 +46,7 @@ def test_a_stopping_broker_is_never_elected_nor_added_back():
     _, state = shut_down(state, 2)
     plan, state = run(state, BrokersChanged(brokers(2, 3)))
     assert writes(plan)[tp("orders", 0)].leader == 3
-    item = AlterPartitionItem(tp("orders", 0), 1, (3, 2), 2)
+    item = AlterPartitionItem(tp("orders", 0), 1, (3, 2), 2, (103, 102))
     plan, _ = run(state, AlterPartitionReceived(3, 103, (item,)))
     assert plan.reply.results[0].error is ErrorCode.INELIGIBLE_REPLICA
 

@@ -94,9 +94,9 @@ def test_an_explicit_unclean_election_empties_the_elr_and_is_reported():
 def test_a_leader_shrinking_the_isr_below_min_isr_keeps_the_dropped_follower_eligible_until_it_rejoins():
     state = cluster(live=(1, 2, 3), topics={"orders": [(1, 2, 3)]}, configs=MIN_ISR_2,
                     states={("orders", 0): (1, (1, 2))})
-    _, state = run(state, AlterPartitionReceived(1, 101, (AlterPartitionItem(ORDERS, 0, (1,), 0),)))
+    _, state = run(state, AlterPartitionReceived(1, 101, (AlterPartitionItem(ORDERS, 0, (1,), 0, (101,)),)))
     assert state.partition_states[ORDERS].elr == (2,)
-    _, state = run(state, AlterPartitionReceived(1, 101, (AlterPartitionItem(ORDERS, 0, (1, 3), 1),)))
+    _, state = run(state, AlterPartitionReceived(1, 101, (AlterPartitionItem(ORDERS, 0, (1, 3), 1, (101, 103)),)))
     assert (state.partition_states[ORDERS].isr, state.partition_states[ORDERS].elr) == ((1, 3), ())
 
 

@@ -27,7 +27,7 @@ def orders_cluster(live: dict, configs=None, isr=(1, 2, 3)):
 def shrink_to_leader_alone(state):
     """Leader 1 takes its followers out of the ISR (AlterPartition)."""
     current = state.partition_states[ORDERS]
-    item = AlterPartitionItem(ORDERS, current.leader_epoch, (1,), current.partition_epoch)
+    item = AlterPartitionItem(ORDERS, current.leader_epoch, (1,), current.partition_epoch, (101,))
     return run(state, AlterPartitionReceived(1, 101, (item,)))
 
 

@@ -32,7 +32,8 @@ def test_an_offline_replica_is_not_elected_again_while_the_registration_stands()
     assert state.partition_states[tp("orders", 0)].leader == 2
     plan, state = run(state, BrokersChanged(brokers(1)))  # broker 2 dies: broker 1 may not take over
     assert writes(plan)[tp("orders", 0)].leader == NO_LEADER
-    plan, _ = run(state, AlterPartitionReceived(2, 102, (AlterPartitionItem(tp("orders", 0), 1, (2, 1), 1),)))
+    plan, _ = run(state, AlterPartitionReceived(2, 102, (
+        AlterPartitionItem(tp("orders", 0), 1, (2, 1), 1, (102, 101)),)))
     assert all(r.error is not ErrorCode.NONE for r in plan.reply.results) or not writes(plan)
 
 
@@ -41,7 +42,8 @@ def test_an_isr_expansion_to_an_offline_replica_is_refused():
     live = dict(state.live_brokers)
     live[1] = replace(live[1], offline_partitions=frozenset({tp("orders", 0)}))
     state = replace(state, live_brokers=live)
-    plan, _ = run(state, AlterPartitionReceived(2, 102, (AlterPartitionItem(tp("orders", 0), 0, (2, 1), 0),)))
+    plan, _ = run(state, AlterPartitionReceived(2, 102, (
+        AlterPartitionItem(tp("orders", 0), 0, (2, 1), 0, (102, 101)),)))
     (result,) = plan.reply.results
     assert result.error is ErrorCode.INELIGIBLE_REPLICA and "offline log directory" in result.message
 

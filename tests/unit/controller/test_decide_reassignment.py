@@ -27,7 +27,8 @@ def request(state, target):
 def catch_up(state, new_isr):
     """The leader adds caught-up replicas; returns the plan and the state after any follow-ups."""
     current = state.partition_states[ORDERS_0]
-    item = AlterPartitionItem(ORDERS_0, current.leader_epoch, tuple(new_isr), current.partition_epoch)
+    item = AlterPartitionItem(ORDERS_0, current.leader_epoch, tuple(new_isr), current.partition_epoch,
+                              tuple(100 + member for member in new_isr))
     plan, state = run(state, AlterPartitionReceived(current.leader, 100 + current.leader, (item,)))
     for follow_up in plan.follow_ups:
         follow_plan, state = run(state, follow_up)

@@ -78,7 +78,7 @@ def test_settings_survive_the_seat_change():
 def test_a_controller_without_a_seat_answers_rpcs_not_controller_and_decides_nothing():
     idle = ControllerState.empty()
     rng = random.Random(0)
-    item = AlterPartitionItem(tp("orders", 0), 0, (1,), 0)
+    item = AlterPartitionItem(tp("orders", 0), 0, (1,), 0, (101,))
     assert decide(idle, AlterPartitionReceived(1, 0, (item,)), rng).reply.error is ErrorCode.NOT_CONTROLLER
     assert decide(idle, ControlledShutdownRequested(1, 0), rng).reply.error is ErrorCode.NOT_CONTROLLER
     reply = decide(idle, PreferredElectionRequested((tp("orders", 0),)), rng).reply

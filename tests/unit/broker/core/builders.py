@@ -36,15 +36,17 @@ def start_leader(
     )
 
 
-def fetch_as_prefix(leader: LeaderReplica, log: FakeLog, replica_id: int, fetch_offset: int, now_ms: int) -> FollowerRead:
-    """A fetch from a follower whose log is the leader's prefix up to `fetch_offset`."""
+def fetch_as_prefix(leader: LeaderReplica, log: FakeLog, replica_id: int, fetch_offset: int, now_ms: int,
+                    broker_epoch: int | None = None) -> FollowerRead:
+    """A fetch from a follower whose log is the leader's prefix up to `fetch_offset`; the follower names
+    `broker_epoch` as its registration (by default 100 + its id)."""
     last_epoch = log.record_at(fetch_offset - 1).leader_epoch if fetch_offset > log.log_start_offset else -1
     result = leader.on_follower_fetch(
         replica_id=replica_id,
         current_leader_epoch=leader.leader_epoch,
         fetch_offset=fetch_offset,
         last_fetched_epoch=last_epoch,
-        now_ms=now_ms,
+        replica_broker_epoch=100 + replica_id if broker_epoch is None else broker_epoch, now_ms=now_ms,
         log=log,
     )
     assert isinstance(result, FollowerRead), result

@@ -105,6 +105,26 @@ def test_returning_follower_is_proposed_once_it_reaches_the_hw():
     assert isinstance(accept(leader, log), IsrCommitted) and leader.isr == (1, 2, 3)
 
 
+def test_a_joining_member_is_named_with_the_broker_epoch_of_the_fetch_that_caught_it_up():
+    # KIP-903: the controller accepts the member only in that registration, so a proposal resent after
+    # the member restarted (and registered again) cannot add an incarnation that never caught up.
+    log = FakeLog()
+    leader = start_leader(log, isr=(1, 2), now_ms=0)
+    append(log, leader, 5)
+    fetch_as_prefix(leader, log, 2, 5, now_ms=1, broker_epoch=102)
+    assert fetch_as_prefix(leader, log, 3, 3, now_ms=2, broker_epoch=103).isr_proposal is None
+    read = fetch_as_prefix(leader, log, 3, 5, now_ms=3, broker_epoch=303)  # restarted since its last fetch
+    proposal = read.isr_proposal
+    assert proposal.new_isr == (1, 2, 3) and proposal.new_isr_broker_epochs == (0, 102, 303)
+    assert leader.proposal_to_resend == proposal  # a resend names the same incarnation
+    # A shrink names what the members' fetches said too (the controller does not judge members that stay).
+    assert isinstance(accept(leader, log), IsrCommitted)
+    append(log, leader, 1, now_ms=4)
+    fetch_as_prefix(leader, log, 2, 6, now_ms=5, broker_epoch=102)
+    shrink = leader.maybe_shrink_isr(now_ms=10 * LAG_MS, replica_lag_time_max_ms=LAG_MS, log=log)
+    assert shrink.new_isr == (1, 2) and shrink.new_isr_broker_epochs == (0, 102)
+
+
 def test_a_refused_proposal_is_dropped_and_proposed_again_later():
     log = FakeLog()
     leader = start_leader(log, now_ms=0)
@@ -187,7 +207,8 @@ def test_removed_replica_is_no_longer_tracked():
     leader.apply_committed_state(replicas=(1, 2), isr=(1, 2), partition_epoch=1, log=log, now_ms=0)
     fetch_as_prefix(leader, log, 2, 0, now_ms=1)
     result = leader.on_follower_fetch(
-        replica_id=3, current_leader_epoch=1, fetch_offset=0, last_fetched_epoch=-1, now_ms=1, log=log
+        replica_id=3, current_leader_epoch=1, fetch_offset=0, last_fetched_epoch=-1,
+        replica_broker_epoch=103, now_ms=1, log=log
     )
     assert result.code is ErrorCode.NOT_ASSIGNED_REPLICA
 

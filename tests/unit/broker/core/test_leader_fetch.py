@@ -17,7 +17,7 @@ def fetch(leader, log, *, replica_id=2, current_leader_epoch=None, fetch_offset=
         current_leader_epoch=leader.leader_epoch if current_leader_epoch is None else current_leader_epoch,
         fetch_offset=fetch_offset,
         last_fetched_epoch=last_fetched_epoch,
-        now_ms=now_ms,
+        replica_broker_epoch=100 + replica_id, now_ms=now_ms,
         log=log,
     )
 

@@ -63,13 +63,14 @@ def test_a_follower_takes_the_leaders_records_and_high_watermark():
     leader, follower = partition(1, 1), partition(2, 1)
     produce(leader, "m0", acks=1)
     read, _ = answer_follower_fetch(leader.replica, leader.log, replica_id=2, current_leader_epoch=1, fetch_offset=0,
-                                    last_fetched_epoch=-1, bytes_max=10, now_ms=0)
+                                    last_fetched_epoch=-1, replica_broker_epoch=102, bytes_max=10, now_ms=0)
     appended, effects = follower_steps.append_from_leader(follower, leader_epoch=1, fetch_offset=0,
                                                           records=read.records, leader_high_watermark=0)
     assert appended == follower_steps.Appended(1, False) and effects is NO_EFFECTS
     assert follower.log.payloads() == ["m0"]
     again, hw_effects = answer_follower_fetch(leader.replica, leader.log, replica_id=2, current_leader_epoch=1,
-                                              fetch_offset=1, last_fetched_epoch=1, bytes_max=10, now_ms=0)
+                                              fetch_offset=1, last_fetched_epoch=1,
+                                              replica_broker_epoch=102, bytes_max=10, now_ms=0)
     assert again.high_watermark_update.current == 1 and hw_effects.hw_advanced
     follower_steps.append_from_leader(follower, leader_epoch=1, fetch_offset=1, records=again.records,
                                       leader_high_watermark=again.high_watermark)

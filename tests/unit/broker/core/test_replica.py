@@ -48,9 +48,11 @@ def test_leaving_leadership_keeps_the_hw_and_refuses_leader_work():
     assert replica.leader is None and replica.state.role is ReplicaRole.FOLLOWER and replica.high_watermark == 1
     admitted = replica.admit_produce(acks=1, min_insync_replicas=1)
     assert isinstance(admitted, Refusal) and admitted.code is ErrorCode.NOT_LEADER
-    stale = replica.on_follower_fetch(replica_id=3, current_leader_epoch=1, fetch_offset=0, last_fetched_epoch=-1, now_ms=0, log=log)
+    stale = replica.on_follower_fetch(replica_id=3, current_leader_epoch=1, fetch_offset=0, last_fetched_epoch=-1,
+                                      replica_broker_epoch=103, now_ms=0, log=log)
     assert stale.code is ErrorCode.FENCED_LEADER_EPOCH
-    same = replica.on_follower_fetch(replica_id=3, current_leader_epoch=2, fetch_offset=0, last_fetched_epoch=-1, now_ms=0, log=log)
+    same = replica.on_follower_fetch(replica_id=3, current_leader_epoch=2, fetch_offset=0, last_fetched_epoch=-1,
+                                     replica_broker_epoch=103, now_ms=0, log=log)
     assert same.code is ErrorCode.NOT_LEADER
     assert replica.plan_consumer_fetch(current_leader_epoch=-1, fetch_offset=0, log=log).code is ErrorCode.NOT_LEADER
 
@@ -84,7 +86,8 @@ def test_leader_serves_follower_fetches_and_stop_drops_leadership():
     log = FakeLog()
     replica = PartitionReplica(TP, 1)
     replica.on_leader_and_isr(decision(1, 1), log=log, now_ms=0)
-    read = replica.on_follower_fetch(replica_id=2, current_leader_epoch=1, fetch_offset=0, last_fetched_epoch=-1, now_ms=0, log=log)
+    read = replica.on_follower_fetch(replica_id=2, current_leader_epoch=1, fetch_offset=0, last_fetched_epoch=-1,
+                                     replica_broker_epoch=102, now_ms=0, log=log)
     assert isinstance(read, FollowerRead)
     outcome = replica.on_stop_replica(leader_epoch=1, delete=False)
     assert isinstance(outcome, Applied) and replica.leader is None and replica.state.role is ReplicaRole.STOPPED
@@ -111,7 +114,7 @@ def _parked_write(replica, log):
 def _catch_up(replica, log, follower_id):
     result = replica.on_follower_fetch(replica_id=follower_id, current_leader_epoch=replica.state.leader_epoch,
                                        fetch_offset=log.log_end_offset, last_fetched_epoch=replica.state.leader_epoch,
-                                       now_ms=0, log=log)
+                                       replica_broker_epoch=100 + follower_id, now_ms=0, log=log)
     assert isinstance(result, FollowerRead), result
 
 

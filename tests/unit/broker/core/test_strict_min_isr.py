@@ -31,7 +31,8 @@ def write(replica, log, value="r"):
 
 def fetch_to_end(replica, log, follower_id):
     result = replica.on_follower_fetch(replica_id=follower_id, current_leader_epoch=1, fetch_offset=log.log_end_offset,
-                                       last_fetched_epoch=1 if log.log_end_offset else -1, now_ms=0, log=log)
+                                       last_fetched_epoch=1 if log.log_end_offset else -1,
+                                       replica_broker_epoch=100 + follower_id, now_ms=0, log=log)
     assert isinstance(result, FollowerRead), result
     return result
 

@@ -134,7 +134,8 @@ def test_kip101_scenario_1_restart_does_not_truncate_to_the_hw_and_m2_survives()
     assert truncate_via_fetch(a_log, b_log) == 0
     assert truncate_via_offset_for_leader_epoch(a_log, b_log) == 1 and a_log.payloads() == ["m1", "m2"]
     read = b.on_follower_fetch(
-        replica_id=1, current_leader_epoch=1, fetch_offset=2, last_fetched_epoch=0, now_ms=1, log=b_log
+        replica_id=1, current_leader_epoch=1, fetch_offset=2, last_fetched_epoch=0,
+        replica_broker_epoch=101, now_ms=1, log=b_log
     )
     assert read.high_watermark == 2, "m2 is committed under the new leader too"
 

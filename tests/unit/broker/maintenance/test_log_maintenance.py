@@ -22,7 +22,7 @@ def follow_once(leader, follower, leader_epoch: int) -> bool:
     position = fetch_position(follower, leader_epoch=leader_epoch)
     answer = read_for_follower(leader, replica_id=follower.broker_id, current_leader_epoch=leader_epoch,
                                fetch_offset=position.fetch_offset, last_fetched_epoch=position.last_fetched_epoch,
-                               bytes_max=1 << 20, now_ms=0)
+                               replica_broker_epoch=100 + follower.broker_id, bytes_max=1 << 20, now_ms=0)
     appended = append_from_leader(follower, leader_epoch=leader_epoch, fetch_offset=position.fetch_offset,
                                   records=answer.records, leader_high_watermark=answer.high_watermark,
                                   leader_log_start_offset=answer.log_start_offset)

@@ -53,7 +53,7 @@ def fetch_round(leader: HostedPartition, follower: HostedPartition, leader_epoch
     position = fetch_position(follower, leader_epoch=leader_epoch)
     answer = read_for_follower(leader, replica_id=follower.broker_id, current_leader_epoch=leader_epoch,
                                fetch_offset=position.fetch_offset, last_fetched_epoch=position.last_fetched_epoch,
-                               bytes_max=1 << 20, now_ms=0)
+                               replica_broker_epoch=100 + follower.broker_id, bytes_max=1 << 20, now_ms=0)
     if answer.diverging is not None:
         return truncate_diverging(follower, leader_epoch=leader_epoch, fetch_offset=position.fetch_offset,
                                   last_fetched_epoch=position.last_fetched_epoch, diverging=answer.diverging)
@@ -148,7 +148,8 @@ def test_an_isr_only_change_wakes_only_the_sessions_of_followers_outside_the_isr
 
     def fetch(replica_id, offset):
         read_for_follower(leader, replica_id=replica_id, current_leader_epoch=1, fetch_offset=offset,
-                          last_fetched_epoch=1 if offset else -1, bytes_max=1 << 20, now_ms=0)
+                          last_fetched_epoch=1 if offset else -1,
+                          replica_broker_epoch=100 + replica_id, bytes_max=1 << 20, now_ms=0)
 
     apply((1, 2, 3), 1)
     produce(leader, [b"a", b"b"])
@@ -188,7 +189,8 @@ def test_a_fetch_that_moves_the_hw_wakes_the_consumers_not_the_follower_sessions
 
     def fetch(replica_id):
         return read_for_follower(leader, replica_id=replica_id, current_leader_epoch=1, fetch_offset=2,
-                                 last_fetched_epoch=1, bytes_max=1 << 20, now_ms=0)
+                                 last_fetched_epoch=1,
+                                 replica_broker_epoch=100 + replica_id, bytes_max=1 << 20, now_ms=0)
 
     fetch(2)  # the HW still waits for follower 3
     assert leader.replica.high_watermark == 0
@@ -214,7 +216,7 @@ def test_in_the_durable_mode_the_follower_fsyncs_before_its_next_fetch_reports_t
         decide(replica, 1, 0)
     produce(leader, [b"a", b"b"])
     answer = read_for_follower(leader, replica_id=2, current_leader_epoch=0, fetch_offset=0, last_fetched_epoch=-1,
-                               bytes_max=1 << 20, now_ms=0)
+                               replica_broker_epoch=102, bytes_max=1 << 20, now_ms=0)
 
     append_from_leader(lazy, leader_epoch=0, fetch_offset=0, records=answer.records,
                        leader_high_watermark=answer.high_watermark)

@@ -95,7 +95,7 @@ class ControllerLink:
         request = controller_pb2.AlterPartitionRequest(broker_id=broker_id, broker_epoch=broker_epoch, partitions=[
             controller_pb2.AlterPartitionItem(
                 topic=p.topic_partition.topic, partition=p.topic_partition.partition, leader_epoch=p.leader_epoch,
-                new_isr=p.new_isr, partition_epoch=p.partition_epoch,
+                new_isr=p.new_isr, partition_epoch=p.partition_epoch, new_isr_broker_epochs=p.new_isr_broker_epochs,
             )
             for p in proposals
         ])

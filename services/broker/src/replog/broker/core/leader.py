@@ -104,6 +104,8 @@ class LeaderReplica:
         self._ineligible: IneligibleReplicas | None = None  # made at the first refusal: most leaders never see one
         # replica -> (fetch offset, last fetched epoch) of its last fetch found consistent with our log
         self._accepted_position: dict[int, tuple[int, int]] = {}
+        # replica -> the broker epoch its last accepted fetch named: the incarnation its progress is about
+        self._follower_broker_epochs: dict[int, int] = {}
         self._set_membership(replicas, isr, now_ms=now_ms)
 
     @classmethod
@@ -195,10 +197,12 @@ class LeaderReplica:
         current_leader_epoch: int,
         fetch_offset: int,
         last_fetched_epoch: int,
+        replica_broker_epoch: int,
         now_ms: int,
         log: LogView,
     ) -> FollowerFetchResult:
-        """A follower's ReplicaFetch for this partition; see the module docstring."""
+        """A follower's ReplicaFetch for this partition; see the module docstring. `replica_broker_epoch`
+        (the follower's registration, 0 when it did not say) is what an ISR expansion names it with."""
         refusal = self._refuse_follower(replica_id, current_leader_epoch)
         if refusal is not None:
             return refusal
@@ -214,6 +218,7 @@ class LeaderReplica:
                 return problem
             if problem is not None:
                 return DivergingEpoch(problem, self._high_watermark, log.log_start_offset, self._leader_epoch)
+        self._follower_broker_epochs[replica_id] = replica_broker_epoch
         self._followers[replica_id] = after_fetch(
             self._followers[replica_id],
             fetch_offset=fetch_offset,
@@ -370,12 +375,15 @@ class LeaderReplica:
 
     def _propose(self, new_isr: set[int], kind: IsrChangeKind) -> AlterPartitionProposal:
         assert self._broker_id in new_isr
+        ordered = in_assignment_order(new_isr, self._replicas)
         self._pending = AlterPartitionProposal(
             topic_partition=self._topic_partition,
             leader_epoch=self._leader_epoch,
-            new_isr=in_assignment_order(new_isr, self._replicas),
+            new_isr=ordered,
             partition_epoch=self._partition_epoch,
             kind=kind,
+            # a member joining is named with the broker epoch of the fetch that just caught it up (KIP-903)
+            new_isr_broker_epochs=tuple(self._follower_broker_epochs.get(member, 0) for member in ordered),
         )
         return self._pending
 
@@ -391,6 +399,7 @@ class LeaderReplica:
         self._isr = in_assignment_order(isr, self._replicas)
         kept = {r: p for r, p in self._followers.items() if r in self._replicas}
         self._accepted_position = {r: pos for r, pos in self._accepted_position.items() if r in kept}
+        self._follower_broker_epochs = {r: e for r, e in self._follower_broker_epochs.items() if r in kept}
         for replica_id in self._replicas:
             if replica_id != self._broker_id and replica_id not in kept:
                 in_isr = replica_id in self._isr

@@ -100,7 +100,7 @@ class FollowerFetchAnswer(NamedTuple):
 
 def answer_follower_fetch(
     replica: PartitionReplica, log: StepLog, *, replica_id: int, current_leader_epoch: int, fetch_offset: int,
-    last_fetched_epoch: int, bytes_max: int, now_ms: int,
+    last_fetched_epoch: int, replica_broker_epoch: int, bytes_max: int, now_ms: int,
 ) -> tuple[FollowerFetchAnswer, Effects]:
     """One partition of a follower's fetch: record its position, answer what follows it."""
     result = replica.on_follower_fetch(
@@ -108,6 +108,7 @@ def answer_follower_fetch(
         current_leader_epoch=current_leader_epoch,
         fetch_offset=fetch_offset,
         last_fetched_epoch=last_fetched_epoch,
+        replica_broker_epoch=replica_broker_epoch,
         now_ms=now_ms,
         log=log,
     )

@@ -142,6 +142,7 @@ class PartitionReplica:
         current_leader_epoch: int,
         fetch_offset: int,
         last_fetched_epoch: int,
+        replica_broker_epoch: int,
         now_ms: int,
         log: LogView,
     ) -> FollowerFetchResult:
@@ -152,6 +153,7 @@ class PartitionReplica:
             current_leader_epoch=current_leader_epoch,
             fetch_offset=fetch_offset,
             last_fetched_epoch=last_fetched_epoch,
+            replica_broker_epoch=replica_broker_epoch,
             now_ms=now_ms,
             log=log,
         )

@@ -128,7 +128,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
             answers = session.poll(
                 session.listed(_positions(request.partitions)),
                 lambda tp, position, hosted, bytes_left: self._read_one(
-                    request.replica_id, position, hosted, tp, bytes_left),
+                    request.replica_id, request.replica_broker_epoch, position, hosted, tp, bytes_left),
                 bytes_max=bytes_max, min_bytes=max(request.min_bytes, 1),
                 max_wait_ms=min(request.max_wait_ms, FETCH_WAIT_MS_MAX), clock=self._clock,
                 stopping=lambda: self._stopping() or not context.is_active(),
@@ -146,8 +146,8 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         metrics.bytes_out.inc(sent)
         metrics.duration_s.observe(time.perf_counter() - started)
 
-    def _read_one(self, replica_id: int, partition: FollowerPosition, hosted: HostedPartition | None,
-                  tp: TopicPartition, bytes_max: int) -> FollowerFetchAnswer:
+    def _read_one(self, replica_id: int, replica_broker_epoch: int, partition: FollowerPosition,
+                  hosted: HostedPartition | None, tp: TopicPartition, bytes_max: int) -> FollowerFetchAnswer:
         if hosted is None:
             return FollowerFetchAnswer(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} is not hosted here",
                                        -1, -1, -1, -1)
@@ -157,6 +157,7 @@ class ReplicationServicer(replication_pb2_grpc.ReplicationServiceServicer):
         return read_for_follower(
             hosted, replica_id=replica_id, current_leader_epoch=partition.current_leader_epoch,
             fetch_offset=partition.fetch_offset, last_fetched_epoch=partition.last_fetched_epoch,
+            replica_broker_epoch=replica_broker_epoch,
             bytes_max=min(partition.partition_max_bytes or bytes_max, bytes_max), now_ms=self._clock.monotonic_ms(),
         )
 

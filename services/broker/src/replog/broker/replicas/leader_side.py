@@ -97,6 +97,7 @@ def read_for_follower(
     current_leader_epoch: int,
     fetch_offset: int,
     last_fetched_epoch: int,
+    replica_broker_epoch: int,
     bytes_max: int,
     now_ms: int,
 ) -> FollowerFetchAnswer:
@@ -105,11 +106,11 @@ def read_for_follower(
     A HW this fetch advances completes delayed produces and wakes the consumers' long polls (the
     followers' fetch sessions are only told); an ISR expansion it proposes goes to the ISR sender."""
     return hosted.run(_read_for_follower, replica_id, current_leader_epoch, fetch_offset, last_fetched_epoch,
-                      bytes_max, now_ms)
+                      replica_broker_epoch, bytes_max, now_ms)
 
 
 def _read_for_follower(hosted: HostedPartition, replica_id: int, current_leader_epoch: int, fetch_offset: int,
-                       last_fetched_epoch: int, bytes_max: int, now_ms: int):
+                       last_fetched_epoch: int, replica_broker_epoch: int, bytes_max: int, now_ms: int):
     replica, log = hosted.replica, hosted.log
     if not hosted.usable:
         return FollowerFetchAnswer(*_GONE, -1, -1, -1, -1), NO_EFFECTS
@@ -118,7 +119,7 @@ def _read_for_follower(hosted: HostedPartition, replica_id: int, current_leader_
     try:
         return answer_follower_fetch(replica, log, replica_id=replica_id, current_leader_epoch=current_leader_epoch,
                                      fetch_offset=fetch_offset, last_fetched_epoch=last_fetched_epoch,
-                                     bytes_max=bytes_max, now_ms=now_ms)
+                                     replica_broker_epoch=replica_broker_epoch, bytes_max=bytes_max, now_ms=now_ms)
     except CorruptLogError as exc:  # never handed on; the follower backs off and asks again
         logger.error("%s: %s", hosted.topic_partition, exc)
         return FollowerFetchAnswer(ErrorCode.STORAGE_ERROR, str(exc), replica.high_watermark,

@@ -36,7 +36,8 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):
                     error_code=common_pb2.ERROR_CODE_INVALID_REQUEST,
                     error_message=f"bad partition {item.topic!r}-{item.partition} in AlterPartition")
             items.append(ev.AlterPartitionItem(TopicPartition(item.topic, item.partition), item.leader_epoch,
-                                               tuple(item.new_isr), item.partition_epoch))
+                                               tuple(item.new_isr), item.partition_epoch,
+                                               tuple(item.new_isr_broker_epochs)))
         event = ev.AlterPartitionReceived(request.broker_id, request.broker_epoch, tuple(items))
         caller = trace.get_current_span(telemetry.extract_context(context.invocation_metadata())).get_span_context()
         links = (caller,) if caller.is_valid else ()

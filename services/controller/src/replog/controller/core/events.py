@@ -106,12 +106,16 @@ class IsrChanged:
 
 @dataclass(frozen=True, slots=True)
 class AlterPartitionItem:
-    """One leader's ISR proposal for one partition."""
+    """One leader's ISR proposal for one partition.
+
+    ``new_isr_broker_epochs``: the registration epoch of each ``new_isr`` member as the leader saw it in
+    that member's fetches, in the same order, 0 when unknown; empty when the leader named none."""
 
     partition: TopicPartition
     leader_epoch: int
     new_isr: tuple[int, ...]
     partition_epoch: int
+    new_isr_broker_epochs: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,12 @@ Theory of operation (docs/architecture.md, "High watermark and ISR"; Kafka `Pend
 The leader never changes the ISR itself: it proposes a new ISR to the
 controller, which is the single writer of partition state. A proposal carries
 the leader epoch and partition epoch it was based on, so the controller can
-refuse a stale one (FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION).
+refuse a stale one (FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION). It also names
+each member's broker epoch as the member's fetches told it (KIP-903): a member
+joins with the epoch of the fetch that caught it up, and the controller refuses
+it if it has registered again since. Without that, a copy of an expansion the
+leader had already dropped (refused, the HW moved on) could be accepted after
+the member restarted: an ISR member lacking committed records.
 
 At most one proposal per partition is in flight. It stays pending until an
 answer proves what the controller holds: an accepted answer, or any answer
@@ -53,6 +58,7 @@ class AlterPartitionProposal:
     new_isr: tuple[int, ...]
     partition_epoch: int
     kind: IsrChangeKind
+    new_isr_broker_epochs: tuple[int, ...]  # per new_isr member, from its fetches; 0 when unknown (the leader)
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,23 @@ per item:
    whose reply was lost);
    otherwise the proposal's ``partition_epoch`` must be the znode's version:
    INVALID_UPDATE_VERSION;
-6. the ISR has no duplicates and contains the leader: INVALID_REQUEST;
+6. the ISR has no duplicates and contains the leader, and the broker epochs
+   are none or one per member: INVALID_REQUEST;
 7. every member is assigned and alive, and every *new* member is not in
-   controlled shutdown: INELIGIBLE_REPLICA.
+   controlled shutdown: INELIGIBLE_REPLICA;
+8. every *new* member is named with the broker epoch of its current
+   registration (KIP-903): INELIGIBLE_REPLICA otherwise. The leader names the
+   epoch of the fetch that caught the member up; a member that registered
+   again since is another incarnation, which may lack records the first one
+   held, and the leader's HW may have moved past them (a resent proposal the
+   leader had already dropped). An unknown epoch (0) is refused too: a leader
+   that cannot name the incarnation cannot prove it caught up. A proposal
+   naming no epochs at all comes from a broker of the previous release (the
+   field is new) and is judged without this rule: refusing it would keep every
+   ISR led by a broker not yet upgraded from growing, and a rolling upgrade
+   waits for each restarted broker to rejoin every ISR (docs/deploy.md).
+   Members already in the ISR are not judged by epoch, so a shrink is never
+   refused for it.
 
 An accepted proposal is written with ``partition_epoch + 1`` (same leader and
 leader epoch) and answered with the committed state; other brokers learn it via
@@ -91,6 +105,9 @@ def _alter_one(b: PlanBuilder, broker_id: int, item: AlterPartitionItem) -> Alte
     if len(set(new_isr)) != len(new_isr) or broker_id not in new_isr:
         return refuse(ErrorCode.INVALID_REQUEST,
                       f"proposed ISR {list(new_isr)} must list the leader {broker_id} once and no member twice")
+    if item.new_isr_broker_epochs and len(item.new_isr_broker_epochs) != len(new_isr):
+        return refuse(ErrorCode.INVALID_REQUEST, f"{len(item.new_isr_broker_epochs)} broker epochs for the "
+                                                 f"{len(new_isr)} members of the proposed ISR {list(new_isr)}")
     for member in new_isr:
         if member not in assignment.replicas or member not in b.live:
             return refuse(ErrorCode.INELIGIBLE_REPLICA,
@@ -100,9 +117,29 @@ def _alter_one(b: PlanBuilder, broker_id: int, item: AlterPartitionItem) -> Alte
                                                         f"log directory")
         if member not in state.isr and member in b.shutting_down:
             return refuse(ErrorCode.INELIGIBLE_REPLICA, f"broker {member} is shutting down")
+    stale = _stale_new_member(b, item, state.isr)
+    if stale is not None:
+        return refuse(ErrorCode.INELIGIBLE_REPLICA, stale)
     removed = len(set(state.isr) - set(new_isr))
     added = len(set(new_isr) - set(state.isr))
     b.isr_shrinks += removed > 0
     b.isr_expands += added > 0
     committed = b.write(tp, broker_id, new_isr, notify_replicas=False)
     return AlterPartitionResult(tp, ErrorCode.NONE, "", committed)
+
+
+def _stale_new_member(b: PlanBuilder, item: AlterPartitionItem, isr: tuple[int, ...]) -> str | None:
+    """Why a member joining the ISR is not proven to be its current registration (rule 8), or None."""
+    if not item.new_isr_broker_epochs:  # a leader of the previous release, which names none
+        return None
+    for member, proposed_epoch in zip(item.new_isr, item.new_isr_broker_epochs, strict=True):
+        if member in isr:
+            continue
+        registered_epoch = b.live[member].broker_epoch
+        if proposed_epoch == 0:
+            return (f"broker {member} joins the ISR without a broker epoch (registered epoch {registered_epoch}); "
+                    f"the leader must name the epoch of the fetch that caught it up")
+        if proposed_epoch != registered_epoch:
+            return (f"broker {member} caught up with broker epoch {proposed_epoch} but is now registered with "
+                    f"epoch {registered_epoch}; it must catch up again in its current registration")
+    return None
