@@ -36,16 +36,15 @@ from tests.scenario.broker.sim_zk_cluster import ZkSimCluster
 if TYPE_CHECKING:
     from tests.scenario.broker.sim_shrink import Recorder
 
-STEPS = 300
+STEPS = 200
 HEAL_ROUNDS_MAX = 60
 PHASE_STEPS = 50
 FSYNC_ERROR_P = 0.15  # of the broker faults a schedule chooses: about one a schedule
 SEEDS_ENV = "REPLOG_SIM_SEEDS"
-# Seeds of one default-suite run, split across two processes: about 29 ms of processor time a schedule with
-# the real controllers over simulated ZooKeeper, so about 75 s on the 2-core machine when it is otherwise
-# idle. 10,000 took 149-215 s in `make test`, more than the suite's 40-minute budget has room for
-# (docs/testing.md); `make simulate` runs more.
-SIM_SEEDS_DEFAULT = 5_000
+# Seeds of one default-suite run, split across two processes. Schedules of 200 steps (300 before) make room
+# for 10,000 of them; every planted bug is still found within a few hundred seeds (docs/testing.md gives the
+# figures and the measured rate).
+SIM_SEEDS_DEFAULT = 10_000
 
 
 TEST_FILE = "tests/scenario/broker/test_replication_simulation.py"
@@ -413,8 +412,9 @@ def new_cluster(seed: int, rng: random.Random) -> SimCluster:
                         strict_min_isr=True, durable=True)
 
 
-def run_schedule(seed: int, *, recorder: Recorder | None = None) -> SimCluster:
-    """Run the seed's schedule; a `recorder` (sim_shrink.py) keeps its steps and the network's draws."""
+def run_schedule(seed: int, *, recorder: Recorder | None = None, steps: int = STEPS) -> SimCluster:
+    """Run the seed's schedule of `steps` steps; a `recorder` (sim_shrink.py) keeps its steps and the
+    network's draws."""
     rng = random.Random(seed)
     cluster = new_cluster(seed, rng if recorder is None else recorder.watching(rng))
     cluster.start()
@@ -422,7 +422,7 @@ def run_schedule(seed: int, *, recorder: Recorder | None = None) -> SimCluster:
     recent: deque[str] = deque(maxlen=12)
     step = -1
     try:
-        for step in range(STEPS):
+        for step in range(steps):
             stormy = (step // PHASE_STEPS) % 2 == 1  # calm and stormy phases alternate
             if cluster.network is not None:
                 cluster.network.faulty = stormy

@@ -12,8 +12,8 @@ import pytest
 from tests.scenario.broker.mutations import MUTATIONS, applied
 from tests.scenario.broker.sim_schedule import run_schedule
 
-FOUND_BY = {"hw-past-isr-minimum": 0, "strict-min-isr-off": 3, "follower-acks-before-write": 0,
-            "controller-write-fence-removed": 23, "client-retry-new-sequence": 0, "fsync-error-taken-for-shortage": 8}
+FOUND_BY = {"hw-past-isr-minimum": 0, "strict-min-isr-off": 12, "follower-acks-before-write": 0,
+            "controller-write-fence-removed": 343, "client-retry-new-sequence": 0, "fsync-error-taken-for-shortage": 28}
 
 
 @pytest.mark.parametrize("name", sorted(FOUND_BY))
