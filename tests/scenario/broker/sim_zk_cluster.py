@@ -375,3 +375,13 @@ class ZkSimCluster(SimCluster):
         """(controller processes, ZooKeeper session expiries, seats won)."""
         return len(self.nodes), self.zk.expiries, self.truth.failovers
 
+
+def started_cluster(seed: int = 1) -> ZkSimCluster:
+    """A cluster with the simulation's settings (strict min ISR, the durable mode), started: for story tests."""
+    rng = random.Random(seed)
+    clock = ManualClock()
+    cluster = ZkSimCluster(clock, network=SimNetwork(rng, clock), rng=rng, seed=seed, strict_min_isr=True,
+                           durable=True)
+    cluster.start()
+    cluster.check_invariants()
+    return cluster

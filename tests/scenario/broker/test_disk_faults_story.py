@@ -10,7 +10,6 @@ controllers over simulated ZooKeeper.
 
 from __future__ import annotations
 
-import random
 
 from replog.broker.core.errors import ErrorCode
 from replog.broker.core.partition import ReplicaRole
@@ -18,9 +17,8 @@ from replog.common.clock import ManualClock
 from replog.common.zk import schema
 from tests.scenario.broker.sim_cluster import SimCluster
 from tests.scenario.broker.sim_members import DiskLog
-from tests.scenario.broker.sim_network import SimNetwork
 from tests.scenario.broker.sim_schedule import heal_everything_and_converge
-from tests.scenario.broker.sim_zk_cluster import ZkSimCluster
+from tests.scenario.broker.sim_zk_cluster import ZkSimCluster, started_cluster
 from tests.unit.broker.core.fake_log import FakeBatchHeader
 
 KEEP_ALL = 0.999  # the fraction of an unsynced tail a loss keeps: all of it (a torn write that kept everything)
@@ -96,15 +94,6 @@ def test_a_torn_power_loss_leaves_an_unacknowledged_record_on_the_old_leader_and
     assert [t.payload for t in cluster.acked] == ["a", "c"]
 
 
-def zk_cluster(seed: int = 1) -> ZkSimCluster:
-    rng = random.Random(seed)
-    clock = ManualClock()
-    cluster = ZkSimCluster(clock, network=SimNetwork(rng, clock), rng=rng, seed=seed, strict_min_isr=True,
-                           durable=True)
-    cluster.start()
-    return cluster
-
-
 def replicate(cluster: ZkSimCluster, rounds: int = 4) -> None:
     for _ in range(rounds):
         for broker_id in cluster.brokers:
@@ -115,7 +104,7 @@ def replicate(cluster: ZkSimCluster, rounds: int = 4) -> None:
 
 
 def test_a_leader_whose_fsync_fails_answers_storage_error_halts_and_loses_nothing_acknowledged():
-    cluster = zk_cluster()
+    cluster = started_cluster()
     leader_id = cluster.controller.leader
     acked = [cluster.produce(f"a{n}", broker_id=leader_id) for n in range(3)]
     replicate(cluster)
@@ -144,7 +133,7 @@ def test_a_leader_whose_fsync_fails_answers_storage_error_halts_and_loses_nothin
 
 
 def test_a_follower_whose_fsync_fails_halts_and_the_leader_carries_on():
-    cluster = zk_cluster()
+    cluster = started_cluster()
     leader_id = cluster.controller.leader
     follower_id = next(b for b in cluster.brokers if b != leader_id)
     cluster.fail_next_fsync(follower_id, 0.5)

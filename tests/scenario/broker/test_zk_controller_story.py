@@ -6,28 +6,15 @@ broker cores) step by step over a network without faults.
 
 from __future__ import annotations
 
-import random
 
 from replog.broker.core.isr.isr_proposal import AlterPartitionProposal, IsrChangeKind
 from replog.broker.core.partition import LeaderAndIsrDecision, ReplicaRole
-from replog.common.clock import ManualClock
 from replog.common.zk import schema
 from tests.scenario.broker.sim_cluster import AlterRequest
 from tests.scenario.broker.sim_controller_node import ControllerRequest
 from tests.scenario.broker.sim_members import REPLICAS, TP
-from tests.scenario.broker.sim_network import SimNetwork
-from tests.scenario.broker.sim_zk_cluster import ZkSimCluster
+from tests.scenario.broker.sim_zk_cluster import ZkSimCluster, started_cluster
 from tests.scenario.sim_zookeeper import SESSION_TIMEOUT_MS
-
-
-def started_cluster(seed: int = 1) -> ZkSimCluster:
-    rng = random.Random(seed)
-    clock = ManualClock()
-    cluster = ZkSimCluster(clock, network=SimNetwork(rng, clock), rng=rng, seed=seed, strict_min_isr=True,
-                           durable=True)
-    cluster.start()
-    cluster.check_invariants()
-    return cluster
 
 
 def settle(cluster: ZkSimCluster, rounds: int = 5) -> None:
