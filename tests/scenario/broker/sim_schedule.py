@@ -30,6 +30,7 @@ from tests.scenario.broker.sim_cluster import SimCluster
 from tests.scenario.broker.sim_consumer import SimConsumer
 from tests.scenario.broker.sim_members import REPLICAS
 from tests.scenario.broker.sim_network import SimNetwork
+from tests.scenario.broker import sim_history
 from tests.scenario.broker.sim_producer import FROM_CONTROLLER, SimProducer
 from tests.scenario.broker.sim_zk_cluster import ZkSimCluster
 
@@ -439,6 +440,7 @@ def run_schedule(seed: int, *, recorder: Recorder | None = None, steps: int = ST
             recorder.begin_heal()
         heal_everything_and_converge(cluster)
         clients.consumer.check_against(cluster.leader().log)
+        sim_history.judge(cluster, clients.consumer, cluster.leader().log)
     except Exception as failure:
         raise schedule_failure(f"seed={seed} step={step}", replay_command(seed), recent, cluster, failure) from failure
     return cluster

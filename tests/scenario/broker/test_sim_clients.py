@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
+from tests.scenario.broker import sim_history
 from tests.scenario.broker.sim_consumer import SimConsumer
 from tests.scenario.broker.sim_network import CLIENT
 from tests.scenario.broker.sim_producer import FROM_CONTROLLER, ClientConfig, SimClient
 from tests.scenario.broker.sim_schedule import new_cluster
+from tests.unit.broker.core.fake_log import FakeLog
 
 CONFIG = ClientConfig(max_in_flight=5, delivery_timeout_s=120.0, metadata_max_age_s=300.0)
 
@@ -104,3 +108,31 @@ def test_the_consumer_reads_committed_records_from_the_leader():
         consumer.consume(cluster, FROM_CONTROLLER)
     assert [r.payload for r in consumer.read] == [r.payload for r in cluster.committed.values()]
     consumer.check_against(cluster.leader().log)
+
+
+def test_the_fault_matrix_checker_judges_what_the_clients_saw():
+    cluster = started_cluster()
+    client = SimClient(cluster, 42, CONFIG)
+    client.send(3)
+    client.turn(FROM_CONTROLLER)
+    replicate(cluster)
+    client.turn(FROM_CONTROLLER)
+    consumer = SimConsumer()
+    consumer.consume(cluster, FROM_CONTROLLER)
+    leader_log = cluster.leader().log
+    assert len(cluster.delivered) == 3 and consumer.read
+    sim_history.judge(cluster, consumer, leader_log)  # the converged log holds what was told and read
+
+    lost = FakeLog()  # a log that lost the last delivered record
+    lost.append_as_follower(leader_log.records_between(0, leader_log.log_end_offset - 1), fsync=True)
+    with pytest.raises(AssertionError, match="the history checker: lost in orders-0"):
+        sim_history.judge(cluster, consumer, lost)
+
+
+def test_two_plain_sends_that_drew_the_same_payload_are_two_records_to_the_checker():
+    cluster = started_cluster()
+    leader = cluster.controller.leader
+    first, second = cluster.produce("x5", broker_id=leader), cluster.produce("x5", broker_id=leader)
+    replicate(cluster)
+    assert first.ok and second.ok and first.base_offset != second.base_offset
+    sim_history.judge(cluster, SimConsumer(), cluster.leader().log)
