@@ -209,7 +209,8 @@ class LocalCluster:
         for server, name in zip(servers, names):
             server_tls = tls.zookeeper_server_tls(self.state_dir, name) if with_tls else None
             config = zookeeper.write_server_config(self.state_dir / name, server.server_id, servers,
-                                                    force_sync=self.spec.zookeeper_force_sync, tls=server_tls)
+                                                    force_sync=self.spec.zookeeper_force_sync, tls=server_tls,
+                                                    session_timeout_ms=self.spec.zookeeper_session_timeout_ms)
             host, port, _, namespace = places[name]
             self.processes[name] = ProcessInfo(name, "zookeeper", server.server_id if ensemble else 0, port, 0,
                                                zookeeper.zookeeper_command(config, jvm_args,

@@ -98,11 +98,14 @@ def write_config(directory: Path, port: int, tick_ms: int = 500, host: str = "12
 
 
 def write_server_config(directory: Path, my_id: int, servers: list[ServerAddress], tick_ms: int = 500,
-                        force_sync: bool = False, tls: ServerTls | None = None) -> Path:
+                        force_sync: bool = False, tls: ServerTls | None = None,
+                        session_timeout_ms: int = 0) -> Path:
     """The config (and myid file) of server `my_id` of `servers`; one server alone runs standalone.
 
     With more than one, each `server.N` line names the peer's quorum and election ports, and a
     follower has 10 ticks to join the leader and 5 to answer it (initLimit, syncLimit).
+    A server grants sessions of at most 20 ticks unless told more; `session_timeout_ms` above that raises
+    the bound, so that the clients get the timeout they ask for.
     `force_sync` False (a development cluster's default, for speed): the transaction log is not
     fsynced, so a power loss of the machine may take committed metadata with it. With `tls`, the client
     port is a TLS one and the only one (module docstring)."""
@@ -121,6 +124,7 @@ def write_server_config(directory: Path, my_id: int, servers: list[ServerAddress
         "admin.enableServer=false",
         f"4lw.commands.whitelist={','.join(FOUR_LETTER_WORDS)}",
         "autopurge.purgeInterval=1",
+        *([f"maxSessionTimeout={session_timeout_ms}"] if session_timeout_ms > 20 * tick_ms else []),
         f"forceSync={'yes' if force_sync else 'no'}",
     ]
     if force_sync:
