@@ -15,7 +15,11 @@ NODE_STAMP := $(NODE_EXAMPLE)/node_modules/.installed
 
 .PHONY: setup system-deps demo test test-faults test-spark-cluster spark-records-exact fuzz simulate simulate-mutations up down status proto lint docs clean dist constraints image test-deploy
 
+# Then the bytecode of our sources, compiled ahead: where Python is told not to write its caches
+# (PYTHONDONTWRITEBYTECODE), every service process would compile them again as it starts (0.7 s of CPU
+# of a broker's start); only changed files are compiled again.
 setup: system-deps $(STAMP) $(NODE_STAMP)
+	@$(BIN)/python -m compileall -q $(addsuffix /src,$(DISTS)) tests > /dev/null
 
 system-deps:
 	@bash deploy/local/scripts/install-system-deps.sh
