@@ -22,10 +22,22 @@ run_tier() {
   local rc=$?
   if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then status=1; fi
 }
-run_tier "unit and scenario" tests/unit tests/scenario -q -p no:cacheprovider --durations=15
+# The simulation's fresh schedules (10,000) are CPU alone and need no timing: they run beside the other
+# tiers at the lowest priority, on the cycles the clusters' tests leave idle, and report after them.
+SIM_TEST=tests/scenario/broker/test_replication_simulation.py::test_random_schedules_keep_the_invariants
+sim_log=$(mktemp)
+setsid nice -n 19 "$PY" -m pytest "$SIM_TEST" -q -s -p no:cacheprovider --durations=1 > "$sim_log" 2>&1 &
+sim_pid=$!
+trap 'kill -- -"$sim_pid" 2>/dev/null; rm -f "$sim_log"' EXIT
+run_tier "unit and scenario" tests/unit tests/scenario -q -p no:cacheprovider --durations=15 --deselect "$SIM_TEST"
 # A standalone Spark cluster (a master and two workers, each a JVM) runs behind `make test-spark-cluster`.
 run_tier "integration and fault" tests/integration tests/fault -q -p no:cacheprovider --durations=15 \
   --ignore=tests/integration/spark/test_spark_standalone.py
+echo "=== tests: simulation (beside the tiers above) ==="
+wait "$sim_pid"
+sim_rc=$?
+cat "$sim_log"
+if [ $sim_rc -ne 0 ]; then status=1; fi
 # One seeded round of the RPC fuzz (`make fuzz` runs it for longer); -s prints its counts per method.
 run_tier "fuzz (one round)" tests/fuzz -q -s -p no:cacheprovider --durations=5
 exit $status

@@ -34,9 +34,9 @@ def seeds() -> tuple[str, list[int]]:
     return f"base seed {base}", list(range(base, base + count))
 
 
-# 10,000 schedules took 336 s while a whole suite ran beside them (load 6); the deadline leaves room for a
-# busier machine still before the run counts as hung.
-@pytest.mark.timeout(900)
+# 10,000 schedules took 336 s while a whole suite ran beside them (load 6). tests/run.sh runs this test at
+# the lowest priority beside the other tiers, so it may wait for their length: the deadline is the CI's.
+@pytest.mark.timeout(5400)
 def test_random_schedules_keep_the_invariants():
     origin, chosen = seeds()
     print(f"broker simulation: {len(chosen)} seeds, {origin}")
