@@ -81,13 +81,13 @@ def test_bad_inputs_fail_in_one_line_before_spark_starts(tmp_path):
     assert "no spans in" in one_line_error(replog_spark("failovers", "--traces", str(tmp_path / "quiet")))
 
 
-def test_a_plan_that_cannot_be_made_is_one_line(tmp_path):
+def test_a_plan_the_exported_brokers_cannot_make_fails_in_one_line_before_spark_starts(tmp_path):
     temp, env = temp_dir(tmp_path)
     line = one_line_error(replog_spark("plan", "--export", str(export(tmp_path)), "--add-brokers", "3",
                                        "--out", str(tmp_path / "p.json"), "--master", "local[1]", timeout=180,
                                        env=env))
     assert line.endswith("broker(s) 3 have no rack while others do (give every broker a rack, e.g. --racks 3:a)")
-    assert not list(temp.glob("replog-spark-*.log"))  # the JVM's log: kept only for a failure that names it
+    assert not list(temp.glob("replog-spark-*.log"))  # no JVM started, so no JVM log
 
 
 def test_spark_submit_runs_a_job_file(tmp_path):

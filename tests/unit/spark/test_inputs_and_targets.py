@@ -84,3 +84,26 @@ def test_tls_flags_are_checked_before_spark_starts():
         checked("plan", "--export", "/nowhere", "--out", "plan.json", "--insecure")
     with pytest.raises(SystemExit):  # the failover report reads trace files only: no TLS flag to ignore
         build_parser().parse_args(["failovers", "--traces", "t", "--insecure"])
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "ndjson"])
+def test_a_change_the_exported_brokers_cannot_take_is_refused_before_spark_starts(tmp_path, fmt):
+    from replog.spark import synthetic
+
+    export = synthetic.write_export(tmp_path / "export", {"broker_id": [1, 2], "rack": ["a", None]},
+                                    {"topic": ["t"], "partition": [0], "replicas": [[1, 2]]}, fmt=fmt)
+    _, paths = inputs.export_files(str(export))
+    assert inputs.export_broker_racks(fmt, paths["brokers"]) == {1: "a", 2: None}
+    args = build_parser().parse_args(["plan", "--export", str(export), "--out", "plan.json", "--add-brokers", "3",
+                                      "--racks", "3:c"])
+    with pytest.raises(JobError, match=r"broker\(s\) 2 have no rack while others do"):
+        planner.check_inputs(args)
+    racked = synthetic.write_export(tmp_path / "racked", {"broker_id": [1, 2], "rack": ["a", "b"]},
+                                    {"topic": ["t"], "partition": [0], "replicas": [[1, 2]]}, fmt=fmt)
+    planner.check_inputs(build_parser().parse_args(["plan", "--export", str(racked), "--out", "plan.json",
+                                                    "--add-brokers", "3", "--racks", "3:c"]))
+
+
+def test_a_brokers_table_in_parts_is_left_to_spark(tmp_path):
+    (tmp_path / "brokers").mkdir()
+    assert inputs.export_broker_racks("parquet", tmp_path / "brokers") is None

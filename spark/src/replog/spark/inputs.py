@@ -109,6 +109,26 @@ def _check_ndjson_first_row(table: str, path: Path) -> None:
         schema.check_version(row.get("schema_version"), str(path))
 
 
+def export_broker_racks(fmt: str, path: Path) -> dict[int, str | None] | None:
+    """The brokers table's rack of each broker id (None for none), read without Spark; None when the table is
+    not one readable file (a directory of parts): Spark reads it then, and the same checks run there."""
+    if not path.is_file():
+        return None
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            columns = pq.read_table(path, columns=["broker_id", "rack"]).to_pydict()
+            pairs = list(zip(columns["broker_id"], columns["rack"]))
+        else:
+            with open(path, encoding="utf-8") as lines:
+                rows = [json.loads(line) for line in lines if line.strip()]
+            pairs = [(row.get("broker_id"), row.get("rack")) for row in rows]
+    except Exception:  # pyarrow raises several types; a bad file is reported where Spark reads it
+        return None
+    return {int(broker): (rack or None) for broker, rack in pairs if broker is not None}
+
+
 def read_export(spark, export_dir: str) -> Topology:
     fmt, paths = export_files(export_dir)
     frames = {}

@@ -223,12 +223,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     inputs.add_tls_arguments(parser)  # for --gateway
 
 
+def change_of(args) -> Change:
+    return Change(tuple(args.add_brokers), tuple(args.remove_brokers), dict(args.racks))
+
+
 def check_inputs(args) -> None:
     from replog.spark import inputs
 
+    from replog.spark.main import JobError
+
     inputs.check_tls_arguments(args, calls_cluster=args.gateway is not None)
     if args.export:
-        inputs.export_files(args.export)
+        fmt, paths = inputs.export_files(args.export)
+        # The brokers the plan would leave are known from the export's small brokers table: a change that
+        # cannot be planned (a broker without a rack among racked ones, say) fails before Spark starts.
+        known = inputs.export_broker_racks(fmt, paths["brokers"])
+        if known is not None:
+            try:
+                target_brokers(known, change_of(args))
+            except PlanInputError as exc:
+                raise JobError(str(exc)) from None
 
 
 def run(spark, args) -> int:
@@ -236,7 +250,7 @@ def run(spark, args) -> int:
     from replog.spark.main import JobError
 
     topology = inputs.load(spark, export_dir=args.export, gateway=args.gateway, tls=inputs.tls_options(args))
-    change = Change(tuple(args.add_brokers), tuple(args.remove_brokers), dict(args.racks))
+    change = change_of(args)
     try:
         tables = plan_tables(topology.brokers, topology.partitions, change)
     except PlanInputError as exc:
