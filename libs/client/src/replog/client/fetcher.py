@@ -14,7 +14,8 @@ answers in flight from before the seek are dropped, so nothing is read twice or 
 partition answered with OFFSET_OUT_OF_RANGE stops being fetched and its error is handed to the
 consumer thread as a chunk (which raises it, or seeks, as the consumer is configured); any
 other partition error refreshes metadata and asks for the partition again after `retry_backoff_s`,
-and a failed Fetch refreshes metadata. Metadata is also refreshed every `retry_backoff_s` while a
+and a failed Fetch refreshes metadata (at most once a `retry_backoff_s`) and leaves its broker alone
+for `retry_backoff_s`. Metadata is also refreshed every `retry_backoff_s` while a
 partition has no known leader, and every `metadata_max_age_s` in any case. A Fetch gets
 `FETCH_SLACK_S` past its long-poll wait: a leader that stopped answering (paused, cut off) costs
 that much once; from then on it is *suspect* (until a Fetch to it is answered) and metadata is
@@ -108,6 +109,7 @@ class Fetcher:
         self._throttled_until_s: dict[str, float] = {}  # address -> when its throttle ends (this thread only)
         self._validating: set[str] = set()  # addresses with an OffsetsForLeaderEpochs in flight (this thread)
         self._suspect: set[str] = set()  # addresses whose last Fetch failed (this thread only)
+        self._address_backoff_until_s: dict[str, float] = {}  # a failed address: not called before (this thread)
         self._answers: queue.SimpleQueue = queue.SimpleQueue()
         self._metadata_due_s = time.monotonic() + metadata_max_age_s
         self._metadata_tried_at_s = float("-inf")
@@ -254,15 +256,19 @@ class Fetcher:
                 to_validate.setdefault(address, {})[tp] = (offset, generation, last_epoch, leader_epoch)
             else:
                 by_leader.setdefault(address, {})[tp] = (offset, generation, leader_epoch)
+        if self._address_backoff_until_s:
+            self._address_backoff_until_s = {a: until for a, until in self._address_backoff_until_s.items()
+                                             if until > now_s}
         for address, sent in to_validate.items():
-            if address not in self._validating:
+            if address not in self._validating and address not in self._address_backoff_until_s:
                 self._validate(address, sent)
         if self._throttled_until_s:
             now = time.monotonic()
             self._throttled_until_s = {a: until for a, until in self._throttled_until_s.items() if until > now}
         for address, sent in by_leader.items():
-            if address in self._in_flight or address in self._throttled_until_s:
-                continue  # one Fetch at a time; and none while its quota's throttle lasts
+            if (address in self._in_flight or address in self._throttled_until_s
+                    or address in self._address_backoff_until_s):
+                continue  # one Fetch at a time; none while its quota's throttle lasts, or after a failure
             request = log_pb2.FetchRequest(
                 max_wait_ms=self.max_wait_ms, min_bytes=1, max_bytes=self.fetch_max_bytes,
                 partitions=[log_pb2.FetchPartition(topic=tp.topic, partition=tp.partition, fetch_offset=offset,
@@ -369,9 +375,17 @@ class Fetcher:
                     self.lock.notify_all()
 
     def _failed(self, address: str) -> None:
+        """A call to `address` failed: it is suspect and not called again before `retry_backoff_s` has passed,
+        and metadata is refreshed, at once unless a refresh was tried within that time. (Without the pause a
+        consumer whose cluster had gone called it as fast as the calls failed, tens of thousands a second.)"""
+        now_s = time.monotonic()
         self._suspect.add(address)
+        self._address_backoff_until_s[address] = now_s + self.retry_backoff_s
         self.metadata.mark_unreachable(address)
-        self._refresh()
+        if now_s - self._metadata_tried_at_s >= self.retry_backoff_s:
+            self._refresh()
+        else:
+            self._refresh_by(self._metadata_tried_at_s + self.retry_backoff_s)
 
     def _refresh_by(self, due_s: float) -> None:
         self._metadata_due_s = min(self._metadata_due_s, due_s)
