@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from replog.common.zk import schema
 from replog.common.zk.client import ZkClient
 from replog.devcluster import ClusterSpec
 from replog.v1 import common_pb2, log_pb2
@@ -126,6 +127,11 @@ def test_a_new_controller_confirms_brokers_that_hold_its_state_and_resends_the_r
     starts = {b: cluster.log_path(f"broker-{b}").stat().st_size for b in (1, 2)}
     cluster.kill(f"controller-{standby}")
     cluster.kill("broker-3")
+    # The gap: nobody holds the seat until broker 3's registration is gone too, so no controller acts on its
+    # death before the restarted one loads. (Started at once, that one could load while broker 3's session
+    # still lived, find brokers 1 and 2 matching, and move the leaders later by plain LeaderAndIsr.)
+    wait_for(lambda: zk.get(schema.broker_path(3)) is None and controller(zk)[0] == -1, SESSION_MS / 1000 + 10,
+             "broker 3's registration and the seat to be gone")
     cluster.start(f"controller-{active}")
     wait_for(lambda: controller(zk) == (active, epoch + 2), SESSION_MS / 1000 + 20,
              "the restarted one to take the seat")
