@@ -29,7 +29,7 @@ sim_log=$(mktemp)
 setsid nice -n 19 "$PY" -m pytest "$SIM_TEST" -q -s -p no:cacheprovider --durations=1 > "$sim_log" 2>&1 &
 sim_pid=$!
 trap 'kill -- -"$sim_pid" 2>/dev/null; rm -f "$sim_log"' EXIT
-run_tier "unit and scenario" tests/unit tests/scenario -q -p no:cacheprovider --durations=15 --deselect "$SIM_TEST"
+run_tier "unit and scenario" tests/unit tests/scenario -q -p no:cacheprovider --durations=15 "--deselect=$SIM_TEST"
 # A standalone Spark cluster (a master and two workers, each a JVM) runs behind `make test-spark-cluster`.
 run_tier "integration and fault" tests/integration tests/fault -q -p no:cacheprovider --durations=15 \
   --ignore=tests/integration/spark/test_spark_standalone.py
