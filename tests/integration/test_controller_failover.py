@@ -171,6 +171,10 @@ def test_a_broker_a_request_did_not_reach_in_time_gets_its_state_again(cluster_f
     try:
         create_topic(zk, "before", {0: (1, 2, 3)})
         wait_for(lambda: all_states(zk, "before", 1), 10, "partition state")
+        # The controller has reached broker 3 (its connection is up) before the freeze: frozen earlier, broker 3
+        # would never finish the connection and the requests would fail as UNAVAILABLE, not time out in transit.
+        wait_for(lambda: (t := metadata(cluster, 3, "before").topics) and t[0].partitions, 20,
+                 "broker 3's metadata to hold the first topic")
         # Broker 3 freezes (a GC pause, an overloaded host) but stays registered: the
         # controller's requests for a new topic time out (deadline 3 s) and it resyncs broker 3.
         confirms_before = cluster.tail("broker-3", 10_000).count("LeaderAndIsr confirm")
