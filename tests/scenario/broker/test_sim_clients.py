@@ -32,6 +32,17 @@ def replicate(cluster, rounds: int = 4) -> None:
         cluster.drain_network()
 
 
+def delivered(count: int):
+    """A started cluster and a client whose first `count` records are sent, replicated and answered."""
+    cluster = started_cluster()
+    client = SimClient(cluster, 42, CONFIG)
+    client.send(count)
+    client.turn(FROM_CONTROLLER)
+    replicate(cluster)
+    client.turn(FROM_CONTROLLER)
+    return cluster, client
+
+
 def test_several_batches_in_flight_are_delivered_in_sequence_order():
     cluster = started_cluster()
     client = SimClient(cluster, 42, CONFIG)
@@ -72,12 +83,7 @@ def test_a_lost_answer_is_resent_under_the_same_sequence_and_answered_with_the_f
 
 
 def test_a_batch_refused_by_a_deposed_leader_goes_to_the_new_one():
-    cluster = started_cluster()
-    client = SimClient(cluster, 42, CONFIG)
-    client.send(1)
-    client.turn(FROM_CONTROLLER)
-    replicate(cluster)
-    client.turn(FROM_CONTROLLER)
+    cluster, client = delivered(1)
     old_leader = cluster.controller.leader
     cluster.kill(old_leader)
     for _ in range(40):  # the session expires and the controller elects another leader
@@ -111,12 +117,7 @@ def test_the_consumer_reads_committed_records_from_the_leader():
 
 
 def test_the_fault_matrix_checker_judges_what_the_clients_saw():
-    cluster = started_cluster()
-    client = SimClient(cluster, 42, CONFIG)
-    client.send(3)
-    client.turn(FROM_CONTROLLER)
-    replicate(cluster)
-    client.turn(FROM_CONTROLLER)
+    cluster, _ = delivered(3)
     consumer = SimConsumer()
     consumer.consume(cluster, FROM_CONTROLLER)
     leader_log = cluster.leader().log
