@@ -22,6 +22,15 @@ run_tier() {
   local rc=$?
   if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then status=1; fi
 }
+# A run started in the background beside the tiers: wait for it, print its output, count its failure.
+finish_beside() {
+  local name=$1 pid=$2 log=$3
+  echo "=== tests: $name ==="
+  wait "$pid"
+  local rc=$?
+  cat "$log"
+  if [ $rc -ne 0 ] && [ $rc -ne 5 ]; then status=1; fi
+}
 # The simulation's fresh schedules (10,000) are CPU alone and need no timing: they run beside the other
 # tiers at the lowest priority, on the cycles the clusters' tests leave idle, and report after them.
 SIM_TEST=tests/scenario/broker/test_replication_simulation.py::test_random_schedules_keep_the_invariants
@@ -35,17 +44,9 @@ setsid "$PY" -m pytest tests/fuzz -q -s -p no:cacheprovider --durations=5 > "$fu
 fuzz_pid=$!
 trap 'kill -- -"$sim_pid" -"$fuzz_pid" 2>/dev/null; rm -f "$sim_log" "$fuzz_log"' EXIT
 run_tier "unit and scenario" tests/unit tests/scenario -q -p no:cacheprovider --durations=15 "--deselect=$SIM_TEST"
-echo "=== tests: fuzz (one round, beside the unit tier) ==="
-wait "$fuzz_pid"
-fuzz_rc=$?
-cat "$fuzz_log"
-if [ $fuzz_rc -ne 0 ] && [ $fuzz_rc -ne 5 ]; then status=1; fi
+finish_beside "fuzz (one round, beside the unit tier)" "$fuzz_pid" "$fuzz_log"
 # A standalone Spark cluster (a master and two workers, each a JVM) runs behind `make test-spark-cluster`.
 run_tier "integration and fault" tests/integration tests/fault -q -p no:cacheprovider --durations=15 \
   --ignore=tests/integration/spark/test_spark_standalone.py
-echo "=== tests: simulation (beside the tiers above) ==="
-wait "$sim_pid"
-sim_rc=$?
-cat "$sim_log"
-if [ $sim_rc -ne 0 ]; then status=1; fi
+finish_beside "simulation (beside the tiers above)" "$sim_pid" "$sim_log"
 exit $status

@@ -112,13 +112,14 @@ def test_a_killed_and_restarted_query_writes_every_record_once(spark, cluster, t
         queries.append(second)
         # The sink is read (a Spark job, competing with the restarting query for the CPU) only once a
         # micro-batch more than last time is committed; listing the commits costs nothing.
-        counted = {"batches": committed_batches(out), "rows": written_before}
+        batches_read, rows = committed_batches(out), written_before
 
         def all_written() -> bool:
+            nonlocal batches_read, rows
             batches = committed_batches(out)
-            if batches > counted["batches"]:
-                counted.update(batches=batches, rows=len(sink_rows()))
-            return counted["rows"] >= FIRST + SECOND or not second.alive()
+            if batches > batches_read:
+                batches_read, rows = batches, len(sink_rows())
+            return rows >= FIRST + SECOND or not second.alive()
         wait_for(all_written, 300, "the restarted query to write every record", interval_s=0.2)
         assert second.alive(), log.read_text()[-3000:]
     finally:
